@@ -1,0 +1,46 @@
+# Two commands on a fresh machine: `make demo` (the main job) and `make test` (the whole suite).
+# Both create .venv, install torch first (CPU build here; GPU users: make TORCH_SPEC=torch ...),
+# then the package with its test extras.
+PYTHON ?= python3
+VENV ?= .venv
+TORCH_SPEC ?= torch==2.13.0
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: demo test setup typecheck bench bench-tests reliability-report gpu-check clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH_SPEC)"
+	$(PY) -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/spector-gpu demo --out demo_out
+
+typecheck: $(STAMP)
+	$(PY) -m mypy
+
+test: $(STAMP)
+	$(PY) -m mypy
+	$(PY) -m pytest -m "not heavy" $(PYTEST_ARGS)
+
+bench-tests: $(STAMP)
+	$(PY) -m pytest -m heavy $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_store.py
+	$(PY) benchmarks/bench_recall.py
+
+reliability-report: $(STAMP)
+	$(PY) benchmarks/reliability_report.py
+
+gpu-check:
+	bash benchmarks/gpu_check.sh
+
+clean:
+	rm -rf $(VENV) demo_out runs .pytest_cache .mypy_cache

@@ -1,0 +1,158 @@
+"""Deterministic top-k: ties go to the lower index, on numpy and on torch (CPU or CUDA).
+
+Every top-k in spector_gpu orders candidates by the total order *(score descending, index
+ascending)*, so the same scores give the same ids on every device and every tiling. A score of
+``-inf`` means "not a candidate" (a gated row or padding): such entries come back with index
+``-1``, and results are padded to exactly ``k`` columns with ``(-inf, -1)``.
+
+``torch.topk`` alone does not promise which of several equal scores it returns; we ask it for
+``k + 1`` values and, only for the rows where the k-th and (k+1)-th values are equal (a tie
+straddling the cut), recompute that row's selection exactly. The common case costs one topk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from spector_gpu.errors import ValidationError
+
+__all__ = ["topk_stable", "topk_stable_torch", "merge_topk", "sort_pairs_torch"]
+
+_NEG_INF = float("-inf")
+
+
+def _check_k(k: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValidationError(f"k must be a positive int, got {k!r}")
+    return int(k)
+
+
+def topk_stable(scores: npt.ArrayLike, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k along the last axis of a numpy array (reference semantics for every top-k).
+
+    Args:
+        scores: float (n, N) (or (N,), treated as one row); higher is better; ``-inf`` = excluded.
+        k: number of results per row (≥ 1); rows are padded when ``N < k``.
+
+    Returns:
+        ``(values, indices)``: float32 (n, k) sorted descending, int64 (n, k); ties go to the
+        lower index; excluded/padding entries are ``(-inf, -1)``. 1-D input gives 1-D output.
+    """
+    k = _check_k(k)
+    arr = np.asarray(scores, dtype=np.float32)
+    one_row = arr.ndim == 1
+    mat = arr[None, :] if one_row else arr
+    if mat.ndim != 2:
+        raise ValidationError(f"scores must be 1-D or 2-D, got shape {arr.shape}")
+    n, total = mat.shape
+    if np.isnan(mat).any():
+        raise ValidationError("scores contain NaN; top-k needs a total order")
+    take = min(k, total)
+    # Stable sort of the negated scores: descending, and equal scores keep index order.
+    order = np.argsort(-mat, axis=1, kind="stable")[:, :take]
+    values = np.full((n, k), _NEG_INF, dtype=np.float32)
+    indices = np.full((n, k), -1, dtype=np.int64)
+    values[:, :take] = np.take_along_axis(mat, order, axis=1)
+    indices[:, :take] = np.where(np.isneginf(values[:, :take]), -1, order)
+    return (values[0], indices[0]) if one_row else (values, indices)
+
+
+def sort_pairs_torch(values: torch.Tensor, indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Order each row of (n, m) pairs by (value descending, index ascending); ``-1`` sorts last."""
+    big = torch.iinfo(torch.int64).max
+    key = torch.where(indices < 0, torch.full_like(indices, big), indices)
+    key_sorted, perm = torch.sort(key, dim=1, stable=True)
+    vals = torch.gather(values, 1, perm)
+    idx = torch.gather(indices, 1, perm)
+    vals, perm2 = torch.sort(vals, dim=1, descending=True, stable=True)
+    return vals, torch.gather(idx, 1, perm2)
+
+
+def topk_stable_torch(scores: torch.Tensor, k: int, *, dim: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Torch twin of :func:`topk_stable`, on the tensor's device.
+
+    Args:
+        scores: float tensor; the top-k is taken along ``dim`` (any stride; no copy is made).
+        k: results per row (≥ 1).
+        dim: the candidate axis; the other axis indexes queries. Must be 2-D.
+
+    Returns:
+        ``(values, indices)``: float (n, k) and int64 (n, k) with queries first, whatever ``dim``
+        was; ties to the lower index; ``(-inf, -1)`` for excluded and padding entries.
+    """
+    k = _check_k(k)
+    if scores.ndim != 2:
+        raise ValidationError(f"scores must be 2-D, got shape {tuple(scores.shape)}")
+    view = scores.movedim(dim, -1)  # (n, N) view, no copy
+    n, total = view.shape
+    take_k = min(k, total)
+    values = torch.full((n, k), _NEG_INF, dtype=view.dtype, device=view.device)
+    indices = torch.full((n, k), -1, dtype=torch.int64, device=view.device)
+    if take_k == 0 or n == 0:
+        return values, indices
+    probe = min(take_k + 1, total)
+    vals, idx = torch.topk(view, probe, dim=1, largest=True, sorted=True)
+    if probe > take_k:
+        cut = vals[:, take_k - 1]
+        tied = (cut == vals[:, take_k]) & (cut != _NEG_INF)
+        vals, idx = vals[:, :take_k].contiguous(), idx[:, :take_k].contiguous()
+        rows = torch.nonzero(tied).flatten().tolist()
+        for row in rows:  # rare: a tie straddles the k-th place; settle it by index
+            idx[row] = _exact_row(view[row], cut[row], take_k)
+            vals[row] = view[row][idx[row]]
+    idx = torch.where(vals == _NEG_INF, torch.full_like(idx, -1), idx)
+    vals, idx = sort_pairs_torch(vals, idx)
+    values[:, :take_k] = vals
+    indices[:, :take_k] = idx
+    return values, indices
+
+
+def _exact_row(row: torch.Tensor, cut: torch.Tensor, k: int) -> torch.Tensor:
+    above = torch.nonzero(row > cut).flatten()
+    level = torch.nonzero(row == cut).flatten()  # ascending index order
+    return torch.cat([above, level[: k - above.numel()]])
+
+
+def merge_topk(
+    score_arrays: Sequence[npt.ArrayLike], id_arrays: Sequence[npt.ArrayLike], k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Merge per-shard top-k lists into one top-k per query.
+
+    Args:
+        score_arrays: one float (n, k_i) array per shard (descending or not; order is redone).
+        id_arrays: matching int64 (n, k_i) ids; ids must be disjoint across shards; ``-1`` = padding.
+        k: results per query.
+
+    Returns:
+        float32 (n, k), int64 (n, k) ordered by (score descending, id ascending), padded with
+        ``(-inf, -1)``.
+    """
+    k = _check_k(k)
+    if len(score_arrays) != len(id_arrays) or not score_arrays:
+        raise ValidationError("merge_topk needs one id array per score array, at least one shard")
+    scores = [np.asarray(s, dtype=np.float32) for s in score_arrays]
+    ids = [np.asarray(i, dtype=np.int64) for i in id_arrays]
+    n = scores[0].shape[0]
+    for pos, (s, i) in enumerate(zip(scores, ids)):
+        if s.ndim != 2 or s.shape != i.shape or s.shape[0] != n:
+            raise ValidationError(
+                f"shard {pos}: scores {s.shape} and ids {i.shape} must both be (n={n}, k_i)"
+            )
+    all_s = np.concatenate(scores, axis=1)
+    all_i = np.concatenate(ids, axis=1)
+    invalid = (all_i < 0) | np.isneginf(all_s) | np.isnan(all_s)
+    all_s = np.where(invalid, np.float32(_NEG_INF), all_s)
+    id_key = np.where(invalid, np.iinfo(np.int64).max, all_i)
+    order = np.lexsort((id_key, -all_s), axis=1)[:, :k]
+    take = order.shape[1]
+    out_s = np.full((n, k), _NEG_INF, dtype=np.float32)
+    out_i = np.full((n, k), -1, dtype=np.int64)
+    out_s[:, :take] = np.take_along_axis(all_s, order, axis=1)
+    out_i[:, :take] = np.where(
+        np.isneginf(out_s[:, :take]), -1, np.take_along_axis(all_i, order, axis=1)
+    )
+    return out_s, out_i

@@ -1,0 +1,3 @@
+"""spector_gpu: a memory engine for AI agents."""
+
+__all__: list[str] = []

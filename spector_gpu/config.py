@@ -1,0 +1,248 @@
+"""Configuration: frozen dataclasses with defaults in one place.
+
+Precedence: arguments > ``SPECTOR_SECTION__KEY`` environment variables > a TOML file > the
+defaults below (which ``configs/default.toml`` mirrors). The effective configuration is saved
+in the store directory as ``config.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import ConfigError
+
+__all__ = [
+    "StoreConfig",
+    "EmbedderConfig",
+    "DenseConfig",
+    "LexicalConfig",
+    "AssociationConfig",
+    "RecallConfig",
+    "StrengthConfig",
+    "ReflectConfig",
+    "Config",
+    "load_config",
+]
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    durability: str = "flush"  # none | flush | fsync
+    strict: bool = False  # refuse to open on any corruption found at open (else point-in-time)
+    provenance_capacity: int = 8192  # provenance records
+    max_text_bytes: int = 1 << 20  # per memory (UTF-8)
+    max_batch: int = 100_000  # items per remember_batch call
+    checkpoint_mb: int = 64  # journal size that triggers a checkpoint
+    snapshot_every: int = 50_000  # new memories between automatic index snapshots
+    events: bool = True  # hash-chained event log of every write
+
+
+@dataclass(frozen=True)
+class EmbedderConfig:
+    name: str = "hashing"  # hashing | hashing:DIM | minilm | st:/local/path
+    batch_size: int = 256
+
+
+@dataclass(frozen=True)
+class DenseConfig:
+    backend: str = "torch"  # torch | faiss
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+
+
+@dataclass(frozen=True)
+class LexicalConfig:
+    method: str = "lucene"  # lucene | okapi
+    k1: float = 1.2
+    b: float = 0.75
+    stopwords: bool = True
+    stemming: bool = True
+
+
+@dataclass(frozen=True)
+class AssociationConfig:
+    temporal_window: int = 2  # same-session neighbours on each side
+    temporal_weight: float = 1.0
+    tag_weight: float = 0.5
+    lineage_weight: float = 1.0
+    hops: int = 1
+    decay: float = 0.5  # per-hop activation decay
+    seeds: int = 50  # top candidates of the other relays that seed spreading
+
+
+@dataclass(frozen=True)
+class RecallConfig:
+    k: int = 10
+    fusion: str = "cognitive"  # cognitive | weighted | rrf
+    lexical_weight: float = 1.0
+    dense_weight: float = 0.3
+    association_weight: float = 0.5
+    salience_weight: float = 0.05
+    rrf_k: int = 60
+    candidates: int = 100  # per relay, before fusion
+    cognitive_beta: float = 0.1
+    tag_tau: float = 0.1
+
+
+@dataclass(frozen=True)
+class StrengthConfig:
+    decay_exponent: float = 0.15
+    decay_floor: float = 0.10
+    decay_unit_s: float = 3600.0  # time unit of the power law
+    ltp_cooldown_s: float = 300.0  # S += ltp_step at most once per cooldown on recall
+    ltp_step: float = 0.05
+    max_storage: float = 5.0
+    forget_factor: float = 0.5  # forget() multiplies D by this
+
+
+@dataclass(frozen=True)
+class ReflectConfig:
+    max_facts_per_session: int = 32
+    min_sentence_chars: int = 12
+
+
+@dataclass(frozen=True)
+class Config:
+    store: StoreConfig = field(default_factory=StoreConfig)
+    embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
+    dense: DenseConfig = field(default_factory=DenseConfig)
+    lexical: LexicalConfig = field(default_factory=LexicalConfig)
+    association: AssociationConfig = field(default_factory=AssociationConfig)
+    recall: RecallConfig = field(default_factory=RecallConfig)
+    strength: StrengthConfig = field(default_factory=StrengthConfig)
+    reflect: ReflectConfig = field(default_factory=ReflectConfig)
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        return dataclasses.asdict(self)
+
+    def replace(self, overrides: Mapping[str, Mapping[str, Any]]) -> "Config":
+        """A copy with ``{section: {key: value}}`` applied (validated)."""
+        return _apply(self, overrides, origin="arguments")
+
+    def save(self, directory: str | os.PathLike[str]) -> None:
+        from .kernel.io import atomic_write
+
+        data = json.dumps(self.to_dict(), indent=2, sort_keys=True).encode()
+        atomic_write(Path(directory) / "config.json", data, durable=False)
+
+
+_SECTIONS = {f.name: f.type for f in fields(Config)}
+
+
+def _section_class(name: str) -> type:
+    return {
+        "store": StoreConfig,
+        "embedder": EmbedderConfig,
+        "dense": DenseConfig,
+        "lexical": LexicalConfig,
+        "association": AssociationConfig,
+        "recall": RecallConfig,
+        "strength": StrengthConfig,
+        "reflect": ReflectConfig,
+    }[name]
+
+
+def _coerce(value: Any, default: Any, where: str) -> Any:
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            return value.lower() in ("1", "true", "yes", "on")
+        raise ConfigError(f"{where} must be a boolean, got {value!r}")
+    if isinstance(default, int):
+        try:
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError
+            return int(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where} must be an integer, got {value!r}") from None
+    if isinstance(default, float):
+        try:
+            out = float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where} must be a number, got {value!r}") from None
+        if not math.isfinite(out):
+            raise ConfigError(f"{where} must be finite, got {value!r}")
+        return out
+    if not isinstance(value, str):
+        raise ConfigError(f"{where} must be a string, got {value!r}")
+    return value
+
+
+_CHOICES = {
+    ("store", "durability"): ("none", "flush", "fsync"),
+    ("dense", "backend"): ("torch", "faiss"),
+    ("lexical", "method"): ("lucene", "okapi"),
+    ("recall", "fusion"): ("cognitive", "weighted", "rrf"),
+}
+_POSITIVE = {("store", "provenance_capacity"), ("store", "max_text_bytes"), ("store", "max_batch"),
+             ("store", "checkpoint_mb"), ("recall", "k"), ("recall", "candidates"), ("recall", "rrf_k"),
+             ("embedder", "batch_size"), ("store", "snapshot_every"), ("reflect", "max_facts_per_session")}
+
+
+def _apply(config: Config, overrides: Mapping[str, Mapping[str, Any]], *, origin: str) -> Config:
+    sections = {}
+    for section, values in overrides.items():
+        if section not in _SECTIONS:
+            raise ConfigError(f"{origin}: unknown config section [{section}]; known: {sorted(_SECTIONS)}")
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"{origin}: section [{section}] must be a table")
+        current = getattr(config, section)
+        changes = {}
+        names = {f.name for f in fields(current)}
+        for key, value in values.items():
+            if key not in names:
+                raise ConfigError(f"{origin}: unknown setting {section}.{key}; known: {sorted(names)}")
+            where = f"{origin}: {section}.{key}"
+            v = _coerce(value, getattr(current, key), where)
+            choices = _CHOICES.get((section, key))
+            if choices and v not in choices:
+                raise ConfigError(f"{where} must be one of {choices}, got {v!r}")
+            if (section, key) in _POSITIVE and v <= 0:
+                raise ConfigError(f"{where} must be > 0, got {v!r}")
+            if isinstance(v, float) and v < 0:
+                raise ConfigError(f"{where} must be >= 0, got {v!r}")
+            changes[key] = v
+        sections[section] = dataclasses.replace(current, **changes)
+    return dataclasses.replace(config, **sections)
+
+
+def _env_overrides(environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for name, value in environ.items():
+        if not name.startswith("SPECTOR_") or "__" not in name:
+            continue
+        section, _, key = name[len("SPECTOR_"):].partition("__")
+        out.setdefault(section.lower(), {})[key.lower()] = value
+    return out
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Config:
+    """Defaults, then the TOML file at ``path``, then environment, then ``overrides``."""
+    config = Config()
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"config file not found: {p}")
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{p}: not valid TOML ({exc})") from None
+        config = _apply(config, data, origin=str(p))
+    env = _env_overrides(os.environ if environ is None else environ)
+    if env:
+        config = _apply(config, env, origin="environment")
+    if overrides:
+        config = _apply(config, overrides, origin="arguments")
+    return config

@@ -1,0 +1,1 @@
+"""spector_gpu subpackage."""

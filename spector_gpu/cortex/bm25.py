@@ -1,0 +1,620 @@
+"""Incremental BM25 index: dense integer document slots, batched sparse scoring.
+
+Documents are slots ``0..N-1`` in insertion order; the caller maps slots to memories. Postings
+live in two segments: a term-major *main* segment (CSC-like: ``indptr`` over terms, ``doc``,
+``tf``) and a doc-major *tail* of recently added documents in growable arrays. ``add`` only
+appends to the tail (cost ∝ the new postings, amortised doubling); a query folds the tail into
+main when it outgrows ``max(_TAIL_MIN, main/_TAIL_RATIO)`` postings, an O(P) merge amortised to
+O(1) per posting. IDF and avgdl are computed at query time from the current N, n(t) and total
+length, so scores always equal those of a fresh build over the same documents.
+
+Scoring (``k1`` and ``b`` as given; ``dl`` a document's token count, ``avgdl`` the mean)::
+
+    tfc    = tf / (tf + k1 * (1 - b + b * dl / avgdl))                  # method="lucene"
+    idf    = ln(1 + (N - n + 0.5) / (n + 0.5))                          #  (== bm25s "lucene")
+    tfc    = tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))       # method="okapi"
+    idf    = ln(N - n + 0.5) - ln(n + 0.5), floored to epsilon * mean   #  (== rank_bm25
+             idf over the vocabulary where negative                      #   BM25Okapi)
+    score(q, d) = Σ_{t in q} idf(t) · tfc(t, d)
+
+A query is a bag: a term repeated in the query counts once per occurrence, exactly as in bm25s
+and rank_bm25 (both sum over the query's tokens); terms unknown to the index contribute 0.
+A batch of queries is one sparse product ``Q (n × m) @ W (m × N)`` over the m distinct query
+terms, so shared terms are weighted once per batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import scipy.sparse as sp
+
+from spector_gpu.errors import ConfigError, CorruptionError, ValidationError
+
+__all__ = ["BM25Index", "BM25_STATE_VERSION"]
+
+logger = logging.getLogger(__name__)
+
+#: Version of the :meth:`BM25Index.state` dictionary layout.
+BM25_STATE_VERSION = 1
+_METHODS: dict[str, int] = {"lucene": 0, "okapi": 1}
+_TAIL_MIN = 1 << 16  # tail postings always tolerated before a merge
+_TAIL_RATIO = 8  # ... or main postings / this, whichever is larger
+_MAX_DOCS = 2**31 - 1  # slots and term ids are int32
+_TOPK_CHUNK_NNZ = 1 << 23  # bound on score entries materialised at once by topk
+
+
+class _Growable:
+    """A 1-D numpy buffer with amortised-doubling appends; ``view`` is the filled prefix."""
+
+    __slots__ = ("buf", "n")
+
+    def __init__(self, dtype: type[np.generic], capacity: int = 256) -> None:
+        self.buf = np.empty(capacity, dtype=dtype)
+        self.n = 0
+
+    def extend(self, values: np.ndarray) -> None:
+        end = self.n + len(values)
+        if end > len(self.buf):
+            grown = np.empty(max(end, 2 * len(self.buf)), dtype=self.buf.dtype)
+            grown[: self.n] = self.buf[: self.n]
+            self.buf = grown
+        self.buf[self.n : end] = values
+        self.n = end
+
+    def view(self) -> np.ndarray:
+        return self.buf[: self.n]
+
+    def clear(self) -> None:
+        self.n = 0
+
+
+def _interleave(cnt_a: np.ndarray, cnt_b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Merge two group-ordered arrays group by group (a's items first within each group).
+
+    Returns ``indptr`` int64 (G+1,) of the merged groups and the merged positions of a's and
+    b's items (int64), so ``out[pos_a] = a; out[pos_b] = b``.
+    """
+    total = cnt_a + cnt_b
+    indptr = np.zeros(len(total) + 1, dtype=np.int64)
+    np.cumsum(total, out=indptr[1:])
+    start_a = np.cumsum(cnt_a) - cnt_a
+    start_b = np.cumsum(cnt_b) - cnt_b
+    pos_a = np.repeat(indptr[:-1] - start_a, cnt_a) + np.arange(int(cnt_a.sum()), dtype=np.int64)
+    pos_b = np.repeat(indptr[:-1] + cnt_a - start_b, cnt_b)
+    pos_b += np.arange(len(pos_b), dtype=np.int64)
+    return indptr, pos_a, pos_b
+
+
+def _check_params(k1: float, b: float, method: str, epsilon: float, err: type[Exception]) -> None:
+    if not (isinstance(k1, (int, float)) and math.isfinite(k1) and k1 >= 0):
+        raise err(f"BM25 k1={k1!r}: use a finite number >= 0 (default 1.2)")
+    if not (isinstance(b, (int, float)) and 0.0 <= b <= 1.0):
+        raise err(f"BM25 b={b!r}: use a number in [0, 1] (default 0.75)")
+    if method not in _METHODS:
+        raise err(f"BM25 method={method!r}: use 'lucene' or 'okapi'")
+    if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon)):
+        raise err(f"BM25 epsilon={epsilon!r}: use a finite number (default 0.25)")
+
+
+class BM25Index:
+    """BM25 over token lists, with O(new postings) adds and batched sparse scoring.
+
+    Args:
+        k1: term-frequency saturation (≥ 0).
+        b: length normalisation in [0, 1].
+        method: ``"lucene"`` (equals ``bm25s.BM25(method="lucene")``) or ``"okapi"`` (equals
+            ``rank_bm25.BM25Okapi``); see the module docstring for the formulas.
+        epsilon: okapi only: negative IDFs become ``epsilon × mean IDF``.
+        analyzer: name of the analyzer that produced the tokens (``Analyzer.name``); stored in
+            :meth:`state` so :meth:`from_state` can refuse a mismatched one.
+
+    Not thread-safe: one writer, and no queries concurrent with ``add`` (the store's lock).
+    """
+
+    def __init__(
+        self,
+        *,
+        k1: float = 1.2,
+        b: float = 0.75,
+        method: Literal["lucene", "okapi"] = "lucene",
+        epsilon: float = 0.25,
+        analyzer: str = "",
+    ) -> None:
+        _check_params(k1, b, method, epsilon, ConfigError)
+        if not isinstance(analyzer, str):
+            raise ConfigError("BM25 analyzer must be a str (Analyzer.name)")
+        self._k1, self._b, self._eps = float(k1), float(b), float(epsilon)
+        self._method: Literal["lucene", "okapi"] = method
+        self._analyzer = analyzer
+        self._vocab: dict[str, int] = {}
+        self._terms: list[str] = []
+        self._df = _Growable(np.int64)
+        self._doc_len = _Growable(np.int32)
+        self._total_len = 0
+        self._m_indptr = np.zeros(1, dtype=np.int64)  # main segment, term-major
+        self._m_doc = np.zeros(0, dtype=np.int32)
+        self._m_tf = np.zeros(0, dtype=np.int32)
+        self._m_docs = 0  # main covers slots [0, _m_docs)
+        self._t_doc = _Growable(np.int32)  # tail, doc-major, slots [_m_docs, N)
+        self._t_term = _Growable(np.int32)
+        self._t_tf = _Growable(np.int32)
+        self._generation = 0
+        self._avg_idf: tuple[int, float] = (-1, 0.0)
+
+    # ------------------------------------------------------------------ introspection
+    def __len__(self) -> int:
+        return self._doc_len.n
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of distinct terms indexed."""
+        return len(self._terms)
+
+    @property
+    def method(self) -> Literal["lucene", "okapi"]:
+        return self._method
+
+    @property
+    def analyzer(self) -> str:
+        return self._analyzer
+
+    @property
+    def avgdl(self) -> float:
+        """Mean document length in tokens (0.0 when empty)."""
+        return self._total_len / len(self) if len(self) else 0.0
+
+    def doc_freq(self, term: str) -> int:
+        """Number of documents containing ``term`` (0 if unknown)."""
+        tid = self._vocab.get(term)
+        return 0 if tid is None else int(self._df.buf[tid])
+
+    def __repr__(self) -> str:
+        return (
+            f"BM25Index(method={self._method!r}, k1={self._k1}, b={self._b}, "
+            f"docs={len(self)}, vocab={self.vocab_size})"
+        )
+
+    # ------------------------------------------------------------------ writes
+    def add(self, tokens_batch: Sequence[Sequence[str]]) -> int:
+        """Append documents (one token list each, e.g. ``Analyzer.tokens_batch``).
+
+        Cost ∝ the new documents' tokens; nothing already indexed is touched. A document may
+        be empty (it gets a slot and never matches). Returns the first new slot (int); the
+        i-th document gets slot ``first + i``.
+
+        Raises:
+            ValidationError: the batch or a document is a bare string, or a token is not a str.
+        """
+        if isinstance(tokens_batch, (str, bytes)):
+            raise ValidationError("tokens_batch must be a sequence of token lists, not a string")
+        flat: list[str] = []
+        lengths: list[int] = []
+        for i, doc in enumerate(tokens_batch):
+            if isinstance(doc, (str, bytes)):
+                raise ValidationError(
+                    f"tokens_batch[{i}] is a string; pass its tokens (Analyzer.tokens(text))"
+                )
+            before = len(flat)
+            flat.extend(doc)
+            lengths.append(len(flat) - before)
+        first = len(self)
+        if first + len(lengths) > _MAX_DOCS:
+            raise ValidationError(f"BM25 index is limited to {_MAX_DOCS} documents")
+        vocab = self._vocab
+        new_terms = [t for t in dict.fromkeys(flat) if t not in vocab]
+        for t in new_terms:
+            if not isinstance(t, str):
+                raise ValidationError(f"tokens must be str, got {type(t).__name__} ({t!r})")
+        for t in new_terms:
+            vocab[t] = len(self._terms)
+            self._terms.append(t)
+        self._df.extend(np.zeros(len(new_terms), dtype=np.int64))
+        self._doc_len.extend(np.asarray(lengths, dtype=np.int32))
+        self._total_len += len(flat)
+        self._generation += 1
+        if flat:
+            ids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+            n_terms = len(self._terms)
+            local = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+            keys, tf = np.unique(local * n_terms + ids, return_counts=True)
+            terms = keys % n_terms
+            np.add.at(self._df.buf, terms, 1)
+            self._t_doc.extend(keys // n_terms + first)
+            self._t_term.extend(terms)
+            self._t_tf.extend(tf)
+        return first
+
+    def compact(self) -> None:
+        """Fold the tail into the term-major main segment (O(total postings)); queries and
+        :meth:`state` call it when needed, so calling it is never required."""
+        n_terms = self.vocab_size
+        m_cnt = np.zeros(n_terms, dtype=np.int64)
+        m_cnt[: len(self._m_indptr) - 1] = np.diff(self._m_indptr)
+        t_term = self._t_term.view()
+        order = np.argsort(t_term, kind="stable")
+        t_cnt = np.bincount(t_term, minlength=n_terms)
+        indptr, pos_m, pos_t = _interleave(m_cnt, t_cnt)
+        doc = np.empty(int(indptr[-1]), dtype=np.int32)
+        tf = np.empty_like(doc)
+        doc[pos_m], tf[pos_m] = self._m_doc, self._m_tf
+        doc[pos_t], tf[pos_t] = self._t_doc.view()[order], self._t_tf.view()[order]
+        self._m_indptr, self._m_doc, self._m_tf, self._m_docs = indptr, doc, tf, len(self)
+        self._t_doc.clear()
+        self._t_term.clear()
+        self._t_tf.clear()
+
+    def _maybe_compact(self) -> None:
+        if self._t_doc.n > max(_TAIL_MIN, len(self._m_doc) // _TAIL_RATIO):
+            self.compact()
+
+    # ------------------------------------------------------------------ scoring internals
+    def _query_matrix(self, query_tokens: Sequence[Sequence[str]]) -> tuple[sp.csr_matrix, np.ndarray]:
+        """Q float32 (n, m) of query-term multiplicities over the m distinct known terms."""
+        if isinstance(query_tokens, (str, bytes)):
+            raise ValidationError("query_tokens must be a sequence of token lists, not a string")
+        get = self._vocab.get
+        rows: list[int] = []
+        cols: list[int] = []
+        n = 0
+        for i, query in enumerate(query_tokens):
+            if isinstance(query, (str, bytes)):
+                raise ValidationError(
+                    f"query_tokens[{i}] is a string; pass its tokens (Analyzer.tokens(text))"
+                )
+            for t in query:
+                tid = get(t)
+                if tid is not None:
+                    rows.append(i)
+                    cols.append(tid)
+            n = i + 1
+        uterms, inv = np.unique(np.asarray(cols, dtype=np.int64), return_inverse=True)
+        data = np.ones(len(cols), dtype=np.float32)
+        q = sp.csr_matrix((data, (np.asarray(rows, dtype=np.int64), inv)), shape=(n, len(uterms)))
+        return q, uterms
+
+    def _idf(self, uterms: np.ndarray) -> np.ndarray:
+        """IDF float64 (m,) of the given term ids at the current N."""
+        n_docs = float(len(self))
+        df = self._df.buf[uterms].astype(np.float64)
+        if self._method == "lucene":
+            return np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+        if self._avg_idf[0] != self._generation:
+            all_df = self._df.view().astype(np.float64)
+            raw = np.log(n_docs - all_df + 0.5) - np.log(all_df + 0.5)
+            self._avg_idf = (self._generation, float(raw.sum()) / max(len(raw), 1))
+        idf = np.log(n_docs - df + 0.5) - np.log(df + 0.5)
+        return np.where(idf < 0, self._eps * self._avg_idf[1], idf)
+
+    def _gather(self, uterms: np.ndarray, allowed: np.ndarray | None) -> tuple[np.ndarray, ...]:
+        """Postings of ``uterms`` grouped by position in ``uterms``: (indptr, doc, tf)."""
+        in_main = uterms[uterms < len(self._m_indptr) - 1]
+        starts, ends = self._m_indptr[in_main], self._m_indptr[in_main + 1]
+        lens = ends - starts
+        idx = np.repeat(starts - (np.cumsum(lens) - lens), lens)
+        idx += np.arange(len(idx), dtype=np.int64)
+        cnt_m = np.zeros(len(uterms), dtype=np.int64)
+        cnt_m[: len(in_main)] = lens  # uterms is sorted, so the main segment's terms come first
+        m_doc, m_tf = self._m_doc[idx], self._m_tf[idx]
+        t_term = self._t_term.view()
+        if len(t_term) and len(uterms):
+            pos = np.minimum(np.searchsorted(uterms, t_term), len(uterms) - 1)
+            hit = np.flatnonzero(uterms[pos] == t_term)
+            t_local = pos[hit]
+            order = np.argsort(t_local, kind="stable")
+            t_local, hit = t_local[order], hit[order]
+            t_doc, t_tf = self._t_doc.view()[hit], self._t_tf.view()[hit]
+        else:
+            t_local = np.zeros(0, dtype=np.int64)
+            t_doc = t_tf = np.zeros(0, dtype=np.int32)
+        local_m = np.repeat(np.arange(len(uterms)), cnt_m)
+        if allowed is not None:
+            keep_m, keep_t = allowed[m_doc], allowed[t_doc]
+            local_m, m_doc, m_tf = local_m[keep_m], m_doc[keep_m], m_tf[keep_m]
+            t_local, t_doc, t_tf = t_local[keep_t], t_doc[keep_t], t_tf[keep_t]
+        indptr, pos_m, pos_t = _interleave(
+            np.bincount(local_m, minlength=len(uterms)), np.bincount(t_local, minlength=len(uterms))
+        )
+        doc = np.empty(int(indptr[-1]), dtype=np.int32)
+        tf = np.empty(len(doc), dtype=np.int32)
+        doc[pos_m], tf[pos_m] = m_doc, m_tf
+        doc[pos_t], tf[pos_t] = t_doc, t_tf
+        return indptr, doc, tf
+
+    def _tfc(self, tf: np.ndarray, doc: np.ndarray) -> np.ndarray:
+        """Term-frequency component float64 for postings (tf, doc)."""
+        tf64 = tf.astype(np.float64)
+        dl = self._doc_len.buf[doc].astype(np.float64)
+        norm = self._k1 * (1.0 - self._b + self._b * dl / self.avgdl)
+        num = tf64 * (self._k1 + 1.0) if self._method == "okapi" else tf64
+        return num / (tf64 + norm)
+
+    def _check_allowed(self, allowed: np.ndarray | None) -> np.ndarray | None:
+        if allowed is None:
+            return None
+        if not isinstance(allowed, np.ndarray) or allowed.dtype != np.bool_ or allowed.shape != (len(self),):
+            raise ValidationError(
+                f"allowed must be a numpy bool array of shape ({len(self)},) — one flag per slot"
+            )
+        return allowed
+
+    # ------------------------------------------------------------------ scoring API
+    def score_batch(
+        self, query_tokens: Sequence[Sequence[str]], *, allowed: np.ndarray | None = None
+    ) -> sp.csr_matrix:
+        """BM25 scores of every (query, slot) pair as a sparse matrix.
+
+        Args:
+            query_tokens: n token lists (one per query).
+            allowed: optional bool (N,); slots with ``False`` get no entry.
+
+        Returns:
+            ``csr_matrix`` float32 (n, N); absent entries score 0. In okapi mode entries may be
+            ≤ 0 (negative-IDF terms with a negative floor).
+        """
+        allowed = self._check_allowed(allowed)
+        self._maybe_compact()
+        q, uterms = self._query_matrix(query_tokens)
+        n_docs = len(self)
+        if len(uterms) == 0 or n_docs == 0:
+            return sp.csr_matrix((q.shape[0], n_docs), dtype=np.float32)
+        indptr, doc, tf = self._gather(uterms, allowed)
+        idf = self._idf(uterms)
+        w = self._tfc(tf, doc) * np.repeat(idf, np.diff(indptr))
+        weights = sp.csr_matrix((w.astype(np.float32), doc, indptr), shape=(len(uterms), n_docs))
+        return (q @ weights).tocsr()
+
+    def topk(
+        self,
+        query_tokens: Sequence[Sequence[str]],
+        k: int,
+        *,
+        allowed: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The k best slots per query, gates applied first.
+
+        Only slots with a positive score are hits; ties go to the lower slot. A gate never
+        lowers the count below k while k allowed slots score > 0.
+
+        Returns:
+            ``(scores float32 (n, k), slots int64 (n, k))``, best first, padded with
+            ``-inf`` / ``-1``.
+        """
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+            raise ValidationError(f"k={k!r}: use an int >= 0")
+        k = int(k)
+        allowed = self._check_allowed(allowed)
+        queries = list(query_tokens) if not isinstance(query_tokens, (str, bytes)) else query_tokens
+        n = len(queries)
+        scores = np.full((n, k), -np.inf, dtype=np.float32)
+        slots = np.full((n, k), -1, dtype=np.int64)
+        if n == 0 or k == 0:
+            self._query_matrix(queries)  # still validate the queries
+            return scores, slots
+        mat = self.score_batch(queries, allowed=allowed)
+        for i in range(n):
+            lo, hi = mat.indptr[i], mat.indptr[i + 1]
+            data, idx = mat.data[lo:hi], mat.indices[lo:hi]
+            pos = data > 0
+            if not pos.all():
+                data, idx = data[pos], idx[pos]
+            if len(data) > k:
+                threshold = np.partition(data, len(data) - k)[len(data) - k]
+                sel = data >= threshold  # keep every tie at the threshold
+                data, idx = data[sel], idx[sel]
+            order = np.lexsort((idx, -data))[:k]
+            scores[i, : len(order)] = data[order]
+            slots[i, : len(order)] = idx[order]
+        return scores, slots
+
+    def score_slots(self, query_tokens: Sequence[Sequence[str]], slots: np.ndarray) -> np.ndarray:
+        """Scores of given candidate slots per query (e.g. the dense relay's candidates).
+
+        Args:
+            query_tokens: n token lists.
+            slots: int (n, c) slot numbers in [0, N); ``-1`` marks padding.
+
+        Returns:
+            float32 (n, c): the score of ``slots[i, j]`` for query i (0 when it matches no
+            term), ``-inf`` at padding. Equal to :meth:`score_batch` up to float32 rounding.
+        """
+        if not isinstance(slots, np.ndarray) or slots.ndim != 2 or slots.dtype.kind not in "iu":
+            raise ValidationError("slots must be a 2-D integer numpy array (n_queries, c)")
+        if len(slots) and (slots.min() < -1 or slots.max() >= len(self)):
+            raise ValidationError(f"slots must lie in [0, {len(self)}) or be -1 (padding)")
+        self._maybe_compact()
+        q, uterms = self._query_matrix(query_tokens)
+        if q.shape[0] != slots.shape[0]:
+            raise ValidationError(
+                f"slots has {slots.shape[0]} rows but {q.shape[0]} queries were given"
+            )
+        n, c = slots.shape
+        out = np.zeros(n * c, dtype=np.float64)
+        coo = q.tocoo()
+        if coo.nnz and c:
+            # one lookup per (query term, candidate): binary search in the term's postings
+            pair_entry = np.repeat(np.arange(coo.nnz), c)
+            pair_col = np.tile(np.arange(c), coo.nnz)
+            pair_out = coo.row[pair_entry].astype(np.int64) * c + pair_col
+            doc = slots.reshape(-1)[pair_out].astype(np.int64)
+            keep = doc >= 0
+            pair_entry, pair_out, doc = pair_entry[keep], pair_out[keep], doc[keep]
+            terms = uterms[coo.col[pair_entry]]
+            tf = self._lookup_tf(terms, doc)
+            hit = tf > 0
+            w = self._tfc(tf[hit], doc[hit]) * self._idf(terms[hit])
+            w *= coo.data[pair_entry[hit]]
+            out += np.bincount(pair_out[hit], weights=w, minlength=n * c)
+        result = out.astype(np.float32).reshape(n, c)
+        result[slots < 0] = -np.inf
+        return result
+
+    def _lookup_tf(self, terms: np.ndarray, docs: np.ndarray) -> np.ndarray:
+        """tf int64 of each (term, doc) pair (0 when absent); expects a compacted-or-small tail."""
+        tf = np.zeros(len(terms), dtype=np.int64)
+        in_main = (terms < len(self._m_indptr) - 1) & (docs < self._m_docs)
+        t, d = terms[in_main], docs[in_main]
+        lo, end = self._m_indptr[t], self._m_indptr[t + 1]
+        hi = end.copy()
+        while True:  # vectorised lower_bound of d in m_doc[lo:hi]
+            active = np.flatnonzero(lo < hi)
+            if not len(active):
+                break
+            mid = (lo[active] + hi[active]) // 2
+            go_right = self._m_doc[mid] < d[active]
+            lo[active[go_right]] = mid[go_right] + 1
+            hi[active[~go_right]] = mid[~go_right]
+        found = lo < end
+        found[found] = self._m_doc[lo[found]] == d[found]
+        sub = np.zeros(len(t), dtype=np.int64)
+        sub[found] = self._m_tf[lo[found]]
+        tf[in_main] = sub
+        if self._t_doc.n:
+            t_key = self._t_doc.view().astype(np.int64) << 31 | self._t_term.view()
+            query_key = docs << 31 | terms
+            pos = np.minimum(np.searchsorted(t_key, query_key), len(t_key) - 1)
+            match = (t_key[pos] == query_key) & ~in_main
+            tf[match] = self._t_tf.view()[pos[match]]
+        return tf
+
+    # ------------------------------------------------------------------ persistence
+    def state(self) -> dict[str, np.ndarray]:
+        """Everything needed to rebuild the index, as little-endian arrays (compacts first).
+
+        Layout (V terms, P postings, N documents; arrays are read-only views):
+
+        ``format`` uint32 (1,) = BM25_STATE_VERSION · ``params`` float64 (4,) = [k1, b,
+        epsilon, method (0 lucene, 1 okapi)] · ``analyzer`` uint8 (UTF-8 name) ·
+        ``vocab_blob`` uint8 (UTF-8 terms, concatenated) · ``vocab_offsets`` int64 (V+1) ·
+        ``indptr`` int64 (V+1), term-major postings of term t at ``[indptr[t], indptr[t+1])``
+        · ``doc`` int32 (P), strictly increasing within a term · ``tf`` int32 (P) ≥ 1 ·
+        ``doc_len`` int32 (N), = Σ tf of the document's postings.
+        """
+        if self._t_doc.n or len(self._m_indptr) - 1 != self.vocab_size:
+            self.compact()
+        encoded = [t.encode("utf-8") for t in self._terms]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
+        params = [self._k1, self._b, self._eps, float(_METHODS[self._method])]
+        out = {
+            "format": np.array([BM25_STATE_VERSION], dtype="<u4"),
+            "params": np.array(params, dtype="<f8"),
+            "analyzer": np.frombuffer(self._analyzer.encode("utf-8"), dtype=np.uint8),
+            "vocab_blob": np.frombuffer(b"".join(encoded), dtype=np.uint8),
+            "vocab_offsets": offsets,
+            "indptr": self._m_indptr.view(),
+            "doc": self._m_doc.view(),
+            "tf": self._m_tf.view(),
+            "doc_len": self._doc_len.view().copy(),
+        }
+        for arr in out.values():
+            arr.flags.writeable = False
+        return out
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, np.ndarray], *, analyzer: str | None = None) -> BM25Index:
+        """Rebuild an index from :meth:`state`, validating every array (copies the data).
+
+        Args:
+            analyzer: if given, the analyzer name the caller will query with; a different
+                stored name raises :class:`ConfigError`.
+
+        Raises:
+            CorruptionError: a missing key, wrong dtype/shape, out-of-range offset, slot or
+                count, bad UTF-8, duplicate term, or inconsistent lengths.
+        """
+        arrays, params, terms, stored_analyzer = _validated_state(state)
+        if analyzer is not None and analyzer != stored_analyzer:
+            raise ConfigError(
+                f"BM25 index was built with analyzer {stored_analyzer!r} but {analyzer!r} was "
+                "given: reopen with the same analyzer settings or rebuild the lexical index"
+            )
+        k1, b, eps, code = params
+        method: Literal["lucene", "okapi"] = "lucene" if code == 0 else "okapi"
+        index = cls(k1=k1, b=b, method=method, epsilon=eps, analyzer=stored_analyzer)
+        index._terms = terms
+        index._vocab = {t: i for i, t in enumerate(terms)}
+        index._m_indptr, index._m_doc, index._m_tf = arrays["indptr"], arrays["doc"], arrays["tf"]
+        index._df.extend(np.diff(arrays["indptr"]))
+        index._doc_len.extend(arrays["doc_len"])
+        index._m_docs = len(arrays["doc_len"])
+        index._total_len = int(arrays["doc_len"].sum(dtype=np.int64))
+        return index
+
+
+_STATE_DTYPES: dict[str, str] = {
+    "format": "<u4",
+    "params": "<f8",
+    "analyzer": "|u1",
+    "vocab_blob": "|u1",
+    "vocab_offsets": "<i8",
+    "indptr": "<i8",
+    "doc": "<i4",
+    "tf": "<i4",
+    "doc_len": "<i4",
+}
+
+
+def _corrupt(what: str) -> CorruptionError:
+    return CorruptionError(f"BM25 state: {what}; rebuild the lexical index", region="BM25")
+
+
+def _validated_state(
+    state: Mapping[str, np.ndarray],
+) -> tuple[dict[str, np.ndarray], tuple[float, float, float, float], list[str], str]:
+    """Check every array of a :meth:`BM25Index.state` dict; never trusts a length or offset."""
+    arrays: dict[str, np.ndarray] = {}
+    for key, dtype in _STATE_DTYPES.items():
+        arr = state.get(key) if isinstance(state, Mapping) else None
+        if not isinstance(arr, np.ndarray):
+            raise _corrupt(f"array {key!r} is missing")
+        if arr.dtype != np.dtype(dtype) or arr.ndim != 1:
+            raise _corrupt(f"array {key!r} is {arr.dtype}{arr.shape}, expected 1-D {dtype}")
+        arrays[key] = np.array(arr, dtype=dtype, copy=True)
+    if arrays["format"].shape != (1,) or int(arrays["format"][0]) != BM25_STATE_VERSION:
+        raise _corrupt(f"format {arrays['format'].tolist()} is not [{BM25_STATE_VERSION}]")
+    if arrays["params"].shape != (4,):
+        raise _corrupt("params must hold 4 values [k1, b, epsilon, method]")
+    k1, b, eps, code = (float(x) for x in arrays["params"])
+    if code not in (0.0, 1.0):
+        raise _corrupt(f"method code {code} is not 0 (lucene) or 1 (okapi)")
+    try:
+        _check_params(k1, b, "lucene", eps, CorruptionError)
+    except CorruptionError as exc:
+        raise _corrupt(str(exc)) from None
+    offsets, blob = arrays["vocab_offsets"], arrays["vocab_blob"]
+    indptr, doc, tf, doc_len = arrays["indptr"], arrays["doc"], arrays["tf"], arrays["doc_len"]
+    n_terms, n_docs = len(offsets) - 1, len(doc_len)
+    if n_terms < 0 or offsets[0] != 0 or offsets[-1] != len(blob) or np.any(np.diff(offsets) < 0):
+        raise _corrupt("vocab_offsets must start at 0, not decrease, and end at len(vocab_blob)")
+    if len(indptr) != n_terms + 1:
+        raise _corrupt(f"indptr has {len(indptr)} entries for {n_terms} terms (need V+1)")
+    counts = np.diff(indptr)
+    if indptr[0] != 0 or indptr[-1] != len(doc) or np.any(counts < 1):
+        raise _corrupt("indptr must start at 0, rise by >= 1 per term, and end at len(doc)")
+    if len(tf) != len(doc):
+        raise _corrupt(f"tf has {len(tf)} entries, doc has {len(doc)}")
+    if len(doc) and (doc.min() < 0 or doc.max() >= n_docs or tf.min() < 1):
+        raise _corrupt(f"a posting's slot is outside [0, {n_docs}) or its tf is < 1")
+    if len(doc) > 1:
+        rising = doc[1:] > doc[:-1]
+        rising[indptr[1:-1] - 1] = True  # a new term may restart from a lower slot
+        if not rising.all():
+            raise _corrupt("slots within a term's postings are not strictly increasing")
+    if n_docs and (doc_len.min() < 0 or np.any(
+        np.bincount(doc, weights=tf, minlength=n_docs) != doc_len
+    )):
+        raise _corrupt("doc_len differs from the sum of the document's term frequencies")
+    raw = blob.tobytes()
+    try:
+        terms = [raw[offsets[i] : offsets[i + 1]].decode("utf-8") for i in range(n_terms)]
+        analyzer = arrays["analyzer"].tobytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _corrupt(f"a term or the analyzer name is not valid UTF-8 ({exc})") from None
+    if len(set(terms)) != n_terms:
+        raise _corrupt("the vocabulary holds a duplicate term")
+    return arrays, (k1, b, eps, code), terms, analyzer

@@ -1,0 +1,103 @@
+"""Redo journal: the commit point of every multi-region write.
+
+A transaction's physical writes ``(file_no, offset, bytes)`` are appended to the journal as one
+CRC32C-protected record and made durable per the durability level *before* any region is
+touched; then they are applied with ``pwrite``. A crash at any point leaves either no record
+(nothing happened) or a whole record (replayed on the next writer open), never a half batch.
+Checkpoints sync the regions and restart the journal.
+
+Journal record (little-endian, 8-byte aligned)::
+
+    0  magic    u32  0x4A524543 ('JREC')
+    4  length   u32  whole record in bytes, including the trailer
+    8  seq      u64  contiguous; the journal preamble's ``count`` holds the first seq it covers
+    16 n_writes u32
+    20 reserved u32
+    24 writes:  file_no u16 · reserved u16 · length u32 · offset u64 · data (padded to 8)
+    end-4       crc32c over [0, length-4)
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Sequence
+
+from ..errors import CorruptionError
+from .crc import crc32c
+from .preamble import PREAMBLE_SIZE
+
+__all__ = ["JREC_MAGIC", "MAX_RECORD_BYTES", "encode_record", "decode_records"]
+
+JREC_MAGIC = 0x4A524543
+MAX_RECORD_BYTES = 1 << 30
+_HEAD = struct.Struct("<IIQII")
+_WRITE = struct.Struct("<HHIQ")
+
+Write = tuple[int, int, bytes]
+
+
+def _pad8(n: int) -> int:
+    return (n + 7) & ~7
+
+
+def encode_record(seq: int, writes: Sequence[Write]) -> bytes:
+    """One journal record holding ``writes`` in order."""
+    length = _HEAD.size + 4 + sum(_WRITE.size + _pad8(len(d)) for _, _, d in writes)
+    length = _pad8(length)
+    if length > MAX_RECORD_BYTES:
+        raise ValueError(f"transaction too large for one journal record ({length} bytes)")
+    buf = bytearray(length)
+    _HEAD.pack_into(buf, 0, JREC_MAGIC, length, seq, len(writes), 0)
+    pos = _HEAD.size
+    for file_no, offset, data in writes:
+        _WRITE.pack_into(buf, pos, file_no, 0, len(data), offset)
+        pos += _WRITE.size
+        buf[pos : pos + len(data)] = data
+        pos += _pad8(len(data))
+    struct.pack_into("<I", buf, length - 4, crc32c(bytes(buf[: length - 4])))
+    return bytes(buf)
+
+
+def decode_records(
+    data: memoryview | bytes, first_seq: int, *, path: str
+) -> Iterator[tuple[int, int, list[Write]]]:
+    """Yield ``(end_offset, seq, writes)`` for each whole, valid record with contiguous seqs.
+
+    Stops silently at the first torn, zeroed, stale (wrong seq) or CRC-failing record: that is
+    the tail a dead writer left. ``data`` starts at the beginning of the journal file.
+    """
+    pos = PREAMBLE_SIZE
+    expected = first_seq
+    size = len(data)
+    while pos + _HEAD.size + 4 <= size:
+        magic, length, seq, n_writes, _ = _HEAD.unpack_from(data, pos)
+        if magic != JREC_MAGIC or seq != expected:
+            return
+        if length < _HEAD.size + 4 or length % 8 or pos + length > size:
+            return
+        record = bytes(data[pos : pos + length])
+        (stored,) = struct.unpack_from("<I", record, length - 4)
+        if crc32c(record[: length - 4]) != stored:
+            return
+        writes: list[Write] = []
+        p = _HEAD.size
+        for _ in range(n_writes):
+            if p + _WRITE.size > length - 4:
+                raise CorruptionError(
+                    f"{path}: journal record {seq} has a CRC-valid but malformed write list",
+                    file=path,
+                    region="journal",
+                )
+            file_no, _, dlen, offset = _WRITE.unpack_from(record, p)
+            p += _WRITE.size
+            if p + dlen > length - 4:
+                raise CorruptionError(
+                    f"{path}: journal record {seq} write overruns the record",
+                    file=path,
+                    region="journal",
+                )
+            writes.append((file_no, offset, record[p : p + dlen]))
+            p += _pad8(dlen)
+        pos += length
+        expected += 1
+        yield pos, seq, writes

@@ -1,0 +1,65 @@
+"""Provenance building blocks: record provenance, citations, the event chain, bundles."""
+
+from spector_gpu.provenance.bundle import (
+    BundleInfo,
+    BundleReport,
+    ManifestEntry,
+    read_bundle,
+    verify_bundle,
+    write_bundle,
+)
+from spector_gpu.provenance.chain import (
+    ChainBreak,
+    ChainReport,
+    Ed25519Signer,
+    Event,
+    EventChain,
+    MemoryRecordLog,
+    RecordLog,
+    decode_event,
+    encode_event,
+    event_hash,
+    verify_chain,
+)
+from spector_gpu.provenance.citations import (
+    MAX_CITATIONS,
+    Citation,
+    decode_citations,
+    encode_citations,
+    find_span,
+    validate_citations,
+    validate_source_uri,
+    validate_span,
+)
+from spector_gpu.provenance.record import RecordProvenance, format_provenance, parse_provenance
+
+__all__ = [
+    "BundleInfo",
+    "BundleReport",
+    "ManifestEntry",
+    "read_bundle",
+    "verify_bundle",
+    "write_bundle",
+    "ChainBreak",
+    "ChainReport",
+    "Ed25519Signer",
+    "Event",
+    "EventChain",
+    "MemoryRecordLog",
+    "RecordLog",
+    "decode_event",
+    "encode_event",
+    "event_hash",
+    "verify_chain",
+    "MAX_CITATIONS",
+    "Citation",
+    "decode_citations",
+    "encode_citations",
+    "find_span",
+    "validate_citations",
+    "validate_source_uri",
+    "validate_span",
+    "RecordProvenance",
+    "format_provenance",
+    "parse_provenance",
+]

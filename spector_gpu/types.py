@@ -1,0 +1,290 @@
+"""Public value types: memory kinds, recall options and typed results.
+
+Everything here is a plain value (enums and frozen dataclasses); no I/O. Results are typed
+objects (``CognitiveResult``) and batches are struct-of-arrays (``RecallBatch``), following
+usearch's ``Matches`` / ``BatchMatches``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Literal, Mapping, Sequence
+
+import numpy as np
+
+from .errors import ValidationError
+from .provenance.record import RecordProvenance
+
+__all__ = [
+    "MemoryType",
+    "Role",
+    "Source",
+    "Location",
+    "RELAYS",
+    "Relay",
+    "Fusion",
+    "RecallOptions",
+    "RelayExplanation",
+    "Explanation",
+    "CognitiveResult",
+    "RecallBatch",
+]
+
+
+class MemoryType(IntEnum):
+    """The kind of an engram (header flags bits 1-2)."""
+
+    WORKING = 0
+    EPISODIC = 1
+    SEMANTIC = 2
+    PROCEDURAL = 3
+
+    @classmethod
+    def parse(cls, value: "MemoryType | str | int") -> "MemoryType":
+        return _parse_enum(cls, value, "memory type")
+
+
+class Role(IntEnum):
+    """Conversation role of an episode (episode payload byte 0)."""
+
+    USER = 0
+    ASSISTANT = 1
+    SYSTEM = 2
+    TOOL_CALL = 3
+    TOOL_RESULT = 4
+    THOUGHT = 5
+
+    @classmethod
+    def parse(cls, value: "Role | str | int") -> "Role":
+        return _parse_enum(cls, value, "role")
+
+
+class Source(IntEnum):
+    """How a memory came to be (header byte 46)."""
+
+    EXPERIENCED = 0
+    DISTILLED = 1
+    SIMULATED = 2
+    REHEARSED = 3
+
+    @classmethod
+    def parse(cls, value: "Source | str | int") -> "Source":
+        return _parse_enum(cls, value, "source")
+
+
+def _parse_enum(cls, value, what: str):  # type: ignore[no-untyped-def]
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, str):
+        try:
+            return cls[value.strip().upper()]
+        except KeyError:
+            pass
+    elif isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return cls(value)
+        except ValueError:
+            pass
+    choices = ", ".join(m.name.lower() for m in cls)
+    raise ValidationError(f"unknown {what} {value!r}; expected one of: {choices}")
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where an engram lives: its store (``type``) and its addresses in the regions.
+
+    ``record_offset`` is the byte offset of the record in the episodic log (EPISODIC) or the
+    slot number in the slot store (SEMANTIC / PROCEDURAL / WORKING). ``vector_slot`` and
+    ``graph_slot`` are the memory's row in the dense slab and node in the association graph
+    (both equal to its global ordinal).
+    """
+
+    type: MemoryType
+    partition: int
+    record_offset: int
+    vector_slot: int
+    graph_slot: int
+
+
+Relay = Literal["lexical", "dense", "association", "salience"]
+RELAYS: tuple[Relay, ...] = ("lexical", "dense", "association", "salience")
+Fusion = Literal["cognitive", "weighted", "rrf"]
+
+
+@dataclass(frozen=True)
+class RecallOptions:
+    """Options of one recall (all keyword; defaults are the library's defaults).
+
+    Relevance fusion modes: ``"weighted"`` — a normalised weighted sum of the relay scores;
+    ``"rrf"`` — weighted reciprocal-rank fusion (Cormack et al. 2009, k=60);
+    ``"cognitive"`` (default) — the weighted sum modulated by the MF-001 factor
+    ``(1 + beta·I/10·D·S^0.3)·(1 + tau·tag_overlap)``. ``weights`` overrides the configured
+    per-relay weights (missing relays keep theirs). Gates (``memory_types``, windows,
+    ``min_importance``, ``tags``, ``session_id``, provenance filters) are hard filters applied
+    before top-k, so a recall returns ``k`` results whenever ``k`` memories pass them.
+    ``mode="observe"`` leaves strength untouched; ``"learn"`` (default) applies onRecall.
+    """
+
+    k: int = 10
+    memory_types: frozenset[MemoryType] | None = None
+    relays: tuple[Relay, ...] = RELAYS
+    fusion: Fusion = "cognitive"
+    weights: Mapping[str, float] | None = None
+    time_window: tuple[int | None, int | None] | None = None
+    valence_window: tuple[int, int] | None = None
+    min_importance: float | None = None
+    tags: frozenset[str] | None = None
+    session_id: int | None = None
+    include_simulated: bool = False
+    provenance: frozenset[RecordProvenance] | None = None
+    has_citations: bool | None = None
+    source_uri_prefix: str | None = None
+    mode: Literal["learn", "observe"] = "learn"
+    explain: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.k, int) or isinstance(self.k, bool) or not 1 <= self.k <= 10_000:
+            raise ValidationError(f"RecallOptions.k must be an int in [1, 10000], got {self.k!r}")
+        if not self.relays:
+            raise ValidationError("RecallOptions.relays must name at least one relay")
+        for relay in self.relays:
+            if relay not in RELAYS:
+                raise ValidationError(
+                    f"RecallOptions.relays: unknown relay {relay!r}; expected any of {RELAYS}"
+                )
+        if self.fusion not in ("cognitive", "weighted", "rrf"):
+            raise ValidationError(
+                f"RecallOptions.fusion must be 'cognitive', 'weighted' or 'rrf', got {self.fusion!r}"
+            )
+        if self.mode not in ("learn", "observe"):
+            raise ValidationError(f"RecallOptions.mode must be 'learn' or 'observe', got {self.mode!r}")
+        if self.weights is not None:
+            for name, w in self.weights.items():
+                if name not in RELAYS:
+                    raise ValidationError(f"RecallOptions.weights: unknown relay {name!r}")
+                if not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
+                    raise ValidationError(
+                        f"RecallOptions.weights[{name!r}] must be a finite number >= 0, got {w!r}"
+                    )
+        if self.memory_types is not None:
+            object.__setattr__(
+                self, "memory_types", frozenset(MemoryType.parse(t) for t in self.memory_types)
+            )
+        if self.tags is not None:
+            if isinstance(self.tags, str):
+                raise ValidationError("RecallOptions.tags must be a collection of strings, not a str")
+            object.__setattr__(self, "tags", frozenset(self.tags))
+        if self.provenance is not None:
+            from .provenance.record import parse_provenance
+
+            object.__setattr__(
+                self, "provenance", frozenset(parse_provenance(p) for p in self.provenance)
+            )
+        if self.min_importance is not None and not math.isfinite(float(self.min_importance)):
+            raise ValidationError("RecallOptions.min_importance must be finite")
+        for name in ("time_window", "valence_window"):
+            window = getattr(self, name)
+            if window is not None and (not isinstance(window, (tuple, list)) or len(window) != 2):
+                raise ValidationError(f"RecallOptions.{name} must be a (low, high) pair")
+        if self.source_uri_prefix is not None and not isinstance(self.source_uri_prefix, str):
+            raise ValidationError("RecallOptions.source_uri_prefix must be a string")
+
+
+@dataclass(frozen=True)
+class RelayExplanation:
+    """One relay's view of a result: its raw score and 1-based rank (None when absent)."""
+
+    score: float | None
+    rank: int | None
+    weight: float
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why a result scored as it did (``RecallOptions(explain=True)``)."""
+
+    relays: Mapping[str, RelayExplanation]
+    relevance: float
+    cognitive_factor: float
+    fused: float
+    retrieval_strength: float
+    storage_strength: float
+    gates: Sequence[str]
+
+
+@dataclass(frozen=True)
+class CognitiveResult:
+    """One recalled memory, hydrated from the store its ``Location.type`` names."""
+
+    id: str
+    text: str
+    score: float
+    memory_type: MemoryType
+    importance: float
+    provenance: RecordProvenance
+    retrieval_strength: float
+    storage_strength: float
+    timestamp_ms: int
+    session_id: int
+    role: Role | None = None
+    speaker: str = ""
+    tags: tuple[str, ...] = ()
+    external_id: str | None = None
+    source: Source = Source.EXPERIENCED
+    valence: int = 0
+    arousal: int = 0
+    citations: tuple = ()
+    source_uri: str | None = None
+    source_span: tuple[int, int] | None = None
+    skill_name: str | None = None
+    steps: tuple[str, ...] = ()
+    consolidated: bool = False
+    breakdown: Explanation | None = None
+
+    @property
+    def D(self) -> float:  # noqa: N802 - the model's name for retrieval strength
+        """Retrieval strength (decays with time since last use)."""
+        return self.retrieval_strength
+
+    @property
+    def S(self) -> float:  # noqa: N802 - the model's name for storage strength
+        """Storage strength (grows with use, never decays)."""
+        return self.storage_strength
+
+    def format(self, *, show_provenance: bool = False) -> str:
+        """One display line; quiet for known provenance, flags unknown (seed 003)."""
+        from .provenance.record import format_provenance
+
+        flag = format_provenance(self.provenance, show=show_provenance)
+        line = f"{self.id}  {self.score:.4f}  {self.memory_type.name.lower():<10} {self.text}"
+        return f"{line}  [{flag}]" if flag else line
+
+
+@dataclass
+class RecallBatch:
+    """Struct-of-arrays results of ``recall_batch``.
+
+    ``ids``: ``<U13`` (n_queries, k) TSID strings, ``""`` where a query had fewer hits;
+    ``scores``: float32 (n_queries, k), higher is better, ``-inf`` padding;
+    ``counts``: int32 (n_queries,) hits per query. ``batch[i]`` (or ``results(i)``) gives the
+    hydrated ``CognitiveResult`` list of query ``i``.
+    """
+
+    ids: np.ndarray
+    scores: np.ndarray
+    counts: np.ndarray
+    _results: list[list[CognitiveResult]] = field(default_factory=list, repr=False)
+
+    def __len__(self) -> int:
+        return int(self.counts.shape[0])
+
+    def results(self, i: int) -> list[CognitiveResult]:
+        return list(self._results[i])
+
+    def __getitem__(self, i: int) -> list[CognitiveResult]:
+        return self.results(i)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return (self.results(i) for i in range(len(self)))

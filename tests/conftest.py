@@ -1,0 +1,29 @@
+"""Shared pytest fixtures and options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+LOCOMO_DEV = SHARED / "data" / "locomo10" / "locomo10-dev.json"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--soak", action="store_true", default=False,
+                     help="run reliability suites at 10-100x their CI sizes")
+
+
+@pytest.fixture
+def soak(request: pytest.FixtureRequest) -> int:
+    """Multiplier for crash/fuzz loop sizes: 1 in CI, 20 with --soak."""
+    return 20 if request.config.getoption("--soak") else 1
+
+
+@pytest.fixture
+def locomo_dev() -> Path:
+    if not LOCOMO_DEV.exists():
+        pytest.skip("../shared/data/locomo10/locomo10-dev.json is not present")
+    return LOCOMO_DEV
