@@ -20,7 +20,13 @@ import torch
 
 from spector_gpu.errors import ValidationError
 
-__all__ = ["topk_stable", "topk_stable_torch", "merge_topk", "sort_pairs_torch"]
+__all__ = [
+    "topk_stable",
+    "topk_stable_torch",
+    "merge_topk",
+    "sort_pairs_torch",
+    "update_topk_torch",
+]
 
 _NEG_INF = float("-inf")
 
@@ -109,6 +115,47 @@ def topk_stable_torch(scores: torch.Tensor, k: int, *, dim: int = -1) -> tuple[t
     values[:, :take_k] = vals
     indices[:, :take_k] = idx
     return values, indices
+
+
+def update_topk_torch(
+    best_v: torch.Tensor,
+    best_i: torch.Tensor,
+    cols: torch.Tensor,
+    vals: torch.Tensor,
+    ids: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Merge a sparse list of new candidates into running per-query top-k lists.
+
+    Args:
+        best_v, best_i: float (n, k) and int64 (n, k) current lists (``(-inf, -1)`` = empty).
+        cols: int64 (m,) query of each new candidate; vals: float (m,); ids: int64 (m,).
+            The caller must pass *every* new candidate that could enter a list (for instance all
+            with ``vals >= best_v[col, k-1]``), ties included, or the result is not exact.
+
+    Returns:
+        The new ``(best_v, best_i)``, ordered by (value descending, id ascending).
+    """
+    n, k = best_v.shape
+    qcol = torch.arange(n, device=best_v.device).repeat_interleave(k)
+    all_c = torch.cat([qcol, cols])
+    all_v = torch.cat([best_v.reshape(-1), vals.to(best_v.dtype)])
+    all_i = torch.cat([best_i.reshape(-1), ids])
+    big = torch.iinfo(torch.int64).max
+    _, perm = torch.sort(torch.where(all_i < 0, torch.full_like(all_i, big), all_i), stable=True)
+    _, p2 = torch.sort(all_v[perm], descending=True, stable=True)
+    perm = perm[p2]
+    _, p3 = torch.sort(all_c[perm], stable=True)
+    perm = perm[p3]
+    c_sorted = all_c[perm]
+    counts = torch.bincount(c_sorted, minlength=n)
+    starts = torch.cumsum(counts, 0) - counts
+    rank = torch.arange(c_sorted.numel(), device=best_v.device) - starts[c_sorted]
+    keep = rank < k
+    out_v = torch.full_like(best_v, _NEG_INF)
+    out_i = torch.full_like(best_i, -1)
+    out_v[c_sorted[keep], rank[keep]] = all_v[perm][keep]
+    out_i[c_sorted[keep], rank[keep]] = all_i[perm][keep]
+    return out_v, out_i
 
 
 def _exact_row(row: torch.Tensor, cut: torch.Tensor, k: int) -> torch.Tensor:

@@ -1,3 +1,90 @@
-"""spector_gpu: a memory engine for AI agents."""
+"""spector_gpu: a memory engine for AI agents.
 
-__all__: list[str] = []
+Remember conversation turns, facts and skills in durable memory-mapped region files; recall
+them with a hybrid search (BM25, INT8 dense similarity on torch CPU/CUDA or FAISS, association,
+strength); reflect episodes into facts with exact provenance.
+"""
+
+from .config import Config, load_config
+from .errors import (
+    CitationError,
+    ConfigError,
+    CorruptionError,
+    DatasetError,
+    DeviceUnavailableError,
+    DuplicateIdError,
+    EmbedderMismatchError,
+    MissingExtraError,
+    ReadOnlyStoreError,
+    RegionFullError,
+    SpectorError,
+    StoreClosedError,
+    StoreError,
+    StoreFailedError,
+    StoreFormatError,
+    StoreLockedError,
+    UnknownIdError,
+    ValidationError,
+)
+from .memory import SpectorMemory
+from .pathways.check import CheckReport
+from .pathways.distill import ExtractiveDistiller, FactDraft, TurnView
+from .pathways.reflect import BackfillReport, MemoryProvenance, ReflectReport
+from .provenance.citations import Citation
+from .provenance.record import RecordProvenance
+from .types import (
+    CognitiveResult,
+    Explanation,
+    Location,
+    MemoryType,
+    RecallBatch,
+    RecallOptions,
+    RelayExplanation,
+    Role,
+    Source,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "SpectorMemory",
+    "RecallOptions",
+    "RecallBatch",
+    "CognitiveResult",
+    "Explanation",
+    "RelayExplanation",
+    "MemoryType",
+    "Role",
+    "Source",
+    "Location",
+    "Citation",
+    "RecordProvenance",
+    "MemoryProvenance",
+    "ReflectReport",
+    "BackfillReport",
+    "CheckReport",
+    "FactDraft",
+    "TurnView",
+    "ExtractiveDistiller",
+    "Config",
+    "load_config",
+    "SpectorError",
+    "ConfigError",
+    "ValidationError",
+    "CitationError",
+    "DuplicateIdError",
+    "UnknownIdError",
+    "StoreError",
+    "StoreLockedError",
+    "StoreClosedError",
+    "ReadOnlyStoreError",
+    "StoreFailedError",
+    "CorruptionError",
+    "StoreFormatError",
+    "RegionFullError",
+    "EmbedderMismatchError",
+    "DeviceUnavailableError",
+    "DatasetError",
+    "MissingExtraError",
+    "__version__",
+]

@@ -48,6 +48,7 @@ class StoreConfig:
 class EmbedderConfig:
     name: str = "hashing"  # hashing | hashing:DIM | minilm | st:/local/path
     batch_size: int = 256
+    context_turns: int = 1  # an episode is embedded with this many previous same-session turns
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Literal, Mapping, Sequence
+from typing import Callable, Iterator, Literal, Mapping, Sequence
 
 import numpy as np
 
@@ -268,23 +268,33 @@ class RecallBatch:
 
     ``ids``: ``<U13`` (n_queries, k) TSID strings, ``""`` where a query had fewer hits;
     ``scores``: float32 (n_queries, k), higher is better, ``-inf`` padding;
-    ``counts``: int32 (n_queries,) hits per query. ``batch[i]`` (or ``results(i)``) gives the
-    hydrated ``CognitiveResult`` list of query ``i``.
+    ``counts``: int32 (n_queries,) hits per query. ``batch[i]`` (or ``results(i)``) hydrates
+    the ``CognitiveResult`` list of query ``i`` on demand (and caches it).
     """
 
     ids: np.ndarray
     scores: np.ndarray
     counts: np.ndarray
-    _results: list[list[CognitiveResult]] = field(default_factory=list, repr=False)
+    _hydrate: Callable[[int], list[CognitiveResult]] | None = field(default=None, repr=False)
+    _cache: dict[int, list[CognitiveResult]] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
         return int(self.counts.shape[0])
 
     def results(self, i: int) -> list[CognitiveResult]:
-        return list(self._results[i])
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"query index {i} out of range for a batch of {len(self)}")
+        i %= len(self)
+        if i not in self._cache:
+            self._cache[i] = self._hydrate(i) if self._hydrate is not None else []
+        return list(self._cache[i])
 
     def __getitem__(self, i: int) -> list[CognitiveResult]:
         return self.results(i)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[list[CognitiveResult]]:
         return (self.results(i) for i in range(len(self)))
+
+    def id_lists(self) -> list[list[str]]:
+        """Per query, its hit ids best first (no hydration)."""
+        return [self.ids[i, : self.counts[i]].tolist() for i in range(len(self))]

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import io
 import json
 import tarfile
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spector_gpu.errors import CorruptionError, ValidationError
 from spector_gpu.provenance.bundle import (
     MANIFEST_NAME,
+    BundleReport,
     read_bundle,
     verify_bundle,
     write_bundle,
@@ -82,13 +87,33 @@ def test_tar_headers_are_fixed(tmp_path: Path) -> None:
     assert names == sorted(list(FILES) + [MANIFEST_NAME])
     for m, _ in members:
         assert (m.mtime, m.uid, m.gid, m.uname, m.gname, m.mode, m.type) == (
-            0, 0, 0, "", "", 0o644, tarfile.REGTYPE)
+            0,
+            0,
+            0,
+            "",
+            "",
+            0o644,
+            tarfile.REGTYPE,
+        )
 
 
 @pytest.mark.parametrize(
     "name",
-    ["/etc/passwd", "../up", "a/../b", "a//b", "./a", "a/", "", "a\x00b", "a\nb", "a\\b",
-     "x" * 256, "é" * 128, MANIFEST_NAME],
+    [
+        "/etc/passwd",
+        "../up",
+        "a/../b",
+        "a//b",
+        "./a",
+        "a/",
+        "",
+        "a\x00b",
+        "a\nb",
+        "a\\b",
+        "x" * 256,
+        "é" * 128,
+        MANIFEST_NAME,
+    ],
 )
 def test_write_rejects_unsafe_names(tmp_path: Path, name: str) -> None:
     with pytest.raises(ValidationError, match=r"files\["):
@@ -99,7 +124,11 @@ def test_write_rejects_unsafe_names(tmp_path: Path, name: str) -> None:
 def test_write_rejects_non_bytes(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match="expected bytes"):
         write_bundle(tmp_path / "b.tar", {"a": "text"})  # type: ignore[dict-item]
-    assert write_bundle(tmp_path / "ok.tar", {"x" * 255: b""}).files[0].size == 0
+    long_names = {"x" * 255: b"", "d/" + "é" * 126: b"1"}  # need PAX path records
+    info = write_bundle(tmp_path / "ok.tar", long_names)
+    assert read_bundle(tmp_path / "ok.tar", expected_sha256=info.sha256) == long_names
+    again = write_bundle(tmp_path / "ok.tar", long_names)  # replaces the file atomically
+    assert again.sha256 == info.sha256 and not list(tmp_path.glob("*.partial"))
 
 
 def test_tampered_file_is_detected(tmp_path: Path) -> None:
@@ -133,9 +162,12 @@ def test_manifest_missing_or_broken(tmp_path: Path) -> None:
     report = verify_bundle(path)
     assert not report.ok and report.extra == sorted(FILES)
     assert any("manifest.json is missing" in e for e in report.errors)
-    for bad in [b"not json", b'{"format":"x","version":1,"files":[]}',
-                b'{"format":"spector_gpu.bundle","version":1,"files":[{"name":"../x",'
-                b'"sha256":"' + b"0" * 64 + b'","size":1}]}']:
+    for bad in [
+        b"not json",
+        b'{"format":"x","version":1,"files":[]}',
+        b'{"format":"spector_gpu.bundle","version":1,"files":[{"name":"../x",'
+        b'"sha256":"' + b"0" * 64 + b'","size":1}]}',
+    ]:
         path.write_bytes(_tar([(_info(MANIFEST_NAME), bad)]))
         report = verify_bundle(path)
         assert not report.ok and any(e.startswith(MANIFEST_NAME) for e in report.errors)
@@ -182,7 +214,7 @@ def test_truncated_and_non_tar_files_give_reports(tmp_path: Path) -> None:
     data = path.read_bytes()
     cases = {
         "truncated-in-data": data[:600],
-        "truncated-in-header": data[:512 * 3 + 100],
+        "truncated-in-header": data[: 512 * 3 + 100],
         "one-byte": data[:1],
         "empty": b"",
         "text": b"hello, I am not a tar file\n" * 50,
@@ -205,3 +237,34 @@ def test_size_caps(tmp_path: Path) -> None:
     assert any("cap" in e for e in verify_bundle(path, max_bytes=4096).errors)
     report = verify_bundle(path, max_member_bytes=4000)
     assert any("big.bin" in e and "cap" in e for e in report.errors) and not report.ok
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    edits=st.lists(st.tuples(st.integers(0, 10239), st.integers(0, 255)), min_size=1, max_size=4),
+    cut=st.none() | st.integers(0, 10240),
+)
+def test_mutated_bytes_never_crash_verify(edits: list[tuple[int, int]], cut: int | None) -> None:
+    blob = bytearray(_canonical())
+    for pos, value in edits:
+        if pos < len(blob):
+            blob[pos] = value
+    report, contents = _verify_bytes(bytes(blob[:cut]))
+    assert report.ok == (not (report.tampered or report.missing or report.extra or report.errors))
+    if report.ok:  # whatever still verifies must carry the original contents
+        assert contents == FILES
+
+
+@functools.cache
+def _canonical() -> bytes:
+    with tempfile.TemporaryDirectory() as tmp:
+        write_bundle(Path(tmp) / "b.tar", FILES)
+        return (Path(tmp) / "b.tar").read_bytes()
+
+
+def _verify_bytes(blob: bytes) -> tuple[BundleReport, dict[str, bytes] | None]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "b.tar"
+        path.write_bytes(blob)
+        report = verify_bundle(path)
+        return report, (read_bundle(path) if report.ok else None)

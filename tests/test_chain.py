@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import struct
 import sys
 from dataclasses import replace
@@ -33,8 +34,15 @@ from spector_gpu.provenance.chain import (
 def _build(n: int = 5, signer: object = None) -> tuple[MemoryRecordLog, list[Event]]:
     log = MemoryRecordLog()
     chain = EventChain(log, signer=signer)  # type: ignore[arg-type]
-    events = [chain.append("remember", f"MEM{i:010d}", {"type": "semantic", "n": i, "neg": -i},
-                           ts_ms=1_700_000_000_000 + i) for i in range(n)]
+    events = [
+        chain.append(
+            "remember",
+            f"MEM{i:010d}",
+            {"type": "semantic", "n": i, "neg": -i},
+            ts_ms=1_700_000_000_000 + i,
+        )
+        for i in range(n)
+    ]
     return log, events
 
 
@@ -42,11 +50,20 @@ def test_canonical_bytes_golden() -> None:
     ev = Event(1, -2, "k", "m", {"b": 7, "a": "é"}, b"\x11" * 32)
     expected = (
         struct.pack("<IHHQq", 0x544E5645, 1, 0, 1, -2)
-        + struct.pack("<I", 1) + b"k" + struct.pack("<I", 1) + b"m"
+        + struct.pack("<I", 1)
+        + b"k"
+        + struct.pack("<I", 1)
+        + b"m"
         + struct.pack("<I", 2)
-        + struct.pack("<I", 1) + b"a" + struct.pack("<BI", 2, 2) + "é".encode()
-        + struct.pack("<I", 1) + b"b" + struct.pack("<Bq", 1, 7)
-        + struct.pack("<I", 32) + b"\x11" * 32
+        + struct.pack("<I", 1)
+        + b"a"
+        + struct.pack("<BI", 2, 2)
+        + "é".encode()
+        + struct.pack("<I", 1)
+        + b"b"
+        + struct.pack("<Bq", 1, 7)
+        + struct.pack("<I", 32)
+        + b"\x11" * 32
     )
     assert canonical_bytes(ev) == expected
     assert encode_event(ev) == expected + struct.pack("<I", 0)
@@ -57,7 +74,7 @@ def test_chain_links_and_contiguous_seq() -> None:
     log, events = _build(4)
     assert [e.seq for e in events] == [0, 1, 2, 3]
     assert events[0].prev_hash == GENESIS_HASH
-    for prev, cur in zip(events, events[1:]):
+    for prev, cur in itertools.pairwise(events):
         assert cur.prev_hash == hashlib.sha256(canonical_bytes(prev)).digest()
     report = verify_chain(log)
     assert report.ok and report.events == 4 and report.breaks == [] and report.bad_signatures == []
@@ -106,14 +123,19 @@ def test_append_validates_input_and_leaves_state_on_error() -> None:
 
 
 @given(
-    seq=st.integers(0, 2**64 - 1), ts=st.integers(-(2**63), 2**63 - 1),
+    seq=st.integers(0, 2**64 - 1),
+    ts=st.integers(-(2**63), 2**63 - 1),
     kind=st.text(min_size=1, max_size=16),
-    payload=st.dictionaries(st.text(min_size=1, max_size=8),
-                            st.integers(-(2**63), 2**63 - 1) | st.text(max_size=20), max_size=6),
+    payload=st.dictionaries(
+        st.text(min_size=1, max_size=8),
+        st.integers(-(2**63), 2**63 - 1) | st.text(max_size=20),
+        max_size=6,
+    ),
     sig=st.none() | st.binary(min_size=64, max_size=64),
 )
-def test_codec_round_trip(seq: int, ts: int, kind: str, payload: dict[str, str | int],
-                          sig: bytes | None) -> None:
+def test_codec_round_trip(
+    seq: int, ts: int, kind: str, payload: dict[str, str | int], sig: bytes | None
+) -> None:
     ev = Event(seq, ts, kind, "MEM", payload, bytes(range(32)), sig)
     data = encode_event(ev)
     assert decode_event(data) == ev
@@ -153,7 +175,7 @@ def _breaks(log: MemoryRecordLog, **kw: object) -> list[tuple[int, str]]:
 
 
 def test_modified_payload_byte_breaks_at_next_event() -> None:
-    log, events = _build(5)
+    log, _ = _build(5)
     raw = bytearray(log.items[2])
     raw[raw.index(b"semantic")] ^= 0x01  # 's' -> 'r'
     log.items[2] = bytes(raw)
@@ -179,8 +201,9 @@ def test_reordered_events_are_reported() -> None:
 
 def test_validly_hashed_fork_is_reported() -> None:
     log, events = _build(5)
-    forged = Event(2, events[2].ts_ms, "remember", events[2].memory_id, {"type": "forged"},
-                   events[2].prev_hash)  # correctly chained to event 1
+    forged = Event(
+        2, events[2].ts_ms, "remember", events[2].memory_id, {"type": "forged"}, events[2].prev_hash
+    )  # correctly chained to event 1
     log.items[2] = encode_event(forged)
     breaks = _breaks(log)
     assert [s for s, _ in breaks] == [3] and "prev_hash" in breaks[0][1]

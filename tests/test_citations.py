@@ -25,7 +25,8 @@ H = "ab" * 32
 
 
 @pytest.mark.parametrize(
-    "uri", ["uri:https://example.org/a?b=c", "doc:01HZX3K4ABCDE", "file:/tmp/x.txt", "uri:é", "doc:x"]
+    "uri",
+    ["uri:https://example.org/a?b=c", "doc:01HZX3K4ABCDE", "file:/tmp/x.txt", "uri:é", "doc:x"],
 )
 def test_source_uri_accepted(uri: str) -> None:
     assert validate_source_uri(uri) == uri
@@ -102,8 +103,12 @@ def test_accessed_at_rejects_non_rfc3339(ts: str) -> None:
 
 def test_hash_rules() -> None:
     assert Citation("doc:x", TS, hash=H).hash == H
-    for bad, rule in [("AB" * 32, "use hash.lower"), ("ab" * 31, "64 lower-case"),
-                      ("g" * 64, "64 lower-case"), (H + "0", "64 lower-case")]:
+    for bad, rule in [
+        ("AB" * 32, "use hash.lower"),
+        ("ab" * 31, "64 lower-case"),
+        ("g" * 64, "64 lower-case"),
+        (H + "0", "64 lower-case"),
+    ]:
         with pytest.raises(CitationError, match=rf"^citation\.hash: .*{rule}"):
             Citation("doc:x", TS, hash=bad)
 
@@ -137,7 +142,10 @@ def test_span_rejected_naming_field(span: object, rule: str) -> None:
 def test_citation_list_errors_name_the_index_and_field() -> None:
     good = {"uri": "doc:a", "accessed_at": TS}
     cases = [
-        ([good, good, {"uri": "doc:b", "accessed_at": "yesterday"}], r"citations\[2\]\.accessed_at"),
+        (
+            [good, good, {"uri": "doc:b", "accessed_at": "yesterday"}],
+            r"citations\[2\]\.accessed_at",
+        ),
         ([{"uri": "user", "accessed_at": TS}], r"citations\[0\]\.uri"),
         ([good, {"accessed_at": TS}], r"citations\[1\]\.uri: is required"),
         ([{**good, "span": (4, 2)}], r"citations\[0\]\.span"),
@@ -159,25 +167,33 @@ def test_citation_cap() -> None:
 
 
 def test_mixed_inputs_normalise_to_citations() -> None:
-    out = validate_citations([Citation("doc:a", TS), {"uri": "file:/a", "accessed_at": TS,
-                                                      "hash": H, "span": [1, 4]}])
+    out = validate_citations(
+        [Citation("doc:a", TS), {"uri": "file:/a", "accessed_at": TS, "hash": H, "span": [1, 4]}]
+    )
     assert out == (Citation("doc:a", TS), Citation("file:/a", TS, H, (1, 4)))
     assert Citation("doc:a", TS, span=[1, 4]).span == (1, 4)  # type: ignore[arg-type]
 
 
 def test_encoding_is_canonical_json() -> None:
     data = encode_citations([{"span": (1, 4), "hash": H, "accessed_at": TS, "uri": "uri:ü"}])
-    expected = ('[{"accessed_at":"2026-11-29T10:00:00Z","hash":"' + H +
-                '","span":{"end":4,"start":1},"uri":"uri:ü"}]').encode("utf-8")
+    expected = (
+        '[{"accessed_at":"2026-11-29T10:00:00Z","hash":"'
+        + H
+        + '","span":{"end":4,"start":1},"uri":"uri:ü"}]'
+    ).encode("utf-8")
     assert data == expected
     assert encode_citations([]) == b"[]"
     assert decode_citations(data) == (Citation("uri:ü", TS, H, (1, 4)),)
 
 
-uris = st.builds(lambda s, r: s + r, st.sampled_from(["uri:", "doc:", "file:"]),
-                 st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=30))
+uris = st.builds(
+    lambda s, r: s + r,
+    st.sampled_from(["uri:", "doc:", "file:"]),
+    st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=30),
+)
 spans = st.none() | st.tuples(st.integers(0, 1000), st.integers(1, 1000)).filter(
-    lambda t: t[0] < t[1])
+    lambda t: t[0] < t[1]
+)
 cites = st.builds(Citation, uris, st.just(TS), st.none() | st.just(H), spans)
 
 
@@ -212,7 +228,7 @@ def test_find_span_moves_the_cursor_over_utf8_bytes() -> None:
     assert span == (0, 16) and cur == 16
     span2, cur2 = find_span(parent, "Ann said: café.", cur)
     assert span2 is not None and span2[0] > span[1] - 1 and cur2 == len(parent.encode())
-    assert parent.encode()[span2[0]:span2[1]].decode() == "Ann said: café."
+    assert parent.encode()[span2[0] : span2[1]].decode() == "Ann said: café."
     assert find_span(parent, "café", 0) == ((10, 15), 15)  # byte offsets, not characters
     assert find_span(parent, "Ann said: cafe.", 0) == (None, 0)  # paraphrase misses
     assert find_span(parent, "Ann", cur2) == (None, cur2)

@@ -15,7 +15,11 @@ from spector_gpu.provenance.record import (
 
 def test_codes_are_the_stored_u8_values() -> None:
     assert {p.name: int(p) for p in RecordProvenance} == {
-        "UNKNOWN": 0, "VERBATIM": 1, "USER_AUTHORED": 2, "EXTRACTED": 3, "DERIVED": 4,
+        "UNKNOWN": 0,
+        "VERBATIM": 1,
+        "USER_AUTHORED": 2,
+        "EXTRACTED": 3,
+        "DERIVED": 4,
     }
     assert all(0 <= int(p) <= 255 for p in RecordProvenance)
 
@@ -37,7 +41,9 @@ def test_parse_accepts_names_and_codes(given: str | int, expected: RecordProvena
     assert parse_provenance(given) is expected
 
 
-@pytest.mark.parametrize("bad", ["user-authored", "", "verbatim ", "guessed", 5, -1, True, 1.0, None])
+@pytest.mark.parametrize(
+    "bad", ["user-authored", "", "verbatim ", "guessed", 5, -1, True, 1.0, None]
+)
 def test_parse_rejects_everything_else(bad: object) -> None:
     with pytest.raises(ValidationError, match="provenance"):
         parse_provenance(bad)  # type: ignore[arg-type]

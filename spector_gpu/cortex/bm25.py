@@ -42,8 +42,8 @@ logger = logging.getLogger(__name__)
 #: Version of the :meth:`BM25Index.state` dictionary layout.
 BM25_STATE_VERSION = 1
 _METHODS: dict[str, int] = {"lucene": 0, "okapi": 1}
-_TAIL_MIN = 1 << 16  # tail postings always tolerated before a merge
-_TAIL_RATIO = 8  # ... or main postings / this, whichever is larger
+_TAIL_MIN = 1 << 14  # tail postings always tolerated before a merge
+_TAIL_RATIO = 32  # ... or main postings / this, whichever is larger
 _MAX_DOCS = 2**31 - 1  # slots and term ids are int32
 _TOPK_CHUNK_NNZ = 1 << 23  # bound on score entries materialised at once by topk
 
@@ -113,7 +113,8 @@ class BM25Index:
         analyzer: name of the analyzer that produced the tokens (``Analyzer.name``); stored in
             :meth:`state` so :meth:`from_state` can refuse a mismatched one.
 
-    Not thread-safe: one writer, and no queries concurrent with ``add`` (the store's lock).
+    Not thread-safe: serialise all calls (queries may fold the tail and use scratch arrays);
+    the owning store's lock does.
     """
 
     def __init__(
@@ -143,6 +144,7 @@ class BM25Index:
         self._t_doc = _Growable(np.int32)  # tail, doc-major, slots [_m_docs, N)
         self._t_term = _Growable(np.int32)
         self._t_tf = _Growable(np.int32)
+        self._lut = _Growable(np.int32)  # term id -> query column during a gather, else -1
         self._generation = 0
         self._avg_idf: tuple[int, float] = (-1, 0.0)
 
@@ -158,6 +160,18 @@ class BM25Index:
     @property
     def method(self) -> Literal["lucene", "okapi"]:
         return self._method
+
+    @property
+    def k1(self) -> float:
+        return self._k1
+
+    @property
+    def b(self) -> float:
+        return self._b
+
+    @property
+    def epsilon(self) -> float:
+        return self._eps
 
     @property
     def analyzer(self) -> str:
@@ -200,13 +214,19 @@ class BM25Index:
                     f"tokens_batch[{i}] is a string; pass its tokens (Analyzer.tokens(text))"
                 )
             before = len(flat)
-            flat.extend(doc)
+            try:
+                flat.extend(doc)
+            except TypeError:
+                raise ValidationError(f"tokens_batch[{i}] is not a sequence of tokens") from None
             lengths.append(len(flat) - before)
         first = len(self)
         if first + len(lengths) > _MAX_DOCS:
             raise ValidationError(f"BM25 index is limited to {_MAX_DOCS} documents")
         vocab = self._vocab
-        new_terms = [t for t in dict.fromkeys(flat) if t not in vocab]
+        try:
+            new_terms = [t for t in dict.fromkeys(flat) if t not in vocab]
+        except TypeError:
+            new_terms = [next(t for t in flat if not isinstance(t, str))]
         for t in new_terms:
             if not isinstance(t, str):
                 raise ValidationError(f"tokens must be str, got {type(t).__name__} ({t!r})")
@@ -214,6 +234,7 @@ class BM25Index:
             vocab[t] = len(self._terms)
             self._terms.append(t)
         self._df.extend(np.zeros(len(new_terms), dtype=np.int64))
+        self._lut.extend(np.full(len(new_terms), -1, dtype=np.int32))
         self._doc_len.extend(np.asarray(lengths, dtype=np.int32))
         self._total_len += len(flat)
         self._generation += 1
@@ -243,6 +264,7 @@ class BM25Index:
         tf = np.empty_like(doc)
         doc[pos_m], tf[pos_m] = self._m_doc, self._m_tf
         doc[pos_t], tf[pos_t] = self._t_doc.view()[order], self._t_tf.view()[order]
+        logger.debug("BM25 tail merge: %d + %d postings", len(self._m_doc), len(t_term))
         self._m_indptr, self._m_doc, self._m_tf, self._m_docs = indptr, doc, tf, len(self)
         self._t_doc.clear()
         self._t_term.clear()
@@ -266,15 +288,21 @@ class BM25Index:
                 raise ValidationError(
                     f"query_tokens[{i}] is a string; pass its tokens (Analyzer.tokens(text))"
                 )
-            for t in query:
-                tid = get(t)
-                if tid is not None:
-                    rows.append(i)
-                    cols.append(tid)
+            try:
+                for t in query:
+                    tid = get(t)
+                    if tid is not None:
+                        rows.append(i)
+                        cols.append(tid)
+            except TypeError:
+                raise ValidationError(f"query_tokens[{i}] must be a sequence of str") from None
             n = i + 1
         uterms, inv = np.unique(np.asarray(cols, dtype=np.int64), return_inverse=True)
-        data = np.ones(len(cols), dtype=np.float32)
-        q = sp.csr_matrix((data, (np.asarray(rows, dtype=np.int64), inv)), shape=(n, len(uterms)))
+        m = len(uterms)
+        keys, counts = np.unique(np.asarray(rows, dtype=np.int64) * m + inv, return_counts=True)
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(keys // max(m, 1), minlength=n), out=indptr[1:])
+        q = sp.csr_matrix((counts.astype(np.float32), keys % max(m, 1), indptr), shape=(n, m))
         return q, uterms
 
     def _idf(self, uterms: np.ndarray) -> np.ndarray:
@@ -302,9 +330,14 @@ class BM25Index:
         m_doc, m_tf = self._m_doc[idx], self._m_tf[idx]
         t_term = self._t_term.view()
         if len(t_term) and len(uterms):
-            pos = np.minimum(np.searchsorted(uterms, t_term), len(uterms) - 1)
-            hit = np.flatnonzero(uterms[pos] == t_term)
-            t_local = pos[hit]
+            lut = self._lut.buf
+            lut[uterms] = np.arange(len(uterms), dtype=np.int32)
+            try:
+                t_local = lut[t_term]
+            finally:
+                lut[uterms] = -1  # scratch must be clean for the next query
+            hit = np.flatnonzero(t_local >= 0)
+            t_local = t_local[hit]
             order = np.argsort(t_local, kind="stable")
             t_local, hit = t_local[order], hit[order]
             t_doc, t_tf = self._t_doc.view()[hit], self._t_tf.view()[hit]
@@ -342,6 +375,19 @@ class BM25Index:
             )
         return allowed
 
+    def _weights(
+        self, query_tokens: Sequence[Sequence[str]], allowed: np.ndarray | None
+    ) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+        """Q float32 (n, m) and W float32 (m, N): W[j, d] = idf(t_j) · tfc(t_j, d)."""
+        allowed = self._check_allowed(allowed)
+        self._maybe_compact()
+        q, uterms = self._query_matrix(query_tokens)
+        if len(uterms) == 0 or len(self) == 0:
+            return q, sp.csr_matrix((len(uterms), len(self)), dtype=np.float32)
+        indptr, doc, tf = self._gather(uterms, allowed)
+        w = self._tfc(tf, doc) * np.repeat(self._idf(uterms), np.diff(indptr))
+        return q, sp.csr_matrix((w.astype(np.float32), doc, indptr), shape=(len(uterms), len(self)))
+
     # ------------------------------------------------------------------ scoring API
     def score_batch(
         self, query_tokens: Sequence[Sequence[str]], *, allowed: np.ndarray | None = None
@@ -356,17 +402,8 @@ class BM25Index:
             ``csr_matrix`` float32 (n, N); absent entries score 0. In okapi mode entries may be
             ≤ 0 (negative-IDF terms with a negative floor).
         """
-        allowed = self._check_allowed(allowed)
-        self._maybe_compact()
-        q, uterms = self._query_matrix(query_tokens)
-        n_docs = len(self)
-        if len(uterms) == 0 or n_docs == 0:
-            return sp.csr_matrix((q.shape[0], n_docs), dtype=np.float32)
-        indptr, doc, tf = self._gather(uterms, allowed)
-        idf = self._idf(uterms)
-        w = self._tfc(tf, doc) * np.repeat(idf, np.diff(indptr))
-        weights = sp.csr_matrix((w.astype(np.float32), doc, indptr), shape=(len(uterms), n_docs))
-        return (q @ weights).tocsr()
+        q, weights = self._weights(query_tokens, allowed)
+        return sp.csr_matrix(q @ weights)
 
     def topk(
         self,
@@ -378,7 +415,8 @@ class BM25Index:
         """The k best slots per query, gates applied first.
 
         Only slots with a positive score are hits; ties go to the lower slot. A gate never
-        lowers the count below k while k allowed slots score > 0.
+        lowers the count below k while k allowed slots score > 0. Queries are scored in chunks
+        of bounded size, so memory stays ∝ the index, not n × N.
 
         Returns:
             ``(scores float32 (n, k), slots int64 (n, k))``, best first, padded with
@@ -387,29 +425,39 @@ class BM25Index:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
             raise ValidationError(f"k={k!r}: use an int >= 0")
         k = int(k)
-        allowed = self._check_allowed(allowed)
-        queries = list(query_tokens) if not isinstance(query_tokens, (str, bytes)) else query_tokens
-        n = len(queries)
+        q, weights = self._weights(query_tokens, allowed)
+        n = q.shape[0]
         scores = np.full((n, k), -np.inf, dtype=np.float32)
         slots = np.full((n, k), -1, dtype=np.int64)
-        if n == 0 or k == 0:
-            self._query_matrix(queries)  # still validate the queries
+        if k == 0 or weights.nnz == 0:
             return scores, slots
-        mat = self.score_batch(queries, allowed=allowed)
-        for i in range(n):
-            lo, hi = mat.indptr[i], mat.indptr[i + 1]
-            data, idx = mat.data[lo:hi], mat.indices[lo:hi]
-            pos = data > 0
-            if not pos.all():
-                data, idx = data[pos], idx[pos]
-            if len(data) > k:
-                threshold = np.partition(data, len(data) - k)[len(data) - k]
-                sel = data >= threshold  # keep every tie at the threshold
-                data, idx = data[sel], idx[sel]
-            order = np.lexsort((idx, -data))[:k]
-            scores[i, : len(order)] = data[order]
-            slots[i, : len(order)] = idx[order]
+        # upper bound on each query's score entries: Σ postings of its distinct terms
+        per_term = np.diff(weights.indptr)[q.indices]
+        bound = np.bincount(np.repeat(np.arange(n), np.diff(q.indptr)), per_term, minlength=n)
+        chunk_of = np.cumsum(bound) // _TOPK_CHUNK_NNZ
+        start = 0
+        while start < n:
+            stop = max(int(np.searchsorted(chunk_of, chunk_of[start], side="right")), start + 1)
+            mat = (q if stop - start == n else q[start:stop]) @ weights
+            for i in range(stop - start):
+                self._row_topk(mat, i, k, scores[start + i], slots[start + i])
+            start = stop
         return scores, slots
+
+    @staticmethod
+    def _row_topk(mat: sp.csr_matrix, i: int, k: int, scores: np.ndarray, slots: np.ndarray) -> None:
+        lo, hi = mat.indptr[i], mat.indptr[i + 1]
+        data, idx = mat.data[lo:hi], mat.indices[lo:hi]
+        positive = data > 0
+        if not positive.all():
+            data, idx = data[positive], idx[positive]
+        if len(data) > k:
+            threshold = np.partition(data, len(data) - k)[len(data) - k]
+            keep = data >= threshold  # every tie at the threshold stays in the running
+            data, idx = data[keep], idx[keep]
+        order = np.lexsort((idx, -data))[:k]
+        scores[: len(order)] = data[order]
+        slots[: len(order)] = idx[order]
 
     def score_slots(self, query_tokens: Sequence[Sequence[str]], slots: np.ndarray) -> np.ndarray:
         """Scores of given candidate slots per query (e.g. the dense relay's candidates).
@@ -424,7 +472,7 @@ class BM25Index:
         """
         if not isinstance(slots, np.ndarray) or slots.ndim != 2 or slots.dtype.kind not in "iu":
             raise ValidationError("slots must be a 2-D integer numpy array (n_queries, c)")
-        if len(slots) and (slots.min() < -1 or slots.max() >= len(self)):
+        if slots.size and (slots.min() < -1 or slots.max() >= len(self)):
             raise ValidationError(f"slots must lie in [0, {len(self)}) or be -1 (padding)")
         self._maybe_compact()
         q, uterms = self._query_matrix(query_tokens)
@@ -443,11 +491,10 @@ class BM25Index:
             doc = slots.reshape(-1)[pair_out].astype(np.int64)
             keep = doc >= 0
             pair_entry, pair_out, doc = pair_entry[keep], pair_out[keep], doc[keep]
-            terms = uterms[coo.col[pair_entry]]
-            tf = self._lookup_tf(terms, doc)
+            tf = self._lookup_tf(uterms[coo.col[pair_entry]], doc)
             hit = tf > 0
-            w = self._tfc(tf[hit], doc[hit]) * self._idf(terms[hit])
-            w *= coo.data[pair_entry[hit]]
+            entry = pair_entry[hit]
+            w = self._tfc(tf[hit], doc[hit]) * self._idf(uterms)[coo.col[entry]] * coo.data[entry]
             out += np.bincount(pair_out[hit], weights=w, minlength=n * c)
         result = out.astype(np.float32).reshape(n, c)
         result[slots < 0] = -np.inf
@@ -521,13 +568,16 @@ class BM25Index:
 
         Args:
             analyzer: if given, the analyzer name the caller will query with; a different
-                stored name raises :class:`ConfigError`.
+                stored name raises :class:`ConfigError` (an index stored without a name
+                adopts this one).
 
         Raises:
             CorruptionError: a missing key, wrong dtype/shape, out-of-range offset, slot or
                 count, bad UTF-8, duplicate term, or inconsistent lengths.
         """
         arrays, params, terms, stored_analyzer = _validated_state(state)
+        if analyzer is not None and not stored_analyzer:
+            stored_analyzer = analyzer  # written without a name: nothing to compare, adopt it
         if analyzer is not None and analyzer != stored_analyzer:
             raise ConfigError(
                 f"BM25 index was built with analyzer {stored_analyzer!r} but {analyzer!r} was "
@@ -540,6 +590,7 @@ class BM25Index:
         index._vocab = {t: i for i, t in enumerate(terms)}
         index._m_indptr, index._m_doc, index._m_tf = arrays["indptr"], arrays["doc"], arrays["tf"]
         index._df.extend(np.diff(arrays["indptr"]))
+        index._lut.extend(np.full(len(terms), -1, dtype=np.int32))
         index._doc_len.extend(arrays["doc_len"])
         index._m_docs = len(arrays["doc_len"])
         index._total_len = int(arrays["doc_len"].sum(dtype=np.int64))
@@ -571,7 +622,7 @@ def _validated_state(
     for key, dtype in _STATE_DTYPES.items():
         arr = state.get(key) if isinstance(state, Mapping) else None
         if not isinstance(arr, np.ndarray):
-            raise _corrupt(f"array {key!r} is missing")
+            raise _corrupt(f"array {key!r} is missing or not a numpy array")
         if arr.dtype != np.dtype(dtype) or arr.ndim != 1:
             raise _corrupt(f"array {key!r} is {arr.dtype}{arr.shape}, expected 1-D {dtype}")
         arrays[key] = np.array(arr, dtype=dtype, copy=True)

@@ -14,6 +14,7 @@ a ``category`` field): counted in the overall means, not broken down.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Collection, Literal
@@ -169,7 +170,9 @@ class Dataset:
         seen_conv: set[str] = set()
         for conv in self.conversations:
             if conv.conv_id in seen_conv:
-                raise DatasetError(f"dataset {self.name!r}: duplicate conversation {conv.conv_id!r}")
+                raise DatasetError(
+                    f"dataset {self.name!r}: duplicate conversation {conv.conv_id!r}"
+                )
             seen_conv.add(conv.conv_id)
             seen_turn: set[str] = set()
             for turn in conv.turns:
@@ -255,3 +258,12 @@ def read_json(path: Path) -> object:
         raise DatasetError(
             f"{str(path)!r} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
         ) from exc
+
+
+def write_atomic(path: Path, text: str) -> Path:
+    """Write UTF-8 ``text`` to ``path`` through ``<path>.partial`` and ``os.replace``, so a
+    reader never sees a half-written file. Returns ``path``."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
+    return path

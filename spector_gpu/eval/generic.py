@@ -15,19 +15,19 @@ Documents with relevance > 0 are a query's evidence. A title is prefixed to the 
 (``"<title> <text>"``, as BEIR retrievers index it). Documents without ``conv_id`` form one
 conversation ``"corpus"``. Document ids are scoped by conversation (LoCoMo's ``D1:1`` recurs in
 every conversation); qrels name a document id, resolved in the query's conversation. A query
-without ``conv_id`` goes to the one conversation holding all its evidence, else to ``"corpus"``. Without ``category`` a query is uncategorised (0).
+without ``conv_id`` goes to the one conversation holding all its evidence, else to
+``"corpus"``. Without ``category`` a query is uncategorised (0).
 :func:`save_generic` writes this layout (``qrels.tsv`` with a header) so datasets round-trip.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from ..errors import DatasetError, ValidationError
-from .dataset import UNCATEGORISED, Conversation, Dataset, Question, Turn
+from .dataset import UNCATEGORISED, Conversation, Dataset, Question, Turn, write_atomic
 
 __all__ = ["load_generic", "save_generic", "read_qrels", "DEFAULT_CONVERSATION"]
 
@@ -45,14 +45,19 @@ def load_generic(path: str | Path, *, name: str | None = None) -> Dataset:
     for conv_id, turns in turns_by_conv.items():
         for t in turns:
             doc_conv.setdefault(t.dia_id, set()).add(conv_id)
-    questions = [_to_question(rec, where, qrels, doc_conv) for rec, where in _jsonl(root / "queries.jsonl")]
+    questions = [
+        _to_question(rec, where, qrels, doc_conv) for rec, where in _jsonl(root / "queries.jsonl")
+    ]
     conversations = tuple(
-        Conversation(conv_id, tuple(turns), _speakers(turns)) for conv_id, turns in turns_by_conv.items()
+        Conversation(conv_id, tuple(turns), _speakers(turns))
+        for conv_id, turns in turns_by_conv.items()
     )
     dataset = Dataset(name or root.name, conversations, tuple(questions))
     unknown = set(qrels) - {q.qid for q in questions}
     if unknown:
-        raise DatasetError(f"{root}: qrels name queries absent from queries.jsonl: {sorted(unknown)[:5]}")
+        raise DatasetError(
+            f"{root}: qrels name queries absent from queries.jsonl: {sorted(unknown)[:5]}"
+        )
     dataset.validate()
     return dataset
 
@@ -118,7 +123,8 @@ def _to_question(
     evidence = tuple(d for d, rel in qrels.get(qid, {}).items() if rel > 0)
     conv_id = _get(rec, "conv_id", str, where, None)
     if conv_id is None:
-        owners = set.intersection(*(doc_conv.get(d, set()) for d in evidence)) if evidence else set()
+        homes = [doc_conv.get(d, set()) for d in evidence]
+        owners = set.intersection(*homes) if homes else set()
         conv_id = owners.pop() if len(owners) == 1 else DEFAULT_CONVERSATION
     if not any(conv_id in convs for convs in doc_conv.values()):
         raise DatasetError(
@@ -205,19 +211,17 @@ not written). Ids holding tabs or newlines raise ``ValidationError``. Returns th
         for t in c.turns
     ]
     queries = [
-        {"_id": q.qid, "text": q.text, "conv_id": q.conv_id, "category": q.category, "answer": q.answer}
+        {"_id": q.qid, "text": q.text, "conv_id": q.conv_id, "category": q.category,
+         "answer": q.answer}
         for q in dataset.questions
     ]
-    _write_atomic(root / "corpus.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in corpus))
-    _write_atomic(root / "queries.jsonl", "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in queries))
+    write_atomic(root / "corpus.jsonl", _jsonl_text(corpus))
+    write_atomic(root / "queries.jsonl", _jsonl_text(queries))
     rows = ["query-id\tcorpus-id\tscore\n"]
     rows += [f"{q.qid}\t{e}\t1\n" for q in dataset.questions for e in q.evidence]
-    _write_atomic(root / "qrels.tsv", "".join(rows))
+    write_atomic(root / "qrels.tsv", "".join(rows))
     return root
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    partial = path.with_name(path.name + ".partial")
-    with open(partial, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(partial, path)
+def _jsonl_text(records: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)

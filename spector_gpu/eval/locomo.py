@@ -69,7 +69,9 @@ def parse_session_datetime(text: str) -> int:
     """
     m = _DATE.fullmatch(text) if isinstance(text, str) else None
     if m is None:
-        raise DatasetError(f"unparseable session date {text!r} (expected e.g. '1:56 pm on 8 May, 2023')")
+        raise DatasetError(
+            f"unparseable session date {text!r} (expected e.g. '1:56 pm on 8 May, 2023')"
+        )
     hour, minute, ampm, day, month_name, year = m.groups()
     month = _MONTHS.get(month_name.lower())
     h = int(hour)
@@ -120,7 +122,9 @@ def parse_locomo(data: object, *, name: str = "locomo", source: str = "<memory>"
     ``source`` names the file in error messages.
     """
     if not isinstance(data, list):
-        raise DatasetError(f"{source}: a LoCoMo file holds a JSON list of samples, got {type(data).__name__}")
+        raise DatasetError(
+            f"{source}: a LoCoMo file holds a JSON list of samples, got {type(data).__name__}"
+        )
     conversations: list[Conversation] = []
     questions: list[Question] = []
     dropped_total = 0
@@ -162,9 +166,8 @@ def _session_numbers(conversation: Mapping[str, Any]) -> list[int]:
 
 def _parse_conversation(conv_id: str, conversation: Mapping[str, Any], where: str) -> Conversation:
     turns: list[Turn] = []
-    speakers: list[str] = [
-        s for s in (conversation.get("speaker_a"), conversation.get("speaker_b")) if isinstance(s, str)
-    ]
+    named = (conversation.get("speaker_a"), conversation.get("speaker_b"))
+    speakers: list[str] = [s for s in named if isinstance(s, str)]
     for n in _session_numbers(conversation):
         key = f"session_{n}"
         raw_turns = _field(conversation, key, list, where)
@@ -196,7 +199,9 @@ def _parse_turn(raw: object, session: int, timestamp_ms: int, where: str) -> Tur
     return Turn(dia_id, speaker, text, session, timestamp_ms, caption or None)
 
 
-def _parse_questions(conv: Conversation, qa: Sequence[object], where: str) -> tuple[list[Question], int]:
+def _parse_questions(
+    conv: Conversation, qa: Sequence[object], where: str
+) -> tuple[list[Question], int]:
     known = set(conv.turn_ids)
     out: list[Question] = []
     dropped_total = 0
@@ -210,14 +215,18 @@ def _parse_questions(conv: Conversation, qa: Sequence[object], where: str) -> tu
             raise DatasetError(f"{at}: 'category' must be an int in 1..5, got {category!r}")
         raw_evidence = raw.get("evidence", [])
         if not isinstance(raw_evidence, list):
-            raise DatasetError(f"{at}: 'evidence' must be a list, got {type(raw_evidence).__name__}")
+            raise DatasetError(
+                f"{at}: 'evidence' must be a list, got {type(raw_evidence).__name__}"
+            )
         evidence, dropped = normalize_evidence(raw_evidence)
         if dropped:
             logger.debug("%s: dropped unparseable evidence %r", at, dropped)
             dropped_total += len(dropped)
         missing = [e for e in evidence if e not in known]
         if missing:
-            logger.info("%s: evidence %s names no turn of %s; kept as given", at, missing, conv.conv_id)
+            logger.info(
+                "%s: evidence %s names no turn of %s; kept as given", at, missing, conv.conv_id
+            )
         answer = raw.get("answer")
         out.append(
             Question(

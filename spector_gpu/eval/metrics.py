@@ -13,7 +13,8 @@ Definitions, per question with evidence set ``E`` (``|E| > 0``) and ranking ``r_
 - ``mrr`` = ``1 / rank`` of the first evidence document over the *whole* run (not cut at any
   depth; the runner's runs hold ``k_max`` documents, so in practice it is MRR@k_max), 0 if none;
 - ``ndcg@k`` = ``DCG@k / IDCG@k`` with binary gains and a log2 discount:
-  ``DCG@k = Σ_{i ≤ k, r_i ∈ E} 1 / log2(i + 1)``, ``IDCG@k = Σ_{i ≤ min(k, |E|)} 1 / log2(i + 1)``.
+  ``DCG@k = Σ_{i ≤ k, r_i ∈ E} 1 / log2(i + 1)``,
+  ``IDCG@k = Σ_{i ≤ min(k, |E|)} 1 / log2(i + 1)``.
 
 These match ranx's ``recall@k``, ``hit_rate@k``, ``mrr`` and ``ndcg@k`` (Järvelin gains) on
 binary qrels; a test proves it. Questions without evidence cannot be scored and are skipped
@@ -24,7 +25,7 @@ Category 5 (LoCoMo's adversarial questions) is reported apart and kept out of th
 from __future__ import annotations
 
 import math
-from typing import Collection, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 from ..errors import ValidationError
 from .dataset import ADVERSARIAL_CATEGORY, UNCATEGORISED
@@ -41,6 +42,7 @@ __all__ = [
     "per_question",
     "mean_metrics",
     "evaluate_run",
+    "format_table",
 ]
 
 Run = Mapping[str, Mapping[str, float]]
@@ -119,7 +121,9 @@ def ndcg_at_k(run: Run, qrels: Qrels, k: int) -> dict[str, float]:
     return {q: _ndcg(r, e, k) for q, (r, e) in _scored(run, qrels).items()}
 
 
-def per_question(run: Run, qrels: Qrels, *, ks: Sequence[int] = DEFAULT_KS) -> dict[str, dict[str, float]]:
+def per_question(
+    run: Run, qrels: Qrels, *, ks: Sequence[int] = DEFAULT_KS
+) -> dict[str, dict[str, float]]:
     """Every metric for every scorable question: ``{qid: {"recall@k", "hit@k", "ndcg@k"
     for k in ks, "mrr"}}``."""
     for k in ks:
@@ -134,7 +138,9 @@ def per_question(run: Run, qrels: Qrels, *, ks: Sequence[int] = DEFAULT_KS) -> d
     return out
 
 
-def mean_metrics(rows: Mapping[str, Mapping[str, float]], names: Sequence[str]) -> dict[str, float | None]:
+def mean_metrics(
+    rows: Mapping[str, Mapping[str, float]], names: Sequence[str]
+) -> dict[str, float | None]:
     """Mean of each metric over the rows; ``None`` for every metric when there are no rows."""
     n = len(rows)
     return {m: (math.fsum(r[m] for r in rows.values()) / n if n else None) for m in names}
@@ -146,7 +152,7 @@ def evaluate_run(
     *,
     ks: Sequence[int] = DEFAULT_KS,
     categories: Mapping[str, int] | None = None,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """Mean metrics of a run, overall and per question category.
 
     Returns ``{"recall@k", "hit@k", "ndcg@k" (each k), "mrr": float | None, "n_questions": int,
@@ -163,7 +169,7 @@ def evaluate_run(
     for qid, row in rows.items():
         groups.setdefault(cats.get(qid, UNCATEGORISED), {})[qid] = row
     overall = {q: r for c, g in groups.items() if c != ADVERSARIAL_CATEGORY for q, r in g.items()}
-    result: dict[str, object] = dict(mean_metrics(overall, names))
+    result: dict[str, Any] = dict(mean_metrics(overall, names))
     result["n_questions"] = len(overall)
     result["n_skipped"] = len(qrels) - len(rows)
     result["by_category"] = {
@@ -179,4 +185,23 @@ def evaluate_run(
 def _metric_names(ks: Sequence[int]) -> list[str]:
     for k in ks:
         _check_k(k)
-    return [f"recall@{k}" for k in ks] + [f"hit@{k}" for k in ks] + ["mrr"] + [f"ndcg@{k}" for k in ks]
+    recall, hit = [f"recall@{k}" for k in ks], [f"hit@{k}" for k in ks]
+    return recall + hit + ["mrr"] + [f"ndcg@{k}" for k in ks]
+
+
+def format_table(configs: Mapping[str, Mapping[str, Any]]) -> str:
+    """A fixed-width text table of ``{name: evaluate_run(...) result}``: one row per name,
+    columns recall@k (every k present), hit@10, MRR, nDCG@10 (or the largest k below 10
+    absent) and ``latency_ms_p50`` when present; ``-`` where a value is ``None``/missing."""
+    first: Mapping[str, Any] = next(iter(configs.values()), {})
+    ks = sorted(int(key.split("@")[1]) for key in first if key.startswith("recall@"))
+    at = 10 if 10 in ks else (ks[-1] if ks else 10)
+    cols = [(f"R@{k}", f"recall@{k}") for k in ks]
+    cols += [(f"Hit@{at}", f"hit@{at}"), ("MRR", "mrr"), (f"nDCG@{at}", f"ndcg@{at}")]
+    cols.append(("p50 ms", "latency_ms_p50"))
+    width = max([len("config"), *(len(n) for n in configs)])
+    lines = ["config".ljust(width) + "".join(f"{h:>9}" for h, _ in cols)]
+    for name, m in configs.items():
+        cells = [f"{'-':>9}" if m.get(key) is None else f"{m[key]:>9.4f}" for _, key in cols]
+        lines.append(name.ljust(width) + "".join(cells))
+    return "\n".join(lines)

@@ -24,7 +24,6 @@ the defaults (:data:`BUNDLED_SAMPLE_KWARGS`); :func:`write_bundled_sample` regen
 from __future__ import annotations
 
 import json
-import os
 import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ValidationError
+from .dataset import write_atomic
 
 __all__ = [
     "BUNDLED_SAMPLE_KWARGS",
@@ -67,7 +67,8 @@ class _Topic:
 
 _TOPICS: dict[str, _Topic] = {
     "pet": _Topic(
-        (("dog", "Biscuit"), ("cat", "Mochi"), ("rabbit", "Clover"), ("parrot", "Kiwi"), ("puppy", "Pepper")),
+        (("dog", "Biscuit"), ("cat", "Mochi"), ("rabbit", "Clover"), ("parrot", "Kiwi"),
+         ("puppy", "Pepper")),
         ("We finally adopted a {0} from the shelter, we named it {1}!",
          "Guess what, I brought home a little {0} last week. Its name is {1}."),
         ("What is the name of {who}'s {0}?", "What did {who} call the {0} they adopted?"),
@@ -80,21 +81,24 @@ _TOPICS: dict[str, _Topic] = {
     "instrument": _Topic(
         (("guitar",), ("piano",), ("violin",), ("cello",), ("drums",), ("ukulele",)),
         ("I've been learning to play the {0} on weekends, my fingers hurt!",
-         "Lately I practise the {0} every evening with an online teacher."),
-        ("Which instrument has {who} been learning to play?", "What instrument does {who} practise?"),
-        "{0}", "When did {who} mention learning the {0}?", "the instrument they are learning",
-        ("Might {who} enjoy a concert featuring the {0}?", "Likely yes; they are learning the {0}."),
+         "Lately I practise playing the {0} every evening with an online teacher."),
+        ("Which instrument has {who} been learning to play?",
+         "What instrument does {who} practise playing?"),
+        "{0}", "When did {who} mention learning the {0}?",
+        "the instrument they are learning to play",
+        ("Might {who} enjoy a concert featuring the {0}?",
+         "Likely yes; they are learning the {0}."),
         ("The {0}? That's a lovely instrument, keep at it.",),
         ("There was a {alt} player in the park today, lovely music.",
          "My cousin is selling his old {0}, he never learned to play it."),
     ),
     "trip": _Topic(
         (("Lisbon",), ("Kyoto",), ("Oslo",), ("Marrakesh",), ("Vancouver",), ("Prague",)),
-        ("We just got back from a trip to {0}, the food there was amazing.",
-         "I spent a week travelling around {0}, such a beautiful city."),
+        ("We just got back from a trip to {0}, the food in that city was amazing.",
+         "My trip was a week travelling around {0}, such a beautiful city."),
         ("Where did {who} go on their recent trip?", "Which city did {who} travel to?"),
         "{0}", "When did {who} talk about the trip to {0}?", "the city they travelled to",
-        ("Has {who} been abroad recently?", "Yes, they went on a trip to {0}."),
+        ("Has {who} taken a trip abroad recently?", "Yes, they went on a trip to {0}."),
         ("That trip sounds wonderful, did you take lots of photos?",),
         ("My colleague keeps telling me about her trip to {alt}.",
          "I'd love to plan a trip to a new city next year."),
@@ -103,7 +107,7 @@ _TOPICS: dict[str, _Topic] = {
         (("The Hobbit", "Tolkien"), ("Dune", "Frank Herbert"), ("Beloved", "Toni Morrison"),
          ("Emma", "Jane Austen"), ("Circe", "Madeline Miller")),
         ("I'm reading {0} by {1} right now and I can't put it down.",
-         "Just started the novel {0}, {1} writes so beautifully."),
+         "Just started reading the novel {0}, {1} writes so beautifully."),
         ("Which book is {who} reading?", "What novel by {1} did {who} start?"),
         "{0}", "When did {who} mention reading {0}?", "the book they are reading",
         ("Does {who} enjoy reading novels?", "Yes, they are reading {0} by {1}."),
@@ -111,16 +115,18 @@ _TOPICS: dict[str, _Topic] = {
         ("I used to read a lot more before work got busy.", "Have you seen the film of {alt}?"),
     ),
     "job": _Topic(
-        (("a nurse", "Mercy Hospital"), ("a teacher", "Oakridge School"), ("a designer", "Brightline Studio"),
-         ("an engineer", "Northwind Labs"), ("a chef", "Blue Olive"), ("an accountant", "Harbor Bank")),
-        ("I work as {0} at {1}, long hours but I like it.",),
+        (("a nurse", "Mercy Hospital"), ("a teacher", "Oakridge School"),
+         ("a designer", "Brightline Studio"), ("an engineer", "Northwind Labs"),
+         ("a chef", "Blue Olive"), ("an accountant", "Harbor Bank")),
+        ("I work as {0} at {1}, long hours but I like the job.",),
         ("Where does {who} work now?", "What is {who}'s current job?"),
         "{0} at {1}", "When did {who} say they work at {1}?", "the place they work",
         ("Does {who} have a job with long hours?", "Yes, they work as {0} at {1}."),
         ("Being {0} sounds demanding, I admire you.",),
-        ("My brother is thinking about becoming {alt}.", "Work has been hectic this month for everyone."),
+        ("My brother is thinking about becoming {alt}.",
+         "Work has been hectic this month for everyone."),
         ("Big news: I left my old job and now I work as {0} at {1}!",
-         "I changed jobs! I'm {0} at {1} now."),
+         "I changed jobs! I'm {0} at {1} now, the work is so different."),
         "Where did {who} work before their current job?",
     ),
     "home": _Topic(
@@ -133,7 +139,7 @@ _TOPICS: dict[str, _Topic] = {
         ("My parents still live in {alt}, I visit them every summer.",
          "Rent in this city keeps going up, it's crazy."),
         ("We finally moved! We live in {0} now and the new flat is great.",
-         "Moving day is done, our new home is in {0}."),
+         "Moving day is done, our new home is in {0}, a lovely city to live in."),
         "Which city did {who} live in before moving?",
     ),
     "sister": _Topic(
@@ -143,46 +149,54 @@ _TOPICS: dict[str, _Topic] = {
         "{1}", "When did {who} say their sister is moving?", "the city their sister is moving to",
         ("Will {who} have family in {1} soon?", "Yes, their sister {0} is moving to {1}."),
         ("You'll miss {0}, but what an adventure for her.",),
-        ("My sister called me yesterday, she says hi.", "My friend's sister is moving house again."),
+        ("My sister called me yesterday, she says hi.",
+         "My friend's sister is moving house again."),
     ),
     "baking": _Topic(
         (("banana bread",), ("sourdough",), ("apple pie",), ("cinnamon rolls",)),
-        ("I've started baking {0} every Sunday morning.", "Sunday is my baking day now, usually {0}."),
+        ("I've started baking {0} every Sunday morning.",
+         "Sunday is my baking day now, usually {0}."),
         ("What does {who} bake on Sundays?", "What has {who} been baking every weekend?"),
         "{0}", "When did {who} mention baking {0}?", "the thing they bake on Sundays",
         ("Does {who} enjoy baking?", "Yes, they bake {0} every Sunday."),
         ("Homemade {0} sounds delicious, save me a slice!",),
-        ("The bakery near my place sells great {alt}.", "I burned the toast this morning, not my best day."),
+        ("The bakery near my place sells great {alt}.",
+         "I burned the toast this morning, not my best day."),
     ),
     "class": _Topic(
         (("pottery",), ("salsa dancing",), ("photography",), ("yoga",), ("painting",)),
         ("I signed up for a {0} class at the community center.",),
         ("What class did {who} sign up for?", "Which community center course is {who} taking?"),
         "{0}", "When did {who} sign up for the {0} class?", "the class they signed up for",
-        ("Is {who} trying a new hobby?", "Yes, a {0} class at the community center."),
+        ("Did {who} sign up for any new hobby class?", "Yes, a {0} class at the community center."),
         ("A {0} class! You'll have to show me what you learn.",),
-        ("The community center is hosting a bake sale on Friday.", "I tried a {alt} class once, too hard."),
+        ("The community center is hosting a bake sale on Friday.",
+         "I tried a {alt} class once, too hard."),
     ),
     "race": _Topic(
         (("charity 5K",), ("half marathon",), ("cycling race",), ("triathlon",)),
         ("I finished my first {0} last weekend, I'm so proud!",),
-        ("What event did {who} finish last weekend?", "Which race did {who} complete?"),
+        ("What event did {who} finish last weekend?", "Which race did {who} finish?"),
         "{0}", "When did {who} finish the {0}?", "the race they finished",
-        ("Is {who} into endurance sports?", "Yes, they finished a {0}."),
+        ("Has {who} finished an endurance event recently?", "Yes, they finished a {0}."),
         ("Congratulations on the {0}, that takes real training!",),
         ("My legs still hurt from the walk last weekend.", "There's a {alt} in town next month."),
     ),
 }
 _UPDATE_TOPICS = ("job", "home")
-_NAMES = ("Ann", "Bo", "Caroline", "Dev", "Elena", "Farid", "Grace", "Hugo", "Ines", "Jonah", "Kira", "Liam")
-_GREETINGS = ("Hey {other}! How have you been?", "Hi {other}, good to hear from you!", "Hello {other}! What's new?")
-_REPLIES = ("Hi {other}! All good here, busy week.", "Hey! I've been well, thanks for asking.", "Great to talk again!")
+_NAMES = ("Ann", "Bo", "Caroline", "Dev", "Elena", "Farid", "Grace", "Hugo", "Ines", "Jonah",
+          "Kira", "Liam")
+_GREETINGS = ("Hey {other}! How have you been?", "Hi {other}, good to hear from you!",
+              "Hello {other}! What's new?")
+_REPLIES = ("Hi {other}! All good here, busy week.", "Hey! I've been well, thanks for asking.",
+            "Great to talk again!")
 _SMALL_TALK = (
     "The weather has been so strange lately.", "I watched a documentary about whales last night.",
     "Haha, that reminds me of something funny.", "Anyway, how is everything on your side?",
     "I need a proper holiday soon.", "That's interesting, tell me more.",
 )
-_CAPTIONS = ("a photo of a sunset over the sea", "a photo of a cup of coffee on a table", "a photo of a city street")
+_CAPTIONS = ("a photo of a sunset over the sea", "a photo of a cup of coffee on a table",
+             "a photo of a city street")
 
 
 @dataclass
@@ -213,14 +227,25 @@ def generate_locomo_like(
                              ("turns_per_session", turns_per_session, 5),
                              ("questions_per_conversation", questions_per_conversation, 0)):
         if not isinstance(value, int) or isinstance(value, bool) or value < low:
-            raise ValidationError(f"generate_locomo_like: {name} must be an int >= {low}, got {value!r}")
+            raise ValidationError(
+                f"generate_locomo_like: {name} must be an int >= {low}, got {value!r}"
+            )
     rng = random.Random(seed)
-    return [_sample(rng, c, sessions, turns_per_session, questions_per_conversation)
-            for c in range(n_conversations)]
+    names: list[str] = []
+    samples = []
+    for c in range(n_conversations):
+        if len(names) < 2:  # distinct speakers across conversations until the names run out
+            names = rng.sample(_NAMES, len(_NAMES))
+        pair = (names.pop(), names.pop())
+        shape = (sessions, turns_per_session, questions_per_conversation)
+        samples.append(_sample(rng, c, pair, *shape))
+    return samples
 
 
-def _sample(rng: random.Random, c: int, sessions: int, turns: int, n_q: int) -> dict[str, Any]:
-    a, b = rng.sample(_NAMES, 2)
+def _sample(
+    rng: random.Random, c: int, pair: tuple[str, str], sessions: int, turns: int, n_q: int
+) -> dict[str, Any]:
+    a, b = pair
     facts = _plan_facts(rng, (a, b), sessions, (turns - 2) // 3)
     start = datetime(2023, 1, 1, tzinfo=timezone.utc) + timedelta(days=rng.randrange(300))
     conversation: dict[str, Any] = {"speaker_a": a, "speaker_b": b}
@@ -229,7 +254,8 @@ def _sample(rng: random.Random, c: int, sessions: int, turns: int, n_q: int) -> 
         start += timedelta(days=rng.randrange(3, 21), minutes=rng.randrange(24 * 60))
         dates[s] = start
         conversation[f"session_{s}_date_time"] = _date_text(start)
-        conversation[f"session_{s}"] = _session(rng, s, (a, b), [f for f in facts if f.session == s], turns, facts)
+        stated = [f for f in facts if f.session == s]
+        conversation[f"session_{s}"] = _session(rng, s, (a, b), stated, turns, facts)
     qa = _questions(rng, facts, (a, b), dates, n_q)
     return {"qa": qa, "conversation": conversation, "event_summary": {}, "observation": {},
             "session_summary": {}, "sample_id": f"synth-{c}"}
@@ -237,10 +263,13 @@ def _sample(rng: random.Random, c: int, sessions: int, turns: int, n_q: int) -> 
 
 def _date_text(t: datetime) -> str:
     hour = t.hour % 12 or 12
-    return f"{hour}:{t.minute:02d} {'am' if t.hour < 12 else 'pm'} on {t.day} {t.strftime('%B')}, {t.year}"
+    ampm = "am" if t.hour < 12 else "pm"
+    return f"{hour}:{t.minute:02d} {ampm} on {t.day} {t.strftime('%B')}, {t.year}"
 
 
-def _plan_facts(rng: random.Random, speakers: tuple[str, str], sessions: int, per_session: int) -> list[_Fact]:
+def _plan_facts(
+    rng: random.Random, speakers: tuple[str, str], sessions: int, per_session: int
+) -> list[_Fact]:
     """Facts with their sessions: knowledge updates first (session 1 → session 3), then one
     fact per free slot, alternating owners; a topic's values differ between the speakers."""
     free = {s: per_session for s in range(1, sessions + 1)}
@@ -266,7 +295,10 @@ def _plan_facts(rng: random.Random, speakers: tuple[str, str], sessions: int, pe
     slots = [s for s in free for _ in range(free[s])]
     for i, s in enumerate(slots):
         owner = speakers[i % 2]
-        topics = [t for t in _TOPICS if (owner, t) not in owned and len(used.get(t, ())) < len(_TOPICS[t].values)]
+        topics = [
+            t for t in _TOPICS
+            if (owner, t) not in owned and len(used.get(t, ())) < len(_TOPICS[t].values)
+        ]
         if not topics:
             break
         topic = rng.choice(topics)
@@ -330,10 +362,12 @@ def _questions(rng: random.Random, facts: list[_Fact], speakers: tuple[str, str]
         q4 = _qa(_fmt(rng.choice(t.questions), f), _fmt(t.answer, f), [f.dia_id], 4)
         (priority if f.old is not None else pools[4]).append(q4)
         day = dates[f.session]
-        pools[2].append(_qa(_fmt(t.when, f), f"{day.day} {day.strftime('%B')} {day.year}", [f.dia_id], 2))
+        date = f"{day.day} {day.strftime('%B')} {day.year}"
+        pools[2].append(_qa(_fmt(t.when, f), date, [f.dia_id], 2))
         pools[3].append(_qa(_fmt(t.inference[0], f), _fmt(t.inference[1], f), [f.dia_id], 3))
         if f.old is not None:
-            pools[1].append(_qa(_fmt(t.before, f), _fmt(t.answer, f.old), [f.old.dia_id, f.dia_id], 1))
+            evidence = [f.old.dia_id, f.dia_id]
+            pools[1].append(_qa(_fmt(t.before, f), _fmt(t.answer, f.old), evidence, 1))
         wrong = speakers[1] if f.owner == speakers[0] else speakers[0]
         if not any(g.owner == wrong and g.topic == f.topic for g in facts):
             q5 = rng.choice(t.questions).format(*f.values, who=wrong)
@@ -342,7 +376,8 @@ def _questions(rng: random.Random, facts: list[_Fact], speakers: tuple[str, str]
     for owner in speakers:
         mine = [f for f in current if f.owner == owner]
         for x, y in zip(mine, mine[1:]):
-            q1 = f"For {owner}, what are {_fmt(_TOPICS[x.topic].clause, x)} and {_fmt(_TOPICS[y.topic].clause, y)}?"
+            clauses = _fmt(_TOPICS[x.topic].clause, x), _fmt(_TOPICS[y.topic].clause, y)
+            q1 = f"For {owner}, what are {clauses[0]} and {clauses[1]}?"
             answer = f"{_fmt(_TOPICS[x.topic].answer, x)}; {_fmt(_TOPICS[y.topic].answer, y)}"
             pools[1].append(_qa(q1, answer, [x.dia_id, y.dia_id], 1))
     return _select(rng, priority, pools, n_q)
@@ -352,8 +387,12 @@ def _qa(question: str, answer: str, evidence: list[str], category: int) -> dict[
     return {"question": question, "answer": answer, "evidence": evidence, "category": category}
 
 
-def _select(rng: random.Random, priority: list[dict[str, Any]], pools: dict[int, list[dict[str, Any]]],
-            n_q: int) -> list[dict[str, Any]]:
+_QA = dict[str, Any]
+
+
+def _select(
+    rng: random.Random, priority: list[_QA], pools: dict[int, list[_QA]], n_q: int
+) -> list[_QA]:
     """Knowledge-update questions first, then about 10 % category 5, then a 4:2:2:1 mix of
     categories 4, 2, 1, 3; a short pool leaves its share to the others."""
     chosen = priority[:n_q]
@@ -376,10 +415,7 @@ def write_synthetic(path: str | Path, **kwargs: int) -> Path:
     """Write ``generate_locomo_like(**kwargs)`` as JSON (indent 1, UTF-8) to ``path``."""
     p = Path(path)
     text = json.dumps(generate_locomo_like(**kwargs), indent=1, ensure_ascii=False) + "\n"
-    partial = p.with_name(p.name + ".partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, p)
-    return p
+    return write_atomic(p, text)
 
 
 def bundled_sample_path() -> Path:

@@ -14,7 +14,15 @@ import os
 from pathlib import Path
 from typing import Protocol
 
-__all__ = ["IOObserver", "File", "set_observer", "get_observer", "fsync_dir", "atomic_write"]
+__all__ = [
+    "IOObserver",
+    "File",
+    "set_observer",
+    "get_observer",
+    "fsync_dir",
+    "replace_file",
+    "atomic_write",
+]
 
 
 class IOObserver(Protocol):
@@ -123,6 +131,13 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
+def replace_file(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    """Rename ``src`` over ``dst`` (atomic); durable only after :func:`fsync_dir`."""
+    if _observer is not None:
+        _observer.on_replace(str(src), str(dst))
+    os.replace(src, dst)
+
+
 def atomic_write(path: str | os.PathLike[str], data: bytes, *, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` atomically: ``path.partial`` -> fsync -> rename -> dir fsync."""
     target = Path(path)
@@ -135,8 +150,6 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, durable: bool = T
             f.sync("full")
     finally:
         f.close()
-    if _observer is not None:
-        _observer.on_replace(str(partial), str(target))
-    os.replace(partial, target)
+    replace_file(partial, target)
     if durable:
         fsync_dir(target.parent)

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import CorruptionError, StoreFormatError
 from .crc import verify_rows
-from .io import File
+from .io import File, replace_file
 from .preamble import PREAMBLE_SIZE, SHAPE_RECORD, Preamble, fourcc
 
 __all__ = ["RegionSpec", "Region"]
@@ -59,7 +59,11 @@ class Region:
     # ---- lifecycle -------------------------------------------------------------------
     @classmethod
     def create(cls, spec: RegionSpec, path: str) -> "Region":
-        f = File(path, writable=True, create=True)
+        """Create the file atomically: ``path.partial`` gets its space and preamble and is
+        fsynced, then renamed to ``path``; so a region file under its real name always has a
+        whole preamble, whatever the power does (the caller fsyncs the directory)."""
+        partial = path + ".partial"
+        f = File(partial, writable=True, create=True)
         stride = spec.stride
         if spec.shape == SHAPE_RECORD:
             capacity = spec.initial_capacity or max(16, _INITIAL_BYTES // max(stride, 1))
@@ -76,8 +80,16 @@ class Region:
             count=0,
             created_ms=int(time.time() * 1000),
         )
-        f.reserve(size)
-        f.pwrite(pre.pack(), 0)
+        try:
+            f.truncate(0)
+            f.reserve(size)
+            f.pwrite(pre.pack(), 0)
+            f.sync("full")
+            replace_file(partial, path)
+        except BaseException:
+            f.close()
+            raise
+        f.path = path
         return cls(spec, path, f, pre)
 
     @classmethod

@@ -91,6 +91,8 @@ class TsidGenerator:
 
     def next_ints(self, n: int) -> list[int]:
         """``n`` strictly increasing TSIDs."""
+        if n <= 0:
+            return []
         first = self.next_int()
         with self._lock:
             values = list(range(first, first + n))

@@ -35,16 +35,16 @@ from typing import Any
 from spector_gpu.errors import CorruptionError, ValidationError
 
 __all__ = [
+    "MANIFEST_NAME",
+    "MAX_BUNDLE_BYTES",
+    "MAX_MEMBERS",
+    "MAX_MEMBER_BYTES",
     "BundleInfo",
     "BundleReport",
     "ManifestEntry",
-    "write_bundle",
-    "verify_bundle",
     "read_bundle",
-    "MANIFEST_NAME",
-    "MAX_BUNDLE_BYTES",
-    "MAX_MEMBER_BYTES",
-    "MAX_MEMBERS",
+    "verify_bundle",
+    "write_bundle",
 ]
 
 log = logging.getLogger(__name__)
@@ -60,9 +60,13 @@ _CONTROL = re.compile("[\x00-\x1f\x7f]")
 _HEX64 = re.compile(r"[0-9a-f]{64}", re.ASCII)
 _REGULAR = (tarfile.REGTYPE, tarfile.AREGTYPE)
 _TYPE_NAMES = {
-    tarfile.SYMTYPE: "symlink", tarfile.LNKTYPE: "hard link", tarfile.DIRTYPE: "directory",
-    tarfile.CHRTYPE: "character device", tarfile.BLKTYPE: "block device",
-    tarfile.FIFOTYPE: "fifo", tarfile.CONTTYPE: "contiguous file",
+    tarfile.SYMTYPE: "symlink",
+    tarfile.LNKTYPE: "hard link",
+    tarfile.DIRTYPE: "directory",
+    tarfile.CHRTYPE: "character device",
+    tarfile.BLKTYPE: "block device",
+    tarfile.FIFOTYPE: "fifo",
+    tarfile.CONTTYPE: "contiguous file",
     tarfile.GNUTYPE_SPARSE: "sparse file",
 }
 
@@ -185,8 +189,11 @@ def write_bundle(path: str | os.PathLike[str], files: Mapping[str, bytes]) -> Bu
     """
     checked = _checked_files(files)
     entries = tuple(ManifestEntry(n, _sha256(d), len(d)) for n, d in sorted(checked.items()))
-    manifest = {"format": BUNDLE_FORMAT, "version": BUNDLE_VERSION,
-                "files": [{"name": e.name, "sha256": e.sha256, "size": e.size} for e in entries]}
+    manifest = {
+        "format": BUNDLE_FORMAT,
+        "version": BUNDLE_VERSION,
+        "files": [{"name": e.name, "sha256": e.sha256, "size": e.size} for e in entries],
+    }
     members = dict(checked)
     members[MANIFEST_NAME] = _canonical_json(manifest)
     if sum(map(len, members.values())) > MAX_BUNDLE_BYTES:
@@ -229,8 +236,8 @@ def _parse_manifest(data: bytes) -> tuple[list[ManifestEntry], list[str]]:
     if not isinstance(obj, dict) or set(obj) != {"format", "version", "files"}:
         return [], [f"{MANIFEST_NAME}: expected an object with format, version and files"]
     if obj["format"] != BUNDLE_FORMAT or obj["version"] != BUNDLE_VERSION:
-        return [], [f"{MANIFEST_NAME}: format {obj['format']!r} version {obj['version']!r} is "
-                    f"not {BUNDLE_FORMAT!r} version {BUNDLE_VERSION}"]
+        found = f"format {obj['format']!r} version {obj['version']!r}"
+        return [], [f"{MANIFEST_NAME}: {found} is not {BUNDLE_FORMAT!r} version {BUNDLE_VERSION}"]
     if not isinstance(obj["files"], list):
         return [], [f"{MANIFEST_NAME}: files must be a list"]
     entries: list[ManifestEntry] = []
@@ -288,9 +295,11 @@ def _scan(
                 else:
                     stream = tf.extractfile(info)
                     members[info.name] = stream.read() if stream is not None else b""
-            if blob[tf.offset:].strip(b"\0"):
-                errors.append(f"unreadable data at byte {tf.offset} (damaged header or trailing "
-                              "bytes after the end of the archive)")
+            if blob[tf.offset :].strip(b"\0"):
+                errors.append(
+                    f"unreadable data at byte {tf.offset} (damaged header or trailing "
+                    "bytes after the end of the archive)"
+                )
     except (tarfile.TarError, OSError, EOFError, ValueError, UnicodeError) as exc:
         errors.append(f"{path}: not a readable tar ({type(exc).__name__}: {exc})")
     return members, errors, _sha256(blob)
@@ -353,8 +362,10 @@ def read_bundle(
     report, members = _verify(target, expected_sha256, MAX_BUNDLE_BYTES, MAX_MEMBER_BYTES)
     if not report.ok:
         problems = (
-            [f"tampered {n}" for n in report.tampered] + [f"missing {n}" for n in report.missing]
-            + [f"extra {n}" for n in report.extra] + report.errors
+            [f"tampered {n}" for n in report.tampered]
+            + [f"missing {n}" for n in report.missing]
+            + [f"extra {n}" for n in report.extra]
+            + report.errors
         )
         raise CorruptionError(
             f"bundle {target} does not verify: {'; '.join(problems[:8])}", file=target

@@ -37,26 +37,26 @@ import struct
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from spector_gpu.errors import CorruptionError, MissingExtraError, StoreFormatError, ValidationError
 
 __all__ = [
-    "Event",
-    "RecordLog",
-    "MemoryRecordLog",
-    "EventChain",
+    "GENESIS_HASH",
     "ChainBreak",
     "ChainReport",
     "Ed25519Signer",
+    "Event",
+    "EventChain",
+    "MemoryRecordLog",
+    "RecordLog",
     "canonical_bytes",
-    "event_hash",
-    "encode_event",
     "decode_event",
+    "encode_event",
+    "event_hash",
     "verify_chain",
     "verify_signature",
-    "GENESIS_HASH",
 ]
 
 GENESIS_HASH = bytes(32)
@@ -122,10 +122,12 @@ def canonical_bytes(event: Event) -> bytes:
     Raises:
         ValidationError: a field has the wrong type or breaks a size cap.
     """
-    parts = [_HEAD.pack(EVENT_MAGIC, EVENT_VERSION, 0, _int(event.seq, "seq", 0, 2**64 - 1),
-                        _int(event.ts_ms, "ts_ms", *_I64))]
-    for name, raw in (("kind", _utf8(event.kind, "kind", 1, MAX_KIND_BYTES)),
-                      ("memory_id", _utf8(event.memory_id, "memory_id", 0, MAX_ID_BYTES))):
+    seq = _int(event.seq, "seq", 0, 2**64 - 1)
+    parts = [_HEAD.pack(EVENT_MAGIC, EVENT_VERSION, 0, seq, _int(event.ts_ms, "ts_ms", *_I64))]
+    for raw in (
+        _utf8(event.kind, "kind", 1, MAX_KIND_BYTES),
+        _utf8(event.memory_id, "memory_id", 0, MAX_ID_BYTES),
+    ):
         parts += [struct.pack("<I", len(raw)), raw]
     if not isinstance(event.payload, Mapping):
         raise ValidationError(f"event.payload: expected a mapping, got {type(event.payload)}")
@@ -171,7 +173,7 @@ class _Reader:
     def take(self, n: int, what: str) -> bytes:
         if n > len(self.data) - self.pos:
             raise CorruptionError(f"event record: truncated in {what} at byte {self.pos}")
-        out = self.data[self.pos:self.pos + n]
+        out = self.data[self.pos : self.pos + n]
         self.pos += n
         return out
 
@@ -249,6 +251,14 @@ def _crypto() -> Any:
     return ed25519
 
 
+def _raw(key: Any, private: bool) -> bytes:
+    from cryptography.hazmat.primitives import serialization as ser
+
+    if private:
+        return bytes(key.private_bytes(ser.Encoding.Raw, ser.PrivateFormat.Raw, ser.NoEncryption()))
+    return bytes(key.public_key().public_bytes(ser.Encoding.Raw, ser.PublicFormat.Raw))
+
+
 class Ed25519Signer:
     """Signs events with an Ed25519 private key (optional extra ``sign``: ``cryptography``)."""
 
@@ -261,34 +271,21 @@ class Ed25519Signer:
     @classmethod
     def generate(cls) -> Ed25519Signer:
         """A signer with a fresh random key; persist :attr:`private_key_bytes` to reuse it."""
-        from cryptography.hazmat.primitives import serialization as ser
-
-        key = _crypto().Ed25519PrivateKey.generate()
-        raw = key.private_bytes(ser.Encoding.Raw, ser.PrivateFormat.Raw, ser.NoEncryption())
-        return cls(raw)
+        return cls(_raw(_crypto().Ed25519PrivateKey.generate(), private=True))
 
     @property
     def private_key_bytes(self) -> bytes:
         """Raw 32-byte private key. Secret: store it as you would a password."""
-        from cryptography.hazmat.primitives import serialization as ser
-
-        raw: bytes = self._key.private_bytes(
-            ser.Encoding.Raw, ser.PrivateFormat.Raw, ser.NoEncryption()
-        )
-        return raw
+        return _raw(self._key, private=True)
 
     @property
     def public_key_bytes(self) -> bytes:
         """Raw 32-byte public key, for :func:`verify_chain`."""
-        from cryptography.hazmat.primitives import serialization as ser
-
-        raw: bytes = self._key.public_key().public_bytes(ser.Encoding.Raw, ser.PublicFormat.Raw)
-        return raw
+        return _raw(self._key, private=False)
 
     def sign(self, data: bytes) -> bytes:
         """64-byte Ed25519 signature of ``data``."""
-        sig: bytes = self._key.sign(data)
-        return sig
+        return bytes(self._key.sign(data))
 
     def __repr__(self) -> str:  # never show the private key
         return f"Ed25519Signer(public_key={self.public_key_bytes.hex()})"
@@ -415,8 +412,7 @@ class EventChain:
             event = Event(self.next_seq, ts_ms, kind, memory_id, dict(payload), self._head)
             canon = canonical_bytes(event)
             if self._signer is not None:
-                event = Event(event.seq, ts_ms, kind, memory_id, event.payload, self._head,
-                              self._signer.sign(canon))
+                event = replace(event, signature=self._signer.sign(canon))
             self._log.append(encode_event(event))
             self._last_seq, self._head = event.seq, hashlib.sha256(canon).digest()
             return event
@@ -459,8 +455,9 @@ def verify_chain(
     hash kept elsewhere), a rewritten or truncated tail is reported as a break too.
     """
     key = None if public_key is None else _public_key(public_key)
-    if expected_head is not None and (not isinstance(expected_head, bytes)
-                                      or len(expected_head) != 32):
+    if expected_head is not None and (
+        not isinstance(expected_head, bytes) or len(expected_head) != 32
+    ):
         raise ValidationError("expected_head: must be 32 bytes (a ChainReport.head_hash)")
     breaks: list[ChainBreak] = []
     bad: list[int] = []
@@ -474,12 +471,13 @@ def verify_chain(
             breaks.append(ChainBreak(want_seq, f"record {index} is undecodable: {exc}"))
             want_seq, want_prev = want_seq + 1, None
             continue
+        where = f"record {index}"
         if event.seq != want_seq:
-            breaks.append(ChainBreak(want_seq, f"record {index}: seq {event.seq}, expected "
-                                               f"{want_seq} (non-contiguous)"))
+            why = f"{where}: seq {event.seq}, expected {want_seq} (non-contiguous)"
+            breaks.append(ChainBreak(want_seq, why))
         if want_prev is not None and event.prev_hash != want_prev:
-            breaks.append(ChainBreak(event.seq, f"record {index}: prev_hash mismatch "
-                                                "(previous event altered, dropped or forked)"))
+            why = f"{where}: prev_hash mismatch (previous event altered, dropped or forked)"
+            breaks.append(ChainBreak(event.seq, why))
         canon = canonical_bytes(event)
         if key is not None:
             sig = event.signature
@@ -488,6 +486,6 @@ def verify_chain(
         head = hashlib.sha256(canon).digest()
         want_seq, want_prev = event.seq + 1, head
     if expected_head is not None and expected_head != head:
-        breaks.append(ChainBreak(want_seq - 1, "head hash differs from expected_head "
-                                               "(tail rewritten or truncated)"))
+        why = "head hash differs from expected_head (tail rewritten or truncated)"
+        breaks.append(ChainBreak(want_seq - 1, why))
     return ChainReport(not breaks and not bad, count, breaks, bad, head)

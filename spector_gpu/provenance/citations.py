@@ -36,16 +36,16 @@ from typing import Any
 from spector_gpu.errors import CitationError, CorruptionError
 
 __all__ = [
-    "Citation",
     "MAX_CITATIONS",
     "MAX_URI_CHARS",
     "URI_SCHEMES",
+    "Citation",
+    "decode_citations",
+    "encode_citations",
+    "find_span",
+    "validate_citations",
     "validate_source_uri",
     "validate_span",
-    "validate_citations",
-    "encode_citations",
-    "decode_citations",
-    "find_span",
 ]
 
 MAX_CITATIONS = 64
@@ -148,8 +148,11 @@ def validate_span(span: object, *, field: str) -> tuple[int, int]:
     """
     if isinstance(span, Mapping):
         if set(span) != {"start", "end"}:
-            raise _fail(field, f"a span mapping needs exactly the keys start and end, got "
-                        f"{sorted(map(str, span))}")
+            raise _fail(
+                field,
+                f"a span mapping needs exactly the keys start and end, got "
+                f"{sorted(map(str, span))}",
+            )
         pair: tuple[object, ...] = (span["start"], span["end"])
     elif isinstance(span, Sequence) and not isinstance(span, (str, bytes, bytearray)):
         pair = tuple(span)
@@ -220,8 +223,10 @@ class Citation:
 def _from_mapping(m: Mapping[Any, Any], prefix: str) -> Citation:
     unknown = sorted(str(k) for k in m if k not in _CITATION_KEYS)
     if unknown:
-        raise _fail(f"{prefix}.{unknown[0]}", f"is not a citation field; allowed: "
-                    f"{', '.join(sorted(_CITATION_KEYS))}")
+        raise _fail(
+            f"{prefix}.{unknown[0]}",
+            f"is not a citation field; allowed: {', '.join(sorted(_CITATION_KEYS))}",
+        )
     for key in ("uri", "accessed_at"):
         if m.get(key) is None:
             raise _fail(f"{prefix}.{key}", "is required")

@@ -25,10 +25,10 @@ from enum import IntEnum
 from spector_gpu.errors import ValidationError
 
 __all__ = [
-    "RecordProvenance",
-    "parse_provenance",
-    "format_provenance",
     "UNKNOWN_PROVENANCE_FLAG",
+    "RecordProvenance",
+    "format_provenance",
+    "parse_provenance",
 ]
 
 #: What :func:`format_provenance` prints for an unknown value, shown or not.
@@ -98,9 +98,9 @@ def format_provenance(value: str | int | RecordProvenance, *, show: bool = False
     Raises:
         ValidationError: for a string that is not a provenance name, or a non-int/str value.
     """
-    if isinstance(value, int) and not isinstance(value, (bool, RecordProvenance)):
-        if not 0 <= value <= max(RecordProvenance):
-            return f"{UNKNOWN_PROVENANCE_FLAG} (code {value})"
+    is_code = isinstance(value, int) and not isinstance(value, (bool, RecordProvenance))
+    if is_code and not 0 <= int(value) <= max(RecordProvenance):
+        return f"{UNKNOWN_PROVENANCE_FLAG} (code {value})"
     prov = parse_provenance(value)
     if prov is RecordProvenance.UNKNOWN:
         return UNKNOWN_PROVENANCE_FLAG

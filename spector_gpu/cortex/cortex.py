@@ -1,0 +1,505 @@
+"""The cortex: every store and index of one memory directory, opened and closed together.
+
+The facade owns its lifetime; pathways share it. Memory ordinal ``i`` (insertion order) is the
+memory's row in the index region, the strength region, the vector slab, the BM25 index and the
+association links; ``Location`` says which typed store holds its header and payload.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..config import Config
+from ..errors import CorruptionError, EmbedderMismatchError, StoreError
+from ..kernel.crc import crc32c, verify_rows
+from ..kernel.io import atomic_write
+from ..kernel.partition import Partition, Transaction
+from ..kernel.preamble import PREAMBLE_SIZE, SHAPE_APPEND, SHAPE_RECORD, RegionId
+from ..kernel.region import RegionSpec
+from ..types import Location, MemoryType
+from .analyzer import Analyzer
+from .bm25 import BM25Index
+from .derived import Cues, Links
+from .episodic import EpisodicMemory
+from .layouts import HEADER_DTYPE, INDEX_DTYPE, seal, vector_dtype
+from .payload import Payload, decode_payload, decode_text
+from .provenance_store import ProvenanceMemory
+from .slots import ProceduralMemory, SemanticMemory, slot_stride
+from .snapshot import read_snapshot, write_snapshot
+from .strength import StrengthMemory
+from .textpool import TextPool
+
+__all__ = ["Cortex", "region_specs", "EventLog", "STORE_FORMAT"]
+
+log = logging.getLogger(__name__)
+STORE_FORMAT = 1
+_SNAPSHOT = "derived.snap"
+
+
+def region_specs(dim: int, provenance_capacity: int) -> list[RegionSpec]:
+    """The region files of a store, in commit order (the id index last)."""
+    return [
+        RegionSpec(1, "episodic.log", SHAPE_APPEND, RegionId.EPISODIC, "EPIL"),
+        RegionSpec(2, "semantic.slots", SHAPE_RECORD, RegionId.SEMANTIC, "COG", slot_stride(dim)),
+        RegionSpec(3, "procedural.slots", SHAPE_RECORD, RegionId.PROCEDURAL, "SKIL", slot_stride(dim)),
+        RegionSpec(4, "text.pool", SHAPE_APPEND, RegionId.TEXT, "TEXT"),
+        RegionSpec(5, "strength.rec", SHAPE_RECORD, RegionId.STRENGTH, "STRN", 96),
+        RegionSpec(6, "vectors.slab", SHAPE_RECORD, RegionId.VECTOR, "VECS", vector_dtype(dim).itemsize),
+        RegionSpec(7, "provenance.rec", SHAPE_RECORD, RegionId.PROVENANCE, "PROV", 72,
+                   initial_capacity=min(provenance_capacity, 1024)),
+        RegionSpec(8, "events.log", SHAPE_APPEND, RegionId.EVENTS, "AUDT"),
+        RegionSpec(9, "index.midx", SHAPE_RECORD, RegionId.INDEX, "MIDX", 48),
+    ]
+
+
+def _created_ms(ids: np.ndarray) -> np.ndarray:
+    """Creation time encoded in each TSID (epoch ms)."""
+    from ..kernel.tsid import TSID_EPOCH_MS
+
+    return (ids.astype(np.int64) >> 22) + TSID_EPOCH_MS
+
+
+class EventLog:
+    """CRC-framed records in the events region, appended inside the current transaction.
+
+    Frame: ``length u32 · crc32c u32 · data`` padded to 8 bytes. Implements the
+    ``provenance.chain.RecordLog`` protocol.
+    """
+
+    def __init__(self, cortex: "Cortex") -> None:
+        self._c = cortex
+        self.pending: list[bytes] = []
+
+    def append(self, data: bytes) -> None:
+        self.pending.append(data)
+
+    def frames(self) -> bytes:
+        out = []
+        for data in self.pending:
+            pad = (-(len(data) + 8)) % 8
+            out.append(len(data).to_bytes(4, "little") + crc32c(data).to_bytes(4, "little") + data
+                       + b"\0" * pad)
+        self.pending.clear()
+        return b"".join(out)
+
+    def records(self):  # type: ignore[no-untyped-def]
+        region = self._c.part.region("events.log")
+        pos, end = PREAMBLE_SIZE, PREAMBLE_SIZE + region.count
+        while pos + 8 <= end:
+            head = bytes(region.view(pos, 8))
+            n = int.from_bytes(head[:4], "little")
+            if pos + 8 + n > end:
+                raise CorruptionError(f"{region.path}: event frame at {pos} overruns the log",
+                                      file=region.path, region="events", slot=pos)
+            data = bytes(region.view(pos + 8, n))
+            if crc32c(data) != int.from_bytes(head[4:], "little"):
+                raise CorruptionError(f"{region.path}: CRC mismatch in event frame at {pos}",
+                                      file=region.path, region="events", slot=pos)
+            yield data
+            pos += 8 + n + ((-(n + 8)) % 8)
+
+
+@dataclass
+class Columns:
+    """In-memory copies of what gates read, one row per ordinal (kept in step with writes)."""
+
+    ids: np.ndarray
+    index: np.ndarray  # INDEX_DTYPE
+    headers: np.ndarray  # HEADER_DTYPE
+    created_ms: np.ndarray
+    d_event: np.ndarray
+    last_event_ms: np.ndarray
+    storage: np.ndarray
+
+
+class Cortex:
+    """Opens, reads and writes every region of a store directory."""
+
+    def __init__(self, path: Path, config: Config, embedder: Any, analyzer: Analyzer,
+                 part: Partition, device: Any, read_only: bool) -> None:
+        self.path = path
+        self.config = config
+        self.embedder = embedder
+        self.analyzer = analyzer
+        self.part = part
+        self.device = device
+        self.read_only = read_only
+        self.dim = int(embedder.dim)
+        r = part.region
+        self.episodic = EpisodicMemory(r("episodic.log"))
+        self.semantic = SemanticMemory(r("semantic.slots"), self.dim)
+        self.procedural = ProceduralMemory(r("procedural.slots"), self.dim)
+        self.text = TextPool(r("text.pool"))
+        self.strength = StrengthMemory(r("strength.rec"), config.strength)
+        self.provenance = ProvenanceMemory(r("provenance.rec"), config.store.provenance_capacity)
+        self.vectors = r("vectors.slab")
+        self.index_region = r("index.midx")
+        self.events = EventLog(self)
+        self.vdtype = vector_dtype(self.dim)
+        self.n = 0
+        self.id_map: dict[int, int] = {}
+        self.cols = Columns(*(np.zeros(0, dt) for dt in
+                              (np.int64, INDEX_DTYPE, HEADER_DTYPE, np.int64, np.float32, np.int64,
+                               np.float32)))
+        self.cues = Cues()
+        self.links = Links()
+        lex = config.lexical
+        self.bm25 = BM25Index(k1=lex.k1, b=lex.b, method=lex.method)  # type: ignore[arg-type]
+        from ..kernels.dense import DenseIndex
+
+        self.dense = DenseIndex(self.dim, device=device, backend=config.dense.backend)  # type: ignore[arg-type]
+        self.recovery: dict[str, Any] = {"replayed_journal_records": part.replayed_records}
+        self.pre_commit: list[Any] = []  # callables(tx) run before every commit (deferred state)
+        self._snap_n = 0
+
+    # ---- opening -------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], config: Config, embedder: Any, *,
+             device: Any, read_only: bool) -> "Cortex":
+        path = Path(path)
+        meta_path = path / "store.json"
+        analyzer = Analyzer(stopwords=config.lexical.stopwords,
+                            stemming="english" if config.lexical.stemming else None)
+        identity = {"format": STORE_FORMAT, "embedder": embedder.name, "dim": int(embedder.dim),
+                    "analyzer": analyzer.name}
+        if meta_path.exists():
+            try:
+                stored = json.loads(meta_path.read_text(encoding="utf-8"))
+            except (ValueError, UnicodeDecodeError):
+                raise CorruptionError(f"{meta_path}: store identity file is not valid JSON",
+                                      file=str(meta_path)) from None
+            if stored.get("format") != STORE_FORMAT:
+                raise StoreError(f"{meta_path}: store format {stored.get('format')} is not supported")
+            if stored.get("embedder") != embedder.name or stored.get("dim") != int(embedder.dim):
+                raise EmbedderMismatchError(
+                    f"{path}: store was written with embedder {stored.get('embedder')!r} "
+                    f"(dim {stored.get('dim')}), not {embedder.name!r} (dim {embedder.dim}); open it "
+                    "with the same embedder (embedder= or [embedder] name)")
+            if stored.get("analyzer") != analyzer.name:
+                raise EmbedderMismatchError(
+                    f"{path}: store was indexed with analyzer {stored.get('analyzer')!r}, not "
+                    f"{analyzer.name!r}; use the same [lexical] stopwords/stemming settings")
+        elif read_only:
+            raise StoreError(f"{path}: no spector_gpu store here (open it writable to create one)")
+        specs = region_specs(int(embedder.dim), config.store.provenance_capacity)
+        part = Partition.open(path, specs, writable=not read_only,
+                              durability=config.store.durability,  # type: ignore[arg-type]
+                              checkpoint_bytes=config.store.checkpoint_mb << 20)
+        try:
+            if not meta_path.exists():
+                atomic_write(meta_path, json.dumps(identity, indent=2, sort_keys=True).encode())
+            cortex = cls(path, config, embedder, analyzer, part, device, read_only)
+            cortex._load()
+        except BaseException:
+            part.close()
+            raise
+        return cortex
+
+    def _load(self) -> None:
+        n = self.index_region.count
+        self._check_tail(n)
+        self._ingest_primary(0, n)
+        self._load_derived(n)
+
+    def _check_tail(self, n: int) -> None:
+        """Validate only what open must: the last index entries and what they point at."""
+        if not n:
+            return
+        tail = np.arange(max(0, n - 8), n)
+        self.index_region.read_rows(tail)
+        entries = self.index_region.rows(tail[0], n).copy().view(INDEX_DTYPE).reshape(-1)
+        for e in entries:
+            if int(e["type"]) == MemoryType.EPISODIC:
+                self.episodic.verify(int(e["record_offset"]))
+
+    def _ingest_primary(self, start: int, stop: int) -> None:
+        """Append index entries, headers and strength columns of ordinals [start, stop)."""
+        if stop <= start:
+            return
+        entries = self.index_region.rows(start, stop).copy().view(INDEX_DTYPE).reshape(-1)
+        bad = np.flatnonzero(entries["graph_slot"] != np.arange(start, stop))
+        if bad.size:
+            slot = int(start + bad[0])
+            raise CorruptionError(f"{self.index_region.path}: index entry {slot} is not at its slot",
+                                  file=self.index_region.path, region="index", slot=slot)
+        headers = np.zeros(stop - start, dtype=HEADER_DTYPE)
+        types = entries["type"]
+        ep = types == MemoryType.EPISODIC
+        if ep.any():
+            headers[ep] = self.episodic.headers_at(entries["record_offset"][ep])
+        for t, store in ((MemoryType.SEMANTIC, self.semantic), (MemoryType.PROCEDURAL, self.procedural)):
+            m = types == t
+            if m.any():
+                headers[m] = store.headers(entries["record_offset"][m])
+        srows = self.strength.region.rows(start, stop).copy().view(self.strength_dtype).reshape(-1)
+        c = self.cols
+        c.ids = np.concatenate([c.ids[: self.n], entries["id"]])
+        c.index = np.concatenate([c.index[: self.n], entries])
+        c.headers = np.concatenate([c.headers[: self.n], headers])
+        c.created_ms = np.concatenate([c.created_ms[: self.n], _created_ms(entries["id"])])
+        c.d_event = np.concatenate([c.d_event[: self.n], srows["retrieval_strength"]])
+        c.last_event_ms = np.concatenate([c.last_event_ms[: self.n], srows["last_recall_ms"]])
+        c.storage = np.concatenate([c.storage[: self.n], srows["storage_strength"]])
+        for i, tsid in enumerate(entries["id"].tolist()):
+            if tsid in self.id_map:
+                slot = start + i
+                raise CorruptionError(f"{self.index_region.path}: id appears twice (slot {slot})",
+                                      file=self.index_region.path, region="index", slot=slot)
+            self.id_map[tsid] = start + i
+        vec = self.vectors.rows(start, stop).copy().view(self.vdtype).reshape(-1)
+        self.dense.add(vec["q"], vec["scale"])
+        self.n = stop
+
+    @property
+    def strength_dtype(self) -> np.dtype:
+        from .layouts import STRENGTH_DTYPE
+
+        return STRENGTH_DTYPE
+
+    # ---- derived state ---------------------------------------------------------------
+    def _load_derived(self, n: int) -> None:
+        snap = self.path / _SNAPSHOT
+        covered = 0
+        if snap.exists():
+            try:
+                meta, arrays = read_snapshot(snap)
+                covered = int(meta.get("covered", -1))
+                if meta.get("analyzer") != self.analyzer.name or not 0 <= covered <= n:
+                    raise CorruptionError(f"{snap}: snapshot does not match this store", file=str(snap))
+                bm = {k[5:]: v for k, v in arrays.items() if k.startswith("bm25.")}
+                cue = {k[4:]: v for k, v in arrays.items() if k.startswith("cue.")}
+                bm25 = BM25Index.from_state(bm, analyzer=self.analyzer.name)
+                if len(bm25) != covered:
+                    raise CorruptionError(f"{snap}: BM25 covers {len(bm25)} docs, not {covered}", file=str(snap))
+                cues = Cues.from_state(cue, covered, str(snap))
+                self.bm25, self.cues = bm25, cues
+                self._rebuild_links(0, covered)
+            except (CorruptionError, KeyError, ValueError) as exc:
+                log.warning("%s: derived snapshot unusable (%s); rebuilding", self.path, exc)
+                covered = 0
+                lex = self.config.lexical
+                self.bm25 = BM25Index(k1=lex.k1, b=lex.b, method=lex.method)  # type: ignore[arg-type]
+                self.cues = Cues()
+                self.links = Links()
+        self.recovery["snapshot_covered"] = covered
+        self.recovery["replayed_memories"] = n - covered
+        self._snap_n = covered
+        self._derive(covered, n)
+
+    def _derive(self, start: int, stop: int) -> None:
+        """Rebuild cues, links and BM25 for ordinals [start, stop) from their payloads."""
+        if stop <= start:
+            return
+        texts: list[str] = []
+        step = 4096
+        for lo in range(start, stop, step):
+            hi = min(stop, lo + step)
+            payloads = [self.payload(i) for i in range(lo, hi)]
+            for i, p in zip(range(lo, hi), payloads):
+                self._append_cues(i, p)
+            texts = [self.index_text(p) for p in payloads]
+            self.bm25.add(self.analyzer.tokens_batch(texts))
+        self._rebuild_links(start, stop)
+
+    def _rebuild_links(self, start: int, stop: int) -> None:
+        if start == 0:
+            self.links = Links()
+        tw = self.config.association.tag_weight
+        for i in range(start, stop):
+            t = int(MemoryType(int(self.cols.index["type"][i])))
+            session = int(self.cues.session[i]) if t == MemoryType.EPISODIC else None
+            self.links.append(session, self.cues.tags[i], tw)
+        if start == 0:
+            self._link_lineage()
+
+    def _link_lineage(self) -> None:
+        from .layouts import PROV_LIVE
+
+        rows = self.provenance.rows(verify=False)
+        lw = self.config.association.lineage_weight
+        for r in rows[rows["flags"] == PROV_LIVE]:
+            fact = self.id_map.get(int(r["target_tsid"]))
+            if fact is None:
+                continue
+            for parent in self.session_turns(int(r["session_id"]), int(r["first_seq"]), int(r["last_seq"])):
+                self.links.link(fact, parent, lw)
+
+    def session_turns(self, session: int, first_seq: int, last_seq: int) -> list[int]:
+        """Ordinals of the episodes of ``session`` with sequence in [first_seq, last_seq]."""
+        c = self.cues
+        m = (c.session[: c.n] == session) & (c.sequence[: c.n] >= first_seq) & (c.sequence[: c.n] <= last_seq)
+        m &= self.cols.index["type"][: c.n] == MemoryType.EPISODIC
+        return np.flatnonzero(m).tolist()
+
+    def _append_cues(self, i: int, p: Payload) -> None:
+        t = int(self.cols.index["type"][i])
+        seq = -1
+        if t == MemoryType.EPISODIC:
+            seq = int(self.episodic.prefixes_at(np.array([self.cols.index["record_offset"][i]]))["sequence"][0])
+        self.cues.append(p.session_id, seq, bool(p.citations), p.speaker, p.tags, p.external_id,
+                         p.source_uri, self.cue_tokens(p))
+
+    def cue_tokens(self, p: Payload) -> frozenset[str]:
+        words = [p.speaker.split()[0]] if p.speaker.strip() else []
+        words.extend(p.tags)
+        return frozenset(self.analyzer.tokens(" ".join(words))) if words else frozenset()
+
+    @staticmethod
+    def index_text(p: Payload) -> str:
+        """What the lexical relay indexes: speaker, text, tags, skill name and steps."""
+        parts = [f"{p.speaker}: {p.text}" if p.speaker else p.text]
+        if p.skill_name:
+            parts.append(p.skill_name)
+        parts.extend(p.steps)
+        parts.extend(p.tags)
+        return " ".join(parts)
+
+    def save_snapshot(self) -> None:
+        if self.read_only or self.n == self._snap_n:
+            return
+        arrays = {f"bm25.{k}": v for k, v in self.bm25.state().items()}
+        arrays.update({f"cue.{k}": v for k, v in self.cues.state().items()})
+        write_snapshot(self.path / _SNAPSHOT, arrays,
+                       {"covered": self.n, "analyzer": self.analyzer.name, "ts": int(time.time() * 1000)},
+                       durable=self.config.store.durability != "none")
+        self._snap_n = self.n
+
+    # ---- reading ---------------------------------------------------------------------
+    def location(self, i: int) -> Location:
+        e = self.cols.index[i]
+        return Location(MemoryType(int(e["type"])), int(e["partition"]), int(e["record_offset"]), i, i)
+
+    def payload(self, i: int) -> Payload:
+        """Hydrate ordinal ``i``'s payload from the store its ``Location.type`` names."""
+        e = self.cols.index[i]
+        t = int(e["type"])
+        if t == MemoryType.EPISODIC:
+            return self.episodic.read(int(e["record_offset"])).payload
+        raw = self.text.read(int(e["text_offset"]), int(e["text_length"]), int(e["id"]))
+        return decode_payload(raw, where=f"{self.text.region.path}: memory {i}")
+
+    def text_of(self, i: int) -> str:
+        e = self.cols.index[i]
+        if int(e["type"]) == MemoryType.EPISODIC:
+            return self.episodic.read(int(e["record_offset"])).payload.text
+        return decode_text(self.text.read(int(e["text_offset"]), int(e["text_length"]), int(e["id"])))
+
+    def refresh(self) -> None:
+        """Readers: pick up memories and header/strength changes committed since open."""
+        self.part.refresh()
+        n = self.index_region.count
+        if n < self.n:
+            raise CorruptionError(f"{self.index_region.path}: committed index shrank ({self.n} -> {n})",
+                                  file=self.index_region.path, region="index")
+        old = self.n
+        self._ingest_primary(old, n)
+        self._derive(old, n)
+        self.reload_mutable(np.arange(0, old))
+
+    def reload_mutable(self, ordinals: np.ndarray) -> None:
+        """Re-read headers and strength columns of existing ordinals (after in-place updates)."""
+        if not len(ordinals):
+            return
+        e = self.cols.index[ordinals]
+        headers = np.zeros(len(ordinals), dtype=HEADER_DTYPE)
+        types = e["type"]
+        ep = types == MemoryType.EPISODIC
+        if ep.any():
+            headers[ep] = self.episodic.headers_at(e["record_offset"][ep])
+        for t, store in ((MemoryType.SEMANTIC, self.semantic), (MemoryType.PROCEDURAL, self.procedural)):
+            m = types == t
+            if m.any():
+                headers[m] = store.headers(e["record_offset"][m])
+        self.cols.headers[ordinals] = headers
+        rows = self.strength.region.rows(0, self.n).copy().view(self.strength_dtype).reshape(-1)[ordinals]
+        self.cols.d_event[ordinals] = rows["retrieval_strength"]
+        self.cols.last_event_ms[ordinals] = rows["last_recall_ms"]
+        self.cols.storage[ordinals] = rows["storage_strength"]
+
+    # ---- writing ---------------------------------------------------------------------
+    def transaction(self) -> Transaction:
+        return self.part.transaction()
+
+    def commit(self, tx: Transaction) -> None:
+        for hook in self.pre_commit:
+            hook(tx)
+        frames = self.events.frames()
+        if frames:
+            tx.append(self.part.region("events.log"), frames)
+        self.part.commit(tx, order=[self.index_region])
+        if self.n - self._snap_n >= self.config.store.snapshot_every:
+            self.save_snapshot()
+
+    def index_entries(self, ids: np.ndarray, types: np.ndarray, offsets: np.ndarray,
+                      text: list[tuple[int, int]], first: int) -> np.ndarray:
+        n = len(ids)
+        e = np.zeros(n, dtype=INDEX_DTYPE)
+        e["id"] = ids
+        e["id_len"] = 13
+        e["type"] = types
+        e["record_offset"] = offsets
+        e["graph_slot"] = np.arange(first, first + n)
+        e["text_offset"] = [t[0] for t in text]
+        e["text_length"] = [t[1] for t in text]
+        return seal(e)
+
+    def vector_rows(self, q: np.ndarray, scale: np.ndarray, first: int) -> np.ndarray:
+        rows = np.zeros(len(q), dtype=self.vdtype)
+        rows["q"] = q
+        rows["scale"] = scale
+        rows["ordinal"] = np.arange(first, first + len(q))
+        return seal(rows)
+
+    def adopt(self, entries: np.ndarray, headers: np.ndarray, strength_rows: np.ndarray,
+              q: np.ndarray, scale: np.ndarray, payloads: list[Payload], sequences: list[int]) -> None:
+        """After a commit: bring in-memory columns and derived indexes up to date."""
+        first = self.n
+        c = self.cols
+        c.ids = np.concatenate([c.ids[:first], entries["id"]])
+        c.index = np.concatenate([c.index[:first], entries])
+        c.headers = np.concatenate([c.headers[:first], headers])
+        c.created_ms = np.concatenate([c.created_ms[:first], _created_ms(entries["id"])])
+        c.d_event = np.concatenate([c.d_event[:first], strength_rows["retrieval_strength"]])
+        c.last_event_ms = np.concatenate([c.last_event_ms[:first], strength_rows["last_recall_ms"]])
+        c.storage = np.concatenate([c.storage[:first], strength_rows["storage_strength"]])
+        for k, tsid in enumerate(entries["id"].tolist()):
+            self.id_map[tsid] = first + k
+        self.dense.add(q, scale)
+        tw = self.config.association.tag_weight
+        for k, p in enumerate(payloads):
+            t = int(entries["type"][k])
+            self.cues.append(p.session_id, sequences[k], bool(p.citations), p.speaker, p.tags,
+                             p.external_id, p.source_uri, self.cue_tokens(p))
+            self.links.append(p.session_id if t == MemoryType.EPISODIC else None, p.tags, tw)
+        self.bm25.add(self.analyzer.tokens_batch([self.index_text(p) for p in payloads]))
+        self.n = first + len(entries)
+
+    def rewrite_header(self, tx: Transaction, i: int, header: np.ndarray) -> None:
+        e = self.cols.index[i]
+        t = int(e["type"])
+        if t == MemoryType.EPISODIC:
+            self.episodic.rewrite_header(tx, int(e["record_offset"]), header)
+        elif t == MemoryType.SEMANTIC:
+            self.semantic.rewrite_header(tx, int(e["record_offset"]), header)
+        else:
+            self.procedural.rewrite_header(tx, int(e["record_offset"]), header)
+
+    # ---- closing ---------------------------------------------------------------------
+    def close(self) -> None:
+        if self.part.closed:
+            return
+        try:
+            if not self.read_only and self.part.failed is None and os.getpid() == self.part._pid:
+                if any(True for _ in self.pre_commit):
+                    self.commit(self.transaction())
+                self.save_snapshot()
+        finally:
+            self.part.close()

@@ -1,0 +1,154 @@
+"""EpisodicMemory: the append-only log of conversation turns (what happened).
+
+Record = ``[WalkPrefix 32 B | EncodingHeader 64 B | payload N]``, next record at ``+96+N``
+(``N`` includes zero padding to 8 bytes). The WalkPrefix CRC32C covers ``prefix[0:28] ‖
+header ‖ payload``. A salience walk reads the 64 header bytes at ``+32`` and jumps ``96+N``,
+never decoding a payload. The store does not embed, index or decay: pathways do that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import CorruptionError
+from ..kernel.crc import crc32c
+from ..kernel.partition import Transaction
+from ..kernel.preamble import PREAMBLE_SIZE
+from ..kernel.region import Region
+from .layouts import EPIS_MAGIC, HEADER_DTYPE, WALK_PREFIX_DTYPE, WALK_PREFIX_SIZE
+from .payload import Payload, decode_payload
+
+__all__ = ["EpisodeRecord", "EpisodicMemory", "RECORD_OVERHEAD"]
+
+RECORD_OVERHEAD = WALK_PREFIX_SIZE + HEADER_DTYPE.itemsize  # 96
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    offset: int
+    memory_id: int
+    timestamp_ms: int
+    sequence: int
+    header: np.void
+    payload: Payload
+
+
+class EpisodicMemory:
+    """Typed view of the episodic log region."""
+
+    def __init__(self, region: Region) -> None:
+        self.region = region
+
+    # ---- writing -----------------------------------------------------------------------
+    @staticmethod
+    def encode(ids: Sequence[int], headers: np.ndarray, payloads: Sequence[bytes],
+               sequences: Sequence[int]) -> tuple[bytes, list[int]]:
+        """Encode records back to back; returns the bytes and each record's relative offset."""
+        parts: list[bytes] = []
+        rel: list[int] = []
+        pos = 0
+        prefix = np.zeros(1, dtype=WALK_PREFIX_DTYPE)
+        for i, payload in enumerate(payloads):
+            n = (len(payload) + 7) & ~7
+            body = payload + b"\0" * (n - len(payload))
+            head = headers[i : i + 1].tobytes()
+            prefix["magic"] = EPIS_MAGIC
+            prefix["payload_bytes"] = n
+            prefix["memory_id"] = ids[i]
+            prefix["timestamp_ms"] = headers["timestamp_ms"][i]
+            prefix["sequence"] = sequences[i]
+            raw = bytearray(prefix.tobytes())
+            crc = crc32c(body, crc32c(head, crc32c(bytes(raw[:28]))))
+            raw[28:32] = crc.to_bytes(4, "little")
+            parts.append(bytes(raw))
+            parts.append(head)
+            parts.append(body)
+            rel.append(pos)
+            pos += RECORD_OVERHEAD + n
+        return b"".join(parts), rel
+
+    def append(self, tx: Transaction, ids: Sequence[int], headers: np.ndarray,
+               payloads: Sequence[bytes], sequences: Sequence[int]) -> list[int]:
+        """Append records in ``tx``; returns each record's absolute byte offset."""
+        data, rel = self.encode(ids, headers, payloads, sequences)
+        base = tx.append(self.region, data)
+        return [base + r for r in rel]
+
+    def rewrite_header(self, tx: Transaction, offset: int, header: np.ndarray) -> None:
+        """Replace a record's header in place (flags), re-sealing its CRC."""
+        prefix, _, body = self._raw(offset)
+        head = header.tobytes()
+        raw = bytearray(prefix)
+        crc = crc32c(body, crc32c(head, crc32c(bytes(raw[:28]))))
+        raw[28:32] = crc.to_bytes(4, "little")
+        tx.write(self.region, offset, bytes(raw) + head)
+
+    # ---- reading -----------------------------------------------------------------------
+    @property
+    def end(self) -> int:
+        return PREAMBLE_SIZE + self.region.count
+
+    def _raw(self, offset: int) -> tuple[bytes, bytes, bytes]:
+        end = self.end
+        where = f"{self.region.path}: episode at offset {offset}"
+        if offset < PREAMBLE_SIZE or offset + RECORD_OVERHEAD > end:
+            raise CorruptionError(f"{where} is outside the committed log ({end} bytes)",
+                                  file=self.region.path, region="episodic", slot=offset)
+        head = bytes(self.region.view(offset, RECORD_OVERHEAD))
+        prefix = np.frombuffer(head[:WALK_PREFIX_SIZE], dtype=WALK_PREFIX_DTYPE)[0]
+        n = int(prefix["payload_bytes"])
+        if int(prefix["magic"]) != EPIS_MAGIC or offset + RECORD_OVERHEAD + n > end:
+            raise CorruptionError(f"{where}: bad record prefix (magic or length)",
+                                  file=self.region.path, region="episodic", slot=offset)
+        body = bytes(self.region.view(offset + RECORD_OVERHEAD, n))
+        return head[:WALK_PREFIX_SIZE], head[WALK_PREFIX_SIZE:], body
+
+    def read(self, offset: int) -> EpisodeRecord:
+        """Read and CRC-verify one record at ``offset`` (a ``Location.record_offset``)."""
+        prefix_raw, head, body = self._raw(offset)
+        prefix = np.frombuffer(prefix_raw, dtype=WALK_PREFIX_DTYPE)[0]
+        if crc32c(body, crc32c(head, crc32c(prefix_raw[:28]))) != int(prefix["crc32c"]):
+            raise CorruptionError(
+                f"{self.region.path}: CRC mismatch in episodic record at offset {offset}",
+                file=self.region.path, region="episodic", slot=offset)
+        header = np.frombuffer(head, dtype=HEADER_DTYPE)[0]
+        payload = decode_payload(body, where=f"{self.region.path}: episode at offset {offset}")
+        return EpisodeRecord(offset, int(prefix["memory_id"]), int(prefix["timestamp_ms"]),
+                             int(prefix["sequence"]), header, payload)
+
+    def verify(self, offset: int) -> None:
+        self.read(offset)
+
+    def headers_at(self, offsets: np.ndarray) -> np.ndarray:
+        """Headers of the records at ``offsets`` (vectorised gather; no payload decode)."""
+        offsets = np.asarray(offsets, dtype=np.int64)
+        if not offsets.size:
+            return np.zeros(0, dtype=HEADER_DTYPE)
+        end = self.end
+        if offsets.min() < PREAMBLE_SIZE or offsets.max() + RECORD_OVERHEAD > end:
+            raise CorruptionError(f"{self.region.path}: header offset outside the committed log",
+                                  file=self.region.path, region="episodic")
+        buf = self.region.array(0, end)
+        idx = (offsets + WALK_PREFIX_SIZE)[:, None] + np.arange(HEADER_DTYPE.itemsize)
+        return buf[idx].copy().view(HEADER_DTYPE).reshape(-1)
+
+    def prefixes_at(self, offsets: np.ndarray) -> np.ndarray:
+        offsets = np.asarray(offsets, dtype=np.int64)
+        buf = self.region.array(0, self.end)
+        idx = offsets[:, None] + np.arange(WALK_PREFIX_SIZE)
+        return buf[idx].copy().view(WALK_PREFIX_DTYPE).reshape(-1)
+
+    def walk(self) -> Iterator[tuple[int, np.void]]:
+        """Salience walk: ``(offset, header)`` of every record, payloads never decoded."""
+        pos, end = PREAMBLE_SIZE, self.end
+        while pos + RECORD_OVERHEAD <= end:
+            head = self.region.view(pos, RECORD_OVERHEAD)
+            prefix = np.frombuffer(head[:WALK_PREFIX_SIZE], dtype=WALK_PREFIX_DTYPE)[0]
+            if int(prefix["magic"]) != EPIS_MAGIC:
+                raise CorruptionError(f"{self.region.path}: bad record magic at offset {pos}",
+                                      file=self.region.path, region="episodic", slot=pos)
+            yield pos, np.frombuffer(head[WALK_PREFIX_SIZE:], dtype=HEADER_DTYPE)[0]
+            pos += RECORD_OVERHEAD + int(prefix["payload_bytes"])

@@ -1,0 +1,74 @@
+"""Fixed engram slots: SemanticMemory (facts), ProceduralMemory (skills).
+
+Slot = ``[EncodingHeader 64 B | INT8 vector dim B | crc32c u32]``, CRC over ``[0, stride-4)``;
+the text lives in the text pool, addressed through the memory's index entry. Each store owns
+one payload schema: a fact's payload is its text; a skill's is its name and ordered steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernel.crc import crc32c
+from ..kernel.partition import Transaction
+from ..kernel.region import Region
+from .layouts import HEADER_DTYPE
+
+__all__ = ["SlotMemory", "SemanticMemory", "ProceduralMemory", "slot_stride"]
+
+
+def slot_stride(dim: int) -> int:
+    return HEADER_DTYPE.itemsize + dim + 4
+
+
+class SlotMemory:
+    """Typed view of a fixed-slot engram region."""
+
+    kind = "slots"
+
+    def __init__(self, region: Region, dim: int) -> None:
+        self.region = region
+        self.dim = dim
+
+    def encode(self, headers: np.ndarray, q: np.ndarray) -> bytes:
+        n = len(headers)
+        rows = np.zeros((n, self.region.spec.stride), dtype=np.uint8)
+        rows[:, :64] = headers.view(np.uint8).reshape(n, 64)
+        rows[:, 64 : 64 + self.dim] = np.asarray(q, dtype=np.int8).view(np.uint8)
+        from ..kernel.crc import crc32c_rows
+
+        rows[:, -4:] = crc32c_rows(rows[:, :-4]).astype("<u4").view(np.uint8).reshape(n, 4)
+        return rows.tobytes()
+
+    def insert(self, tx: Transaction, headers: np.ndarray, q: np.ndarray) -> int:
+        """Append slots; returns the first slot number."""
+        return tx.append(self.region, self.encode(headers, q))
+
+    def rewrite_header(self, tx: Transaction, slot: int, header: np.ndarray) -> None:
+        row = self.region.read_rows(np.array([slot]))[0].copy()
+        row[:64] = np.frombuffer(header.tobytes(), dtype=np.uint8)
+        row[-4:] = np.frombuffer(crc32c(row[:-4].tobytes()).to_bytes(4, "little"), dtype=np.uint8)
+        tx.write(self.region, self.region.record_offset(slot), row.tobytes())
+
+    def read_header(self, slot: int) -> np.void:
+        return self.region.read_rows(np.array([slot]))[0][:64].copy().view(HEADER_DTYPE)[0]
+
+    def headers(self, slots: np.ndarray) -> np.ndarray:
+        rows = self.region.read_rows(slots, verify=False)
+        return rows[:, :64].copy().view(HEADER_DTYPE).reshape(-1)
+
+    def vectors(self, slots: np.ndarray) -> np.ndarray:
+        rows = self.region.read_rows(slots)
+        return rows[:, 64 : 64 + self.dim].copy().view(np.int8)
+
+
+class SemanticMemory(SlotMemory):
+    """Facts: what is taken true."""
+
+    kind = "semantic"
+
+
+class ProceduralMemory(SlotMemory):
+    """Skills: how to act (payload: name and ordered steps)."""
+
+    kind = "procedural"

@@ -1,0 +1,110 @@
+"""StrengthMemory: per-engram retrieval strength D, storage strength S and use counters.
+
+Region STRENGTH, one 96-byte row per memory ordinal (layout in :mod:`.layouts`). D is not a
+stored constant: it is computed from the D stored at the last event (creation, recall,
+reinforce, forget) by Spector's 12-bucket power law — the time since that event is rounded
+down to one of 12 bucket edges and ``D = D_event · max(floor, (1 + t/unit)^-exponent)``
+(exponent 0.15, floor 0.10; Wixted & Ebbesen 1991's power law of forgetting). Arousal slows
+decay (``t / (1 + arousal/255)``); pinned memories and unresolved ones do not decay. On recall
+(ACT-R's base-level learning, Anderson 1993) the passive count grows, the ring of the last 8
+use times shifts, D returns to 1 and S grows by ``ltp_step`` at most once per cooldown.
+``reinforce`` raises S by ``0.1·(1−D)``; ``forget`` lowers D, never S. S stays in [1, 5].
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..config import StrengthConfig
+from ..kernel.partition import Transaction
+from ..kernel.region import Region
+from .layouts import FLAG_PINNED, FLAG_RESOLVED, STRENGTH_DTYPE, seal
+
+__all__ = ["StrengthMemory", "BUCKET_EDGES_S", "decayed"]
+
+#: Lower edges (seconds) of the 12 decay buckets.
+BUCKET_EDGES_S = np.array(
+    [0, 60, 300, 900, 3600, 4 * 3600, 12 * 3600, 86400, 3 * 86400, 7 * 86400, 30 * 86400,
+     90 * 86400],
+    dtype=np.float64,
+)
+
+
+def decayed(rows: np.ndarray, now_ms: int, flags: np.ndarray, arousal: np.ndarray,
+            cfg: StrengthConfig) -> np.ndarray:
+    """Current D (float32) of strength ``rows`` at ``now_ms`` (vectorised)."""
+    t = np.maximum(now_ms - rows["last_recall_ms"], 0).astype(np.float64) / 1000.0
+    t = t / (1.0 + arousal.astype(np.float64) / 255.0)
+    bucket = BUCKET_EDGES_S[np.searchsorted(BUCKET_EDGES_S, t, side="right") - 1]
+    factor = np.maximum(cfg.decay_floor, (1.0 + bucket / cfg.decay_unit_s) ** -cfg.decay_exponent)
+    frozen = ((flags & FLAG_PINNED) != 0) | ((flags & FLAG_RESOLVED) == 0)
+    factor = np.where(frozen, 1.0, factor)
+    return (rows["retrieval_strength"].astype(np.float64) * factor).astype(np.float32)
+
+
+class StrengthMemory:
+    def __init__(self, region: Region, cfg: StrengthConfig) -> None:
+        self.region = region
+        self.cfg = cfg
+
+    def init_rows(self, owners: np.ndarray, now_ms: int, valence: np.ndarray,
+                  importance: np.ndarray) -> np.ndarray:
+        rows = np.zeros(len(owners), dtype=STRENGTH_DTYPE)
+        rows["valence"] = valence
+        rows["effective_importance"] = importance
+        rows["storage_strength"] = 1.0
+        rows["retrieval_strength"] = 1.0
+        rows["last_recall_ms"] = now_ms
+        rows["last_auto_ltp_ms"] = now_ms
+        rows["reconsolidation_delta"] = 0
+        rows["owner"] = owners
+        return seal(rows)
+
+    def append(self, tx: Transaction, rows: np.ndarray) -> int:
+        return tx.append(self.region, rows.tobytes())
+
+    def read(self, slots: np.ndarray) -> np.ndarray:
+        return self.region.read_rows(slots).view(STRENGTH_DTYPE).reshape(-1)
+
+    def all_rows(self, count: int) -> np.ndarray:
+        return self.region.rows(0, count).copy().view(STRENGTH_DTYPE).reshape(-1)
+
+    def write(self, tx: Transaction, slots: np.ndarray, rows: np.ndarray) -> None:
+        seal(rows)
+        for slot, row in zip(np.asarray(slots).tolist(), rows):
+            tx.write(self.region, self.region.record_offset(int(slot)), row.tobytes())
+
+    # ---- transitions (pure: rows in, rows out) --------------------------------------
+    def on_recall(self, rows: np.ndarray, now_ms: int, created_ms: np.ndarray,
+                  current_d: np.ndarray) -> np.ndarray:
+        rows = rows.copy()
+        rows["passive_recall_count"] += 1
+        since = np.clip((now_ms - created_ms) // 1000, 0, np.iinfo(np.int32).max).astype(np.int32)
+        rows["actr_ring"][:, 1:] = rows["actr_ring"][:, :-1]
+        rows["actr_ring"][:, 0] = since
+        ltp = (now_ms - rows["last_auto_ltp_ms"]) >= int(self.cfg.ltp_cooldown_s * 1000)
+        rows["storage_strength"] = np.where(
+            ltp, np.minimum(rows["storage_strength"] + self.cfg.ltp_step, self.cfg.max_storage),
+            rows["storage_strength"])
+        rows["last_auto_ltp_ms"] = np.where(ltp, now_ms, rows["last_auto_ltp_ms"])
+        rows["reconsolidation_delta"] = 1.0 - current_d.astype(np.float64)
+        rows["retrieval_strength"] = 1.0
+        rows["last_recall_ms"] = now_ms
+        return rows
+
+    def reinforce(self, rows: np.ndarray, now_ms: int, current_d: np.ndarray,
+                  valence: int) -> np.ndarray:
+        rows = rows.copy()
+        rows["agent_recall_count"] += 1
+        rows["storage_strength"] = np.minimum(
+            rows["storage_strength"] + 0.1 * (1.0 - current_d), self.cfg.max_storage)
+        rows["valence"] = valence
+        rows["retrieval_strength"] = 1.0
+        rows["last_recall_ms"] = now_ms
+        return rows
+
+    def forget(self, rows: np.ndarray, now_ms: int, current_d: np.ndarray) -> np.ndarray:
+        rows = rows.copy()
+        rows["retrieval_strength"] = current_d * self.cfg.forget_factor
+        rows["last_recall_ms"] = now_ms
+        return rows

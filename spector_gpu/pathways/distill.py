@@ -1,0 +1,135 @@
+"""Distillers: turn a session's new turns into facts (the Reflect pathway's pluggable step).
+
+A distiller is any callable ``(session_id, turns, prior) -> list[str | FactDraft | dict]``
+(or an object with such a ``distill`` method): ``turns`` are the turns not yet consolidated,
+``prior`` the session's already-consolidated turns, offered as context only — facts must come
+from ``turns``. An LLM can be wrapped this way. The default, :class:`ExtractiveDistiller`, is
+deterministic and offline: it keeps the most informative sentences of the new turns, one fact
+per sentence, never the whole session as one blob.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+from ..errors import ValidationError
+
+__all__ = ["TurnView", "FactDraft", "Distiller", "ExtractiveDistiller", "normalise_drafts"]
+
+_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+_WORD = re.compile(r"[A-Za-z0-9']+")
+
+
+@dataclass(frozen=True)
+class TurnView:
+    """A turn as a distiller sees it."""
+
+    id: str
+    sequence: int
+    speaker: str
+    text: str
+    timestamp_ms: int
+    importance: float
+    valence: int
+    arousal: int
+
+
+@dataclass(frozen=True)
+class FactDraft:
+    """A fact proposed by a distiller. ``parents`` are ids of turns it came from (default: all
+    new turns). Affect and importance default to the parents' (max importance, mean valence)."""
+
+    text: str
+    parents: tuple[str, ...] = ()
+    importance: float | None = None
+    valence: int | None = None
+    arousal: int | None = None
+    tags: tuple[str, ...] = field(default_factory=tuple)
+    quote: str | None = None  # the verbatim parent substring, if any (for the source span)
+
+
+class Distiller(Protocol):
+    def __call__(self, session_id: int, turns: Sequence[TurnView], prior: Sequence[TurnView]) -> Sequence[Any]: ...
+
+
+class ExtractiveDistiller:
+    """Deterministic extractive distiller: salient sentences of the new turns.
+
+    A sentence's salience counts its content words (not stop words), with extra weight for
+    numbers and capitalised words inside the sentence (names, places, dates). Sentences with
+    fewer than ``min_words`` content words or ``min_chars`` characters are skipped; the best
+    ``max_facts`` are kept in conversation order. A fact reads ``"<speaker>: <sentence>"``.
+    """
+
+    def __init__(self, *, max_facts: int = 32, min_chars: int = 12, min_words: int = 3) -> None:
+        self.max_facts = max_facts
+        self.min_chars = min_chars
+        self.min_words = min_words
+        from ..cortex.analyzer import ENGLISH_STOPWORDS
+
+        self._stop = ENGLISH_STOPWORDS
+
+    def _score(self, sentence: str) -> int:
+        words = _WORD.findall(sentence)
+        content = [w for w in words if w.lower() not in self._stop]
+        if len(content) < self.min_words:
+            return 0
+        bonus = sum(2 for w in words[1:] if w[:1].isupper()) + sum(2 for w in words if any(ch.isdigit() for ch in w))
+        return len(content) + bonus
+
+    def __call__(self, session_id: int, turns: Sequence[TurnView], prior: Sequence[TurnView]) -> list[FactDraft]:
+        candidates: list[tuple[int, int, FactDraft]] = []
+        order = 0
+        for turn in turns:
+            for m in _SENTENCE.finditer(turn.text):
+                sentence = m.group(0).strip()
+                if len(sentence) < self.min_chars:
+                    continue
+                score = self._score(sentence)
+                if score <= 0:
+                    continue
+                text = f"{turn.speaker}: {sentence}" if turn.speaker else sentence
+                candidates.append((score, order, FactDraft(text=text, parents=(turn.id,), quote=sentence)))
+                order += 1
+        best = sorted(candidates, key=lambda c: (-c[0], c[1]))[: self.max_facts]
+        return [d for _, _, d in sorted(best, key=lambda c: c[1])]
+
+
+def normalise_drafts(raw: Sequence[Any], turns: Sequence[TurnView]) -> list[FactDraft]:
+    """Validate a distiller's output into FactDrafts whose parents are among ``turns``."""
+    if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
+        raise ValidationError("a distiller must return a list of facts (str, FactDraft or dict)")
+    ids = {t.id for t in turns}
+    out = []
+    for i, item in enumerate(raw):
+        if isinstance(item, str):
+            item = FactDraft(text=item)
+        elif isinstance(item, Mapping):
+            try:
+                item = FactDraft(**{k: (tuple(v) if k in ("parents", "tags") else v) for k, v in item.items()})
+            except TypeError as exc:
+                raise ValidationError(f"distiller fact {i}: {exc}") from None
+        if not isinstance(item, FactDraft):
+            raise ValidationError(f"distiller fact {i} must be a str, FactDraft or dict, got {type(item).__name__}")
+        if not isinstance(item.text, str) or not item.text.strip():
+            raise ValidationError(f"distiller fact {i} has empty text")
+        unknown = [p for p in item.parents if p not in ids]
+        if unknown:
+            raise ValidationError(f"distiller fact {i} names parents that are not new turns of the session: {unknown}")
+        out.append(item)
+    if len(out) > 255:
+        raise ValidationError(f"a distiller returned {len(out)} facts for one session; at most 255 fit a batch")
+    return out
+
+
+def as_callable(distiller: Any) -> Callable[..., Sequence[Any]]:
+    if distiller is None:
+        return ExtractiveDistiller()
+    if hasattr(distiller, "distill") and callable(distiller.distill):
+        return distiller.distill  # type: ignore[no-any-return]
+    if callable(distiller):
+        return distiller  # type: ignore[no-any-return]
+    raise ValidationError("distiller must be callable (session_id, turns, prior) -> facts")

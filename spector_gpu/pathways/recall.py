@@ -1,0 +1,306 @@
+"""RecallPathway: relays → hard gates → fusion → hydration → onRecall (DESIGN §5 Recall).
+
+1. Gates become one ``allowed`` mask that every relay applies before its own top-k.
+2. Relays propose candidates: lexical (BM25), dense (INT8 similarity), salience (importance ×
+   retrieval strength from header/strength columns alone). The pool is their union plus the
+   association neighbours of its members; no relay truncates another before fusion.
+3. Every pool member is scored exactly by every active relay, normalised over the pool and
+   fused (see :mod:`.fusion`). Association spreads the fused lexical+dense base to temporal
+   neighbours (same session, within ``association.temporal_window``), tag neighbours and
+   lineage (fact ↔ parent turns): ``A_i = max_j w_ij·base_j``, ``hops`` times with ``decay``.
+4. The top ``k`` by fused score (ties: lower ordinal) are hydrated from the store their
+   ``Location.type`` names — lazily for batches.
+5. In ``learn`` mode the returned memories get the onRecall strength update.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..cortex.cortex import Cortex
+from ..cortex.strength import decayed
+from ..errors import ValidationError
+from ..kernel.tsid import encode_tsid
+from ..provenance.record import RecordProvenance
+from ..types import (CognitiveResult, Explanation, MemoryType, RecallBatch, RecallOptions,
+                     RelayExplanation, Role, Source)
+from .fusion import cognitive_factor, minmax, ranks, rrf
+from .gates import active_gates, gate_mask
+
+__all__ = ["RecallPathway"]
+
+_MAX_QUERY_CHARS = 100_000
+
+
+@dataclass
+class _Scored:
+    ordinals: np.ndarray  # int64 (k,)
+    fused: np.ndarray  # float32 (k,)
+    explain: list[Explanation] | None
+
+
+class RecallPathway:
+    def __init__(self, cortex: Cortex, strength_writer: Any) -> None:
+        self.cortex = cortex
+        self.strength_writer = strength_writer
+
+    # ---- public ----------------------------------------------------------------------
+    def recall(self, query: str, options: RecallOptions | None = None) -> list[CognitiveResult]:
+        return self.recall_batch([query], options).results(0)
+
+    def recall_batch(self, queries: Sequence[str], options: RecallOptions | None = None) -> RecallBatch:
+        opts = options if options is not None else self.default_options()
+        if not isinstance(opts, RecallOptions):
+            raise ValidationError(f"options must be a RecallOptions, got {type(opts).__name__}")
+        if isinstance(queries, str) or not isinstance(queries, Sequence):
+            raise ValidationError("recall_batch takes a list of query strings")
+        for i, q in enumerate(queries):
+            if not isinstance(q, str):
+                raise ValidationError(f"queries[{i}] must be a string, got {type(q).__name__}")
+            if len(q) > _MAX_QUERY_CHARS:
+                raise ValidationError(f"queries[{i}] is longer than {_MAX_QUERY_CHARS} characters")
+        c = self.cortex
+        c.part.check_usable()
+        if c.read_only:
+            c.refresh()
+        n_q, k = len(queries), opts.k
+        ids = np.full((n_q, k), "", dtype="<U13")
+        scores = np.full((n_q, k), -np.inf, dtype=np.float32)
+        counts = np.zeros(n_q, dtype=np.int32)
+        scored: list[_Scored] = []
+        if n_q and c.n:
+            scored = self._score(list(queries), opts)
+            for i, s in enumerate(scored):
+                m = len(s.ordinals)
+                counts[i] = m
+                scores[i, :m] = s.fused
+                ids[i, :m] = [encode_tsid(int(v)) for v in c.cols.ids[s.ordinals].tolist()]
+            if opts.mode == "learn":
+                hit = np.unique(np.concatenate([s.ordinals for s in scored])) if scored else []
+                if len(hit):
+                    self.strength_writer.on_recall(np.asarray(hit, dtype=np.int64))
+        else:
+            scored = [_Scored(np.zeros(0, np.int64), np.zeros(0, np.float32), None) for _ in queries]
+        hydrate = self._hydrator(scored)
+        return RecallBatch(ids=ids, scores=scores, counts=counts, _hydrate=hydrate)
+
+    def default_options(self) -> RecallOptions:
+        r = self.cortex.config.recall
+        return RecallOptions(k=r.k, fusion=r.fusion)  # type: ignore[arg-type]
+
+    # ---- scoring ---------------------------------------------------------------------
+    def _weights(self, opts: RecallOptions) -> dict[str, float]:
+        r = self.cortex.config.recall
+        emb_w = float(getattr(self.cortex.embedder, "fusion_weight", 1.0))
+        w = {"lexical": r.lexical_weight, "dense": r.dense_weight * emb_w,
+             "association": r.association_weight, "salience": r.salience_weight}
+        if opts.weights:
+            w.update({name: float(v) for name, v in opts.weights.items()})
+        return {name: (w[name] if name in opts.relays else 0.0) for name in w}
+
+    def _score(self, queries: list[str], opts: RecallOptions) -> list[_Scored]:
+        c = self.cortex
+        cfg = c.config
+        now = int(time.time() * 1000)
+        allowed = gate_mask(c, opts)
+        n_allowed = int(allowed.sum())
+        relays = set(opts.relays)
+        weights = self._weights(opts)
+        depth = max(cfg.recall.candidates, opts.k)
+        tokens = c.analyzer.tokens_batch(queries)
+        need_dense = "dense" in relays
+        qvec = np.asarray(c.embedder.embed(queries), dtype=np.float32) if need_dense else None
+        lex_slots = c.bm25.topk(tokens, depth, allowed=allowed)[1] if "lexical" in relays and n_allowed else None
+        den_slots = (c.dense.search(qvec, min(depth, max(n_allowed, 1)), allowed=allowed)[1]
+                     if need_dense and n_allowed else None)
+        sal_all = self._salience(now) if "salience" in relays or opts.fusion == "cognitive" else None
+        sal_top = np.zeros(0, dtype=np.int64)
+        if "salience" in relays and n_allowed and sal_all is not None:
+            masked = np.where(allowed, sal_all, -np.inf)
+            top = min(depth, n_allowed)
+            part = np.argpartition(-masked, top - 1)[:top]
+            sal_top = part[np.isfinite(masked[part])]
+        pools = []
+        for i in range(len(queries)):
+            parts = [sal_top]
+            if lex_slots is not None:
+                parts.append(lex_slots[i][lex_slots[i] >= 0])
+            if den_slots is not None:
+                parts.append(den_slots[i][den_slots[i] >= 0])
+            pool = np.unique(np.concatenate(parts).astype(np.int64))
+            if "association" in relays and pool.size:
+                pool = self._expand(pool, allowed)
+            pools.append(pool)
+        width = max((len(p) for p in pools), default=0)
+        if width == 0:
+            return [_Scored(np.zeros(0, np.int64), np.zeros(0, np.float32), [] if opts.explain else None)
+                    for _ in queries]
+        padded = np.full((len(queries), width), -1, dtype=np.int64)
+        for i, p in enumerate(pools):
+            padded[i, : len(p)] = p
+        lex = c.bm25.score_slots(tokens, padded) if weights["lexical"] > 0 or "lexical" in relays else None
+        den = c.dense.score_slots(qvec, padded) if qvec is not None else None
+        out = []
+        for i, pool in enumerate(pools):
+            m = len(pool)
+            raw = {}
+            if lex is not None and "lexical" in relays:
+                raw["lexical"] = lex[i, :m].astype(np.float64)
+            if den is not None:
+                raw["dense"] = den[i, :m].astype(np.float64)
+            out.append(self._fuse(pool, raw, set(tokens[i]), opts, weights, sal_all, now))
+        return out
+
+    def _salience(self, now: int) -> np.ndarray:
+        """importance/10 × current D for every memory (header + strength columns only)."""
+        c = self.cortex
+        h = c.cols.headers[: c.n]
+        d = self._current_d(np.arange(c.n), now)
+        return (h["importance"].astype(np.float64) / 10.0) * d
+
+    def _current_d(self, ordinals: np.ndarray, now: int) -> np.ndarray:
+        c = self.cortex
+        rows = np.zeros(len(ordinals), dtype=[("last_recall_ms", "<i8"), ("retrieval_strength", "<f4")])
+        rows["last_recall_ms"] = c.cols.last_event_ms[ordinals]
+        rows["retrieval_strength"] = c.cols.d_event[ordinals]
+        h = c.cols.headers[ordinals]
+        return decayed(rows, now, h["flags"], h["arousal"], c.config.strength).astype(np.float64)
+
+    def _expand(self, pool: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+        links = self.cortex.links
+        window = self.cortex.config.association.temporal_window
+        _, nbr = links.temporal_neighbours(pool, window)
+        _, extra, _ = links.extra_neighbours(pool)
+        more = np.concatenate([nbr, extra]).astype(np.int64)
+        more = more[allowed[more]] if more.size else more
+        return np.unique(np.concatenate([pool, more]))
+
+    def _association(self, pool: np.ndarray, base: np.ndarray) -> np.ndarray:
+        c = self.cortex
+        cfg = c.config.association
+        act = np.zeros(len(pool), dtype=np.float64)
+        src = base.copy()
+        src_i, dst = c.links.temporal_neighbours(pool, cfg.temporal_window)
+        w = np.full(len(dst), cfg.temporal_weight)
+        e_i, e_dst, e_w = c.links.extra_neighbours(pool)
+        src_i = np.concatenate([src_i, e_i])
+        dst = np.concatenate([dst, e_dst])
+        w = np.concatenate([w, e_w.astype(np.float64)])
+        pos = np.searchsorted(pool, dst)
+        pos = np.minimum(pos, len(pool) - 1)
+        ok = pool[pos] == dst
+        src_i, pos, w = src_i[ok], pos[ok], w[ok]
+        for hop in range(max(cfg.hops, 1)):
+            step = np.zeros(len(pool), dtype=np.float64)
+            np.maximum.at(step, src_i, w * src[pos] * (cfg.decay ** hop))
+            act = np.maximum(act, step)
+            src = step
+        return act
+
+    def _fuse(self, pool: np.ndarray, raw: dict[str, np.ndarray], qtokens: set[str],
+              opts: RecallOptions, weights: dict[str, float], sal_all: np.ndarray | None,
+              now: int) -> _Scored:
+        c = self.cortex
+        cfg = c.config.recall
+        relays = set(opts.relays)
+        norm = {name: minmax(np.where(np.isfinite(v), v, np.nan)) for name, v in raw.items()}
+        base = np.zeros(len(pool), dtype=np.float64)
+        for name in ("lexical", "dense"):
+            if name in norm:
+                base += weights[name] * norm[name]
+        if "association" in relays:
+            raw["association"] = self._association(pool, base)
+            norm["association"] = raw["association"]
+        if "salience" in relays and sal_all is not None:
+            raw["salience"] = sal_all[pool]
+            norm["salience"] = minmax(raw["salience"])
+        h = c.cols.headers[pool]
+        d = self._current_d(pool, now)
+        s = c.cols.storage[pool].astype(np.float64)
+        relevance = base.copy()
+        if "association" in norm:
+            relevance += weights["association"] * norm["association"]
+        if "salience" in norm:
+            relevance += weights["salience"] * norm["salience"]
+        factor = np.ones(len(pool), dtype=np.float32)
+        rank_lists = {name: ranks(v, pool, positive_only=True) for name, v in raw.items()}
+        if opts.fusion == "rrf":
+            fused = rrf(rank_lists, weights, cfg.rrf_k).astype(np.float64)
+        else:
+            fused = relevance
+            if opts.fusion == "cognitive":
+                overlap = np.array([1.0 if c.cues.cue_tokens[o] & qtokens else 0.0 for o in pool.tolist()])
+                factor = cognitive_factor(h["importance"].astype(np.float64), d, s, overlap,
+                                          cfg.cognitive_beta, cfg.tag_tau)
+                fused = relevance * factor
+        order = np.lexsort((pool, -fused))[: opts.k]
+        ordinals = pool[order]
+        explain = None
+        if opts.explain:
+            gates = active_gates(opts)
+            explain = []
+            for j in order.tolist():
+                rel = {name: RelayExplanation(
+                    score=float(raw[name][j]) if name in raw and np.isfinite(raw[name][j]) else None,
+                    rank=int(rank_lists[name][j]) or None if name in rank_lists else None,
+                    weight=weights[name]) for name in opts.relays}
+                explain.append(Explanation(relays=rel, relevance=float(relevance[j]),
+                                           cognitive_factor=float(factor[j]), fused=float(fused[j]),
+                                           retrieval_strength=float(d[j]), storage_strength=float(s[j]),
+                                           gates=gates))
+        return _Scored(ordinals.astype(np.int64), fused[order].astype(np.float32), explain)
+
+    # ---- hydration -------------------------------------------------------------------
+    def _hydrator(self, scored: list[_Scored]):  # type: ignore[no-untyped-def]
+        c = self.cortex
+        now = int(time.time() * 1000)
+
+        def hydrate(i: int) -> list[CognitiveResult]:
+            s = scored[i]
+            out = []
+            d = self._current_d(s.ordinals, now) if len(s.ordinals) else np.zeros(0)
+            for j, o in enumerate(s.ordinals.tolist()):
+                out.append(self.result(o, float(s.fused[j]), float(d[j]),
+                                       s.explain[j] if s.explain is not None else None))
+            return out
+
+        return hydrate
+
+    def result(self, o: int, score: float, d: float, explain: Explanation | None = None) -> CognitiveResult:
+        """Hydrate ordinal ``o`` by its ``Location.type`` into a typed result."""
+        c = self.cortex
+        p = c.payload(o)
+        h = c.cols.headers[o]
+        from ..cortex.layouts import FLAG_CONSOLIDATED
+
+        mtype = MemoryType(int(c.cols.index["type"][o]))
+        return CognitiveResult(
+            id=encode_tsid(int(c.cols.ids[o])),
+            text=p.text,
+            score=score,
+            memory_type=mtype,
+            importance=float(h["importance"]),
+            provenance=RecordProvenance(int(h["provenance"])) if int(h["provenance"]) <= 4 else RecordProvenance.UNKNOWN,
+            retrieval_strength=d,
+            storage_strength=float(c.cols.storage[o]),
+            timestamp_ms=int(h["timestamp_ms"]),
+            session_id=p.session_id,
+            role=Role(p.role) if p.role is not None and p.role <= 5 else None,
+            speaker=p.speaker,
+            tags=p.tags,
+            external_id=p.external_id,
+            source=Source(int(h["source"])) if int(h["source"]) <= 3 else Source.EXPERIENCED,
+            valence=int(h["valence"]),
+            arousal=int(h["arousal"]),
+            citations=p.citations,
+            source_uri=p.source_uri,
+            source_span=p.source_span,
+            skill_name=p.skill_name,
+            steps=p.steps,
+            consolidated=bool(int(h["flags"]) & FLAG_CONSOLIDATED),
+            breakdown=explain,
+        )

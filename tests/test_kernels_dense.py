@@ -1,0 +1,244 @@
+"""DenseIndex (torch CPU/CUDA, FAISS) and deterministic top-k against numpy references."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spector_gpu.errors import ValidationError
+from spector_gpu.kernels.dense import DenseIndex, score_slots_reference, search_reference
+from spector_gpu.kernels.quant import l2_normalize, quantize_int8
+from spector_gpu.kernels.topk import merge_topk, topk_stable, topk_stable_torch, update_topk_torch
+
+NEG = float("-inf")
+has_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+def corpus(n: int, d: int, seed: int = 0, dup: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = l2_normalize(rng.standard_normal((n, d)))
+    if dup and n > 40:
+        x[20:30] = x[7]  # exact duplicates: ties that must go to the lower slot
+        x[35] = 0.0  # an all-zero vector (scale 0)
+    q, s = quantize_int8(x)
+    return x, q, s
+
+
+def queries(n: int, d: int, x: np.ndarray, seed: int = 1) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    out = l2_normalize(rng.standard_normal((n, d)))
+    out[0] = x[7]  # hits the duplicate block
+    if n > 1:
+        out[1] = 0.0  # zero query: every score ties at 0
+    return out
+
+
+def build(q: np.ndarray, s: np.ndarray, pieces: int = 3, **kw: object) -> DenseIndex:
+    idx = DenseIndex(q.shape[1], **kw)  # type: ignore[arg-type]
+    for part_q, part_s in zip(np.array_split(q, pieces), np.array_split(s, pieces)):
+        idx.add(part_q, part_s)  # incremental growth
+    return idx
+
+
+# ---------------------------------------------------------------- torch vs reference
+@pytest.mark.parametrize("tile_rows", [None, 32, 777])
+@pytest.mark.parametrize("gate", ["none", "dense", "sparse", "few"])
+def test_torch_cpu_equals_reference(tile_rows: int | None, gate: str) -> None:
+    x, q, s = corpus(3000, 40)
+    qs = queries(23, 40, x)
+    rng = np.random.default_rng(5)
+    allowed = {
+        "none": None,
+        "dense": rng.random(3000) < 0.6,
+        "sparse": rng.random(3000) < 0.03,  # takes the gather path
+        "few": np.isin(np.arange(3000), [3, 20, 2999]),
+    }[gate]
+    idx = build(q, s, device="cpu", tile_rows=tile_rows)
+    got_s, got_i = idx.search(qs, 15, allowed=allowed)
+    ref_s, ref_i = search_reference(q, s, qs, 15, allowed)
+    np.testing.assert_array_equal(got_i, ref_i)
+    np.testing.assert_array_equal(got_s, ref_s)
+    assert got_s.dtype == np.float32 and got_i.dtype == np.int64
+    assert (got_s[:, :-1] >= got_s[:, 1:]).all()
+    if allowed is not None:
+        hits = got_i[got_i >= 0]
+        assert allowed[hits].all()
+        expect = min(15, int(allowed.sum()))
+        assert ((got_i >= 0).sum(axis=1) == expect).all()  # gates before top-k: never fewer
+
+
+def test_ties_go_to_lower_slot() -> None:
+    x, q, s = corpus(200, 16)
+    idx = build(q, s, device="cpu", tile_rows=32)
+    _, ids = idx.search(x[7:8], 11)
+    np.testing.assert_array_equal(ids[0], [7, *range(20, 30)])
+    _, zero = idx.search(np.zeros((1, 16), np.float32), 5)  # all scores 0: lowest slots
+    np.testing.assert_array_equal(zero[0], [0, 1, 2, 3, 4])
+
+
+def test_padding_and_small_corpus() -> None:
+    _, q, s = corpus(5, 8, dup=False)
+    idx = DenseIndex(8, device="cpu")
+    empty_s, empty_i = idx.search(np.ones((2, 8), np.float32), 3)
+    assert (empty_i == -1).all() and np.isneginf(empty_s).all()
+    idx.add(q, s)
+    sc, ids = idx.search(np.ones((2, 8), np.float32), 9)
+    assert sorted(ids[0, :5]) == [0, 1, 2, 3, 4] and (ids[:, 5:] == -1).all()
+    assert np.isneginf(sc[:, 5:]).all() and np.isfinite(sc[:, :5]).all()
+    none_allowed = np.zeros(5, bool)
+    assert (idx.search(np.ones((1, 8), np.float32), 2, allowed=none_allowed)[1] == -1).all()
+
+
+def test_score_slots_matches_search_and_reference() -> None:
+    x, q, s = corpus(1000, 24)
+    qs = queries(9, 24, x)
+    idx = build(q, s, device="cpu")
+    sc, ids = idx.search(qs, 10)
+    np.testing.assert_array_equal(idx.score_slots(qs, ids), sc)
+    slots = np.random.default_rng(3).integers(-1, 1000, size=(9, 50))
+    got = idx.score_slots(qs, slots)
+    np.testing.assert_array_equal(got, score_slots_reference(q, s, qs, slots))
+    assert np.isneginf(got[slots == -1]).all()
+    with pytest.raises(ValidationError, match="slots"):
+        idx.score_slots(qs, np.full((9, 2), 1000))
+
+
+def test_recall_against_exact_fp32() -> None:
+    x, q, s = corpus(20000, 128, dup=False)
+    qs = queries(64, 128, x)[2:]
+    exact = np.argsort(-(qs @ x.T), axis=1, kind="stable")[:, :10]
+    for backend in ("torch", "faiss"):
+        idx = build(q, s, backend=backend)
+        _, ids = idx.search(qs, 10)
+        recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(ids, exact)])
+        assert recall >= 0.97, (backend, recall)
+
+
+def test_faiss_backend_agrees_and_gates() -> None:
+    x, q, s = corpus(3000, 32)
+    qs = queries(20, 32, x)[2:]
+    allowed = np.random.default_rng(2).random(3000) < 0.5
+    fa = build(q, s, backend="faiss")
+    assert fa.device == torch.device("cpu") and fa.backend == "faiss" and len(fa) == 3000
+    f_s, f_i = fa.search(qs, 10, allowed=allowed)
+    r_s, r_i = search_reference(q, s, qs, 10, allowed)
+    assert allowed[f_i[f_i >= 0]].all()
+    overlap = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(f_i, r_i)])
+    assert overlap >= 0.97
+    np.testing.assert_allclose(f_s, r_s, atol=1e-5)
+    np.testing.assert_allclose(fa.score_slots(qs, r_i), r_s, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"backend": "annoy"}, {"backend": "faiss", "device": "cuda"}, {"tile_rows": 0}]
+)
+def test_constructor_validation(kwargs: dict[str, object]) -> None:
+    with pytest.raises(ValidationError):
+        DenseIndex(8, **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        DenseIndex(0)
+
+
+def test_input_validation() -> None:
+    _, q, s = corpus(50, 8, dup=False)
+    idx = build(q, s, device="cpu")
+    with pytest.raises(ValidationError, match="int8"):
+        idx.add(q.astype(np.int16), s)
+    with pytest.raises(ValidationError, match="int8"):
+        idx.add(q[:, :4], s)
+    with pytest.raises(ValidationError, match="scale"):
+        idx.add(q, -s)
+    bad = np.ones((3, 8), np.float32)
+    bad[1, 0] = np.nan
+    with pytest.raises(ValidationError, match="row 1"):
+        idx.search(bad, 3)
+    with pytest.raises(ValidationError, match="k must"):
+        idx.search(bad[:1], 0)
+    with pytest.raises(ValidationError, match="allowed"):
+        idx.search(bad[:1], 3, allowed=np.ones(49, bool))
+    with pytest.raises(ValidationError, match="columns"):
+        idx.search(np.ones((1, 9), np.float32), 3)
+
+
+# ---------------------------------------------------------------- CPU vs CUDA
+@pytest.mark.cuda
+@has_cuda
+@pytest.mark.parametrize("gate", ["none", "dense", "sparse"])
+def test_cpu_and_cuda_give_identical_results(gate: str) -> None:
+    x, q, s = corpus(5000, 100)  # d not a multiple of 8: exercises the CUDA padding
+    qs = queries(37, 100, x)
+    rng = np.random.default_rng(9)
+    allowed = {"none": None, "dense": rng.random(5000) < 0.7, "sparse": rng.random(5000) < 0.02}[gate]
+    cpu = build(q, s, device="cpu")
+    gpu = build(q, s, device="cuda")
+    assert gpu.device.type == "cuda"
+    c_s, c_i = cpu.search(qs, 20, allowed=allowed)
+    g_s, g_i = gpu.search(qs, 20, allowed=allowed)
+    np.testing.assert_array_equal(g_i, c_i)
+    np.testing.assert_array_equal(g_s, c_s)
+    np.testing.assert_array_equal(gpu.score_slots(qs, c_i), cpu.score_slots(qs, c_i))
+
+
+# ---------------------------------------------------------------- top-k helpers
+tied_scores = st.integers(1, 6).flatmap(
+    lambda n: st.integers(1, 60).flatmap(
+        lambda m: st.lists(st.sampled_from([NEG, -1.0, 0.0, 0.5, 1.0, 2.0]), min_size=n * m, max_size=n * m).map(
+            lambda v: np.array(v, np.float32).reshape(n, m)
+        )
+    )
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(tied_scores, st.integers(1, 70))
+def test_topk_torch_equals_numpy_reference(scores: np.ndarray, k: int) -> None:
+    ref_v, ref_i = topk_stable(scores, k)
+    # reference semantics by brute force: sort pairs (score desc, index asc)
+    for row, (vals, ids) in enumerate(zip(ref_v, ref_i)):
+        pairs = sorted(((-v, j) for j, v in enumerate(scores[row]) if v != NEG))[:k]
+        assert [j for _, j in pairs] == [j for j in ids if j >= 0]
+    for dim in (-1, 0):
+        t = torch.from_numpy(scores if dim == -1 else np.ascontiguousarray(scores.T))
+        v, i = topk_stable_torch(t, k, dim=dim)
+        np.testing.assert_array_equal(i.numpy(), ref_i)
+        np.testing.assert_array_equal(v.numpy(), ref_v)
+
+
+@settings(max_examples=60, deadline=None)
+@given(tied_scores, st.integers(1, 12), st.integers(1, 4))
+def test_merge_topk_equals_global_topk(scores: np.ndarray, k: int, shards: int) -> None:
+    ref_v, ref_i = topk_stable(scores, k)
+    cuts = np.array_split(np.arange(scores.shape[1]), shards)
+    parts = [topk_stable(scores[:, c], k) for c in cuts if c.size]
+    offsets = [c[0] for c in cuts if c.size]
+    ids = [np.where(i >= 0, i + off, -1) for (_, i), off in zip(parts, offsets)]
+    got_v, got_i = merge_topk([v for v, _ in parts], ids, k)
+    np.testing.assert_array_equal(got_i, ref_i)
+    np.testing.assert_array_equal(got_v, ref_v)
+
+
+@settings(max_examples=60, deadline=None)
+@given(tied_scores, st.integers(1, 8))
+def test_update_topk_with_threshold_survivors(scores: np.ndarray, k: int) -> None:
+    half = scores.shape[1] // 2
+    best_v, best_i = topk_stable_torch(torch.from_numpy(scores[:, :half]), k) if half else (
+        torch.full((scores.shape[0], k), NEG), torch.full((scores.shape[0], k), -1))
+    rest = torch.from_numpy(scores[:, half:])
+    keep = (rest >= best_v[:, k - 1 : k]) & (rest > NEG)
+    rows, cols = torch.nonzero(keep, as_tuple=True)
+    v, i = update_topk_torch(best_v, best_i, rows, rest[rows, cols], cols + half)
+    ref_v, ref_i = topk_stable(scores, k)
+    np.testing.assert_array_equal(i.numpy(), ref_i)
+    np.testing.assert_array_equal(v.numpy(), ref_v)
+
+
+def test_topk_validation() -> None:
+    with pytest.raises(ValidationError):
+        topk_stable(np.zeros((2, 3)), 0)
+    with pytest.raises(ValidationError):
+        topk_stable(np.array([[np.nan]]), 1)
+    with pytest.raises(ValidationError):
+        merge_topk([np.zeros((2, 3))], [np.zeros((2, 2), np.int64)], 2)
