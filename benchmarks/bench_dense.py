@@ -17,6 +17,7 @@ CPU and CUDA return the same ids. Run: ``python benchmarks/bench_dense.py [--qui
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -76,47 +77,77 @@ def row(name: str, seconds: float, extra: str = "") -> None:
     print(f"  {name:<44s} {seconds * 1e3:10.2f} ms  {extra}")
 
 
+def interleaved(methods: dict[str, Callable[[], Any]], repeats: int, warmup: int = 2) -> dict[str, float]:
+    """Median seconds per method, timed in rounds (A B C A B C …) so load spikes hit all alike."""
+    for fn in methods.values():
+        for _ in range(warmup):
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in methods}
+    for _ in range(repeats):
+        for name, fn in methods.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def flat_search(flat: Any, queries: np.ndarray, k: int, threshold: int) -> Any:
+    import faiss
+
+    saved = faiss.cvar.distance_compute_blas_threshold
+    faiss.cvar.distance_compute_blas_threshold = threshold
+    try:
+        return flat.search(queries, k)
+    finally:
+        faiss.cvar.distance_compute_blas_threshold = saved
+
+
 def bench_cpu(args: argparse.Namespace, x: np.ndarray, q: np.ndarray, s: np.ndarray) -> None:
     import faiss
 
     rng = np.random.default_rng(1)
     queries = l2_normalize(rng.standard_normal((args.queries, args.dim), dtype=np.float32))
-    truth = exact_topk(x, queries, args.k)
     index = DenseIndex(args.dim, device="cpu")
     index.add(q, s)
     flat = faiss.IndexFlatIP(args.dim)
     flat.add(x)
     sq8 = faiss.IndexScalarQuantizer(args.dim, faiss.ScalarQuantizer.QT_8bit_direct_signed, faiss.METRIC_INNER_PRODUCT)
     sq8.add(q.astype(np.float32))  # direct codes: the stored byte is value + 128
-
-    print(f"\nbatch: {args.queries} queries x {args.n:,} x {args.dim}, top-{args.k} "
-          f"(torch threads {torch.get_num_threads()}, faiss threads {faiss.omp_get_max_threads()})")
-    ours = median_time(lambda: index.search(queries, args.k), args.repeats)
     default_thr = faiss.cvar.distance_compute_blas_threshold
-    f_default = median_time(lambda: flat.search(queries, args.k), args.repeats)
-    faiss.cvar.distance_compute_blas_threshold = 0
-    f_blas = median_time(lambda: flat.search(queries, args.k), args.repeats)
-    faiss.cvar.distance_compute_blas_threshold = default_thr
-    f_best = min(f_default, f_blas)
-    npy = median_time(lambda: exact_topk(x, queries, args.k), max(1, args.repeats // 2))
-    _, ids = index.search(queries, args.k)
-    row("DenseIndex torch-cpu INT8", ours, f"{args.queries / ours:9.0f} q/s  recall@{args.k} {recall(ids, truth):.4f}")
-    row(f"FAISS IndexFlatIP fp32 (blas threshold {default_thr})", f_default, f"{args.queries / f_default:9.0f} q/s")
-    row("FAISS IndexFlatIP fp32 (blas forced)", f_blas, f"{args.queries / f_blas:9.0f} q/s")
-    row("numpy fp32 GEMM + argpartition", npy, f"{args.queries / npy:9.0f} q/s")
-    print(f"  ratio: DenseIndex is {f_best / ours:.2f}x FAISS flat best, {npy / ours:.2f}x numpy")
+    k = args.k
 
-    print(f"\nsingle query over {args.n:,} (median of {args.repeats * 4})")
+    print(f"\nbatch: {args.queries} queries x {args.n:,} x {args.dim}, top-{k} "
+          f"(torch threads {torch.get_num_threads()}, faiss threads {faiss.omp_get_max_threads()}; "
+          f"medians of {args.repeats} interleaved rounds)")
+    med = interleaved({
+        "ours": lambda: index.search(queries, k),
+        "faiss_default": lambda: flat_search(flat, queries, k, default_thr),
+        "faiss_blas": lambda: flat_search(flat, queries, k, 0),
+        "numpy": lambda: exact_topk(x, queries, k),
+    }, args.repeats)
+    truth = exact_topk(x, queries, k)
+    _, ids = index.search(queries, k)
+    f_best = min(med["faiss_default"], med["faiss_blas"])
+    nq = args.queries
+    row("DenseIndex torch-cpu INT8", med["ours"], f"{nq / med['ours']:9.0f} q/s  recall@{k} {recall(ids, truth):.4f}")
+    row(f"FAISS IndexFlatIP fp32 (blas threshold {default_thr})", med["faiss_default"], f"{nq / med['faiss_default']:9.0f} q/s")
+    row("FAISS IndexFlatIP fp32 (blas forced)", med["faiss_blas"], f"{nq / med['faiss_blas']:9.0f} q/s")
+    row("numpy fp32 GEMM + argpartition", med["numpy"], f"{nq / med['numpy']:9.0f} q/s")
+    print(f"  ratio: DenseIndex is {f_best / med['ours']:.2f}x FAISS flat best, {med['numpy'] / med['ours']:.2f}x numpy")
+
+    print(f"\nsingle query over {args.n:,} (medians of {args.repeats * 4} interleaved rounds)")
     one = queries[:1]
     one_sq = one * (127.0 / np.abs(one).max())  # SQ8 direct codes are integers: pre-scale the query
-    t_ours = median_time(lambda: index.search(one, args.k), args.repeats * 4)
-    t_flat = median_time(lambda: flat.search(one, args.k), args.repeats * 4)
-    t_sq8 = median_time(lambda: sq8.search(one_sq, args.k), args.repeats * 4)
-    _, sq_ids = sq8.search(queries[:64] * 127.0, args.k)
-    row("DenseIndex torch-cpu INT8", t_ours)
-    row("FAISS IndexFlatIP fp32", t_flat)
-    row("FAISS SQ8 direct signed", t_sq8, f"(recall@{args.k} {recall(sq_ids, truth[:64]):.4f}: no per-row scale)")
-    print(f"  ratio: DenseIndex is {t_sq8 / t_ours:.2f}x FAISS SQ8, {t_flat / t_ours:.2f}x FAISS flat; "
+    med1 = interleaved({
+        "ours": lambda: index.search(one, k),
+        "flat": lambda: flat.search(one, k),
+        "sq8": lambda: sq8.search(one_sq, k),
+    }, args.repeats * 4)
+    _, sq_ids = sq8.search(queries[:64] * 127.0, k)
+    row("DenseIndex torch-cpu INT8", med1["ours"])
+    row("FAISS IndexFlatIP fp32", med1["flat"])
+    row("FAISS SQ8 direct signed", med1["sq8"], f"(recall@{k} {recall(sq_ids, truth[:64]):.4f}: no per-row scale)")
+    print(f"  ratio: DenseIndex is {med1['sq8'] / med1['ours']:.2f}x FAISS SQ8, {med1['flat'] / med1['ours']:.2f}x FAISS flat; "
           f"target <= 30 ms and >= 1.3x SQ8")
 
     print("\nmemory (vectors only)")
@@ -186,12 +217,14 @@ def main() -> None:
     t0 = time.perf_counter()
     x = make_corpus(args.n, args.dim)
     q, s = quantize_int8(x)
-    print(f"corpus {args.n:,} x {args.dim} built and quantised in {time.perf_counter() - t0:.1f} s")
+    print(f"corpus {args.n:,} x {args.dim} built and quantised in {time.perf_counter() - t0:.1f} s; "
+          f"load average {os.getloadavg()[0]:.2f} (other processes skew 2-core timings)")
     if cuda:
         bench_cuda(args, x, q, s)
     else:
         bench_cpu(args, x, q, s)
     bench_embedder(args.texts, args.repeats)
+    print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ per-row scale: ``QT_8bit_direct_signed`` would store ``c`` exactly but rank by `
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any, Literal
 
 import numpy as np
@@ -151,9 +152,14 @@ class DenseIndex:
             self._host_scales = np.zeros(0, dtype=np.float32)
         else:
             self._device = resolve_device(device)
-        self._cuda = self._device.type == "cuda"
+        self._scratch = threading.local()
+        self._init_layout(cuda_layout=self._device.type == "cuda")
+
+    def _init_layout(self, *, cuda_layout: bool) -> None:
         # CUDA int8 GEMM wants K and N multiples of 8 and M > 16: pad with zero columns/rows.
-        self._dpad = -(-dim // 8) * 8 if self._cuda else dim
+        # (Tests call this with cuda_layout=True on the CPU to exercise the padding logic.)
+        self._cuda = cuda_layout
+        self._dpad = -(-self._dim // 8) * 8 if cuda_layout else self._dim
         self._codes = torch.zeros((0, self._dpad), dtype=torch.int8, device=self._device)
         self._scales = torch.zeros(0, dtype=torch.float32, device=self._device)
 
@@ -314,8 +320,26 @@ class DenseIndex:
             rows = self._tile_rows
         else:
             rows = (_CUDA_BLOCK if self._cuda else _CPU_BLOCK) // max(n, 1)
-            rows = min(max(rows, 1024), 1 << 18 if not self._cuda else 1 << 20)
+            rows = min(max(rows, 1024), 1 << 20)
         return max(32, -(-rows // 32) * 32)
+
+    def _buffers(self, rows: int, cols: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+        """CPU scratch (int32 dots, float32 keys, bool hits), reused across tiles and calls.
+
+        Fresh multi-MiB tensors are page-faulted in on every touch (costly in VMs: measured
+        10 ms per 4 MiB on the dev box); CUDA's caching allocator already avoids this.
+        """
+        if self._cuda:
+            return None
+        bufs: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = getattr(self._scratch, "bufs", None)
+        if bufs is None or bufs[0].shape[0] < rows or bufs[0].shape[1] != cols:
+            bufs = (
+                torch.empty((rows, cols), dtype=torch.int32),
+                torch.empty((rows, cols), dtype=torch.float32),
+                torch.empty((rows, cols), dtype=torch.bool),
+            )
+            self._scratch.bufs = bufs
+        return bufs
 
     def _topk_keys(self, xq: np.ndarray, k: int, gate: np.ndarray | None) -> tuple[torch.Tensor, torch.Tensor]:
         n = xq.shape[0]
@@ -323,16 +347,22 @@ class DenseIndex:
         best_v = torch.full((n, k), _NEG_INF, dtype=torch.float32, device=self._device)
         best_i = torch.full((n, k), -1, dtype=torch.int64, device=self._device)
         tile = self._tile_rows_for(n)
+        bufs = self._buffers(min(tile, max(self._n, 1)), xt.shape[1])
         for codes, cscale, slot_of, valid, mask in self._tiles(tile, gate):
-            dots = torch._int_mm(codes, xt)[:valid, :n]  # (T, n) exact int32
-            keys = dots.to(torch.float32).mul_(cscale[:valid, None])
+            if bufs is None:
+                dots = torch._int_mm(codes, xt)[:valid, :n]  # (T, n) exact int32
+                keys = torch.mul(dots, cscale[:valid, None])  # float32(dot) * cs, one pass
+            else:
+                dots = torch._int_mm(codes, xt, out=bufs[0][: codes.shape[0]])[:valid, :n]
+                keys = torch.mul(dots, cscale[:valid, None], out=bufs[1][:valid])
             if mask is not None:
                 keys.masked_fill_(~mask[:, None], _NEG_INF)
             cut = best_v[:, k - 1]
             if bool((cut > _NEG_INF).all()):
                 # Most rows of a later tile fall below every query's current k-th key: keep
                 # only those at or above it (ties included, so the merge stays exact).
-                rows, cols = torch.nonzero(keys >= cut[None, :], as_tuple=True)
+                hits = keys >= cut[None, :] if bufs is None else torch.ge(keys, cut[None, :], out=bufs[2][:valid])
+                rows, cols = torch.nonzero(hits, as_tuple=True)
                 if rows.numel() * _PRUNE_RATIO <= keys.numel():
                     best_v, best_i = update_topk_torch(best_v, best_i, cols, keys[rows, cols], slot_of(rows))
                     continue
@@ -365,10 +395,15 @@ class DenseIndex:
             yield (self._codes[lo:hi], self._scales[lo:hi], (lambda loc, base=lo: loc + base), valid, mask)
 
     def _score_chunk(self, xq: np.ndarray, qs: np.ndarray, sl: np.ndarray) -> np.ndarray:
+        # Gathered INT8 rows and INT8 queries as float32, multiplied by a batched GEMM: every
+        # product is an integer below 127² and every partial sum below 2^24 for d <= 1040, so
+        # float32 accumulation is exact and equals the int32 dot that search() reports.
         idx = torch.from_numpy(np.maximum(sl, 0).astype(np.int64)).to(self._device)
-        rows = self._codes[:, : self._dim][idx].to(torch.int32)  # (n, c, d)
-        x = torch.from_numpy(xq).to(self._device).to(torch.int32)
-        dots = (rows * x[:, None, :]).sum(dim=2, dtype=torch.int64)  # exact on every device
+        exact = self._dim <= 1040
+        ftype = torch.float32 if exact else torch.float64
+        rows = self._codes[idx.reshape(-1), : self._dim].to(ftype).reshape(*sl.shape, self._dim)
+        x = torch.from_numpy(xq).to(self._device).to(ftype)
+        dots = torch.bmm(rows, x[:, :, None])[:, :, 0]
         keys = dots.to(torch.float32) * self._scales[idx]
         qs_t = torch.from_numpy(qs).to(self._device)
         scores = keys * qs_t[:, None]

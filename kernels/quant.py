@@ -138,5 +138,5 @@ def l2_normalize(x: npt.ArrayLike, *, eps: float = 0.0) -> np.ndarray:
     norms = np.sqrt(np.einsum("ij,ij->i", arr, arr, dtype=np.float64))
     ok = norms > eps
     out = np.zeros_like(arr)
-    out[ok] = arr[ok] / norms[ok, None].astype(np.float32)
+    out[ok] = (arr[ok] / norms[ok, None]).astype(np.float32)  # divide in float64: subnormals
     return out

@@ -70,7 +70,7 @@ class LexicalConfig:
 class AssociationConfig:
     temporal_window: int = 2  # same-session neighbours on each side
     temporal_weight: float = 1.0
-    tag_weight: float = 0.5
+    tag_weight: float = 0.0  # edge weight between consecutive memories sharing a tag
     lineage_weight: float = 1.0
     hops: int = 1
     decay: float = 0.5  # per-hop activation decay
@@ -82,13 +82,13 @@ class RecallConfig:
     k: int = 10
     fusion: str = "cognitive"  # cognitive | weighted | rrf
     lexical_weight: float = 1.0
-    dense_weight: float = 0.3
-    association_weight: float = 0.5
+    dense_weight: float = 1.0  # multiplied by the embedder's fusion_weight (hashing 0.1)
+    association_weight: float = 0.8
     salience_weight: float = 0.05
     rrf_k: int = 60
-    candidates: int = 100  # per relay, before fusion
+    candidates: int = 200  # per relay, before fusion
     cognitive_beta: float = 0.1
-    tag_tau: float = 0.1
+    tag_tau: float = 0.3
 
 
 @dataclass(frozen=True)
@@ -156,6 +156,8 @@ def _coerce(value: Any, default: Any, where: str) -> Any:
         if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
             return value.lower() in ("1", "true", "yes", "on")
         raise ConfigError(f"{where} must be a boolean, got {value!r}")
+    if isinstance(default, (int, float)) and isinstance(value, bool):  # bool is an int subclass
+        raise ConfigError(f"{where} must be a number, got the boolean {value!r}")
     if isinstance(default, int):
         try:
             if isinstance(value, float) and not value.is_integer():

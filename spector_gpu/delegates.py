@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +17,13 @@ import numpy as np
 
 from .cortex.cortex import Cortex
 from .cortex.working import Thought, WorkingMemory
-from .errors import UnknownIdError, ValidationError
+from .errors import CorruptionError, ReadOnlyStoreError, UnknownIdError, ValidationError
 from .kernel.tsid import TsidGenerator, decode_tsid, encode_tsid
 from .pathways.check import CheckReport, check_store
 from .pathways.recall import RecallPathway
 from .pathways.remember import RememberPathway
 from .pathways.strength import StrengthUpdater
-from .provenance.chain import ChainReport, EventChain, verify_chain
+from .provenance.chain import ChainBreak, ChainReport, EventChain, verify_chain
 from .types import CognitiveResult, MemoryType, RecallBatch, RecallOptions
 
 __all__ = ["MemoryRemember", "MemoryRecall", "MemoryReflection", "MemoryAdminView", "ordinal_of"]
@@ -173,6 +174,23 @@ class MemoryReflection:
             return self.pathway.backfill_provenance(execute=execute)
 
 
+class _UpToDamage:
+    """The event log's records up to the first damaged frame (kept in ``damage``)."""
+
+    def __init__(self, log: Any) -> None:
+        self.log = log
+        self.damage: CorruptionError | None = None
+
+    def append(self, data: bytes) -> None:  # pragma: no cover - read-only view
+        raise ReadOnlyStoreError("a verification view of the event log is read-only")
+
+    def records(self) -> Iterator[bytes]:
+        try:
+            yield from self.log.records()
+        except CorruptionError as exc:
+            self.damage = exc
+
+
 class MemoryAdminView:
     """Administration: counts, integrity, event chain, forensic bundles, snapshots."""
 
@@ -203,9 +221,15 @@ class MemoryAdminView:
             return check_store(self.cortex)
 
     def verify_chain(self, *, public_key: bytes | None = None) -> ChainReport:
+        """Verify the event chain; damaged log framing is reported as a break, never raised."""
         with self.lock:
             self.cortex.part.check_usable()
-            return verify_chain(self.cortex.events, public_key=public_key or self.public_key)
+            log = _UpToDamage(self.cortex.events)
+            report = verify_chain(log, public_key=public_key or self.public_key)
+            if log.damage is None:
+                return report
+            why = f"events log unreadable from here on: {log.damage}"
+            return replace(report, ok=False, breaks=[*report.breaks, ChainBreak(report.events, why)])
 
     def flush(self) -> None:
         """Write deferred strength updates and a derived-index snapshot now."""

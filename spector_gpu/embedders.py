@@ -60,7 +60,7 @@ def _check_texts(texts: Sequence[str]) -> list[str]:
 def _normalise_rows(x: np.ndarray) -> np.ndarray:
     norms = np.sqrt(np.einsum("ij,ij->i", x, x, dtype=np.float64))
     ok = norms > 0
-    x[ok] /= norms[ok, None].astype(x.dtype)
+    x[ok] = (x[ok] / norms[ok, None]).astype(x.dtype)  # divide in float64 (subnormal-safe)
     x[~ok] = 0
     return x
 

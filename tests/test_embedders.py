@@ -90,7 +90,10 @@ def reference_blocks(text: str, dim: int, word: tuple[int, int], char: tuple[int
 
 def reference_embed(text: str, dim: int = 384, word: tuple[int, int] = (1, 2), char: tuple[int, int] = (3, 5)) -> np.ndarray:
     blocks = [b.astype(np.float64) for b in reference_blocks(text, dim, word, char)]
-    total = sum(b / np.linalg.norm(b) if b.any() else b for b in blocks)
+    total = np.zeros(dim)
+    for block in blocks:
+        if block.any():
+            total += block / np.linalg.norm(block)
     norm = np.linalg.norm(total)
     return total / norm if norm else total
 

@@ -182,6 +182,25 @@ def test_cpu_and_cuda_give_identical_results(gate: str) -> None:
     np.testing.assert_array_equal(gpu.score_slots(qs, c_i), cpu.score_slots(qs, c_i))
 
 
+@pytest.mark.parametrize("gate", ["none", "dense", "sparse"])
+def test_cuda_layout_emulated_on_cpu(gate: str) -> None:
+    """The CUDA path's padding (d to a multiple of 8, rows to 32, queries to 8, column-major
+    query operand) runs on the CPU too; it must not change a single id or score."""
+    x, q, s = corpus(2000, 100)
+    qs = queries(13, 100, x)
+    rng = np.random.default_rng(4)
+    allowed = {"none": None, "dense": rng.random(2000) < 0.7, "sparse": rng.random(2000) < 0.02}[gate]
+    padded = DenseIndex(100, device="cpu", tile_rows=300)
+    padded._init_layout(cuda_layout=True)
+    for part_q, part_s in zip(np.array_split(q, 3), np.array_split(s, 3)):
+        padded.add(part_q, part_s)
+    got_s, got_i = padded.search(qs, 12, allowed=allowed)
+    ref_s, ref_i = search_reference(q, s, qs, 12, allowed)
+    np.testing.assert_array_equal(got_i, ref_i)
+    np.testing.assert_array_equal(got_s, ref_s)
+    np.testing.assert_array_equal(padded.score_slots(qs, ref_i), ref_s)
+
+
 # ---------------------------------------------------------------- top-k helpers
 tied_scores = st.integers(1, 6).flatmap(
     lambda n: st.integers(1, 60).flatmap(

@@ -145,6 +145,7 @@ class Cortex:
         self.events = EventLog(self)
         self.vdtype = vector_dtype(self.dim)
         self.n = 0
+        self.version = 0  # bumped by every commit and refresh: invalidates recall caches
         self.id_map: dict[int, int] = {}
         self.cols = Columns(*(np.zeros(0, dt) for dt in
                               (np.int64, INDEX_DTYPE, HEADER_DTYPE, np.int64, np.float32, np.int64,
@@ -159,6 +160,7 @@ class Cortex:
         self.recovery: dict[str, Any] = {"replayed_journal_records": part.replayed_records}
         self.pre_commit: list[Any] = []  # callables(tx) run before every commit (deferred state)
         self._snap_n = 0
+        self._lineage_linked: set[int] = set()  # fact TSIDs whose lineage edges are in self.links
 
     # ---- opening -------------------------------------------------------------------
     @classmethod
@@ -293,6 +295,7 @@ class Cortex:
         self.recovery["replayed_memories"] = n - covered
         self._snap_n = covered
         self._derive(covered, n)
+        self.link_lineage()
 
     def _derive(self, start: int, stop: int) -> None:
         """Rebuild cues, links and BM25 for ordinals [start, stop) from their payloads."""
@@ -312,25 +315,32 @@ class Cortex:
     def _rebuild_links(self, start: int, stop: int) -> None:
         if start == 0:
             self.links = Links()
+            self._lineage_linked = set()
         tw = self.config.association.tag_weight
         for i in range(start, stop):
             t = int(MemoryType(int(self.cols.index["type"][i])))
             session = int(self.cues.session[i]) if t == MemoryType.EPISODIC else None
             self.links.append(session, self.cues.tags[i], tw)
-        if start == 0:
-            self._link_lineage()
 
-    def _link_lineage(self) -> None:
+    def link_lineage(self) -> None:
+        """Add lineage edges fact <-> parent turns for every LIVE provenance record not yet linked.
+
+        The parents are the record's turn range (what ``explain`` reports), so the edges are a
+        function of the persisted regions alone: a writer after consolidation, a reopened store
+        and a refreshed reader hold the same graph.
+        """
         from .layouts import PROV_LIVE
 
         rows = self.provenance.rows(verify=False)
         lw = self.config.association.lineage_weight
         for r in rows[rows["flags"] == PROV_LIVE]:
-            fact = self.id_map.get(int(r["target_tsid"]))
-            if fact is None:
+            target = int(r["target_tsid"])
+            fact = self.id_map.get(target)
+            if fact is None or target in self._lineage_linked:
                 continue
             for parent in self.session_turns(int(r["session_id"]), int(r["first_seq"]), int(r["last_seq"])):
                 self.links.link(fact, parent, lw)
+            self._lineage_linked.add(target)
 
     def session_turns(self, session: int, first_seq: int, last_seq: int) -> list[int]:
         """Ordinals of the episodes of ``session`` with sequence in [first_seq, last_seq]."""
@@ -400,8 +410,10 @@ class Cortex:
             raise CorruptionError(f"{self.index_region.path}: committed index shrank ({self.n} -> {n})",
                                   file=self.index_region.path, region="index")
         old = self.n
+        self.version += 1
         self._ingest_primary(old, n)
         self._derive(old, n)
+        self.link_lineage()
         self.reload_mutable(np.arange(0, old))
 
     def reload_mutable(self, ordinals: np.ndarray) -> None:
@@ -435,6 +447,7 @@ class Cortex:
         if frames:
             tx.append(self.part.region("events.log"), frames)
         self.part.commit(tx, order=[self.index_region])
+        self.version += 1
         if self.n - self._snap_n >= self.config.store.snapshot_every:
             self.save_snapshot()
 

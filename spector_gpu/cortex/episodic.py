@@ -15,6 +15,9 @@ import numpy as np
 
 from ..errors import CorruptionError
 from ..kernel.crc import crc32c
+import struct
+
+from crc32c import crc32c as _crc32c
 from ..kernel.partition import Transaction
 from ..kernel.preamble import PREAMBLE_SIZE
 from ..kernel.region import Region
@@ -24,6 +27,8 @@ from .payload import Payload, decode_payload
 __all__ = ["EpisodeRecord", "EpisodicMemory", "RECORD_OVERHEAD"]
 
 RECORD_OVERHEAD = WALK_PREFIX_SIZE + HEADER_DTYPE.itemsize  # 96
+_PREFIX28 = struct.Struct("<IIqqI")  # magic, payload_bytes, memory_id, timestamp_ms, sequence
+_U32 = struct.Struct("<I")
 
 
 @dataclass(frozen=True)
@@ -47,28 +52,27 @@ class EpisodicMemory:
     def encode(ids: Sequence[int], headers: np.ndarray, payloads: Sequence[bytes],
                sequences: Sequence[int]) -> tuple[bytes, list[int]]:
         """Encode records back to back; returns the bytes and each record's relative offset."""
-        parts: list[bytes] = []
-        rel: list[int] = []
-        pos = 0
-        prefix = np.zeros(1, dtype=WALK_PREFIX_DTYPE)
+        sizes = [(len(p) + 7) & ~7 for p in payloads]
+        rel = [0] * len(payloads)
+        total = 0
+        for i, n in enumerate(sizes):
+            rel[i] = total
+            total += RECORD_OVERHEAD + n
+        buf = bytearray(total)
+        view = memoryview(buf)
+        head = headers.tobytes()
+        hsize = HEADER_DTYPE.itemsize
+        stamps = headers["timestamp_ms"].tolist()
+        pack = _PREFIX28.pack_into
+        crc = _crc32c
         for i, payload in enumerate(payloads):
-            n = (len(payload) + 7) & ~7
-            body = payload + b"\0" * (n - len(payload))
-            head = headers[i : i + 1].tobytes()
-            prefix["magic"] = EPIS_MAGIC
-            prefix["payload_bytes"] = n
-            prefix["memory_id"] = ids[i]
-            prefix["timestamp_ms"] = headers["timestamp_ms"][i]
-            prefix["sequence"] = sequences[i]
-            raw = bytearray(prefix.tobytes())
-            crc = crc32c(body, crc32c(head, crc32c(bytes(raw[:28]))))
-            raw[28:32] = crc.to_bytes(4, "little")
-            parts.append(bytes(raw))
-            parts.append(head)
-            parts.append(body)
-            rel.append(pos)
-            pos += RECORD_OVERHEAD + n
-        return b"".join(parts), rel
+            pos = rel[i]
+            pack(buf, pos, EPIS_MAGIC, sizes[i], ids[i], stamps[i], sequences[i])
+            buf[pos + 32 : pos + 96] = head[i * hsize : (i + 1) * hsize]
+            buf[pos + 96 : pos + 96 + len(payload)] = payload
+            value = crc(view[pos + 32 : pos + 96 + sizes[i]], crc(view[pos : pos + 28]))
+            _U32.pack_into(buf, pos + 28, value)
+        return bytes(buf), rel
 
     def append(self, tx: Transaction, ids: Sequence[int], headers: np.ndarray,
                payloads: Sequence[bytes], sequences: Sequence[int]) -> list[int]:
@@ -141,14 +145,33 @@ class EpisodicMemory:
         idx = offsets[:, None] + np.arange(WALK_PREFIX_SIZE)
         return buf[idx].copy().view(WALK_PREFIX_DTYPE).reshape(-1)
 
-    def walk(self) -> Iterator[tuple[int, np.void]]:
-        """Salience walk: ``(offset, header)`` of every record, payloads never decoded."""
-        pos, end = PREAMBLE_SIZE, self.end
+    def walk_offsets(self) -> np.ndarray:
+        """Offsets of every committed record, found by jumping ``96+N`` (no payload decode)."""
+        end = self.end
+        if end <= PREAMBLE_SIZE:
+            return np.zeros(0, dtype=np.int64)
+        buf = self.region.view(0, end)
+        unpack = _U32.unpack_from
+        out = []
+        pos = PREAMBLE_SIZE
         while pos + RECORD_OVERHEAD <= end:
-            head = self.region.view(pos, RECORD_OVERHEAD)
-            prefix = np.frombuffer(head[:WALK_PREFIX_SIZE], dtype=WALK_PREFIX_DTYPE)[0]
-            if int(prefix["magic"]) != EPIS_MAGIC:
+            magic, = unpack(buf, pos)
+            if magic != EPIS_MAGIC:
                 raise CorruptionError(f"{self.region.path}: bad record magic at offset {pos}",
                                       file=self.region.path, region="episodic", slot=pos)
-            yield pos, np.frombuffer(head[WALK_PREFIX_SIZE:], dtype=HEADER_DTYPE)[0]
-            pos += RECORD_OVERHEAD + int(prefix["payload_bytes"])
+            out.append(pos)
+            pos += RECORD_OVERHEAD + unpack(buf, pos + 4)[0]
+        del buf
+        return np.asarray(out, dtype=np.int64)
+
+    def walk_headers(self) -> tuple[np.ndarray, np.ndarray]:
+        """Salience walk: ``(offsets int64 (n,), headers HEADER_DTYPE (n,))`` of every record;
+        reads 64 header bytes at ``+32`` of each record and never decodes a payload."""
+        offsets = self.walk_offsets()
+        return offsets, self.headers_at(offsets)
+
+    def walk(self) -> Iterator[tuple[int, np.void]]:
+        """``(offset, header)`` per record (see :meth:`walk_headers` for the batched form)."""
+        offsets, headers = self.walk_headers()
+        for off, h in zip(offsets.tolist(), headers):
+            yield off, h

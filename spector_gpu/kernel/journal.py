@@ -14,16 +14,22 @@ Journal record (little-endian, 8-byte aligned)::
     16 n_writes u32
     20 reserved u32
     24 writes:  file_no u16 · reserved u16 · length u32 · offset u64 · data (padded to 8)
-    end-4       crc32c over [0, length-4)
+    end-4       crc32 (IEEE, zlib) over [0, length-4)
+
+The trailer deliberately uses another polynomial than the CRC32C that seals every record and
+preamble the journal carries: CRCs are linear, so the XOR of two CRC32C-sealed rows is itself a
+CRC32C codeword, and an outer CRC32C cannot see one sealed row swapped for another at the same
+alignment (e.g. a sector of an older journal record surviving a power cut inside a newer one).
+Under CRC-32/IEEE such a swap is caught like any other damage.
 """
 
 from __future__ import annotations
 
 import struct
+import zlib
 from collections.abc import Iterator, Sequence
 
 from ..errors import CorruptionError
-from .crc import crc32c
 from .preamble import PREAMBLE_SIZE
 
 __all__ = ["JREC_MAGIC", "MAX_RECORD_BYTES", "encode_record", "decode_records"]
@@ -54,7 +60,7 @@ def encode_record(seq: int, writes: Sequence[Write]) -> bytes:
         pos += _WRITE.size
         buf[pos : pos + len(data)] = data
         pos += _pad8(len(data))
-    struct.pack_into("<I", buf, length - 4, crc32c(bytes(buf[: length - 4])))
+    struct.pack_into("<I", buf, length - 4, zlib.crc32(memoryview(buf)[: length - 4]))
     return bytes(buf)
 
 
@@ -63,7 +69,7 @@ def decode_records(
 ) -> Iterator[tuple[int, int, list[Write]]]:
     """Yield ``(end_offset, seq, writes)`` for each whole, valid record with contiguous seqs.
 
-    Stops silently at the first torn, zeroed, stale (wrong seq) or CRC-failing record: that is
+    Stops silently at the first torn, zeroed, stale (wrong seq) or checksum-failing record: that is
     the tail a dead writer left. ``data`` starts at the beginning of the journal file.
     """
     pos = PREAMBLE_SIZE
@@ -77,7 +83,7 @@ def decode_records(
             return
         record = bytes(data[pos : pos + length])
         (stored,) = struct.unpack_from("<I", record, length - 4)
-        if crc32c(record[: length - 4]) != stored:
+        if zlib.crc32(memoryview(record)[: length - 4]) != stored:
             return
         writes: list[Write] = []
         p = _HEAD.size

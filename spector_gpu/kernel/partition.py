@@ -25,6 +25,7 @@ from typing import Literal
 
 from ..errors import (
     ReadOnlyStoreError,
+    SpectorError,
     StoreClosedError,
     StoreError,
     StoreFailedError,
@@ -74,7 +75,14 @@ class Transaction:
             offset = PREAMBLE_SIZE + count
             new_count = count + len(data)
             result = offset
-        region.ensure_bytes(offset + len(data))
+        try:
+            region.ensure_bytes(offset + len(data))
+        except OSError as exc:  # ENOSPC/EIO reserving space: the handle fails, like a commit
+            self._p.failed = exc
+            raise StoreFailedError(
+                f"{region.path}: could not reserve space ({exc}); the store is now read-only — "
+                "free space, then close and reopen it (the last durable state is kept)"
+            ) from exc
         self.writes.append((spec.file_no, offset, bytes(data)))
         self.counts[spec.file_no] = new_count
         return result
@@ -135,8 +143,13 @@ class Partition:
         directory = Path(directory)
         lock_fd: int | None = None
         if writable:
-            directory.mkdir(parents=True, exist_ok=True)
-            lock_fd = _acquire_lock(directory)
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+                lock_fd = _acquire_lock(directory)
+            except StoreLockedError:
+                raise
+            except OSError as exc:
+                raise _open_failure(directory, exc, writable=True) from exc
         elif not (directory / JOURNAL_SPEC.filename).exists():
             raise StoreError(f"{directory}: no spector_gpu store here (open it writable to create one)")
         regions: dict[int, Region] = {}
@@ -167,11 +180,13 @@ class Partition:
                         r.file.sync("full")
                     fsync_dir(directory)
                 part._recover()
-        except BaseException:
+        except BaseException as exc:
             for r in regions.values():
                 r.close()
             if lock_fd is not None:
                 os.close(lock_fd)
+            if isinstance(exc, OSError) and not isinstance(exc, SpectorError):
+                raise _open_failure(directory, exc, writable=writable) from exc
             raise
         return part
 
@@ -199,7 +214,8 @@ class Partition:
         if replayed:
             log.info("%s: replayed %d journal record(s)", self.directory, replayed)
         for r in self.regions.values():
-            r.reload_preamble()
+            if r is not journal:  # the checkpoint below rewrites (and reloads) the journal's
+                r.reload_preamble()
         self.checkpoint(force=True)
 
     # ---- guards ------------------------------------------------------------------------
@@ -259,6 +275,8 @@ class Partition:
                 self.regions[file_no].reload_preamble()
             if self._journal_end - PREAMBLE_SIZE > self.checkpoint_bytes:
                 self.checkpoint()
+        except StoreFailedError:
+            raise  # from checkpoint(): already a library error (it subclasses OSError)
         except OSError as exc:
             self.failed = exc
             raise StoreFailedError(
@@ -298,7 +316,10 @@ class Partition:
             self._journal_end = PREAMBLE_SIZE
         except OSError as exc:
             self.failed = exc
-            raise StoreFailedError(f"{self.directory}: checkpoint failed ({exc}); store is read-only") from exc
+            raise StoreFailedError(
+                f"{self.directory}: checkpoint failed ({exc}); the store is now read-only — close "
+                "and reopen it to recover the last durable state"
+            ) from exc
 
     # ---- reading -----------------------------------------------------------------------
     def refresh(self) -> None:
@@ -331,6 +352,25 @@ class Partition:
     @property
     def closed(self) -> bool:
         return self._closed
+
+
+def _open_failure(directory: Path, exc: OSError, *, writable: bool) -> StoreError:
+    """The library error for an ``OSError`` met while opening (or creating, or recovering)."""
+    where = exc.filename or directory
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        why = "the filesystem is read-only" if exc.errno == errno.EROFS else "permission denied"
+        if writable:
+            return ReadOnlyStoreError(
+                f"{where}: cannot open the store for writing: {why}; open it read-only "
+                "(writable=False) or fix the permissions of the store directory and its files"
+            )
+        return StoreError(f"{where}: cannot read the store: {why}")
+    if writable:
+        return StoreFailedError(
+            f"{where}: I/O error while opening or recovering the store ({exc}); nothing durable "
+            "was lost — free space or check the device, then open it again"
+        )
+    return StoreError(f"{where}: I/O error while opening the store ({exc})")
 
 
 def _first_seq(data: memoryview) -> int:

@@ -136,7 +136,9 @@ class Preamble:
                 f"{file}: not a spector_gpu region (magic {int(arr['magic']):#010x}, expected 'SMKM')",
                 file=file,
             )
-        if crc32c(bytes(raw[:56])) != int(arr["crc32c"]):
+        if crc32c(bytes(raw[:56])) != int(arr["crc32c"]) or int(arr["reserved"]) != 0:
+            # reserved [60, 64) lies outside the CRC; requiring zero there means every bit of
+            # the preamble is checked
             raise StoreFormatError(f"{file}: region preamble CRC mismatch", file=file)
         if int(arr["schema_version"]) != SCHEMA_VERSION:
             raise StoreFormatError(

@@ -157,7 +157,9 @@ class Region:
 
     def reload_preamble(self) -> Preamble:
         """Re-read the preamble (readers do this to see new commits) and remap if grown."""
-        self.preamble = self._read_preamble_from(self.file, self.path, retries=_READ_RETRIES)
+        # Only a reader can race a writer's preamble update; a writer's own read never retries.
+        retries = 1 if self.file.writable else _READ_RETRIES
+        self.preamble = self._read_preamble_from(self.file, self.path, retries=retries)
         if self.file.size() > self._mapped:
             self._remap()
         return self.preamble

@@ -12,7 +12,7 @@ from ..cortex.cortex import Cortex
 from ..cortex.layouts import CF_DREAMED, CF_RETRACTED, CF_SIMULATED, FLAG_TOMBSTONE, type_of_flags
 from ..types import RecallOptions, Source
 
-__all__ = ["gate_mask", "active_gates"]
+__all__ = ["gate_mask", "gate_key", "active_gates"]
 
 
 def active_gates(opts: RecallOptions) -> list[str]:
@@ -25,6 +25,15 @@ def active_gates(opts: RecallOptions) -> list[str]:
         if getattr(opts, field) is not None:
             names.append(field)
     return names
+
+
+_GATE_FIELDS = ("memory_types", "time_window", "valence_window", "min_importance", "tags",
+                "session_id", "include_simulated", "provenance", "has_citations", "source_uri_prefix")
+
+
+def gate_key(opts: RecallOptions) -> tuple:
+    """Hashable identity of the gate settings of ``opts`` (for caching masks)."""
+    return tuple((name, getattr(opts, name)) for name in _GATE_FIELDS)
 
 
 def gate_mask(cortex: Cortex, opts: RecallOptions) -> np.ndarray:

@@ -29,7 +29,7 @@ from ..provenance.record import RecordProvenance
 from ..types import (CognitiveResult, Explanation, MemoryType, RecallBatch, RecallOptions,
                      RelayExplanation, Role, Source)
 from .fusion import cognitive_factor, minmax, ranks, rrf
-from .gates import active_gates, gate_mask
+from .gates import active_gates, gate_key, gate_mask
 
 __all__ = ["RecallPathway"]
 
@@ -47,6 +47,8 @@ class RecallPathway:
     def __init__(self, cortex: Cortex, strength_writer: Any) -> None:
         self.cortex = cortex
         self.strength_writer = strength_writer
+        self._gate_cache: tuple[Any, np.ndarray] | None = None
+        self._sal_cache: tuple[Any, np.ndarray] | None = None
 
     # ---- public ----------------------------------------------------------------------
     def recall(self, query: str, options: RecallOptions | None = None) -> list[CognitiveResult]:
@@ -106,7 +108,7 @@ class RecallPathway:
         c = self.cortex
         cfg = c.config
         now = int(time.time() * 1000)
-        allowed = gate_mask(c, opts)
+        allowed = self._gates(opts)
         n_allowed = int(allowed.sum())
         relays = set(opts.relays)
         weights = self._weights(opts)
@@ -120,8 +122,10 @@ class RecallPathway:
         sal_all = self._salience(now) if "salience" in relays or opts.fusion == "cognitive" else None
         sal_top = np.zeros(0, dtype=np.int64)
         if "salience" in relays and n_allowed and sal_all is not None:
+            # salience proposes only k candidates: it ranks by importance x strength, not by
+            # relevance, so a deep salience list would crowd the pool with unrelated memories
             masked = np.where(allowed, sal_all, -np.inf)
-            top = min(depth, n_allowed)
+            top = min(opts.k, n_allowed)
             part = np.argpartition(-masked, top - 1)[:top]
             sal_top = part[np.isfinite(masked[part])]
         pools = []
@@ -155,12 +159,25 @@ class RecallPathway:
             out.append(self._fuse(pool, raw, set(tokens[i]), opts, weights, sal_all, now))
         return out
 
+    def _gates(self, opts: RecallOptions) -> np.ndarray:
+        """The gate mask, cached until the store changes (writes bump ``cortex.version``)."""
+        key = (self.cortex.version, self.cortex.n, gate_key(opts))
+        if self._gate_cache is None or self._gate_cache[0] != key:
+            self._gate_cache = (key, gate_mask(self.cortex, opts))
+        return self._gate_cache[1]
+
     def _salience(self, now: int) -> np.ndarray:
-        """importance/10 × current D for every memory (header + strength columns only)."""
+        """importance/10 × current D for every memory (header + strength columns only);
+        cached for a second of wall time or until the store changes."""
         c = self.cortex
+        key = (c.version, c.n, now // 1000)
+        if self._sal_cache is not None and self._sal_cache[0] == key:
+            return self._sal_cache[1]
         h = c.cols.headers[: c.n]
         d = self._current_d(np.arange(c.n), now)
-        return (h["importance"].astype(np.float64) / 10.0) * d
+        sal = (h["importance"].astype(np.float64) / 10.0) * d
+        self._sal_cache = (key, sal)
+        return sal
 
     def _current_d(self, ordinals: np.ndarray, now: int) -> np.ndarray:
         c = self.cortex

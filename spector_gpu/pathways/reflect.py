@@ -238,9 +238,9 @@ class ReflectPathway:
         c = self.cortex
         plan, turn_ids = self._plan(session, pass_no)
         turn_ords = [c.id_map[decode_tsid(t)] for t in turn_ids]
-        missing = [f for f in plan if decode_tsid(f["id"]) not in c.id_map]
+        missing = {f["id"] for f in plan if decode_tsid(f["id"]) not in c.id_map}
         if missing:
-            self._write_facts(session, missing)
+            self._write_facts(session, plan, missing)
         killpoint("consolidate.after_facts")
         self._mark(turn_ords)
         killpoint("consolidate.after_mark")
@@ -252,27 +252,29 @@ class ReflectPathway:
             c.provenance.set_state(tx, slots, PROV_LIVE)
             c.commit(tx)
         killpoint("consolidate.after_live")
-        lw = c.config.association.lineage_weight
-        for f in plan:
-            fo = c.id_map[decode_tsid(f["id"])]
-            for p in f["parents"]:
-                c.links.link(fo, c.id_map[decode_tsid(p)], lw)
+        c.link_lineage()  # the same edges a reopened store derives from the LIVE records
         return [f["id"] for f in plan]
 
-    def _write_facts(self, session: int, plan: list[dict[str, Any]]) -> None:
+    def _write_facts(self, session: int, plan: list[dict[str, Any]], missing: set[str]) -> None:
+        """Write the facts of ``plan`` whose ids are in ``missing``. Spans are located over the
+        whole plan in order (a moving cursor per parent, seed 004), so a resumed run gives every
+        fact the span an uninterrupted run would have."""
         c = self.cortex
         items = []
+        cursors: dict[str, int] = {}
         for f in plan:
             parents = [c.id_map[decode_tsid(p)] for p in f["parents"]]
             first = c.payload(parents[0])
+            # the quote a distiller gave, else the fact text itself, verbatim in the first parent
+            span, cursors[f["parents"][0]] = find_span(first.text, f.get("quote") or f["text"],
+                                                        cursors.get(f["parents"][0], 0))
+            if f["id"] not in missing:
+                continue
             citations: list[Any] = []
             for o in parents:
                 for cit in c.payload(o).citations:
                     if cit not in citations:
                         citations.append(cit)
-            span = None
-            if f.get("quote"):
-                span, _ = find_span(first.text, f["quote"], 0)
             raw = {"text": f["text"], "type": MemoryType.SEMANTIC, "id": f["id"], "session_id": session,
                    "timestamp_ms": int(f["timestamp_ms"]), "importance": float(f["importance"]),
                    "valence": int(f["valence"]), "arousal": int(f["arousal"]),

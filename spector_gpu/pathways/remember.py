@@ -11,14 +11,14 @@ import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
 from ..cortex.cortex import Cortex
 from ..cortex.layouts import FLAG_PINNED, FLAG_RESOLVED, HEADER_DTYPE
 from ..cortex.payload import Payload, encode_payload
-from ..errors import DuplicateIdError, ValidationError
+from ..errors import CitationError, DuplicateIdError, ValidationError
 from ..kernel.tsid import TsidGenerator, decode_tsid, encode_tsid
 from ..kernels.quant import quantize_int8
 from ..provenance.chain import EventChain
@@ -36,6 +36,7 @@ ITEM_FIELDS = frozenset({
 _MAX_TAGS = 64
 _MAX_SHORT = 1024
 _I64 = (-(1 << 63), (1 << 63) - 1)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -69,11 +70,29 @@ def _short_str(value: Any, field: str, where: str, *, allow_empty: bool = True) 
         raise ValidationError(f"{where}.{field} must be a string, got {type(value).__name__}")
     if len(value) > _MAX_SHORT:
         raise ValidationError(f"{where}.{field} is longer than {_MAX_SHORT} characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(f"{where}.{field} is not encodable as UTF-8 (lone surrogate)") from None
     if "\x1f" in value or "\x00" in value:
         raise ValidationError(f"{where}.{field} contains a control separator (U+001F or NUL)")
     if not allow_empty and not value.strip():
         raise ValidationError(f"{where}.{field} must not be empty")
     return value
+
+
+def _named(where: str, field: str, parse: Callable[[Any], T], value: Any) -> T:
+    """``parse(value)``, with a ValidationError's message prefixed by ``where.field``."""
+    try:
+        return parse(value)
+    except ValidationError as exc:
+        raise type(exc)(f"{where}.{field}: {exc}") from None
+
+
+def _bool(value: Any, field: str, where: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValidationError(f"{where}.{field} must be a bool, got {value!r}")
+    return bool(value)
 
 
 def _int(value: Any, field: str, where: str, lo: int, hi: int) -> int:
@@ -111,35 +130,45 @@ class RememberPathway:
         cap = self.cortex.config.store.max_text_bytes
         if size > cap:
             raise ValidationError(f"{where}.text is {size} bytes; the limit is {cap} (store.max_text_bytes)")
-        mtype = MemoryType.parse(raw.get("type", MemoryType.EPISODIC))
+        mtype = _named(where, "type", MemoryType.parse, raw.get("type", MemoryType.EPISODIC))
         if mtype == MemoryType.WORKING:
             raise ValidationError(f"{where}: WORKING memories go through remember_working(), not the durable stores")
         mid = raw.get("id")
-        mid_int = decode_tsid(mid) if mid is not None else None
+        mid_int = _named(where, "id", decode_tsid, mid) if mid is not None else None
         if mid_int is not None and mid_int >= 1 << 63:
             raise ValidationError(f"{where}.id {mid!r}: TSIDs above 2^63 are not accepted (first character 0-7)")
         role_raw = raw.get("role")
-        role = int(Role.parse(role_raw)) if role_raw is not None else (
+        role = int(_named(where, "role", Role.parse, role_raw)) if role_raw is not None else (
             int(Role.USER) if mtype == MemoryType.EPISODIC else None)
         importance = raw.get("importance", 1.0)
         if isinstance(importance, bool) or not isinstance(importance, (int, float)) or not math.isfinite(importance):
             raise ValidationError(f"{where}.importance must be a finite number, got {importance!r}")
         if not 0.05 <= float(importance) <= 10.0:
             raise ValidationError(f"{where}.importance must be in [0.05, 10], got {importance}")
-        tags = raw.get("tags") or ()
-        if isinstance(tags, str) or not isinstance(tags, (list, tuple, set, frozenset)):
-            raise ValidationError(f"{where}.tags must be a list of strings")
-        if len(tags) > _MAX_TAGS:
-            raise ValidationError(f"{where}.tags has {len(tags)} entries; the limit is {_MAX_TAGS}")
-        tags = tuple(dict.fromkeys(_short_str(t, "tags[]", where, allow_empty=False) for t in tags))
-        steps = raw.get("steps") or ()
-        if isinstance(steps, str) or not isinstance(steps, (list, tuple)):
+        tags: tuple[str, ...] = ()
+        raw_tags = raw.get("tags")
+        if raw_tags:
+            if isinstance(raw_tags, str) or not isinstance(raw_tags, (list, tuple, set, frozenset)):
+                raise ValidationError(f"{where}.tags must be a list of strings")
+            if len(raw_tags) > _MAX_TAGS:
+                raise ValidationError(f"{where}.tags has {len(raw_tags)} entries; the limit is {_MAX_TAGS}")
+            tags = tuple(dict.fromkeys(_short_str(t, "tags[]", where, allow_empty=False) for t in raw_tags))
+        steps: tuple[str, ...] = ()
+        raw_steps = raw.get("steps")
+        if raw_steps:
+            if isinstance(raw_steps, str) or not isinstance(raw_steps, (list, tuple)):
+                raise ValidationError(f"{where}.steps must be a list of strings")
+            steps = tuple(_short_str(x, "steps[]", where, allow_empty=False) for x in raw_steps)
+        elif raw_steps is not None and not isinstance(raw_steps, (list, tuple)):
             raise ValidationError(f"{where}.steps must be a list of strings")
-        steps = tuple(_short_str(s, "steps[]", where, allow_empty=False) for s in steps)
         skill = raw.get("skill_name")
         if mtype != MemoryType.PROCEDURAL and (steps or skill is not None):
             raise ValidationError(f"{where}: skill_name/steps belong to PROCEDURAL memories")
-        citations = validate_citations(raw.get("citations") or ())
+        raw_cit = raw.get("citations")
+        try:
+            citations = validate_citations(raw_cit) if raw_cit else ()
+        except CitationError as exc:
+            raise CitationError(f"{where}.{exc}") from None
         source_uri = raw.get("source_uri")
         if source_uri is not None:
             source_uri = validate_source_uri(source_uri, field=f"{where}.source_uri")
@@ -169,7 +198,7 @@ class RememberPathway:
             importance=float(importance),
             valence=_int(raw.get("valence", 0), "valence", where, -127, 127),
             arousal=_int(raw.get("arousal", 0), "arousal", where, 0, 255),
-            pinned=bool(raw.get("pinned", False)),
+            pinned=_bool(raw.get("pinned", False), "pinned", where),
         )
 
     # ---- writing ---------------------------------------------------------------------

@@ -8,10 +8,7 @@ one comparison with the model. A damaged record (CRC) or any exception is a fail
 
 from __future__ import annotations
 
-import os
 import random
-import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,16 +67,6 @@ class PowerLossStats:
     replayed_images: int = 0
     failures: list[str] = field(default_factory=list)
     n_failed: int = 0
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Iterator[Path]:
-    """A scratch directory on tmpfs when there is one (images are written thousands of times)."""
-    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
-        with tempfile.TemporaryDirectory(dir="/dev/shm", prefix="spector-crash-") as d:
-            yield Path(d)
-    else:
-        yield tmp_path
 
 
 def record_trace(directory: Path, sc: Scenario, *, first: int = 0) -> PowerLossRecorder:

@@ -57,6 +57,9 @@ __all__ = [
     "commit",
     "run_writer",
     "check_store",
+    "reopen_outcome",
+    "pending_journal_image",
+    "walk_episodes",
     "scale",
     "base_seed",
     "record_figure",
@@ -291,6 +294,9 @@ def check_store(p: Partition, w: Workload, model: Model, *, acked: int, started:
         return j, f"lost acknowledged commits: found {j}, acknowledged {acked}"
     if j > started:
         return j, f"phantom commits: found {j}, only {started} were started"
+    log = p.region(LOG)
+    for _ in walk_episodes(bytes(log.view(PREAMBLE_SIZE, log.count))):
+        pass  # what the episodic store's reader does: every committed episode passes its CRC
     expected = model.state(j)
     for spec in SPECS:
         region = p.region(spec.filename)
@@ -304,6 +310,29 @@ def check_store(p: Partition, w: Workload, model: Model, *, acked: int, started:
             return j, (f"{spec.filename}: {len(got)} committed bytes differ from the model's "
                        f"{len(want)} after {j} commits (first difference at data byte {diff})")
     return j, _check_snapshot(Path(p.directory), w, j, snap_acked)
+
+
+def reopen_outcome(directory: str | os.PathLike[str], w: Workload, model: Model, *, acked: int,
+                   started: int) -> tuple[str, int, str]:
+    """Open a (damaged) store writable and check it: ``("ok", j, "")`` when it holds exactly
+    the bytes of ``j`` allowed commits, ``("named", -1, why)`` when a ``CorruptionError`` (or
+    its ``StoreFormatError``) reported the damage, ``("bad", j, why)`` for anything else —
+    wrong bytes returned silently, or an exception outside the library's hierarchy."""
+    try:
+        p = open_store(directory, w, durability="none")
+    except CorruptionError as exc:
+        return "named", -1, f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # noqa: BLE001 - classified, not swallowed
+        return "bad", -1, f"open raised {type(exc).__name__}: {exc}"
+    try:
+        j, problem = check_store(p, w, model, acked=acked, started=started)
+    except CorruptionError as exc:
+        return "named", -1, f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # noqa: BLE001
+        return "bad", -1, f"reading raised {type(exc).__name__}: {exc}"
+    finally:
+        p.close()
+    return ("ok", j, "") if problem is None else ("bad", j, problem)
 
 
 def _check_snapshot(directory: Path, w: Workload, j: int, snap_acked: int) -> str | None:
@@ -336,6 +365,39 @@ def walk_episodes(region_bytes: bytes) -> Iterator[int]:
             raise CorruptionError(f"episode at data offset {pos} fails its CRC", region=LOG, slot=pos)
         yield mid
         pos = end
+
+
+def pending_journal_image(directory: Path, w: Workload, *, settled: int,
+                          pending: int) -> tuple[dict[str, bytes], list[int]]:
+    """What power loss right after a journal fsync leaves: regions hold ``settled`` commits
+    (checkpointed), the journal ``pending`` more whole records that were never written back.
+    Returns the image and the end offset of each pending journal record."""
+    import random
+
+    from spector_gpu.kernel.io import set_observer
+    from spector_gpu.kernel.journal import decode_records
+
+    from .crashsim import PowerLossRecorder
+
+    directory.mkdir(parents=True, exist_ok=True)
+    rec = PowerLossRecorder(directory)
+    previous = set_observer(rec)
+    try:
+        p = open_store(directory, w)
+        for k in range(settled):
+            commit(p, w, k)
+        p.checkpoint()
+        for k in range(settled, settled + pending):
+            commit(p, w, k)
+        point = rec.n_events
+        p.close()
+    finally:
+        set_observer(previous)
+    image = rec.crash_image(point, random.Random(0), mode="durable", tear=False)
+    ends = [end for end, _, _ in decode_records(image["journal.jrn"], settled, path="journal")]
+    if len(ends) != pending:
+        raise AssertionError(f"expected {pending} pending journal records, found {len(ends)}")
+    return image, ends
 
 
 # ---- CI sizes, seeds, figures -------------------------------------------------------------

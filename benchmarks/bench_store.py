@@ -1,0 +1,175 @@
+"""Storage kernel benchmark: episode appends, header walk and open time, beside SQLite.
+
+    python benchmarks/bench_store.py [--records 200000] [--batch 1000] [--open-records 1000000]
+
+* Batched append of 200-byte episodes (records/s) at each durability level, through the
+  episodic store and journaled commits, against stdlib ``sqlite3`` in WAL mode with the same
+  durability (none ↔ synchronous=OFF, flush ↔ NORMAL+fdatasync-per-commit equivalent = FULL
+  with WAL... see ``SQLITE_SYNC``) and ``executemany`` in one transaction per batch.
+* Header walk (headers/s): the salience walk over every record vs ``SELECT importance`` in SQLite.
+* Open time of a store holding ``--open-records`` episodes (median of 5 opens) vs opening
+  SQLite and counting rows.
+
+Prints medians of ``--repeat`` runs and ratios (ours / SQLite; higher is better for rates).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sqlite3
+import statistics
+import tempfile
+import time
+
+import numpy as np
+
+from spector_gpu.cortex.cortex import region_specs
+from spector_gpu.cortex.episodic import EpisodicMemory
+from spector_gpu.cortex.layouts import HEADER_DTYPE
+from spector_gpu.cortex.payload import Payload, encode_payload
+from spector_gpu.kernel.partition import Partition
+
+# SQLite settings of equal durability: `none` = no barrier; `flush` = WAL fsync per commit
+# (synchronous=FULL syncs the WAL at each commit, like our journal fdatasync); `fsync` = FULL
+# as well (SQLite has no separate directory-sync level; its WAL file already exists).
+SQLITE_SYNC = {"none": "OFF", "flush": "FULL", "fsync": "FULL"}
+
+
+def _episodes(n: int) -> tuple[np.ndarray, list[bytes]]:
+    text = ("x" * 150)
+    payloads = [encode_payload(Payload(text=f"{i:08d} {text}", session_id=i // 50, role=0, speaker="Ann"))
+                for i in range(n)]
+    headers = np.zeros(n, dtype=HEADER_DTYPE)
+    headers["version"] = 2
+    headers["importance"] = 1.0
+    headers["timestamp_ms"] = np.arange(n)
+    return headers, payloads
+
+
+def bench_append(durability: str, n: int, batch: int) -> tuple[float, str]:
+    d = tempfile.mkdtemp(prefix="bench-store-")
+    specs = region_specs(8, 8192)[:1]
+    headers, payloads = _episodes(n)
+    part = Partition.open(d, specs, writable=True, durability=durability)  # type: ignore[arg-type]
+    ep = EpisodicMemory(part.region("episodic.log"))
+    t = time.perf_counter()
+    for lo in range(0, n, batch):
+        hi = min(n, lo + batch)
+        tx = part.transaction()
+        ep.append(tx, list(range(lo, hi)), headers[lo:hi], payloads[lo:hi], list(range(lo, hi)))
+        part.commit(tx)
+    dt = time.perf_counter() - t
+    part.close()
+    return n / dt, d
+
+
+def bench_sqlite_append(durability: str, n: int, batch: int) -> tuple[float, str]:
+    d = tempfile.mkdtemp(prefix="bench-sqlite-")
+    path = os.path.join(d, "s.db")
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute(f"PRAGMA synchronous={SQLITE_SYNC[durability]}")
+    con.execute("CREATE TABLE ep (id INTEGER PRIMARY KEY, ts INTEGER, seq INTEGER, importance REAL, "
+                "valence INTEGER, session INTEGER, payload BLOB)")
+    _, payloads = _episodes(n)
+    rows = [(i, i, i, 1.0, 0, i // 50, payloads[i]) for i in range(n)]
+    t = time.perf_counter()
+    for lo in range(0, n, batch):
+        con.execute("BEGIN")
+        con.executemany("INSERT INTO ep VALUES (?,?,?,?,?,?,?)", rows[lo : lo + batch])
+        con.execute("COMMIT")
+    dt = time.perf_counter() - t
+    con.close()
+    return n / dt, d
+
+
+def bench_walk(d: str) -> float:
+    specs = region_specs(8, 8192)[:1]
+    part = Partition.open(d, specs, writable=False)
+    ep = EpisodicMemory(part.region("episodic.log"))
+    t = time.perf_counter()
+    _, headers = ep.walk_headers()
+    total = float(headers["importance"].sum())
+    count = len(headers)
+    dt = time.perf_counter() - t
+    part.close()
+    return count / dt
+
+
+def bench_sqlite_walk(d: str) -> float:
+    con = sqlite3.connect(os.path.join(d, "s.db"))
+    t = time.perf_counter()
+    count = 0
+    total = 0.0
+    for (imp,) in con.execute("SELECT importance FROM ep"):
+        total += imp
+        count += 1
+    dt = time.perf_counter() - t
+    con.close()
+    return count / dt
+
+
+def bench_open(n: int, repeat: int) -> tuple[float, float]:
+    rate, d = bench_append("none", n, 10_000)
+    rate_s, ds = bench_sqlite_append("none", n, 10_000)
+    specs = region_specs(8, 8192)[:1]
+    ours, theirs = [], []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        part = Partition.open(d, specs, writable=True)
+        ep = EpisodicMemory(part.region("episodic.log"))
+        _ = ep.end
+        ours.append(time.perf_counter() - t)
+        part.close()
+        t = time.perf_counter()
+        con = sqlite3.connect(os.path.join(ds, "s.db"))
+        con.execute("SELECT max(id) FROM ep").fetchone()
+        theirs.append(time.perf_counter() - t)
+        con.close()
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.rmtree(ds, ignore_errors=True)
+    return statistics.median(ours), statistics.median(theirs)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=100_000)
+    ap.add_argument("--batch", type=int, default=1000)
+    ap.add_argument("--open-records", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    a = ap.parse_args()
+    if a.quick:
+        a.records, a.open_records, a.repeat = 5000, 20000, 1
+    print(f"episodes of ~200 bytes, batches of {a.batch}, {a.records} records, median of {a.repeat}")
+    print(f"{'durability':<11}{'spector rec/s':>15}{'sqlite rec/s':>15}{'ratio':>8}")
+    walk_dir = sqlite_dir = None
+    for level in ("none", "flush", "fsync"):
+        ours, theirs = [], []
+        for _ in range(a.repeat):
+            r, d = bench_append(level, a.records, a.batch)
+            s, ds = bench_sqlite_append(level, a.records, a.batch)
+            ours.append(r)
+            theirs.append(s)
+            if level == "none" and walk_dir is None:
+                walk_dir, sqlite_dir = d, ds
+            else:
+                shutil.rmtree(d, ignore_errors=True)
+                shutil.rmtree(ds, ignore_errors=True)
+        mo, mt = statistics.median(ours), statistics.median(theirs)
+        print(f"{level:<11}{mo:>15,.0f}{mt:>15,.0f}{mo / mt:>8.2f}x")
+    assert walk_dir is not None and sqlite_dir is not None
+    w = statistics.median(bench_walk(walk_dir) for _ in range(a.repeat))
+    ws = statistics.median(bench_sqlite_walk(sqlite_dir) for _ in range(a.repeat))
+    print(f"header walk: spector {w:,.0f} headers/s, sqlite {ws:,.0f} rows/s, ratio {w / ws:.2f}x")
+    shutil.rmtree(walk_dir, ignore_errors=True)
+    shutil.rmtree(sqlite_dir, ignore_errors=True)
+    ours_open, sqlite_open = bench_open(a.open_records, max(a.repeat, 5))
+    print(f"open a {a.open_records:,}-record store: spector {ours_open * 1000:.1f} ms "
+          f"(median of 5; target < 500 ms), sqlite {sqlite_open * 1000:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,227 @@
+"""Concurrency: reader processes + one writer appending (with in-place strength updates).
+
+Readers take no lock. Across ``refresh()`` calls they must never see a torn record (CRC), a
+count that goes backwards, an in-place update that goes backwards, or an index entry whose
+episode or strength row is not yet visible. Halfway through, the writer is SIGKILLed while
+the readers run and a new writer recovers the store under them. A second writer is refused
+with ``StoreLockedError``; a handle used in a forked child raises ``StoreClosedError`` and
+the child does not pin the writer lock.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import struct
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from spector_gpu.errors import CorruptionError, StoreClosedError, StoreLockedError
+from spector_gpu.kernel.preamble import PREAMBLE_SIZE
+
+from .workload import (
+    INDEX,
+    LOG,
+    STRENGTH,
+    Model,
+    Workload,
+    base_seed,
+    check_store,
+    commit,
+    episode,
+    index_row,
+    log_offset,
+    open_store,
+    record_figure,
+    run_writer,
+    scale,
+    strength_row,
+)
+
+pytestmark = pytest.mark.crash
+
+READERS = 4
+SECONDS = 3.0  # CI; 60 s under --soak
+W = Workload("concurrency", durability="flush", recall=True, batch=2, checkpoint_bytes=32768)
+
+
+def _ctx() -> Any:
+    return multiprocessing.get_context("fork")
+
+
+def _start(target: Any, *args: Any) -> Any:
+    with warnings.catch_warnings():  # Python >= 3.12 warns about fork in threaded processes
+        warnings.simplefilter("ignore", DeprecationWarning)
+        proc = _ctx().Process(target=target, args=args, daemon=True)
+        proc.start()
+    return proc
+
+
+def _writer(directory: str, fd: int) -> None:
+    run_writer(directory, W, lambda j: os.write(fd, struct.pack("<q", j)) and None)
+
+
+class ReaderCheck:
+    """What one reader has seen so far, and the checks each refresh must pass."""
+
+    def __init__(self, directory: str) -> None:
+        self.p = open_store(directory, W, writable=False)
+        self.counts = {name: 0 for name in (LOG, STRENGTH, INDEX)}
+        self.recalled = np.zeros(0, dtype=np.int64)
+        self.reads = 0
+        self.problems: list[str] = []
+
+    def step(self) -> None:
+        p = self.p
+        p.refresh()
+        counts = {name: p.region(name).count for name in self.counts}
+        for name, n in counts.items():
+            if n < self.counts[name]:
+                self.problems.append(f"{name} count went back {self.counts[name]} -> {n}")
+        n_mem = counts[INDEX]
+        if n_mem and (counts[STRENGTH] < n_mem or
+                      log_offset(n_mem) - PREAMBLE_SIZE > counts[LOG]):
+            self.problems.append(f"index shows {n_mem} memories before their records: {counts}")
+        old = self.counts[INDEX]
+        if n_mem > old:
+            entries = p.region(INDEX).read_rows(np.arange(old, n_mem))
+            for m, row in zip(range(old, n_mem), entries):
+                if row.tobytes() != index_row(m):
+                    self.problems.append(f"index entry {m} differs from what was written")
+                raw = bytes(p.region(LOG).view(log_offset(m), len(episode(m, False))))
+                if raw != episode(m, False):
+                    self.problems.append(f"episode {m} is not the bytes that were committed")
+        rows = p.region(STRENGTH).read_rows(np.arange(counts[STRENGTH]))
+        recalled = rows[:, 4:8].copy().view("<i4").reshape(-1).astype(np.int64)
+        k = min(len(self.recalled), len(recalled))
+        if (recalled[:k] < self.recalled[:k]).any():
+            self.problems.append("an in-place strength update went backwards")
+        for m in np.flatnonzero(recalled[len(self.recalled):] == 0)[:3] + len(self.recalled):
+            if rows[m].tobytes() != strength_row(int(m), 0):
+                self.problems.append(f"strength row {m} differs from what was written")
+        self.recalled = recalled
+        self.counts = counts
+        self.reads += 1
+
+
+def _reader(directory: str, stop: Any, fd: int) -> None:
+    check = ReaderCheck(directory)
+    while not stop.is_set() and len(check.problems) < 5:
+        try:
+            check.step()
+        except CorruptionError as exc:
+            check.problems.append(f"torn or corrupt read: {exc}")
+    os.write(fd, json.dumps({"reads": check.reads, "problems": check.problems,
+                             "memories": check.counts[INDEX]}).encode())
+
+
+def _drain(fd: int, acks: list[int]) -> None:
+    os.set_blocking(fd, False)
+    try:
+        while chunk := os.read(fd, 1 << 16):
+            acks.extend(struct.unpack(f"<{len(chunk) // 8}q", chunk[: len(chunk) // 8 * 8]))
+    except BlockingIOError:
+        pass
+
+
+def _run_writer_for(directory: Path, seconds: float) -> list[int]:
+    """Run a forked writer for ``seconds``, check a second writer is refused, SIGKILL it."""
+    r, w = os.pipe()
+    proc = _start(_writer, str(directory), w)
+    os.close(w)
+    acks: list[int] = []
+    deadline = time.monotonic() + seconds
+    refused = False
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        _drain(r, acks)
+        if acks and not refused:
+            with pytest.raises(StoreLockedError):
+                open_store(directory, W)
+            refused = True
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join(30)
+    _drain(r, acks)
+    os.close(r)
+    assert refused and proc.exitcode == -signal.SIGKILL
+    return acks
+
+
+def test_readers_never_see_torn_or_backward_state(tmp_path: Path, soak: int) -> None:
+    seconds = SECONDS if soak == 1 else 60.0 * max(1, scale(soak) // 20)
+    p = open_store(tmp_path, W)
+    for k in range(3):
+        commit(p, W, k)
+    p.close()
+    stop = _ctx().Event()
+    pipes, readers = [], []
+    for _ in range(READERS):
+        r, w = os.pipe()
+        readers.append(_start(_reader, str(tmp_path), stop, w))
+        os.close(w)
+        pipes.append(r)
+    acks = _run_writer_for(tmp_path, seconds / 2)
+    acks += _run_writer_for(tmp_path, seconds / 2)  # recovers under the running readers
+    stop.set()
+    reports = []
+    for proc, r in zip(readers, pipes):
+        out = b""
+        while chunk := os.read(r, 1 << 16):
+            out += chunk
+        os.close(r)
+        proc.join(30)
+        reports.append(json.loads(out))
+    p = open_store(tmp_path, W)
+    acked = max(acks)
+    try:
+        j, problem = check_store(p, W, Model(W), acked=acked, started=acked + 1)
+    finally:
+        p.close()
+    assert problem is None, problem
+    reads = sum(r["reads"] for r in reports)
+    problems = [q for r in reports for q in r["problems"]]
+    record_figure("concurrency", readers=READERS, seconds=seconds, reads=reads, commits=j,
+                  violations=len(problems), seed=base_seed())
+    assert not problems, problems[:5]
+    assert all(r["reads"] > 10 and r["memories"] > 0 for r in reports), reports
+
+
+def _child_uses_parent_handle(p: Any, fd: int) -> None:
+    outcome = []
+    for op in (p.transaction, p.refresh, lambda: commit(p, W, 1)):
+        try:
+            op()
+            outcome.append("no error")
+        except StoreClosedError:
+            outcome.append("StoreClosedError")
+        except Exception as exc:  # noqa: BLE001 - reported to the parent
+            outcome.append(type(exc).__name__)
+    p.close()  # the child's close must neither checkpoint nor release the parent's lock
+    os.write(fd, ",".join(outcome).encode())
+    time.sleep(1.0)  # stay alive holding inherited descriptors while the parent closes
+
+
+def test_forked_child_cannot_use_the_handle_or_pin_the_lock(tmp_path: Path) -> None:
+    p = open_store(tmp_path, W)
+    commit(p, W, 0)
+    r, w = os.pipe()
+    child = _start(_child_uses_parent_handle, p, w)
+    os.close(w)
+    out = os.read(r, 1 << 16).decode()
+    assert out == "StoreClosedError,StoreClosedError,StoreClosedError"
+    with pytest.raises(StoreLockedError):  # the parent still holds the lock
+        open_store(tmp_path, W)
+    commit(p, W, 1)  # and can still write
+    p.close()
+    q = open_store(tmp_path, W)  # while the child is still alive
+    assert q.region(INDEX).count == 2 * W.batch
+    q.close()
+    child.join(30)
+    os.close(r)
