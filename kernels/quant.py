@@ -20,12 +20,12 @@ from spector_gpu.errors import ValidationError
 
 __all__ = [
     "INT8_MAX",
-    "quantize_int8",
+    "check_matrix",
     "dequantize_int8",
-    "quantize_int8_torch",
     "dequantize_int8_torch",
     "l2_normalize",
-    "check_matrix",
+    "quantize_int8",
+    "quantize_int8_torch",
 ]
 
 INT8_MAX = 127

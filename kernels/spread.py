@@ -102,8 +102,10 @@ def spread_activation(
     """Spread seed activation over the graph (see the module docstring for the formula).
 
     Args:
-        adjacency: scipy sparse (N × N), e.g. from :func:`csr_adjacency`.
-        seeds: scipy sparse (n × N), e.g. from :func:`seed_matrix`.
+        adjacency: scipy sparse (N × N), or the tuple ``(indptr, indices, weights, n_nodes)``
+            (see :func:`csr_adjacency`).
+        seeds: scipy sparse (n × N), or triples ``(query_idx, node, value[, n_queries])``
+            (see :func:`seed_matrix`; without ``n_queries``, n = max(query_idx) + 1).
         hops: number of hops (≥ 0).
         decay: per-hop factor, finite and ≥ 0 (hop h is weighted ``decay**h``).
         include_seed: add ``S`` itself (weight 1) to the result.
@@ -113,7 +115,13 @@ def spread_activation(
     Returns:
         float32 (n, N) activations, sparse (``csr_array``) or dense.
     """
+    if isinstance(adjacency, tuple) and len(adjacency) == 4:
+        adjacency = csr_adjacency(*adjacency)
     adj = _as_csr(adjacency, name="adjacency")
+    if isinstance(seeds, tuple) and len(seeds) in (3, 4):
+        qi = np.asarray(seeds[0], dtype=np.int64)
+        n_queries = int(seeds[3]) if len(seeds) == 4 else int(qi.max(initial=-1)) + 1
+        seeds = seed_matrix(qi, seeds[1], seeds[2], n_queries=n_queries, n_nodes=adj.shape[0])
     seed = _as_csr(seeds, name="seeds")
     if adj.shape[0] != adj.shape[1] or seed.shape[1] != adj.shape[0]:
         raise ValidationError(f"adjacency must be (N, N) and seeds (n, N); got {adj.shape} and {seed.shape}")

@@ -13,6 +13,7 @@ straddling the cut), recompute that row's selection exactly. The common case cos
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -21,10 +22,10 @@ import torch
 from spector_gpu.errors import ValidationError
 
 __all__ = [
-    "topk_stable",
-    "topk_stable_torch",
     "merge_topk",
     "sort_pairs_torch",
+    "topk_stable",
+    "topk_stable_torch",
     "update_topk_torch",
 ]
 
@@ -37,17 +38,28 @@ def _check_k(k: int) -> int:
     return int(k)
 
 
-def topk_stable(scores: npt.ArrayLike, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Top-k along the last axis of a numpy array (reference semantics for every top-k).
+@overload
+def topk_stable(scores: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]: ...
+@overload
+def topk_stable(scores: npt.ArrayLike, k: int) -> tuple[np.ndarray, np.ndarray]: ...
+def topk_stable(scores: Any, k: int) -> tuple[Any, Any]:
+    """Top-k along the last axis (reference semantics for every top-k in spector_gpu).
 
     Args:
         scores: float (n, N) (or (N,), treated as one row); higher is better; ``-inf`` = excluded.
+            A ``torch.Tensor`` is handled by :func:`topk_stable_torch` on its device.
         k: number of results per row (≥ 1); rows are padded when ``N < k``.
 
     Returns:
         ``(values, indices)``: float32 (n, k) sorted descending, int64 (n, k); ties go to the
         lower index; excluded/padding entries are ``(-inf, -1)``. 1-D input gives 1-D output.
+        numpy in, numpy out; torch in, torch out.
     """
+    if isinstance(scores, torch.Tensor):
+        if scores.ndim == 1:
+            v, i = topk_stable_torch(scores[None, :], k)
+            return v[0], i[0]
+        return topk_stable_torch(scores, k)
     k = _check_k(k)
     arr = np.asarray(scores, dtype=np.float32)
     one_row = arr.ndim == 1
@@ -71,7 +83,7 @@ def sort_pairs_torch(values: torch.Tensor, indices: torch.Tensor) -> tuple[torch
     """Order each row of (n, m) pairs by (value descending, index ascending); ``-1`` sorts last."""
     big = torch.iinfo(torch.int64).max
     key = torch.where(indices < 0, torch.full_like(indices, big), indices)
-    key_sorted, perm = torch.sort(key, dim=1, stable=True)
+    _, perm = torch.sort(key, dim=1, stable=True)
     vals = torch.gather(values, 1, perm)
     idx = torch.gather(indices, 1, perm)
     vals, perm2 = torch.sort(vals, dim=1, descending=True, stable=True)

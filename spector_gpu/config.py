@@ -126,6 +126,20 @@ class Config:
         """A copy with ``{section: {key: value}}`` applied (validated)."""
         return _apply(self, overrides, origin="arguments")
 
+    @staticmethod
+    def saved(directory: str | os.PathLike[str]) -> dict[str, Any] | None:
+        """The effective config a store saved (``config.json``), or None."""
+        p = Path(directory) / "config.json"
+        if not p.is_file():
+            return None
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            raise ConfigError(f"{p}: saved config is not valid JSON") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{p}: saved config is not a table")
+        return data
+
     def save(self, directory: str | os.PathLike[str]) -> None:
         from .kernel.io import atomic_write
 
@@ -231,9 +245,13 @@ def load_config(
     *,
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
     environ: Mapping[str, str] | None = None,
+    base: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Config:
-    """Defaults, then the TOML file at ``path``, then environment, then ``overrides``."""
+    """Defaults (or ``base``, e.g. a store's saved config), then the TOML file at ``path``,
+    then environment, then ``overrides``."""
     config = Config()
+    if base:
+        config = _apply(config, base, origin="saved store config")
     if path is not None:
         p = Path(path)
         if not p.is_file():

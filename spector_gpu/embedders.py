@@ -20,13 +20,13 @@ from spector_gpu.device import DeviceLike, resolve_device
 from spector_gpu.errors import MissingExtraError, ValidationError
 
 __all__ = [
+    "EMBEDDER_CHOICES",
+    "CallableEmbedder",
     "Embedder",
     "HashingEmbedder",
-    "CallableEmbedder",
-    "SentenceTransformerEmbedder",
     "MiniLMEmbedder",
+    "SentenceTransformerEmbedder",
     "make_embedder",
-    "EMBEDDER_CHOICES",
 ]
 
 logger = logging.getLogger(__name__)

@@ -29,15 +29,18 @@ _OPEN: dict[tuple[str, bool], "SpectorMemory"] = {}
 _OPEN_LOCK = threading.Lock()
 
 
-def _resolve_config(config: Config | str | os.PathLike[str] | Mapping[str, Any] | None) -> Config:
-    if config is None:
-        return load_config()
+def _resolve_config(config: Config | str | os.PathLike[str] | Mapping[str, Any] | None,
+                    path: str | os.PathLike[str]) -> Config:
+    """Arguments > environment > TOML file > the store's saved config > defaults."""
     if isinstance(config, Config):
         return config
+    base = Config.saved(path) if os.path.isdir(path) else None
+    if config is None:
+        return load_config(base=base)
     if isinstance(config, (str, os.PathLike)):
-        return load_config(config)
+        return load_config(config, base=base)
     if isinstance(config, Mapping):
-        return load_config(overrides=config)
+        return load_config(overrides=config, base=base)
     raise ValidationError(f"config must be a Config, a TOML path, a dict of overrides or None; got {type(config).__name__}")
 
 
@@ -81,7 +84,7 @@ class SpectorMemory:
         from .device import resolve_device
         from .embedders import make_embedder
 
-        cfg = _resolve_config(config)
+        cfg = _resolve_config(config, path)
         emb = make_embedder(embedder if embedder is not None else cfg.embedder.name)
         dev = resolve_device(device if device is not None else cfg.dense.device)
         key = (os.path.realpath(os.fspath(path)), bool(read_only))

@@ -7,11 +7,11 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from spector_gpu.errors import ValidationError
 from spector_gpu.kernels.dense import DenseIndex, score_slots_reference, search_reference
 from spector_gpu.kernels.quant import l2_normalize, quantize_int8
 from spector_gpu.kernels.topk import merge_topk, topk_stable, topk_stable_torch, update_topk_torch
+
+from spector_gpu.errors import ValidationError
 
 NEG = float("-inf")
 has_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -252,6 +252,16 @@ def test_update_topk_with_threshold_survivors(scores: np.ndarray, k: int) -> Non
     ref_v, ref_i = topk_stable(scores, k)
     np.testing.assert_array_equal(i.numpy(), ref_i)
     np.testing.assert_array_equal(v.numpy(), ref_v)
+
+
+def test_topk_stable_dispatches_on_torch() -> None:
+    scores = np.array([[1.0, 3.0, 3.0, NEG], [0.0, 0.0, 0.0, 0.0]], np.float32)
+    _, i = topk_stable(torch.from_numpy(scores), 3)
+    assert isinstance(i, torch.Tensor)
+    np.testing.assert_array_equal(i.numpy(), [[1, 2, 0], [0, 1, 2]])
+    _, i1 = topk_stable(torch.tensor([2.0, NEG, 5.0]), 3)
+    np.testing.assert_array_equal(i1.numpy(), [2, 0, -1])
+    np.testing.assert_array_equal(topk_stable(np.array([2.0, NEG, 5.0]), 3)[1], [2, 0, -1])
 
 
 def test_topk_validation() -> None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
-from spector_gpu.errors import ValidationError
 from spector_gpu.kernels.spread import (
     csr_adjacency,
     seed_matrix,
     spread_activation,
     spread_activation_reference,
 )
+
+from spector_gpu.errors import ValidationError
 
 
 def chain() -> sp.csr_array:
@@ -41,6 +41,15 @@ def test_hops_zero_and_sparse_output() -> None:
     out = spread_activation(chain(), seeds, hops=1, decay=1.0)
     assert isinstance(out, sp.csr_array) and out.dtype == np.float32
     np.testing.assert_allclose(out.toarray(), [[0, 0, 4.0], [3.0, 0, 0]])
+
+
+def test_tuple_inputs_equal_matrix_inputs() -> None:
+    raw = ([0, 1, 2, 3], [1, 2, 0], [0.5, 2.0, 1.0], 3)
+    seeds = seed_matrix([0, 1], [0, 2], [1.0, 4.0], n_queries=3, n_nodes=3)
+    want = spread_activation(chain(), seeds, hops=2, dense=True)
+    got = spread_activation(raw, ([0, 1], [0, 2], [1.0, 4.0], 3), hops=2, dense=True)
+    np.testing.assert_array_equal(got, want)
+    assert spread_activation(raw, ([0, 1], [0, 2], [1.0, 4.0]), hops=2, dense=True).shape == (2, 3)
 
 
 def test_duplicate_seed_triples_are_summed() -> None:

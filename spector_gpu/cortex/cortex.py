@@ -30,7 +30,7 @@ from .bm25 import BM25Index
 from .derived import Cues, Links
 from .episodic import EpisodicMemory
 from .layouts import HEADER_DTYPE, INDEX_DTYPE, seal, vector_dtype
-from .payload import Payload, decode_payload, decode_text
+from .payload import Payload, attributed, decode_payload, decode_text
 from .provenance_store import ProvenanceMemory
 from .slots import ProceduralMemory, SemanticMemory, slot_stride
 from .snapshot import read_snapshot, write_snapshot
@@ -365,7 +365,7 @@ class Cortex:
     @staticmethod
     def index_text(p: Payload) -> str:
         """What the lexical relay indexes: speaker, text, tags, skill name and steps."""
-        parts = [f"{p.speaker}: {p.text}" if p.speaker else p.text]
+        parts = [attributed(p.speaker, p.text)]
         if p.skill_name:
             parts.append(p.skill_name)
         parts.extend(p.steps)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ..errors import CorruptionError, ValidationError
 from ..provenance.citations import Citation, decode_citations, encode_citations
 
-__all__ = ["Payload", "encode_payload", "decode_payload", "decode_text"]
+__all__ = ["Payload", "encode_payload", "decode_payload", "decode_text", "attributed"]
 
 _HEAD = struct.Struct("<BBHIq")
 _FIELD = struct.Struct("<BI")
@@ -142,3 +142,12 @@ def decode_text(data: bytes | memoryview, *, where: str = "payload") -> str:
     """Only the text field (used by index rebuilds)."""
     _, _, f = _fields(data, where)
     return _str(f[TEXT], where)
+
+
+def attributed(speaker: str, text: str) -> str:
+    """``"<speaker>: <text>"`` — unless the text already starts with that attribution."""
+    if not speaker:
+        return text
+    if text.startswith(speaker) and text[len(speaker) : len(speaker) + 1] == ":":
+        return text
+    return f"{speaker}: {text}"

@@ -25,6 +25,7 @@ Under CRC-32/IEEE such a swap is caught like any other damage.
 
 from __future__ import annotations
 
+import bisect
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
@@ -32,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from ..errors import CorruptionError
 from .preamble import PREAMBLE_SIZE
 
-__all__ = ["JREC_MAGIC", "MAX_RECORD_BYTES", "encode_record", "decode_records"]
+__all__ = ["JREC_MAGIC", "MAX_RECORD_BYTES", "encode_record", "decode_records", "coalesce"]
 
 JREC_MAGIC = 0x4A524543
 MAX_RECORD_BYTES = 1 << 30
@@ -107,3 +108,42 @@ def decode_records(
         pos += length
         expected += 1
         yield pos, seq, writes
+
+
+def coalesce(records: Sequence[Sequence[Write]], *, header_bytes: int = PREAMBLE_SIZE) -> list[Write]:
+    """The net effect of applying ``records`` in order, with every byte written once.
+
+    Data writes (at or past ``header_bytes``) are merged per file into non-overlapping runs
+    holding their final bytes; then comes each file's last preamble write, in the order those
+    were made (the writer's publish order). Replay uses this so that a reader watching a store
+    being recovered never sees a count or an in-place record go back to an older value.
+    """
+    runs: dict[int, list[tuple[int, bytearray]]] = {}
+    heads: dict[int, tuple[int, bytes]] = {}
+    position = 0
+    for writes in records:
+        for file_no, offset, data in writes:
+            position += 1
+            if offset < header_bytes:
+                heads[file_no] = (position, data)
+                continue
+            segs = runs.setdefault(file_no, [])
+            start, end = offset, offset + len(data)
+            i = bisect.bisect_left(segs, start, key=lambda seg: seg[0] + len(seg[1]))
+            j = i
+            while j < len(segs) and segs[j][0] <= end:
+                j += 1
+            if i < j:
+                lo = min(start, segs[i][0])
+                hi = max(end, segs[j - 1][0] + len(segs[j - 1][1]))
+                merged = bytearray(hi - lo)
+                for s0, buf in segs[i:j]:
+                    merged[s0 - lo : s0 - lo + len(buf)] = buf
+                merged[start - lo : end - lo] = data
+                segs[i:j] = [(lo, merged)]
+            else:
+                segs.insert(i, (start, bytearray(data)))
+    out: list[Write] = [(f, s0, bytes(buf)) for f in sorted(runs) for s0, buf in runs[f]]
+    for file_no, (_, data) in sorted(heads.items(), key=lambda item: item[1][0]):
+        out.append((file_no, 0, data))
+    return out

@@ -19,7 +19,7 @@ import fcntl
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -34,7 +34,7 @@ from ..errors import (
     ValidationError,
 )
 from .io import fsync_dir
-from .journal import decode_records, encode_record
+from .journal import coalesce, decode_records, encode_record
 from .killpoints import killpoint
 from .preamble import PREAMBLE_SIZE, SHAPE_APPEND, SHAPE_RECORD, RegionId
 from .region import Region, RegionSpec, remove_partial_files
@@ -180,6 +180,8 @@ class Partition:
                         r.file.sync("full")
                     fsync_dir(directory)
                 part._recover()
+            else:
+                part.refresh()  # the per-file reads above ran in file order: re-read safely
         except BaseException as exc:
             for r in regions.values():
                 r.close()
@@ -202,14 +204,17 @@ class Partition:
             # so replaying whatever contiguous run of records follows is harmless.
             base = _first_seq(data)
             log.warning("%s: journal preamble damaged; replaying from seq %d", self.directory, base)
-        replayed = 0
+        records = []
         self._next_seq = base
         for end, seq, writes in decode_records(data, base, path=journal.path):
-            self._apply(writes)
-            replayed += 1
+            records.append(writes)
             self._next_seq = seq + 1
             self._journal_end = end
         del data
+        # Each byte once, with its final value: readers of a store being recovered never see
+        # an older count or record version come back (re-applying record by record would).
+        self._apply(coalesce(records))
+        replayed = len(records)
         self.replayed_records = replayed
         if replayed:
             log.info("%s: replayed %d journal record(s)", self.directory, replayed)
@@ -250,8 +255,7 @@ class Partition:
         if not tx.writes and not tx.counts:
             return
         writes = list(tx.writes)
-        late = [r.spec.file_no for r in order]
-        for file_no in sorted(tx.counts, key=lambda n: (n in late, late.index(n) if n in late else n)):
+        for file_no in sorted(tx.counts, key=_publish_key(order)):
             region = self.regions[file_no]
             capacity = _capacity(region)
             writes.append((file_no, 0, region.preamble.with_count(tx.counts[file_no], capacity).pack()))
@@ -322,12 +326,18 @@ class Partition:
             ) from exc
 
     # ---- reading -----------------------------------------------------------------------
-    def refresh(self) -> None:
-        """Readers: re-read every preamble to see commits made since open."""
+    def refresh(self, *, order: Sequence[Region] = ()) -> None:
+        """Readers: re-read every preamble to see commits made since open.
+
+        Preambles are read in the reverse of the writer's publish order (``order`` as given to
+        :meth:`commit`, last-published first, then the other regions by descending file
+        number), so a count seen in one region implies that every region published before it
+        is at least as new: an index entry never points past its records' committed counts.
+        """
         self.check_usable()
-        for r in self.regions.values():
-            if r.spec.file_no:
-                r.reload_preamble()
+        for file_no in sorted(self.regions, key=_publish_key(order), reverse=True):
+            if file_no:
+                self.regions[file_no].reload_preamble()
 
     def region(self, filename: str) -> Region:
         return self.by_name[filename]
@@ -352,6 +362,12 @@ class Partition:
     @property
     def closed(self) -> bool:
         return self._closed
+
+
+def _publish_key(order: Sequence[Region]) -> Callable[[int], tuple[bool, int]]:
+    """Sort key of the order in which a commit publishes counts: file number, ``order`` last."""
+    late = [r.spec.file_no for r in order]
+    return lambda n: (n in late, late.index(n) if n in late else n)
 
 
 def _open_failure(directory: Path, exc: OSError, *, writable: bool) -> StoreError:

@@ -12,9 +12,9 @@ import numpy as np
 
 from ..cortex.cortex import Cortex
 from ..cortex.layouts import (HEADER_DTYPE, INDEX_DTYPE, PROV_LIVE, PROVENANCE_DTYPE, STRENGTH_DTYPE)
-from ..errors import CorruptionError, SpectorError
+from ..errors import CorruptionError, SpectorError, StoreFormatError
 from ..kernel.crc import verify_rows
-from ..kernel.preamble import PREAMBLE_SIZE
+from ..kernel.preamble import PREAMBLE_SIZE, Preamble
 from ..types import MemoryType
 
 __all__ = ["Problem", "CheckReport", "check_store"]
@@ -62,8 +62,26 @@ def _rows_ok(report: CheckReport, region, n: int, name: str) -> np.ndarray:  # t
     return rows
 
 
+def _preambles_ok(report: CheckReport, c: Cortex) -> None:
+    """Re-read every region file's 64-byte preamble from disk: CRC, magic and layout id."""
+    for region in c.part.regions.values():
+        name = region.spec.filename.split(".")[0]
+        for attempt in range(3):  # a concurrent writer may be rewriting it (readers)
+            try:
+                pre = Preamble.unpack(region.file.pread(PREAMBLE_SIZE, 0), file=region.path)
+            except StoreFormatError as exc:
+                if attempt == 2:
+                    report.problems.append(Problem(region.path, name, None, f"preamble: {exc}"))
+                continue
+            if (pre.layout_id, pre.region_id) != (region.spec.layout_id, region.spec.region_id):
+                report.problems.append(Problem(region.path, name, None,
+                                               "preamble names another layout or region id"))
+            break
+
+
 def check_store(c: Cortex) -> CheckReport:
     report = CheckReport()
+    _preambles_ok(report, c)
     n = c.index_region.count
     report.counts["memories"] = n
     idx_rows = _rows_ok(report, c.index_region, n, "index")
@@ -139,8 +157,8 @@ def check_store(c: Cortex) -> CheckReport:
     report.counts["provenance"] = len(prov)
     live = prov[prov["flags"] == PROV_LIVE]
     known = set(entries["id"].tolist())
-    t, cnt = np.unique(live["target_tsid"], return_counts=True)
-    for tsid in t[cnt > 1].tolist():
+    targets, per_target = np.unique(live["target_tsid"], return_counts=True)
+    for tsid in targets[per_target > 1].tolist():
         report.problems.append(Problem(c.provenance.region.path, "provenance", None,
                                        f"two live records for memory {tsid}"))
     for k in np.flatnonzero(~np.isin(prov["target_tsid"], list(known)) & (prov["flags"] == PROV_LIVE)).tolist():

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
+from ..cortex.payload import attributed
 from ..errors import ValidationError
 
 __all__ = ["TurnView", "FactDraft", "Distiller", "ExtractiveDistiller", "normalise_drafts"]
@@ -84,14 +85,17 @@ class ExtractiveDistiller:
         candidates: list[tuple[int, int, FactDraft]] = []
         order = 0
         for turn in turns:
-            for m in _SENTENCE.finditer(turn.text):
+            body = turn.text
+            if turn.speaker and body.startswith(turn.speaker + ":"):
+                body = body[len(turn.speaker) + 1 :]  # the attribution is not content
+            for m in _SENTENCE.finditer(body):
                 sentence = m.group(0).strip()
                 if len(sentence) < self.min_chars:
                     continue
                 score = self._score(sentence)
                 if score <= 0:
                     continue
-                text = f"{turn.speaker}: {sentence}" if turn.speaker else sentence
+                text = attributed(turn.speaker, sentence)
                 candidates.append((score, order, FactDraft(text=text, parents=(turn.id,), quote=sentence)))
                 order += 1
         best = sorted(candidates, key=lambda c: (-c[0], c[1]))[: self.max_facts]

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..cortex.cortex import Cortex
 from ..cortex.layouts import FLAG_PINNED, FLAG_RESOLVED, HEADER_DTYPE
-from ..cortex.payload import Payload, encode_payload
+from ..cortex.payload import Payload, attributed, encode_payload
 from ..errors import CitationError, DuplicateIdError, ValidationError
 from ..kernel.tsid import TsidGenerator, decode_tsid, encode_tsid
 from ..kernels.quant import quantize_int8
@@ -254,7 +254,7 @@ class RememberPathway:
         out = []
         for it in parsed:
             p = it.payload
-            own = f"{p.speaker}: {p.text}" if p.speaker else p.text
+            own = attributed(p.speaker, p.text)
             if it.type == MemoryType.EPISODIC and context > 0:
                 s = p.session_id
                 prev = last.get(s)
@@ -262,7 +262,7 @@ class RememberPathway:
                     j = c.links.last_in_session.get(s)
                     if j is not None:
                         q = c.payload(j)
-                        prev = f"{q.speaker}: {q.text}" if q.speaker else q.text
+                        prev = attributed(q.speaker, q.text)
                 out.append(f"{prev}\n{own}" if prev else own)
                 last[s] = own
             else:
