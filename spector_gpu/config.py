@@ -223,7 +223,7 @@ def _apply(config: Config, overrides: Mapping[str, Mapping[str, Any]], *, origin
                 raise ConfigError(f"{where} must be one of {choices}, got {v!r}")
             if (section, key) in _POSITIVE and v <= 0:
                 raise ConfigError(f"{where} must be > 0, got {v!r}")
-            if isinstance(v, float) and v < 0:
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
                 raise ConfigError(f"{where} must be >= 0, got {v!r}")
             changes[key] = v
         sections[section] = dataclasses.replace(current, **changes)

@@ -6,11 +6,11 @@ and takes the cortex lock around its work; the facade only wires them and forwar
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -237,13 +237,13 @@ class MemoryAdminView:
             self.strength.flush()
             self.cortex.save_snapshot()
 
-    def export_bundle(self, memory_id: str, path: str | Path, *, include_parents: bool = True) -> Any:
+    def export_bundle(self, memory_id: str, path: str | os.PathLike[str], *, include_parents: bool = True) -> Any:
         from .pathways.bundle import export_bundle
 
         with self.lock:
             return export_bundle(self.cortex, memory_id, path, include_parents=include_parents)
 
-    def verify_bundle(self, path: str | Path) -> Any:
+    def verify_bundle(self, path: str | os.PathLike[str]) -> Any:
         from .provenance.bundle import verify_bundle
 
         return verify_bundle(path)

@@ -44,6 +44,27 @@ def _resolve_config(config: Config | str | os.PathLike[str] | Mapping[str, Any] 
     raise ValidationError(f"config must be a Config, a TOML path, a dict of overrides or None; got {type(config).__name__}")
 
 
+def _open_chain(cortex: Cortex, signer: Ed25519Signer | None) -> EventChain:
+    """Continue the event chain; a damaged event log is reported (point-in-time) or, under
+    ``store.strict``, refused. The chain then resumes after the last readable event, and
+    ``verify_chain()`` reports the break."""
+    from .errors import CorruptionError
+    from .provenance.chain import GENESIS_HASH, decode_event, event_hash
+
+    try:
+        return EventChain(cortex.events, signer=signer)
+    except CorruptionError as exc:
+        cortex.report_corruption(exc)
+        last_seq, last_hash = -1, GENESIS_HASH
+        try:
+            for data in cortex.events.records():
+                ev = decode_event(data)
+                last_seq, last_hash = ev.seq, event_hash(ev)
+        except CorruptionError:
+            pass
+        return EventChain.resume(cortex.events, last_seq, last_hash, signer=signer)
+
+
 class SpectorMemory:
     """A memory store directory: remember, recall, reflect, administer.
 
@@ -59,7 +80,7 @@ class SpectorMemory:
         working = WorkingMemory(capacity=100)
         strength = StrengthUpdater(cortex)
         ids = TsidGenerator()
-        chain = EventChain(cortex.events, signer=signer)
+        chain = _open_chain(cortex, signer)
         self._remember = MemoryRemember(cortex, chain, strength, working, self._lock, ids)
         self._recall = MemoryRecall(cortex, strength, working, self._lock)
         self._reflection = MemoryReflection(cortex, self._remember, self._lock)

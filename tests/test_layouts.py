@@ -46,8 +46,13 @@ def crc(data: bytes) -> bytes:
     return (crc_lib.crc32c(data) & 0xFFFFFFFF).to_bytes(4, "little")
 
 
+def fields(dtype: np.dtype) -> dict[str, tuple[np.dtype, int]]:
+    assert dtype.fields is not None
+    return {name: (f[0], int(f[1])) for name, f in dtype.fields.items()}
+
+
 def offsets(dtype: np.dtype) -> dict[str, int]:
-    return {name: int(dtype.fields[name][1]) for name in dtype.names}
+    return {name: off for name, (_, off) in fields(dtype).items()}
 
 
 # ---- EncodingHeader, 64 B ------------------------------------------------------------------
@@ -218,11 +223,10 @@ SEED_000_TABLE = {  # field: (offset, size) exactly as seeds/000_d85f8d4fd85dc1a
 
 
 def test_provenance_layout_is_the_seed_table() -> None:
-    got = {n: (int(PROVENANCE_DTYPE.fields[n][1]), PROVENANCE_DTYPE.fields[n][0].itemsize)
-           for n in PROVENANCE_DTYPE.names}
+    got = {n: (off, dt.itemsize) for n, (dt, off) in fields(PROVENANCE_DTYPE).items()}
     assert got == SEED_000_TABLE
     assert PROVENANCE_DTYPE.itemsize == 72
-    assert all(PROVENANCE_DTYPE.fields[n][0].str[0] in "<|" for n in PROVENANCE_DTYPE.names)
+    assert all(dt.str[0] in "<|" for dt, _ in fields(PROVENANCE_DTYPE).values())  # little-endian
 
 
 def test_provenance_record_golden_bytes() -> None:
@@ -350,7 +354,7 @@ def test_every_single_bit_flip_is_detected(dtype: np.dtype) -> None:
 
 
 # ---- Payload codec properties ----------------------------------------------------------------
-_SAFE = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x1f")
+_SAFE = st.characters(exclude_categories=["Cs"], exclude_characters="\x1f")
 _WORD = st.text(_SAFE, min_size=1, max_size=12)
 _CITATION = st.builds(
     Citation,

@@ -414,3 +414,58 @@ def test_explicit_cuda_without_cuda_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "s").exists()
     with SpectorMemory.open(tmp_path / "s", config=FAST, device="auto") as m:
         assert str(m.device) == "cpu"
+
+
+class _NaNEmbedder:
+    """A broken embedder: NaN (or inf) in the vector of any text containing 'bad'."""
+
+    name = "broken"
+    dim = 8
+
+    def embed(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        out = np.ones((len(texts), self.dim), dtype=np.float32)
+        for i, t in enumerate(texts):
+            if "bad" in t:
+                out[i, 0] = np.inf if "inf" in t else np.nan
+        return out
+
+
+def test_nan_or_inf_vectors_are_refused(tmp_path: Path) -> None:
+    with SpectorMemory.open(tmp_path / "s", config=FAST, embedder=_NaNEmbedder()) as m:
+        m.remember("fine")
+        for text in ("bad nan", "bad inf"):
+            with pytest.raises(ValidationError, match=r"embedder 'broken'.*NaN or inf.*items\[1\]"):
+                m.remember_batch(["good", text])
+        assert m.count() == 1 and m.check().ok
+
+
+def test_working_memory_is_bounded_and_volatile(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with SpectorMemory.open(path, config=FAST) as m:
+        ids = [m.remember_working(f"thought {i}", importance=2.0) for i in range(105)]
+        assert m.count("working") == 100 and m.count() == 0  # never in the durable stores
+        assert [m.get(i) for i in ids[:5]] == [None] * 5  # the oldest were evicted
+        g = m.get(ids[-1])
+        assert g is not None and g.text == "thought 104" and g.memory_type == MemoryType.WORKING
+        with pytest.raises(ValidationError):
+            m.remember_working("   ")
+        with pytest.raises(ValidationError, match="WORKING"):
+            m.remember("x", type=MemoryType.WORKING)
+    with SpectorMemory.open(path, config=FAST) as m:
+        assert m.count("working") == 0 and m.get(ids[-1]) is None
+
+
+def test_errors_refine_the_builtin_categories() -> None:
+    from spector_gpu import errors
+
+    assert issubclass(errors.ValidationError, ValueError)
+    assert issubclass(errors.DuplicateIdError, errors.ValidationError)
+    assert issubclass(errors.UnknownIdError, KeyError)
+    assert issubclass(errors.StoreLockedError, BlockingIOError)
+    assert issubclass(errors.ReadOnlyStoreError, PermissionError)
+    assert issubclass(errors.DeviceUnavailableError, RuntimeError)
+    assert issubclass(errors.MissingExtraError, ImportError)
+    for name in errors.__all__:
+        assert issubclass(getattr(errors, name), errors.SpectorError)

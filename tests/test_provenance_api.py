@@ -178,7 +178,7 @@ def test_recall_provenance_gate(mem: SpectorMemory, legacy: dict[str, list[str]]
     hits = mem.recall("known turn boats", RecallOptions(provenance=frozenset({RecordProvenance.VERBATIM, 2}), **opts))  # type: ignore[arg-type]
     assert hits and {h.provenance for h in hits} <= {RecordProvenance.VERBATIM, RecordProvenance.USER_AUTHORED}
     with pytest.raises(ValidationError, match="provenance"):
-        RecallOptions(provenance=frozenset({"guessed"}))
+        RecallOptions(provenance=frozenset({"guessed"}))  # type: ignore[arg-type]
 
 
 # ---- citations on remember -------------------------------------------------------------------
@@ -209,7 +209,7 @@ def test_citation_rules_name_the_field(mem: SpectorMemory, citation: dict[str, A
 
 
 def test_citation_limits_and_accepted_forms(mem: SpectorMemory) -> None:
-    good = {"uri": "uri:" + "a" * 4092, "accessed_at": "2026-01-01T00:00:00+01:00", "hash": "ab" * 32,
+    good: dict[str, Any] = {"uri": "uri:" + "a" * 4092, "accessed_at": "2026-01-01T00:00:00+01:00", "hash": "ab" * 32,
             "span": [0, 10]}
     with pytest.raises(CitationError, match="at most 64"):
         mem.remember("x", citations=[CIT] * 65)
@@ -265,7 +265,7 @@ def _rewrite(src: Path, dst: Path, *, change: dict[str, bytes | None] | None = N
             if info.name in change:
                 if change[info.name] is None:
                     continue
-                data = change[info.name]  # type: ignore[assignment]
+                data = change[info.name] or b""
                 info.size = len(data)
             tout.addfile(info, io.BytesIO(data))
         for name, data in add.items():
@@ -385,3 +385,19 @@ def test_every_write_appends_one_event(mem: SpectorMemory) -> None:
     assert n == 3
     mem.consolidate(distiller=lambda s, t, p: ["fact d"])
     assert mem.verify_chain().events > n and mem.verify_chain().ok
+
+
+def test_backfill_execute_is_recorded_in_the_event_chain(mem: SpectorMemory, legacy: dict[str, list[str]]) -> None:
+    from spector_gpu.provenance.chain import decode_event
+
+    before = mem.verify_chain().events
+    mem.backfill_provenance()  # a dry run writes nothing
+    assert mem.verify_chain().events == before
+    report = mem.backfill_provenance(execute=True)
+    chain = mem.verify_chain()
+    assert chain.ok and chain.events == before + 1
+    last = decode_event(list(mem._cortex.events.records())[-1])
+    assert last.kind == "backfill_provenance"
+    assert last.payload["count"] == sum(report.filled.values())
+    assert {k: v for k, v in last.payload.items() if k.startswith("filled_")} == {
+        f"filled_{k}": v for k, v in report.filled.items()}

@@ -230,7 +230,7 @@ def test_explain_breakdown(small: SpectorMemory) -> None:
     opts = _observe(k=5, explain=True)
     hits = small.recall("red fox", opts)
     assert len(hits) == 5
-    lex = []
+    lex: list[tuple[float, int]] = []
     for h in hits:
         b = h.breakdown
         assert b is not None
@@ -240,8 +240,9 @@ def test_explain_breakdown(small: SpectorMemory) -> None:
         assert b.fused == pytest.approx(b.relevance * b.cognitive_factor, rel=1e-5)
         r = b.relays["lexical"]
         if r.score:
+            assert r.rank is not None
             lex.append((r.score, r.rank))
-    assert lex and all(rank is not None for _, rank in lex)
+    assert lex
     by_score = sorted(lex, key=lambda x: -x[0])
     assert [rank for _, rank in by_score] == sorted(rank for _, rank in lex)  # ranks follow scores
     assert small.recall("red fox", _observe(k=5))[0].breakdown is None
@@ -392,3 +393,15 @@ def test_a_reader_refreshed_after_new_writes_answers_like_the_writer(tmp_path: P
             got = [[(i, s) for i, s in q] for q in json.loads(child.stdout.readline())]
             assert child.wait(timeout=60) == 0
     assert got == expected
+
+
+def test_per_relay_weights_override_the_config(small: SpectorMemory) -> None:
+    _corpus(small)
+    hits = small.recall("red fox", _observe(k=8, fusion="weighted", explain=True,
+                                            weights={"lexical": 0.0, "association": 0.0, "salience": 0.0}))
+    for h in hits:
+        b = h.breakdown
+        assert b is not None and b.relays["lexical"].weight == 0.0 and b.relays["dense"].weight > 0
+    # only the dense relay counts now: the order is the dense order
+    dense_scores = [h.breakdown.relays["dense"].score or 0.0 for h in hits]  # type: ignore[union-attr]
+    assert dense_scores == sorted(dense_scores, reverse=True)

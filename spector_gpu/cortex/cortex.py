@@ -206,10 +206,38 @@ class Cortex:
         return cortex
 
     def _load(self) -> None:
+        """Open-time validation and loading, point-in-time by default.
+
+        ``store.strict`` refuses to open on any corruption found here. Otherwise damage is
+        reported (``recovery["corruption"]``, a warning in the log, and ``check()``): a damaged
+        record raises when read and is left out of the derived indexes; damage to the index
+        structure itself exposes the prefix of memories before it and turns the handle
+        read-only, so no write can build on it.
+        """
         n = self.index_region.count
-        self._check_tail(n)
-        self._ingest_primary(0, n)
+        try:
+            self._check_tail(n)
+        except CorruptionError as exc:
+            self.report_corruption(exc)
+        try:
+            self._ingest_primary(0, n)
+        except CorruptionError as exc:
+            self.report_corruption(exc, structural=True)
+            good = exc.slot if isinstance(exc.slot, int) and 0 <= exc.slot < n else 0
+            self.n = 0
+            self.id_map.clear()
+            self._ingest_primary(0, good)
+            n = good
         self._load_derived(n)
+
+    def report_corruption(self, exc: CorruptionError, *, structural: bool = False) -> None:
+        """Record damage found while opening (or raise it under ``store.strict``)."""
+        if self.config.store.strict:
+            raise exc
+        log.warning("%s: %s", self.path, exc)
+        self.recovery.setdefault("corruption", []).append(str(exc))
+        if structural and not self.read_only and self.part.failed is None:
+            self.part.failed = exc  # point-in-time view: refuse writes on top of it
 
     def _check_tail(self, n: int) -> None:
         """Validate only what open must: the last index entries and what they point at."""
@@ -305,12 +333,20 @@ class Cortex:
         step = 4096
         for lo in range(start, stop, step):
             hi = min(stop, lo + step)
-            payloads = [self.payload(i) for i in range(lo, hi)]
+            payloads = [self._payload_or_blank(i) for i in range(lo, hi)]
             for i, p in zip(range(lo, hi), payloads):
                 self._append_cues(i, p)
             texts = [self.index_text(p) for p in payloads]
             self.bm25.add(self.analyzer.tokens_batch(texts))
         self._rebuild_links(start, stop)
+
+    def _payload_or_blank(self, i: int) -> Payload:
+        """A memory's payload for index building; a damaged one is reported and left blank."""
+        try:
+            return self.payload(i)
+        except CorruptionError as exc:
+            self.report_corruption(exc)
+            return Payload(text="")
 
     def _rebuild_links(self, start: int, stop: int) -> None:
         if start == 0:

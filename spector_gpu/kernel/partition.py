@@ -15,10 +15,8 @@ a process crash, not power loss), ``flush`` (``fdatasync`` of the journal at eac
 from __future__ import annotations
 
 import errno
-import fcntl
 import logging
 import os
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
@@ -36,6 +34,7 @@ from ..errors import (
 from .io import fsync_dir
 from .journal import coalesce, decode_records, encode_record
 from .killpoints import killpoint
+from .lock import acquire_writer_lock, track_writer
 from .preamble import PREAMBLE_SIZE, SHAPE_APPEND, SHAPE_RECORD, RegionId
 from .region import Region, RegionSpec, remove_partial_files
 
@@ -145,7 +144,7 @@ class Partition:
         if writable:
             try:
                 directory.mkdir(parents=True, exist_ok=True)
-                lock_fd = _acquire_lock(directory)
+                lock_fd = acquire_writer_lock(directory)
             except StoreLockedError:
                 raise
             except OSError as exc:
@@ -174,6 +173,8 @@ class Partition:
                 lock_fd=lock_fd,
                 checkpoint_bytes=checkpoint_bytes,
             )
+            if lock_fd is not None:
+                track_writer(part)
             if writable:
                 if created:
                     for r in regions.values():
@@ -402,21 +403,3 @@ def _first_seq(data: memoryview) -> int:
 def _capacity(region: Region) -> int:
     room = max(region.mapped_size - PREAMBLE_SIZE, 0)
     return room // region.spec.stride if region.spec.shape == SHAPE_RECORD else room
-
-
-def _acquire_lock(directory: Path) -> int:
-    path = directory / "LOCK"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        os.close(fd)
-        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            raise StoreLockedError(
-                f"{directory}: another process holds the writer lock; open with read_only=True "
-                "or close the other writer"
-            ) from exc
-        raise
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()} {int(time.time())}\n".encode())
-    return fd

@@ -113,7 +113,8 @@ def normalise_drafts(raw: Sequence[Any], turns: Sequence[TurnView]) -> list[Fact
             item = FactDraft(text=item)
         elif isinstance(item, Mapping):
             try:
-                item = FactDraft(**{k: (tuple(v) if k in ("parents", "tags") else v) for k, v in item.items()})
+                fields: dict[str, Any] = {k: (tuple(v) if k in ("parents", "tags") else v) for k, v in item.items()}
+                item = FactDraft(**fields)
             except TypeError as exc:
                 raise ValidationError(f"distiller fact {i}: {exc}") from None
         if not isinstance(item, FactDraft):

@@ -82,9 +82,9 @@ class RecallPathway:
                 scores[i, :m] = s.fused
                 ids[i, :m] = [encode_tsid(int(v)) for v in c.cols.ids[s.ordinals].tolist()]
             if opts.mode == "learn":
-                hit = np.unique(np.concatenate([s.ordinals for s in scored])) if scored else []
+                hit: np.ndarray = np.unique(np.concatenate([s.ordinals for s in scored]))
                 if len(hit):
-                    self.strength_writer.on_recall(np.asarray(hit, dtype=np.int64))
+                    self.strength_writer.on_recall(hit.astype(np.int64))
         else:
             scored = [_Scored(np.zeros(0, np.int64), np.zeros(0, np.float32), None) for _ in queries]
         hydrate = self._hydrator(scored)
@@ -261,7 +261,7 @@ class RecallPathway:
             gates = active_gates(opts)
             explain = []
             for j in order.tolist():
-                rel = {name: RelayExplanation(
+                rel: dict[str, RelayExplanation] = {name: RelayExplanation(
                     score=float(raw[name][j]) if name in raw and np.isfinite(raw[name][j]) else None,
                     rank=int(rank_lists[name][j]) or None if name in rank_lists else None,
                     weight=weights[name]) for name in opts.relays}

@@ -40,7 +40,7 @@ from ..provenance.chain import decode_event
 from ..provenance.citations import find_span
 from ..provenance.record import RecordProvenance
 from ..types import MemoryType, Source
-from .distill import FactDraft, TurnView, as_callable, normalise_drafts
+from .distill import ExtractiveDistiller, FactDraft, TurnView, as_callable, normalise_drafts
 from .remember import Item, RememberPathway
 
 __all__ = ["ReflectPathway", "ReflectReport", "MemoryProvenance", "BackfillReport"]
@@ -120,6 +120,9 @@ class ReflectPathway:
         if sessions is not None:
             if isinstance(sessions, (str, bytes)) or not all(isinstance(s, int) and not isinstance(s, bool) for s in sessions):
                 raise ValidationError("sessions must be a list of int session ids")
+        if distiller is None:
+            rc = c.config.reflect
+            distiller = ExtractiveDistiller(max_facts=rc.max_facts_per_session, min_chars=rc.min_sentence_chars)
         fn = as_callable(distiller)
         report = ReflectReport()
         for key in self._partial_runs():
@@ -308,7 +311,7 @@ class ReflectPathway:
 
             rp = RecallPathway(c, None)
             now = int(time.time() * 1000)
-            d = rp._current_d(np.asarray(turns, dtype=np.int64), now) if turns else []
+            d = rp._current_d(np.asarray(turns, dtype=np.int64), now) if turns else np.zeros(0)
             parents = tuple(rp.result(o, 0.0, float(d[k])) for k, o in enumerate(turns))
         return MemoryProvenance(
             memory_id=encode_tsid(int(r["target_tsid"])), session_id=int(r["session_id"]),
@@ -371,6 +374,10 @@ class ReflectPathway:
                 new["provenance"][k] = int(plan[o])
                 c.rewrite_header(tx, o, new[k : k + 1])
                 written[o] = plan[o]
+            counts = {v.label: sum(1 for w in written.values() if w is v) for v in set(written.values())}
+            self.remember.chain.append("backfill_provenance", "", {
+                "count": len(written), **{f"filled_{k}": n for k, n in sorted(counts.items())},
+                "ids_crc32c": crc32c(np.asarray(c.cols.ids[sorted(written)], dtype="<i8").tobytes())})
             c.commit(tx)
             c.cols.headers[ords] = new
         for v in written.values():

@@ -278,6 +278,11 @@ class RememberPathway:
         vectors = np.asarray(c.embedder.embed(self._embed_texts(parsed)), dtype=np.float32)
         if vectors.shape != (len(parsed), c.dim):
             raise ValidationError(f"embedder returned shape {vectors.shape}, expected ({len(parsed)}, {c.dim})")
+        finite = np.isfinite(vectors).all(axis=1)
+        if not finite.all():
+            bad = int(np.flatnonzero(~finite)[0])
+            raise ValidationError(f"embedder {getattr(c.embedder, 'name', '?')!r} returned NaN or inf for "
+                                  f"items[{bad}]; nothing was written (fix or replace the embedder)")
         q, scale = quantize_int8(vectors)
         n = len(parsed)
         now = int(time.time() * 1000)

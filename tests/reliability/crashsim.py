@@ -175,8 +175,11 @@ class PowerLossRecorder:
         return vals[-1] if vals else default
 
     def namespace_at(self, point: int, rng: random.Random) -> dict[str, int]:
-        synced = self.dir_sync_idx[bisect.bisect_left(self.dir_sync_idx, point) - 1] \
-            if bisect.bisect_left(self.dir_sync_idx, point) else -1
+        synced = (
+            self.dir_sync_idx[bisect.bisect_left(self.dir_sync_idx, point) - 1]
+            if bisect.bisect_left(self.dir_sync_idx, point)
+            else -1
+        )
         durable_n = bisect.bisect_left(self.ns_idx, synced)
         pending_n = bisect.bisect_left(self.ns_idx, point) - durable_n
         keep = durable_n + rng.randint(0, pending_n) if pending_n else durable_n
@@ -239,7 +242,11 @@ class PowerLossRecorder:
         else:
             crash_size = final_size if rng.random() < 0.7 else len(base)
         buf = bytearray(base) + bytearray(max(top - len(base), 0))
-        torn_at = rng.choice([i for i, v in versions.items() if len(v) > 1]) if tear and versions else None
+        torn_at = (
+            rng.choice([i for i, v in versions.items() if len(v) > 1])
+            if tear and versions
+            else None
+        )
         for i, vers in versions.items():
             if mode == "latest":
                 pick = len(vers) - 1
@@ -255,13 +262,16 @@ class PowerLossRecorder:
             buf[i * SECTOR : i * SECTOR + SECTOR] = chunk
         return bytes(buf[:crash_size])
 
-    def crash_image(self, point: int, rng: random.Random, *, mode: str | None = None,
-                    tear: bool | None = None) -> dict[str, bytes]:
+    def crash_image(
+        self, point: int, rng: random.Random, *, mode: str | None = None, tear: bool | None = None
+    ) -> dict[str, bytes]:
         """``{file name: bytes}`` of the directory after power failed at ``point``."""
         mode = mode or rng.choice(["random", "random", "random", "durable", "latest"])
         tear = (rng.random() < 0.3) if tear is None else tear
         ns = self.namespace_at(point, rng)
-        return {name: self.file_at(ino, point, rng, mode=mode, tear=tear) for name, ino in ns.items()}
+        return {
+            name: self.file_at(ino, point, rng, mode=mode, tear=tear) for name, ino in ns.items()
+        }
 
 
 def materialize(image: dict[str, bytes], directory: str | os.PathLike[str]) -> None:

@@ -25,7 +25,16 @@ import pytest
 
 from spector_gpu.errors import CorruptionError
 
-from .workload import Model, Workload, base_seed, check_store, open_store, record_figure, run_writer, scale
+from .verify import check_store
+from .workload import (
+    Model,
+    Workload,
+    base_seed,
+    open_store,
+    record_figure,
+    run_writer,
+    scale,
+)
 
 pytestmark = pytest.mark.crash
 
@@ -35,10 +44,17 @@ RESET_EVERY = 50  # start a fresh store so each check stays small
 VARIANTS = {
     "remember": Workload("remember", durability="flush", checkpoint_bytes=16384),
     "recall": Workload("recall", durability="none", recall=True, checkpoint_bytes=16384),
-    "consolidate": Workload("consolidate", durability="fsync", consolidate=True, batch=2,
-                            checkpoint_bytes=32768),
-    "snapshot": Workload("snapshot", durability="flush", snapshot_every=3, batch=4, recall=True,
-                         checkpoint_bytes=8192),
+    "consolidate": Workload(
+        "consolidate", durability="fsync", consolidate=True, batch=2, checkpoint_bytes=32768
+    ),
+    "snapshot": Workload(
+        "snapshot",
+        durability="flush",
+        snapshot_every=3,
+        batch=4,
+        recall=True,
+        checkpoint_bytes=8192,
+    ),
 }
 
 Writer = Callable[[str, Workload, Callable[[int], None]], None]
@@ -67,22 +83,29 @@ class CrashLoopStats:
 
 
 def _child(writer: Writer, directory: str, spec: str, fd: int) -> None:
-    workload = Workload.from_json(spec)
-    writer(directory, workload, lambda j: os.write(fd, struct.pack("<q", j)) and None)
+    def ack(j: int) -> None:
+        os.write(fd, struct.pack("<q", j))
+
+    writer(directory, Workload.from_json(spec), ack)
 
 
-def _fork_context() -> multiprocessing.context.BaseContext:
+def _fork_context() -> multiprocessing.context.ForkContext:
     return multiprocessing.get_context("fork")
 
 
-def kill_one_writer(directory: Path, w: Workload, rng: random.Random, *, writer: Writer,
-                    max_delay_s: float) -> tuple[list[int], int | None, bool]:
-    """Fork a writer, SIGKILL it at a random moment; returns (acks, exit code, waited for an ack)."""
+def kill_one_writer(
+    directory: Path, w: Workload, rng: random.Random, *, writer: Writer, max_delay_s: float
+) -> tuple[list[int], int | None, bool]:
+    """Fork a writer and SIGKILL it at a random moment.
+
+    Returns the acknowledgements read from its pipe, its exit code, and whether the kill waited
+    for a first acknowledgement (otherwise it may land mid-open, i.e. mid-recovery)."""
     r, wfd = os.pipe()
     with warnings.catch_warnings():  # Python >= 3.12 warns about fork in threaded processes
         warnings.simplefilter("ignore", DeprecationWarning)
-        proc = _fork_context().Process(target=_child, args=(writer, str(directory), w.to_json(), wfd),
-                                       daemon=True)
+        proc = _fork_context().Process(
+            target=_child, args=(writer, str(directory), w.to_json(), wfd), daemon=True
+        )
         proc.start()
     os.close(wfd)
     buf = bytearray()
@@ -110,8 +133,15 @@ def kill_one_writer(directory: Path, w: Workload, rng: random.Random, *, writer:
     return list(struct.unpack(f"<{n}q", bytes(buf[: n * 8]))), proc.exitcode, waited
 
 
-def run_crash_loop(name: str, *, cycles: int, seed: int, directory: Path, writer: Writer = run_writer,
-                   max_delay_s: float = 0.03) -> CrashLoopStats:
+def run_crash_loop(
+    name: str,
+    *,
+    cycles: int,
+    seed: int,
+    directory: Path,
+    writer: Writer = run_writer,
+    max_delay_s: float = 0.03,
+) -> CrashLoopStats:
     w = VARIANTS[name]
     rng = random.Random(f"{seed}:{name}")
     stats = CrashLoopStats(name)
@@ -125,7 +155,9 @@ def run_crash_loop(name: str, *, cycles: int, seed: int, directory: Path, writer
         snap_floor = max([snap_floor, *(-a for a in acks if a < 0)])
         stats.cycles += 1
         if code != -signal.SIGKILL:
-            stats.failures.append(f"cycle {cycle}: writer exited with {code} instead of being killed")
+            stats.failures.append(
+                f"cycle {cycle}: writer exited with {code} instead of being killed"
+            )
             continue
         if not commits:
             stats.killed_before_first_ack += int(not waited)
@@ -141,7 +173,9 @@ def run_crash_loop(name: str, *, cycles: int, seed: int, directory: Path, writer
         stats.recovery_ms.append((time.perf_counter() - t0) * 1e3)
         try:
             stats.replayed_cycles += int(p.replayed_records > 0)
-            j, problem = check_store(p, w, model, acked=acked, started=acked + 1, snap_acked=snap_floor)
+            j, problem = check_store(
+                p, w, model, acked=acked, started=acked + 1, snap_acked=snap_floor
+            )
         except CorruptionError as exc:
             j, problem = -1, f"corrupt record returned: {exc}"
         finally:
@@ -158,16 +192,31 @@ def run_crash_loop(name: str, *, cycles: int, seed: int, directory: Path, writer
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
-def test_kill9_loop_never_loses_an_acknowledged_commit(name: str, soak: int, tmp_path: Path) -> None:
+def test_kill9_loop_never_loses_an_acknowledged_commit(
+    name: str, soak: int, tmp_path: Path
+) -> None:
     seed = base_seed()
-    stats = run_crash_loop(name, cycles=CYCLES_PER_VARIANT * scale(soak), seed=seed, directory=tmp_path)
-    record_figure("crash_loop", variant=name, cycles=stats.cycles, acked_commits=stats.acked_commits,
-                  lost=stats.lost, corrupt=stats.corrupt, p50_recovery_ms=round(stats.p50_ms, 3),
-                  p95_recovery_ms=round(stats.p95_ms, 3), replayed_cycles=stats.replayed_cycles,
-                  seed=seed, durability=VARIANTS[name].durability)
-    print(f"{name}: {stats.cycles} kill -9 cycles, {stats.acked_commits} acknowledged commits, "
-          f"{stats.lost} lost, {stats.corrupt} corrupt, p50 recovery {stats.p50_ms:.2f} ms "
-          f"(p95 {stats.p95_ms:.2f} ms), {stats.replayed_cycles} cycles replayed the journal")
+    stats = run_crash_loop(
+        name, cycles=CYCLES_PER_VARIANT * scale(soak), seed=seed, directory=tmp_path
+    )
+    record_figure(
+        "crash_loop",
+        variant=name,
+        cycles=stats.cycles,
+        acked_commits=stats.acked_commits,
+        lost=stats.lost,
+        corrupt=stats.corrupt,
+        p50_recovery_ms=round(stats.p50_ms, 3),
+        p95_recovery_ms=round(stats.p95_ms, 3),
+        replayed_cycles=stats.replayed_cycles,
+        seed=seed,
+        durability=VARIANTS[name].durability,
+    )
+    print(
+        f"{name}: {stats.cycles} kill -9 cycles, {stats.acked_commits} acknowledged commits, "
+        f"{stats.lost} lost, {stats.corrupt} corrupt, p50 recovery {stats.p50_ms:.2f} ms "
+        f"(p95 {stats.p95_ms:.2f} ms), {stats.replayed_cycles} cycles replayed the journal"
+    )
     assert not stats.failures, "\n".join(stats.failures[:5])
     assert stats.lost == 0 and stats.corrupt == 0
     # The loop must really exercise recovery: most cycles acknowledge work and some replay it.

@@ -22,12 +22,25 @@ import pytest
 from spector_gpu.errors import ReadOnlyStoreError, StoreError, StoreFailedError
 from spector_gpu.kernel.io import set_observer
 
-from .workload import INDEX, LOG, STRENGTH, Model, Workload, commit, commits_in, open_store, reopen_outcome
+from .verify import reopen_outcome
+from .workload import (
+    INDEX,
+    LOG,
+    STRENGTH,
+    Model,
+    Workload,
+    commit,
+    commits_in,
+    open_store,
+    record_figure,
+)
 
 pytestmark = pytest.mark.crash
 
 W = Workload("faults", durability="flush", recall=True, batch=4, checkpoint_bytes=24_000)
-W_LONG_JOURNAL = Workload("faults", durability="flush", recall=True, batch=4, checkpoint_bytes=1 << 20)
+W_LONG_JOURNAL = Workload(
+    "faults", durability="flush", recall=True, batch=4, checkpoint_bytes=1 << 20
+)
 
 
 class FaultInjector:
@@ -105,7 +118,9 @@ def test_io_fault_fails_the_handle_and_reopen_recovers(name: str, injector, tmp_
         except StoreFailedError as exc:
             failed_at, error = k, exc
             break
-    assert failed_at is not None and inj.tripped, f"{name}: the fault was never reached"
+    assert failed_at is not None and error is not None and inj.tripped, (
+        f"{name}: fault never reached"
+    )
     assert "read-only" in str(error) and "reopen" in str(error)
     assert isinstance(error.__cause__, OSError) and error.__cause__.errno == err
     calls = len(inj.calls)
@@ -114,7 +129,9 @@ def test_io_fault_fails_the_handle_and_reopen_recovers(name: str, injector, tmp_
             attempt()
     assert p.region(INDEX).count >= failed_at * w.batch  # reads still work
     p.close()
-    assert len(inj.calls) == calls, f"{name}: the failed handle touched the disk again: {inj.calls[calls:]}"
+    assert len(inj.calls) == calls, (
+        f"{name}: the failed handle touched the disk again: {inj.calls[calls:]}"
+    )
     set_observer(None)
     model = Model(w)
     expected = failed_at + 1 if survives else failed_at
@@ -126,18 +143,30 @@ def test_io_fault_fails_the_handle_and_reopen_recovers(name: str, injector, tmp_
     again.close()
     kind, j, why = reopen_outcome(tmp_path, w, model, acked=expected + 3, started=expected + 3)
     assert kind == "ok", why
+    record_figure(
+        "env_faults",
+        fault=name,
+        error=type(error).__name__,
+        failed_commit=failed_at,
+        recovered_to=expected,
+        retried_io_calls=0,
+    )
 
 
-@pytest.mark.parametrize("hook,err,expected", [
-    ("create", errno.EROFS, ReadOnlyStoreError),
-    ("create", errno.EACCES, ReadOnlyStoreError),
-    ("reserve", errno.ENOSPC, StoreFailedError),
-    ("sync", errno.EIO, StoreFailedError),
-    ("dir_sync", errno.EIO, StoreFailedError),
-    ("replace", errno.EIO, StoreFailedError),
-])
-def test_fault_while_creating_a_store_is_a_library_error(hook: str, err: int, expected: type,
-                                                         injector, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "hook,err,expected",
+    [
+        ("create", errno.EROFS, ReadOnlyStoreError),
+        ("create", errno.EACCES, ReadOnlyStoreError),
+        ("reserve", errno.ENOSPC, StoreFailedError),
+        ("sync", errno.EIO, StoreFailedError),
+        ("dir_sync", errno.EIO, StoreFailedError),
+        ("replace", errno.EIO, StoreFailedError),
+    ],
+)
+def test_fault_while_creating_a_store_is_a_library_error(
+    hook: str, err: int, expected: type, injector, tmp_path: Path
+) -> None:
     inj = FaultInjector(hook, err)
     injector.append(inj)
     set_observer(inj)
@@ -151,7 +180,9 @@ def test_fault_while_creating_a_store_is_a_library_error(hook: str, err: int, ex
     assert open_store(tmp_path / "s", W, writable=False).region(INDEX).count == W.batch
 
 
-def test_fault_during_recovery_fails_cleanly_and_the_next_open_recovers(injector, tmp_path: Path) -> None:
+def test_fault_during_recovery_fails_cleanly_and_the_next_open_recovers(
+    injector, tmp_path: Path
+) -> None:
     p = open_store(tmp_path, W)
     for k in range(4):
         commit(p, W, k)

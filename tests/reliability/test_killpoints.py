@@ -24,10 +24,10 @@ import pytest
 from spector_gpu.kernel import killpoints
 from spector_gpu.kernel.killpoints import KILLPOINTS
 
+from .verify import check_store
 from .workload import (
     Model,
     Workload,
-    check_store,
     commit,
     commits_in,
     open_store,
@@ -38,13 +38,18 @@ from .workload import (
 pytestmark = pytest.mark.crash
 
 TESTS_DIR = str(Path(__file__).resolve().parents[1])
-KERNEL_POINTS = tuple(p for p in KILLPOINTS if p.split(".")[0] in ("journal", "commit", "checkpoint"))
+KERNEL_POINTS = tuple(
+    p for p in KILLPOINTS if p.split(".")[0] in ("journal", "commit", "checkpoint")
+)
 HITS = (1, 2, 5)
 PREFILL = 3
-WORKLOAD = Workload("killpoints", durability="flush", recall=True, consolidate=True, batch=2,
-                    checkpoint_bytes=3000)
-_BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); from reliability.workload import main; "
-         "main(sys.argv[2:])")
+WORKLOAD = Workload(
+    "killpoints", durability="flush", recall=True, consolidate=True, batch=2, checkpoint_bytes=3000
+)
+_BOOT = (
+    "import sys; sys.path.insert(0, sys.argv[1]); from reliability.workload import main; "
+    "main(sys.argv[2:])"
+)
 
 
 @dataclass
@@ -65,12 +70,24 @@ def _armed_child(directory: str, spec: str, armed: str, max_commits: int, fd: in
     def send(tag: bytes, value: int) -> None:
         os.write(fd, struct.pack("<cq", tag, value))
 
-    run_writer(directory, Workload.from_json(spec), lambda j: send(b"A", j),
-               max_commits=max_commits, opened=lambda j: send(b"O", j))
+    run_writer(
+        directory,
+        Workload.from_json(spec),
+        lambda j: send(b"A", j),
+        max_commits=max_commits,
+        opened=lambda j: send(b"O", j),
+    )
 
 
-def run_armed(directory: Path, w: Workload, point: str, hit: int, *, max_commits: int = 40,
-              fresh_interpreter: bool = False) -> ArmedRun:
+def run_armed(
+    directory: Path,
+    w: Workload,
+    point: str,
+    hit: int,
+    *,
+    max_commits: int = 40,
+    fresh_interpreter: bool = False,
+) -> ArmedRun:
     """Run a writer with ``SPECTOR_KILLPOINT=point:hit``: forked (fast) or in a new interpreter."""
     if fresh_interpreter:
         return _run_subprocess(directory, w, f"{point}:{hit}", max_commits)
@@ -78,7 +95,9 @@ def run_armed(directory: Path, w: Workload, point: str, hit: int, *, max_commits
     with warnings.catch_warnings():  # Python >= 3.12 warns about fork in threaded processes
         warnings.simplefilter("ignore", DeprecationWarning)
         proc = multiprocessing.get_context("fork").Process(
-            target=_armed_child, args=(str(directory), w.to_json(), f"{point}:{hit}", max_commits, wfd))
+            target=_armed_child,
+            args=(str(directory), w.to_json(), f"{point}:{hit}", max_commits, wfd),
+        )
         proc.start()
     os.close(wfd)
     buf = bytearray()
@@ -97,8 +116,14 @@ def run_armed(directory: Path, w: Workload, point: str, hit: int, *, max_commits
 
 def _run_subprocess(directory: Path, w: Workload, armed: str, max_commits: int) -> ArmedRun:
     env = dict(os.environ, SPECTOR_KILLPOINT=armed)
-    proc = subprocess.run([sys.executable, "-c", _BOOT, TESTS_DIR, str(directory), w.to_json(),
-                           str(max_commits)], env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", _BOOT, TESTS_DIR, str(directory), w.to_json(), str(max_commits)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     opened, acked = None, 0
     for line in proc.stdout.splitlines():
         tag, value = line.split()
@@ -134,7 +159,8 @@ def test_kill_point_leaves_all_or_nothing(point: str, tmp_path: Path) -> None:
         prefill(store, WORKLOAD, PREFILL)
         run = run_armed(store, WORKLOAD, point, hit)
         assert run.returncode == -signal.SIGKILL, (
-            f"{point}:{hit} was never reached (exit {run.returncode}); stderr:\n{run.stderr}")
+            f"{point}:{hit} was never reached (exit {run.returncode}); stderr:\n{run.stderr}"
+        )
         # Every kernel point lies after the interrupted commit's journal append (or inside a
         # checkpoint that follows a whole commit), so recovery must complete that commit; a
         # kill before the store was open leaves the prefilled state.
@@ -149,8 +175,12 @@ def test_kill_point_leaves_all_or_nothing(point: str, tmp_path: Path) -> None:
 def test_every_kernel_kill_point_is_named_once() -> None:
     assert len(set(KILLPOINTS)) == len(KILLPOINTS)
     assert set(KERNEL_POINTS) == {
-        "journal.after_append", "journal.after_sync", "commit.mid_apply", "commit.after_apply",
-        "checkpoint.after_region_sync", "checkpoint.after_reset",
+        "journal.after_append",
+        "journal.after_sync",
+        "commit.mid_apply",
+        "commit.after_apply",
+        "checkpoint.after_region_sync",
+        "checkpoint.after_reset",
     }
 
 
@@ -158,7 +188,9 @@ def test_every_kernel_kill_point_is_named_once() -> None:
 def test_environment_arms_a_kill_point(fresh: bool, tmp_path: Path) -> None:
     """The variable is honoured by a new interpreter at import (and by the forked harness);
     an unknown name kills nothing."""
-    run = run_armed(tmp_path / "s", WORKLOAD, "no.such.point", 1, max_commits=3, fresh_interpreter=fresh)
+    run = run_armed(
+        tmp_path / "s", WORKLOAD, "no.such.point", 1, max_commits=3, fresh_interpreter=fresh
+    )
     assert run.returncode == 0, run.stderr
     assert run.opened_at == 0 and run.acked == 3
     run = run_armed(tmp_path / "s", WORKLOAD, "journal.after_sync", 2, fresh_interpreter=fresh)

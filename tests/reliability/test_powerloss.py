@@ -17,11 +17,11 @@ import pytest
 from spector_gpu.kernel.io import atomic_write, set_observer
 
 from .crashsim import PowerLossRecorder, materialize
+from .verify import check_store
 from .workload import (
     Model,
     Workload,
     base_seed,
-    check_store,
     commit,
     commits_in,
     open_store,
@@ -44,17 +44,25 @@ class Scenario:
 
 SCENARIOS = {
     "append-flush": Scenario(Workload("append-flush", checkpoint_bytes=4096), 40),
-    "recall-fsync": Scenario(Workload("recall-fsync", durability="fsync", recall=True,
-                                      checkpoint_bytes=8192), 40),
-    "consolidate-flush": Scenario(Workload("consolidate-flush", batch=2, consolidate=True,
-                                           checkpoint_bytes=8192), 36),
-    "batch-growth-fsync": Scenario(Workload("batch-growth-fsync", durability="fsync", batch=24,
-                                            checkpoint_bytes=32768), 16),
-    "snapshot-reopen-flush": Scenario(Workload("snapshot-reopen-flush", snapshot_every=4,
-                                               recall=True, checkpoint_bytes=6000), 30,
-                                      reopen_every=9),
-    "crash-during-recovery": Scenario(Workload("crash-during-recovery", recall=True,
-                                               checkpoint_bytes=1 << 20), 24, double_crash=True),
+    "recall-fsync": Scenario(
+        Workload("recall-fsync", durability="fsync", recall=True, checkpoint_bytes=8192), 40
+    ),
+    "consolidate-flush": Scenario(
+        Workload("consolidate-flush", batch=2, consolidate=True, checkpoint_bytes=8192), 36
+    ),
+    "batch-growth-fsync": Scenario(
+        Workload("batch-growth-fsync", durability="fsync", batch=24, checkpoint_bytes=32768), 16
+    ),
+    "snapshot-reopen-flush": Scenario(
+        Workload("snapshot-reopen-flush", snapshot_every=4, recall=True, checkpoint_bytes=6000),
+        30,
+        reopen_every=9,
+    ),
+    "crash-during-recovery": Scenario(
+        Workload("crash-during-recovery", recall=True, checkpoint_bytes=1 << 20),
+        24,
+        double_crash=True,
+    ),
 }
 
 
@@ -86,7 +94,9 @@ def record_trace(directory: Path, sc: Scenario, *, first: int = 0) -> PowerLossR
             k += 1
             rec.mark("ack", k)
             if w.snapshot_due(k):
-                atomic_write(directory / "index.snap", w.snapshot_bytes(k), durable=w.durability != "none")
+                atomic_write(
+                    directory / "index.snap", w.snapshot_bytes(k), durable=w.durability != "none"
+                )
                 rec.mark("snap", k)
         p.close()
     finally:
@@ -94,8 +104,16 @@ def record_trace(directory: Path, sc: Scenario, *, first: int = 0) -> PowerLossR
     return rec
 
 
-def verify_image(image: dict[str, bytes], directory: Path, w: Workload, model: Model, *,
-                 acked: int, started: int, snap_acked: int) -> tuple[int, str | None]:
+def verify_image(
+    image: dict[str, bytes],
+    directory: Path,
+    w: Workload,
+    model: Model,
+    *,
+    acked: int,
+    started: int,
+    snap_acked: int,
+) -> tuple[int, str | None]:
     materialize(image, directory)
     try:
         p = open_store(directory, w, durability="none")  # no barriers needed to check
@@ -146,14 +164,17 @@ def run_powerloss(name: str, *, images: int, seed: int, workdir: Path) -> PowerL
         if sc.double_crash:  # recovery itself must not lose what the base image held
             acked = max(acked, j0)
         snap = rec.last_mark_value("snap", point) if durable else 0
-        j, problem = verify_image(image, image_dir, w, model, acked=acked, started=started,
-                                  snap_acked=snap)
+        j, problem = verify_image(
+            image, image_dir, w, model, acked=acked, started=started, snap_acked=snap
+        )
         stats.images += 1
         if problem is not None:
             stats.n_failed += 1
             if len(stats.failures) < 5:
-                stats.failures.append(f"{name} image {i} (crash at event {point}/{rec.n_events}, "
-                                      f"acked {acked}, started {started}): {problem}")
+                stats.failures.append(
+                    f"{name} image {i} (crash at event {point}/{rec.n_events}, "
+                    f"acked {acked}, started {started}): {problem}"
+                )
         elif j > acked:
             stats.replayed_images += 1
     stats.events = sum(r.n_events for r, _ in bases)
@@ -162,12 +183,22 @@ def run_powerloss(name: str, *, images: int, seed: int, workdir: Path) -> PowerL
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_power_loss_images_recover_to_an_acknowledged_prefix(name: str, soak: int,
-                                                              workdir: Path) -> None:
+def test_power_loss_images_recover_to_an_acknowledged_prefix(
+    name: str, soak: int, workdir: Path
+) -> None:
     seed = base_seed()
-    stats = run_powerloss(name, images=IMAGES_PER_SCENARIO * scale(soak), seed=seed, workdir=workdir)
-    record_figure("powerloss", scenario=name, images=stats.images, failed=stats.n_failed,
-                  events=stats.events, seed=seed, durability=SCENARIOS[name].workload.durability)
+    stats = run_powerloss(
+        name, images=IMAGES_PER_SCENARIO * scale(soak), seed=seed, workdir=workdir
+    )
+    record_figure(
+        "powerloss",
+        scenario=name,
+        images=stats.images,
+        failed=stats.n_failed,
+        events=stats.events,
+        seed=seed,
+        durability=SCENARIOS[name].workload.durability,
+    )
     assert stats.n_failed == 0, "\n".join(stats.failures)
     assert stats.images == IMAGES_PER_SCENARIO * scale(soak)
 

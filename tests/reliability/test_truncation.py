@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from .crashsim import materialize
+from .verify import reopen_outcome
 from .workload import (
     INDEX,
     LOG,
@@ -23,22 +24,28 @@ from .workload import (
     base_seed,
     pending_journal_image,
     record_figure,
-    reopen_outcome,
     scale,
 )
 
 pytestmark = pytest.mark.crash
 
-W = Workload("truncation", durability="flush", recall=True, consolidate=True, batch=2,
-             checkpoint_bytes=1 << 20)
+W = Workload(
+    "truncation",
+    durability="flush",
+    recall=True,
+    consolidate=True,
+    batch=2,
+    checkpoint_bytes=1 << 20,
+)
 SETTLED, PENDING = 7, 3
 REGION_CUTS = 60  # random cut offsets per region file and base image (CI)
 
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, bytes], list[int], Model]:
-    image, ends = pending_journal_image(tmp_path_factory.mktemp("base"), W, settled=SETTLED,
-                                        pending=PENDING)
+    image, ends = pending_journal_image(
+        tmp_path_factory.mktemp("base"), W, settled=SETTLED, pending=PENDING
+    )
     model = Model(W)
     model.advance(SETTLED + PENDING, keep=True)
     return image, ends, model
@@ -70,7 +77,7 @@ def test_journal_cut_at_every_byte_of_its_last_records(base, workdir: Path) -> N
 
 def test_journal_cut_inside_its_preamble_is_named(base, workdir: Path) -> None:
     image, _, model = base
-    for cut in range(0, 64):
+    for cut in range(64):
         materialize({**image, "journal.jrn": image["journal.jrn"][:cut]}, workdir / "s")
         kind, _, why = reopen_outcome(workdir / "s", W, model, acked=0, started=SETTLED + PENDING)
         assert kind in ("ok", "named"), f"journal cut at {cut}: {why}"
@@ -78,22 +85,28 @@ def test_journal_cut_inside_its_preamble_is_named(base, workdir: Path) -> None:
 
 @pytest.mark.parametrize("name", [LOG, STRENGTH, PROV, INDEX])
 @pytest.mark.parametrize("state", ["pending-journal", "clean"])
-def test_region_cut_at_random_offsets(base, name: str, state: str, soak: int, workdir: Path) -> None:
+def test_region_cut_at_random_offsets(
+    base, name: str, state: str, soak: int, workdir: Path
+) -> None:
     image, _, model = base
     if state == "clean":  # recover once: a checkpointed store with an empty journal
         materialize(image, workdir / "clean")
-        kind, _, why = reopen_outcome(workdir / "clean", W, model, acked=SETTLED + PENDING,
-                                      started=SETTLED + PENDING)
+        kind, _, why = reopen_outcome(
+            workdir / "clean", W, model, acked=SETTLED + PENDING, started=SETTLED + PENDING
+        )
         assert kind == "ok", why
         image = {p.name: p.read_bytes() for p in (workdir / "clean").iterdir() if p.name != "LOCK"}
     rng = random.Random(f"{base_seed()}:{name}:{state}")
     data = image[name]
     kinds: Counter[str] = Counter()
-    cuts = [0, 1, 63, 64, len(data) - 1] + [rng.randrange(0, len(data)) for _ in range(REGION_CUTS * scale(soak))]
+    cuts = [0, 1, 63, 64, len(data) - 1] + [
+        rng.randrange(0, len(data)) for _ in range(REGION_CUTS * scale(soak))
+    ]
     for cut in cuts:
         materialize({**image, name: data[:cut]}, workdir / "s")
-        kind, j, why = reopen_outcome(workdir / "s", W, model, acked=SETTLED + PENDING,
-                                      started=SETTLED + PENDING)
+        kind, _, why = reopen_outcome(
+            workdir / "s", W, model, acked=SETTLED + PENDING, started=SETTLED + PENDING
+        )
         assert kind in ("ok", "named"), f"{name} cut at {cut} of {len(data)}: {why}"
         kinds[kind] += 1
     # Cuts past the committed bytes are harmless; cuts into the preamble are always reported.
@@ -106,6 +119,7 @@ def test_zero_extended_files_are_harmless(base, name: str, workdir: Path) -> Non
     image, _, model = base
     for extra in (1, 7, 512, 4096, 70_000):
         materialize({**image, name: image[name] + bytes(extra)}, workdir / "s")
-        kind, j, why = reopen_outcome(workdir / "s", W, model, acked=SETTLED + PENDING,
-                                      started=SETTLED + PENDING)
+        kind, _, why = reopen_outcome(
+            workdir / "s", W, model, acked=SETTLED + PENDING, started=SETTLED + PENDING
+        )
         assert kind == "ok", f"{name} + {extra} zero bytes: {why}"

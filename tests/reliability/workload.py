@@ -19,7 +19,7 @@ import json
 import os
 import struct
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +37,6 @@ from spector_gpu.cortex.layouts import (
     WALK_PREFIX_DTYPE,
     seal,
 )
-from spector_gpu.errors import CorruptionError
 from spector_gpu.kernel.crc import crc32c
 from spector_gpu.kernel.io import atomic_write
 from spector_gpu.kernel.partition import Partition
@@ -45,24 +44,21 @@ from spector_gpu.kernel.preamble import PREAMBLE_SIZE, SHAPE_APPEND, SHAPE_RECOR
 from spector_gpu.kernel.region import RegionSpec
 
 __all__ = [
-    "SPECS",
-    "LOG",
-    "STRENGTH",
-    "PROV",
     "INDEX",
+    "LOG",
+    "PROV",
     "SNAPSHOT",
-    "Workload",
+    "SPECS",
+    "STRENGTH",
     "Model",
-    "open_store",
-    "commit",
-    "run_writer",
-    "check_store",
-    "reopen_outcome",
-    "pending_journal_image",
-    "walk_episodes",
-    "scale",
+    "Workload",
     "base_seed",
+    "commit",
+    "open_store",
+    "pending_journal_image",
     "record_figure",
+    "run_writer",
+    "scale",
 ]
 
 LOG, STRENGTH, PROV, INDEX = "episodic.log", "strength.rec", "provenance.rec", "index.midx"
@@ -108,7 +104,12 @@ def episode(m: int, consolidated: bool) -> bytes:
     pre["timestamp_ms"], pre["sequence"] = T0_MS + m, m
     hdr = np.zeros(1, HEADER_DTYPE)
     hdr["version"], hdr["flags"] = 2, (1 << 1) | (FLAG_CONSOLIDATED if consolidated else 0)
-    hdr["importance"], hdr["timestamp_ms"], hdr["owner"], hdr["provenance"] = 1.0, T0_MS + m, ID_BASE + m, 1
+    hdr["importance"], hdr["timestamp_ms"], hdr["owner"], hdr["provenance"] = (
+        1.0,
+        T0_MS + m,
+        ID_BASE + m,
+        1,
+    )
     payload = ((b"episode %d says hello; " % m) * (p // 16 + 1))[:p]
     raw = bytearray(pre.tobytes() + hdr.tobytes() + payload)
     raw[28:32] = crc32c(bytes(raw[:28]) + bytes(raw[32:])).to_bytes(4, "little")
@@ -137,7 +138,11 @@ def prov_row(c: int, live: bool, batch: int) -> bytes:
     r["flags"] = PROV_LIVE if live else PROV_PARTIAL
     r["source_kind"], r["target_kind"], r["pass_number"] = 1, 2, 1
     r["turn_count"], r["session_id"], r["target_tsid"] = (PERIOD - 2) * batch, c, FACT_BASE + c
-    r["consolidated_at"], r["first_seq"], r["last_seq"] = T0_MS + c, first, first + (PERIOD - 2) * batch - 1
+    r["consolidated_at"], r["first_seq"], r["last_seq"] = (
+        T0_MS + c,
+        first,
+        first + (PERIOD - 2) * batch - 1,
+    )
     r["batch_count"], r["source_tsid"] = 1, ID_BASE + first
     return seal(r).tobytes()
 
@@ -165,7 +170,7 @@ class Workload:
         return json.dumps(dataclasses.asdict(self))
 
     @classmethod
-    def from_json(cls, text: str) -> "Workload":
+    def from_json(cls, text: str) -> Workload:
         return cls(**json.loads(text))
 
     def writes(self, k: int) -> list[Op]:
@@ -236,11 +241,20 @@ class Model:
 
 
 # ---- driving a partition ------------------------------------------------------------------
-def open_store(directory: str | os.PathLike[str], w: Workload, *, durability: str | None = None,
-               writable: bool = True) -> Partition:
-    return Partition.open(directory, SPECS, writable=writable,
-                          durability=durability or w.durability,  # type: ignore[arg-type]
-                          checkpoint_bytes=w.checkpoint_bytes)
+def open_store(
+    directory: str | os.PathLike[str],
+    w: Workload,
+    *,
+    durability: str | None = None,
+    writable: bool = True,
+) -> Partition:
+    return Partition.open(
+        directory,
+        SPECS,
+        writable=writable,
+        durability=durability or w.durability,  # type: ignore[arg-type]
+        checkpoint_bytes=w.checkpoint_bytes,
+    )
 
 
 def commit(p: Partition, w: Workload, k: int) -> None:
@@ -251,7 +265,9 @@ def commit(p: Partition, w: Workload, k: int) -> None:
         if offset is None:
             got = tx.append(region, data)
             if name == LOG and got != log_offset(k * w.batch):
-                raise RuntimeError(f"log append landed at {got}, expected {log_offset(k * w.batch)}")
+                raise RuntimeError(
+                    f"log append landed at {got}, expected {log_offset(k * w.batch)}"
+                )
         else:
             tx.write(region, offset, data)
     p.commit(tx, order=[p.region(INDEX)])
@@ -261,8 +277,14 @@ def commits_in(p: Partition, w: Workload) -> int:
     return p.region(INDEX).count // w.batch
 
 
-def run_writer(directory: str, w: Workload, ack: Callable[[int], None], *,
-               max_commits: int | None = None, opened: Callable[[int], None] | None = None) -> None:
+def run_writer(
+    directory: str,
+    w: Workload,
+    ack: Callable[[int], None],
+    *,
+    max_commits: int | None = None,
+    opened: Callable[[int], None] | None = None,
+) -> None:
     """Open ``directory``, then commit forever (or ``max_commits``), calling ``ack(j)`` after
     each commit returns and ``ack(-j)`` after the snapshot of state ``j`` is replaced."""
     p = open_store(directory, w)
@@ -275,100 +297,17 @@ def run_writer(directory: str, w: Workload, ack: Callable[[int], None], *,
         k += 1
         ack(k)
         if w.snapshot_due(k):
-            atomic_write(Path(directory) / SNAPSHOT, w.snapshot_bytes(k), durable=w.durability != "none")
+            atomic_write(
+                Path(directory) / SNAPSHOT, w.snapshot_bytes(k), durable=w.durability != "none"
+            )
             ack(-k)
     p.close()
 
 
-# ---- verifying a recovered store ----------------------------------------------------------
-def check_store(p: Partition, w: Workload, model: Model, *, acked: int, started: int,
-                snap_acked: int = 0) -> tuple[int, str | None]:
-    """Compare an opened store with the model. Returns ``(j, problem)``; ``problem`` is None
-    when the store holds exactly the bytes of ``j`` commits with ``acked <= j <= started``
-    and a valid snapshot no older than ``snap_acked``. CRC failures raise ``CorruptionError``."""
-    n_index = p.region(INDEX).count
-    if n_index % w.batch:
-        return -1, f"index count {n_index} is not a whole number of commits (batch {w.batch})"
-    j = n_index // w.batch
-    if j < acked:
-        return j, f"lost acknowledged commits: found {j}, acknowledged {acked}"
-    if j > started:
-        return j, f"phantom commits: found {j}, only {started} were started"
-    log = p.region(LOG)
-    for _ in walk_episodes(bytes(log.view(PREAMBLE_SIZE, log.count))):
-        pass  # what the episodic store's reader does: every committed episode passes its CRC
-    expected = model.state(j)
-    for spec in SPECS:
-        region = p.region(spec.filename)
-        want = expected[spec.filename]
-        nbytes = region.count * spec.stride if spec.shape == SHAPE_RECORD else region.count
-        if spec.shape == SHAPE_RECORD and region.count:
-            region.read_rows(np.arange(region.count))  # CRC check through the library
-        got = bytes(region.view(PREAMBLE_SIZE, nbytes))
-        if got != want:
-            diff = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-            return j, (f"{spec.filename}: {len(got)} committed bytes differ from the model's "
-                       f"{len(want)} after {j} commits (first difference at data byte {diff})")
-    return j, _check_snapshot(Path(p.directory), w, j, snap_acked)
-
-
-def reopen_outcome(directory: str | os.PathLike[str], w: Workload, model: Model, *, acked: int,
-                   started: int) -> tuple[str, int, str]:
-    """Open a (damaged) store writable and check it: ``("ok", j, "")`` when it holds exactly
-    the bytes of ``j`` allowed commits, ``("named", -1, why)`` when a ``CorruptionError`` (or
-    its ``StoreFormatError``) reported the damage, ``("bad", j, why)`` for anything else —
-    wrong bytes returned silently, or an exception outside the library's hierarchy."""
-    try:
-        p = open_store(directory, w, durability="none")
-    except CorruptionError as exc:
-        return "named", -1, f"{type(exc).__name__}: {exc}"
-    except Exception as exc:  # noqa: BLE001 - classified, not swallowed
-        return "bad", -1, f"open raised {type(exc).__name__}: {exc}"
-    try:
-        j, problem = check_store(p, w, model, acked=acked, started=started)
-    except CorruptionError as exc:
-        return "named", -1, f"{type(exc).__name__}: {exc}"
-    except Exception as exc:  # noqa: BLE001
-        return "bad", -1, f"reading raised {type(exc).__name__}: {exc}"
-    finally:
-        p.close()
-    return ("ok", j, "") if problem is None else ("bad", j, problem)
-
-
-def _check_snapshot(directory: Path, w: Workload, j: int, snap_acked: int) -> str | None:
-    path = directory / SNAPSHOT
-    if not w.snapshot_every:
-        return None
-    if not path.exists():
-        return None if snap_acked == 0 else f"acknowledged snapshot {snap_acked} is missing"
-    data = path.read_bytes()
-    if len(data) < 24:
-        return f"snapshot is torn ({len(data)} bytes)"
-    s, _ = struct.unpack_from("<QQ", data, 4)
-    if data != w.snapshot_bytes(s) or not w.snapshot_due(s):
-        return f"snapshot file is damaged (claims state {s})"
-    if not snap_acked <= s <= j:
-        return f"snapshot of state {s} outside [{snap_acked}, {j}]"
-    return None
-
-
-def walk_episodes(region_bytes: bytes) -> Iterator[int]:
-    """Yield memory ids of CRC-valid episodes; ``CorruptionError`` on a bad one (reader use)."""
-    pos = 0
-    while pos + 96 <= len(region_bytes):
-        magic, plen, mid = struct.unpack_from("<IIq", region_bytes, pos)
-        end = pos + 96 + plen
-        if magic != EPIS_MAGIC or end > len(region_bytes):
-            raise CorruptionError(f"episode at data offset {pos} is malformed", region=LOG, slot=pos)
-        rec = region_bytes[pos:end]
-        if crc32c(rec[:28] + rec[32:]) != int.from_bytes(rec[28:32], "little"):
-            raise CorruptionError(f"episode at data offset {pos} fails its CRC", region=LOG, slot=pos)
-        yield mid
-        pos = end
-
-
-def pending_journal_image(directory: Path, w: Workload, *, settled: int,
-                          pending: int) -> tuple[dict[str, bytes], list[int]]:
+# ---- stores in a known crash state --------------------------------------------------------
+def pending_journal_image(
+    directory: Path, w: Workload, *, settled: int, pending: int
+) -> tuple[dict[str, bytes], list[int]]:
     """What power loss right after a journal fsync leaves: regions hold ``settled`` commits
     (checkpointed), the journal ``pending`` more whole records that were never written back.
     Returns the image and the end offset of each pending journal record."""
@@ -428,5 +367,10 @@ def main(argv: list[str]) -> None:
         sys.stdout.write(f"{tag} {value}\n")
         sys.stdout.flush()
 
-    run_writer(directory, spec, lambda j: out("A", j), max_commits=max_commits,
-               opened=lambda j: out("O", j))
+    run_writer(
+        directory,
+        spec,
+        lambda j: out("A", j),
+        max_commits=max_commits,
+        opened=lambda j: out("O", j),
+    )
