@@ -53,7 +53,8 @@ class MemoryRemember:
         self.ids = ids
 
     def remember(self, text: str, **fields: Any) -> str:
-        return self.remember_batch([{"text": text, **fields}])[0]
+        item = {"text": text, **{k: v for k, v in fields.items() if v is not None}}
+        return self.remember_batch([item])[0]
 
     def remember_batch(self, items: Sequence[str | Mapping[str, Any]]) -> list[str]:
         with self.lock:

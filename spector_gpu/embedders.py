@@ -39,6 +39,11 @@ class Embedder(Protocol):
     """Anything with a ``name``, a ``dim`` and ``embed(texts) -> float32 (n, dim)``.
 
     Rows are L2-normalised; an all-zero row is allowed (e.g. for empty text).
+
+    An embedder may also carry ``fusion_weight: float`` — how much its cosine counts against
+    BM25 in recall fusion (multiplied by ``[recall] dense_weight``; 1.0 when absent). Measured
+    on LoCoMo's development split: a weightless hashing embedder is a weak signal (0.3; flat
+    between 0.1 and 0.5), a sentence model a strong one (1.3).
     """
 
     name: str
@@ -139,6 +144,7 @@ class HashingEmbedder:
         wtag = "".join(map(str, self.word_ngrams)) if self.word_ngrams else "0"
         ctag = "".join(map(str, self.char_ngrams)) if self.char_ngrams else "0"
         self.name = f"hashing-v1-d{dim}-w{wtag}-c{ctag}"
+        self.fusion_weight = 0.3
         if (self.word_weight, self.char_weight) != (1.0, 1.0):
             self.name += f"-ww{self.word_weight:g}-cw{self.char_weight:g}"
         self._ppow = np.ones(1, dtype=np.uint32)
@@ -278,7 +284,8 @@ class CallableEmbedder:
         dim: output dimension the function must return.
     """
 
-    def __init__(self, fn: Callable[[list[str]], npt.ArrayLike], *, name: str, dim: int) -> None:
+    def __init__(self, fn: Callable[[list[str]], npt.ArrayLike], *, name: str, dim: int,
+                 fusion_weight: float = 1.0) -> None:
         if not callable(fn):
             raise ValidationError(f"fn must be callable, got {type(fn).__name__}")
         if not isinstance(name, str) or not name.strip():
@@ -288,6 +295,7 @@ class CallableEmbedder:
         self._fn = fn
         self.name = name
         self.dim = dim
+        self.fusion_weight = float(fusion_weight)
 
     def __repr__(self) -> str:
         return f"CallableEmbedder(name={self.name!r}, dim={self.dim})"
@@ -356,6 +364,7 @@ class SentenceTransformerEmbedder:
         self.batch_size = batch_size
         self.name = name or f"st:{os.path.basename(os.path.normpath(path))}"
         self.model_path = path
+        self.fusion_weight = 1.3
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder(name={self.name!r}, dim={self.dim}, device={str(self._device)!r})"

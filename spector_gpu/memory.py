@@ -21,7 +21,8 @@ from .kernel.tsid import TsidGenerator
 from .pathways.check import CheckReport
 from .pathways.strength import StrengthUpdater
 from .provenance.chain import ChainReport, Ed25519Signer, EventChain
-from .types import CognitiveResult, MemoryType, RecallBatch, RecallOptions
+from .provenance.citations import Citation
+from .types import CognitiveResult, MemoryType, RecallBatch, RecallOptions, Role
 
 __all__ = ["SpectorMemory"]
 
@@ -182,9 +183,15 @@ class SpectorMemory:
         return self._admin.recovery
 
     # ---- remember ------------------------------------------------------------------------
-    def remember(self, text: str, **fields: Any) -> str:
-        """Remember one memory; ``fields`` as in :meth:`remember_batch` items. Returns its id."""
-        return self._remember.remember(text, **fields)
+    def remember(self, text: str, *, type: MemoryType | str = MemoryType.EPISODIC, id: str | None = None,
+                 session_id: int = 0, role: Role | str | None = None, speaker: str = "",
+                 timestamp_ms: int | None = None, importance: float = 1.0, valence: int = 0,
+                 arousal: int = 0, tags: Sequence[str] = (), external_id: str | None = None,
+                 citations: Sequence[Citation | Mapping[str, Any]] = (), source_uri: str | None = None,
+                 source_span: tuple[int, int] | None = None, skill_name: str | None = None,
+                 steps: Sequence[str] = (), pinned: bool = False) -> str:
+        """Remember one memory (a batch of one); returns its TSID. Fields as in :meth:`remember_batch`."""
+        return self._remember.remember(text, type=type, id=id, session_id=session_id, role=role, speaker=speaker, timestamp_ms=timestamp_ms, importance=importance, valence=valence, arousal=arousal, tags=tags, external_id=external_id, citations=citations, source_uri=source_uri, source_span=source_span, skill_name=skill_name, steps=steps, pinned=pinned)
 
     def remember_batch(self, items: Sequence[str | Mapping[str, Any]]) -> list[str]:
         """Remember texts or dicts (``text``, ``type``, ``id``, ``session_id``, ``role``, ``speaker``,

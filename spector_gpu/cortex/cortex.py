@@ -29,6 +29,7 @@ from .analyzer import Analyzer
 from .bm25 import BM25Index
 from .derived import Cues, Links
 from .episodic import EpisodicMemory
+from .index import IndexMemory
 from .layouts import HEADER_DTYPE, INDEX_DTYPE, seal, vector_dtype
 from .payload import Payload, attributed, decode_payload, decode_text
 from .provenance_store import ProvenanceMemory
@@ -142,11 +143,12 @@ class Cortex:
         self.provenance = ProvenanceMemory(r("provenance.rec"), config.store.provenance_capacity)
         self.vectors = r("vectors.slab")
         self.index_region = r("index.midx")
+        self.index = IndexMemory(self.index_region)
         self.events = EventLog(self)
         self.vdtype = vector_dtype(self.dim)
         self.n = 0
         self.version = 0  # bumped by every commit and refresh: invalidates recall caches
-        self.id_map: dict[int, int] = {}
+        self.id_map = self.index.id_map  # the IndexMemory's map (one dict, shared)
         self.cols = Columns(*(np.zeros(0, dt) for dt in
                               (np.int64, INDEX_DTYPE, HEADER_DTYPE, np.int64, np.float32, np.int64,
                                np.float32)))
@@ -254,17 +256,18 @@ class Cortex:
         """Append index entries, headers and strength columns of ordinals [start, stop)."""
         if stop <= start:
             return
-        entries = self.index_region.rows(start, stop).copy().view(INDEX_DTYPE).reshape(-1)
-        bad = np.flatnonzero(entries["graph_slot"] != np.arange(start, stop))
-        if bad.size:
-            slot = int(start + bad[0])
-            raise CorruptionError(f"{self.index_region.path}: index entry {slot} is not at its slot",
-                                  file=self.index_region.path, region="index", slot=slot)
+        entries = self.index.read(start, stop)
         headers = np.zeros(stop - start, dtype=HEADER_DTYPE)
         types = entries["type"]
         ep = types == MemoryType.EPISODIC
         if ep.any():
-            headers[ep] = self.episodic.headers_at(entries["record_offset"][ep])
+            offs = entries["record_offset"][ep]
+            outside = np.flatnonzero((offs < PREAMBLE_SIZE) | (offs + 96 > self.episodic.end))
+            if outside.size:
+                slot = int(entries["graph_slot"][ep][outside[0]])
+                raise CorruptionError(f"{self.index_region.path}: index entry {slot} points outside the log",
+                                      file=self.index_region.path, region="index", slot=slot)
+            headers[ep] = self.episodic.headers_at(offs)
         for t, store in ((MemoryType.SEMANTIC, self.semantic), (MemoryType.PROCEDURAL, self.procedural)):
             m = types == t
             if m.any():
@@ -278,12 +281,7 @@ class Cortex:
         c.d_event = np.concatenate([c.d_event[: self.n], srows["retrieval_strength"]])
         c.last_event_ms = np.concatenate([c.last_event_ms[: self.n], srows["last_recall_ms"]])
         c.storage = np.concatenate([c.storage[: self.n], srows["storage_strength"]])
-        for i, tsid in enumerate(entries["id"].tolist()):
-            if tsid in self.id_map:
-                slot = start + i
-                raise CorruptionError(f"{self.index_region.path}: id appears twice (slot {slot})",
-                                      file=self.index_region.path, region="index", slot=slot)
-            self.id_map[tsid] = start + i
+        self.index.adopt(entries)
         vec = self.vectors.rows(start, stop).copy().view(self.vdtype).reshape(-1)
         self.dense.add(vec["q"], vec["scale"])
         self.n = stop
@@ -378,6 +376,13 @@ class Cortex:
                 self.links.link(fact, parent, lw)
             self._lineage_linked.add(target)
 
+    def session_cursor(self, session: int, *, after_seq: int = -1):  # type: ignore[no-untyped-def]
+        """Iterate a session's episodes in sequence order (``EpisodeRecord``), after ``after_seq``."""
+        big = int(np.iinfo(np.int32).max)
+        ords = self.session_turns(session, after_seq + 1, big)
+        ords.sort(key=lambda o: int(self.cues.sequence[o]))
+        return self.episodic.cursor([int(self.cols.index["record_offset"][o]) for o in ords])
+
     def session_turns(self, session: int, first_seq: int, last_seq: int) -> list[int]:
         """Ordinals of the episodes of ``session`` with sequence in [first_seq, last_seq]."""
         c = self.cues
@@ -420,8 +425,7 @@ class Cortex:
 
     # ---- reading ---------------------------------------------------------------------
     def location(self, i: int) -> Location:
-        e = self.cols.index[i]
-        return Location(MemoryType(int(e["type"])), int(e["partition"]), int(e["record_offset"]), i, i)
+        return self.index.location(self.cols.index[i])
 
     def payload(self, i: int) -> Payload:
         """Hydrate ordinal ``i``'s payload from the store its ``Location.type`` names."""
@@ -489,16 +493,7 @@ class Cortex:
 
     def index_entries(self, ids: np.ndarray, types: np.ndarray, offsets: np.ndarray,
                       text: list[tuple[int, int]], first: int) -> np.ndarray:
-        n = len(ids)
-        e = np.zeros(n, dtype=INDEX_DTYPE)
-        e["id"] = ids
-        e["id_len"] = 13
-        e["type"] = types
-        e["record_offset"] = offsets
-        e["graph_slot"] = np.arange(first, first + n)
-        e["text_offset"] = [t[0] for t in text]
-        e["text_length"] = [t[1] for t in text]
-        return seal(e)
+        return self.index.encode(ids, types, offsets, text, first)
 
     def vector_rows(self, q: np.ndarray, scale: np.ndarray, first: int) -> np.ndarray:
         rows = np.zeros(len(q), dtype=self.vdtype)
@@ -519,8 +514,7 @@ class Cortex:
         c.d_event = np.concatenate([c.d_event[:first], strength_rows["retrieval_strength"]])
         c.last_event_ms = np.concatenate([c.last_event_ms[:first], strength_rows["last_recall_ms"]])
         c.storage = np.concatenate([c.storage[:first], strength_rows["storage_strength"]])
-        for k, tsid in enumerate(entries["id"].tolist()):
-            self.id_map[tsid] = first + k
+        self.index.adopt(entries)
         self.dense.add(q, scale)
         tw = self.config.association.tag_weight
         for k, p in enumerate(payloads):

@@ -123,6 +123,11 @@ class EpisodicMemory:
         return EpisodeRecord(offset, int(prefix["memory_id"]), int(prefix["timestamp_ms"]),
                              int(prefix["sequence"]), header, payload)
 
+    def cursor(self, offsets: Sequence[int]) -> Iterator[EpisodeRecord]:
+        """Read records at ``offsets`` in order (a session's cursor: its offsets by sequence)."""
+        for off in offsets:
+            yield self.read(int(off))
+
     def verify(self, offset: int) -> None:
         self.read(offset)
 

@@ -46,6 +46,10 @@ class ProvenanceMemory:
         for slot, row in zip(np.asarray(slots).tolist(), rows):
             tx.write(self.region, self.region.record_offset(int(slot)), row.tobytes())
 
+    def tombstone(self, tx: Transaction, slots: np.ndarray) -> None:
+        """Retire records (state 1): they stay on disk for audit but no query returns them."""
+        self.set_state(tx, slots, PROV_TOMBSTONE)
+
     # ---- queries -------------------------------------------------------------------
     def find_by_target(self, tsid: int, *, include_partial: bool = False) -> np.ndarray:
         rows = self.rows()

@@ -74,6 +74,10 @@ class StrengthMemory:
         for slot, row in zip(np.asarray(slots).tolist(), rows):
             tx.write(self.region, self.region.record_offset(int(slot)), row.tobytes())
 
+    def current(self, rows: np.ndarray, now_ms: int, flags: np.ndarray, arousal: np.ndarray) -> np.ndarray:
+        """Current retrieval strength D of ``rows`` (the decay law above)."""
+        return decayed(rows, now_ms, flags, arousal, self.cfg)
+
     # ---- transitions (pure: rows in, rows out) --------------------------------------
     def on_recall(self, rows: np.ndarray, now_ms: int, created_ms: np.ndarray,
                   current_d: np.ndarray) -> np.ndarray:

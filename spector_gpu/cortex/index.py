@@ -1,0 +1,76 @@
+"""IndexMemory: memory id → Location (region MIDX, one 48-byte entry per ordinal).
+
+Entry ``i`` describes memory ordinal ``i`` (layout in :mod:`.layouts`). The id map is rebuilt
+from the entries on open — a vectorised CRC check, a positional check (each entry's
+``graph_slot`` is its own slot) and a duplicate check — and kept in step with every commit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import CorruptionError
+from ..kernel.crc import verify_rows
+from ..kernel.partition import Transaction
+from ..kernel.region import Region
+from ..types import Location, MemoryType
+from .layouts import INDEX_DTYPE, seal
+
+__all__ = ["IndexMemory"]
+
+
+class IndexMemory:
+    def __init__(self, region: Region) -> None:
+        self.region = region
+        self.id_map: dict[int, int] = {}
+
+    @property
+    def count(self) -> int:
+        return self.region.count
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        """Validated entries of ordinals [start, stop); ``CorruptionError.slot`` = first bad one."""
+        rows = self.region.rows(start, stop).copy()
+        entries = rows.view(INDEX_DTYPE).reshape(-1)
+        bad = np.flatnonzero(~verify_rows(rows) | (entries["graph_slot"] != np.arange(start, stop))
+                             | ~np.isin(entries["type"], [int(t) for t in MemoryType]))
+        if bad.size:
+            slot = int(start + bad[0])
+            raise CorruptionError(f"{self.region.path}: index entry {slot} is damaged or not at its slot",
+                                  file=self.region.path, region="index", slot=slot)
+        return entries
+
+    def encode(self, ids: np.ndarray, types: np.ndarray, offsets: np.ndarray,
+               text: list[tuple[int, int]], first: int, partition: int = 0) -> np.ndarray:
+        n = len(ids)
+        e = np.zeros(n, dtype=INDEX_DTYPE)
+        e["id"] = ids
+        e["id_len"] = 13
+        e["type"] = types
+        e["record_offset"] = offsets
+        e["graph_slot"] = np.arange(first, first + n)
+        e["text_offset"] = [t[0] for t in text]
+        e["text_length"] = [t[1] for t in text]
+        e["partition"] = partition
+        return seal(e)
+
+    def register(self, tx: Transaction, entries: np.ndarray) -> int:
+        """Append entries in ``tx`` (the commit writes this region's count last)."""
+        return tx.append(self.region, entries.tobytes())
+
+    def adopt(self, entries: np.ndarray) -> None:
+        """Add committed entries to the id map; ``CorruptionError`` on a repeated id."""
+        for tsid, slot in zip(entries["id"].tolist(), entries["graph_slot"].tolist()):
+            if tsid in self.id_map:
+                raise CorruptionError(f"{self.region.path}: id appears twice (slot {slot})",
+                                      file=self.region.path, region="index", slot=int(slot))
+            self.id_map[tsid] = int(slot)
+
+    def locate(self, tsid: int) -> int | None:
+        """Ordinal of a TSID (its slot here), or None."""
+        return self.id_map.get(tsid)
+
+    @staticmethod
+    def location(entry: np.void) -> Location:
+        i = int(entry["graph_slot"])
+        return Location(MemoryType(int(entry["type"])), int(entry["partition"]), int(entry["record_offset"]), i, i)
