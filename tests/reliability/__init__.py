@@ -1,7 +1,9 @@
 """Reliability suites for the storage kernel (issue 5): power loss, kill -9, kill points,
 truncation, corruption, environment faults and concurrency. All tests carry ``@pytest.mark.crash``.
 
-Shared pieces: :mod:`.workload` (a deterministic multi-region workload, its byte-exact model and
-the store verifier), :mod:`.crashsim` (the power-loss simulator), :mod:`.procs` (writer
-subprocess harnesses).
+Shared pieces: :mod:`.workload` (a deterministic multi-region workload and its byte-exact
+model; the writer loop the subprocess harnesses fork), :mod:`.verify` (checks a recovered store
+against the model and classifies outcomes), :mod:`.crashsim` (the power-loss simulator).
+Loop sizes scale with ``--soak`` or ``SPECTOR_RELIABILITY_MULT``; the seed is
+``SPECTOR_RELIABILITY_SEED``; ``benchmarks/reliability_report.py`` runs them all.
 """
