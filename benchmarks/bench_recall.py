@@ -33,7 +33,9 @@ def _corpus(n: int, seed: int = 0) -> tuple[list[dict], list[str]]:
     rng = random.Random(seed)
     vocab = [f"{a}{b}" for a in ("ka", "lo", "mi", "nu", "pe", "ra", "si", "to", "vu", "ze")
              for b in range(800)]
-    weights = [1.0 / (i + 1) for i in range(len(vocab))]
+    # Zipf-distributed content words; the 50 most frequent ranks are left out, as an analyzer's
+    # stop list removes them from real text (a "word" in 95% of documents is not content)
+    weights = [1.0 / (i + 51) for i in range(len(vocab))]
     def sentence(k: int) -> str:
         return " ".join(rng.choices(vocab, weights=weights, k=k))
     items = [{"text": sentence(28), "session_id": i // 24, "speaker": ("Ann", "Bo")[i % 2]}

@@ -83,7 +83,7 @@ class RecallConfig:
     fusion: str = "cognitive"  # cognitive | weighted | rrf
     lexical_weight: float = 1.0
     dense_weight: float = 1.0  # multiplied by the embedder's fusion_weight (hashing 0.1)
-    association_weight: float = 0.8
+    association_weight: float = 0.6
     salience_weight: float = 0.05
     rrf_k: int = 60
     candidates: int = 200  # per relay, before fusion
@@ -130,21 +130,34 @@ class Config:
     def saved(directory: str | os.PathLike[str]) -> dict[str, Any] | None:
         """The effective config a store saved (``config.json``), or None."""
         p = Path(directory) / "config.json"
-        if not p.is_file():
-            return None
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError):
+            if not p.is_file():
+                return None
+            text = p.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise ConfigError(f"{p}: saved config is not valid JSON") from None
+        except OSError as exc:  # e.g. permission denied: a library error naming the file
+            from .kernel.partition import open_failure
+
+            raise open_failure(Path(directory), exc, writable=False) from exc
+        try:
+            data = json.loads(text)
+        except ValueError:
             raise ConfigError(f"{p}: saved config is not valid JSON") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{p}: saved config is not a table")
         return data
 
     def save(self, directory: str | os.PathLike[str]) -> None:
+        """Write ``config.json``; an I/O error is the library error a store open would give."""
         from .kernel.io import atomic_write
+        from .kernel.partition import open_failure
 
         data = json.dumps(self.to_dict(), indent=2, sort_keys=True).encode()
-        atomic_write(Path(directory) / "config.json", data, durable=False)
+        try:
+            atomic_write(Path(directory) / "config.json", data, durable=False)
+        except OSError as exc:
+            raise open_failure(Path(directory), exc, writable=True) from exc
 
 
 _SECTIONS = {f.name: f.type for f in fields(Config)}

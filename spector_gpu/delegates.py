@@ -235,6 +235,10 @@ class MemoryAdminView:
     def flush(self) -> None:
         """Write deferred strength updates and a derived-index snapshot now."""
         with self.lock:
+            part = self.cortex.part
+            part.check_usable()
+            if part.failed is not None:
+                part.check_writable()  # a failed handle refuses, saying why
             self.strength.flush()
             self.cortex.save_snapshot()
 

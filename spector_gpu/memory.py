@@ -30,6 +30,17 @@ _OPEN: dict[tuple[str, bool], "SpectorMemory"] = {}
 _OPEN_LOCK = threading.Lock()
 
 
+def _store_path(path: Any) -> str:
+    """The store directory as a str; ValidationError for what no filesystem call should see."""
+    try:
+        raw = os.fspath(path)
+    except TypeError:
+        raise ValidationError(f"path must be a str or os.PathLike, got {type(path).__name__}") from None
+    if not isinstance(raw, str) or not raw or "\x00" in raw:
+        raise ValidationError(f"path must be a non-empty str path without NUL characters, got {raw!r}")
+    return raw
+
+
 def _resolve_config(config: Config | str | os.PathLike[str] | Mapping[str, Any] | None,
                     path: str | os.PathLike[str]) -> Config:
     """Arguments > environment > TOML file > the store's saved config > defaults."""
@@ -106,7 +117,10 @@ class SpectorMemory:
         from .device import resolve_device
         from .embedders import make_embedder
 
+        path = _store_path(path)
         cfg = _resolve_config(config, path)
+        if isinstance(embedder, str):  # a spec: remember it, so a plain reopen finds it again
+            cfg = cfg.replace({"embedder": {"name": embedder}})
         emb = make_embedder(embedder if embedder is not None else cfg.embedder.name)
         dev = resolve_device(device if device is not None else cfg.dense.device)
         key = (os.path.realpath(os.fspath(path)), bool(read_only))

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from ..config import Config
-from ..errors import CorruptionError, EmbedderMismatchError, StoreError
+from ..errors import CorruptionError, EmbedderMismatchError, SpectorError, StoreError, StoreFailedError
 from ..kernel.crc import crc32c, verify_rows
 from ..kernel.io import atomic_write
-from ..kernel.partition import Partition, Transaction
+from ..kernel.partition import Partition, Transaction, open_failure
 from ..kernel.preamble import PREAMBLE_SIZE, SHAPE_APPEND, SHAPE_RECORD, RegionId
 from ..kernel.region import RegionSpec
 from ..types import Location, MemoryType
@@ -155,20 +155,33 @@ class Cortex:
         self.cues = Cues()
         self.links = Links()
         lex = config.lexical
-        self.bm25 = BM25Index(k1=lex.k1, b=lex.b, method=lex.method)  # type: ignore[arg-type]
+        self.bm25 = BM25Index(k1=lex.k1, b=lex.b, method=lex.method,  # type: ignore[arg-type]
+                              analyzer=analyzer.name)
         from ..kernels.dense import DenseIndex
 
         self.dense = DenseIndex(self.dim, device=device, backend=config.dense.backend)  # type: ignore[arg-type]
         self.recovery: dict[str, Any] = {"replayed_journal_records": part.replayed_records}
         self.pre_commit: list[Any] = []  # callables(tx) run before every commit (deferred state)
         self._snap_n = 0
+        self._cue_cache: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
         self._lineage_linked: set[int] = set()  # fact TSIDs whose lineage edges are in self.links
 
     # ---- opening -------------------------------------------------------------------
     @classmethod
     def open(cls, path: str | os.PathLike[str], config: Config, embedder: Any, *,
              device: Any, read_only: bool) -> "Cortex":
-        path = Path(path)
+        """Open every region of the store at ``path``; any ``OSError`` met on the way (a name
+        too long, a permission, a full disk) is the library error that names the fix."""
+        try:
+            return cls._open(Path(path), config, embedder, device=device, read_only=read_only)
+        except OSError as exc:
+            if isinstance(exc, SpectorError):  # StoreLockedError, StoreFailedError, ...
+                raise
+            raise open_failure(Path(path), exc, writable=not read_only) from exc
+
+    @classmethod
+    def _open(cls, path: Path, config: Config, embedder: Any, *, device: Any,
+              read_only: bool) -> "Cortex":
         meta_path = path / "store.json"
         analyzer = Analyzer(stopwords=config.lexical.stopwords,
                             stemming="english" if config.lexical.stemming else None)
@@ -272,7 +285,8 @@ class Cortex:
             m = types == t
             if m.any():
                 headers[m] = store.headers(entries["record_offset"][m])
-        srows = self.strength.region.rows(start, stop).copy().view(self.strength_dtype).reshape(-1)
+        # settled: a reader may copy a row while the writer rewrites it (onRecall, reinforce)
+        srows = self.strength.region.read_rows_settled(start, stop)[0].view(self.strength_dtype).reshape(-1)
         c = self.cols
         c.ids = np.concatenate([c.ids[: self.n], entries["id"]])
         c.index = np.concatenate([c.index[: self.n], entries])
@@ -305,6 +319,10 @@ class Cortex:
                 bm = {k[5:]: v for k, v in arrays.items() if k.startswith("bm25.")}
                 cue = {k[4:]: v for k, v in arrays.items() if k.startswith("cue.")}
                 bm25 = BM25Index.from_state(bm, analyzer=self.analyzer.name)
+                lex = self.config.lexical
+                if (bm25.k1, bm25.b, bm25.method) != (lex.k1, lex.b, lex.method):
+                    raise CorruptionError(f"{snap}: BM25 parameters differ from [lexical]; rebuilding",
+                                          file=str(snap))
                 if len(bm25) != covered:
                     raise CorruptionError(f"{snap}: BM25 covers {len(bm25)} docs, not {covered}", file=str(snap))
                 cues = Cues.from_state(cue, covered, str(snap))
@@ -314,7 +332,8 @@ class Cortex:
                 log.warning("%s: derived snapshot unusable (%s); rebuilding", self.path, exc)
                 covered = 0
                 lex = self.config.lexical
-                self.bm25 = BM25Index(k1=lex.k1, b=lex.b, method=lex.method)  # type: ignore[arg-type]
+                self.bm25 = BM25Index(k1=lex.k1, b=lex.b, method=lex.method,  # type: ignore[arg-type]
+                                      analyzer=self.analyzer.name)
                 self.cues = Cues()
                 self.links = Links()
         self.recovery["snapshot_covered"] = covered
@@ -399,9 +418,17 @@ class Cortex:
                          p.source_uri, self.cue_tokens(p))
 
     def cue_tokens(self, p: Payload) -> frozenset[str]:
-        words = [p.speaker.split()[0]] if p.speaker.strip() else []
-        words.extend(p.tags)
-        return frozenset(self.analyzer.tokens(" ".join(words))) if words else frozenset()
+        """Analysed tokens of a memory's cues: its speaker's first name and its tags."""
+        key = (p.speaker, p.tags)
+        cached = self._cue_cache.get(key)
+        if cached is None:
+            words = [p.speaker.split()[0]] if p.speaker.strip() else []
+            words.extend(p.tags)
+            cached = frozenset(self.analyzer.tokens(" ".join(words))) if words else frozenset()
+            if len(self._cue_cache) > 65536:
+                self._cue_cache.clear()
+            self._cue_cache[key] = cached
+        return cached
 
     @staticmethod
     def index_text(p: Payload) -> str:
@@ -414,13 +441,23 @@ class Cortex:
         return " ".join(parts)
 
     def save_snapshot(self) -> None:
-        if self.read_only or self.n == self._snap_n:
+        """Write the derived-index snapshot. An I/O error fails the handle like a failed
+        commit (``StoreFailedError``; no write after it touches the disk): the memories stay
+        safe in the regions and a reopen rebuilds what the snapshot would have held."""
+        if self.read_only or self.part.failed is not None or self.n == self._snap_n:
             return
         arrays = {f"bm25.{k}": v for k, v in self.bm25.state().items()}
         arrays.update({f"cue.{k}": v for k, v in self.cues.state().items()})
-        write_snapshot(self.path / _SNAPSHOT, arrays,
-                       {"covered": self.n, "analyzer": self.analyzer.name, "ts": int(time.time() * 1000)},
-                       durable=self.config.store.durability != "none")
+        try:
+            write_snapshot(self.path / _SNAPSHOT, arrays,
+                           {"covered": self.n, "analyzer": self.analyzer.name, "ts": int(time.time() * 1000)},
+                           durable=self.config.store.durability != "none")
+        except OSError as exc:
+            self.part.failed = exc
+            raise StoreFailedError(
+                f"{self.path / _SNAPSHOT}: could not write the derived-index snapshot ({exc}); the "
+                "store is now read-only — free space or check the device, then close and reopen it "
+                "(every committed memory is kept; the indexes are rebuilt on open)") from exc
         self._snap_n = self.n
 
     # ---- reading ---------------------------------------------------------------------
@@ -471,10 +508,16 @@ class Cortex:
             if m.any():
                 headers[m] = store.headers(e["record_offset"][m])
         self.cols.headers[ordinals] = headers
-        rows = self.strength.region.rows(0, self.n).copy().view(self.strength_dtype).reshape(-1)[ordinals]
-        self.cols.d_event[ordinals] = rows["retrieval_strength"]
-        self.cols.last_event_ms[ordinals] = rows["last_recall_ms"]
-        self.cols.storage[ordinals] = rows["storage_strength"]
+        # Strength rows are rewritten in place: re-read any caught mid-rewrite, and keep the
+        # last good values of a row damaged on disk (check() reports it) rather than garbage.
+        # (Episode and slot headers need no such care: a rewrite changes only single-byte
+        # fields, flags and provenance, so a copy can never mix two values of one field.)
+        raw, ok = self.strength.region.read_rows_settled(0, self.n)
+        good = ordinals[ok[ordinals]]
+        rows = raw.view(self.strength_dtype).reshape(-1)[good]
+        self.cols.d_event[good] = rows["retrieval_strength"]
+        self.cols.last_event_ms[good] = rows["last_recall_ms"]
+        self.cols.storage[good] = rows["storage_strength"]
 
     # ---- writing ---------------------------------------------------------------------
     def transaction(self) -> Transaction:
@@ -489,7 +532,13 @@ class Cortex:
         self.part.commit(tx, order=[self.index_region])
         self.version += 1
         if self.n - self._snap_n >= self.config.store.snapshot_every:
-            self.save_snapshot()
+            try:
+                self.save_snapshot()
+            except StoreFailedError as exc:
+                # The commit is durable and the caller must still adopt it (raising here would
+                # leave the in-memory state behind the disk); the failed handle refuses the
+                # next write and says why.
+                log.warning("%s", exc)
 
     def index_entries(self, ids: np.ndarray, types: np.ndarray, offsets: np.ndarray,
                       text: list[tuple[int, int]], first: int) -> np.ndarray:

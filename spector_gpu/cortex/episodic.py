@@ -8,6 +8,7 @@ never decoding a payload. The store does not embed, index or decay: pathways do 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ from .payload import Payload, decode_payload
 __all__ = ["EpisodeRecord", "EpisodicMemory", "RECORD_OVERHEAD"]
 
 RECORD_OVERHEAD = WALK_PREFIX_SIZE + HEADER_DTYPE.itemsize  # 96
+_TORN_RETRIES = 8  # a reader's re-reads of a record caught mid-rewrite
 _PREFIX28 = struct.Struct("<IIqqI")  # magic, payload_bytes, memory_id, timestamp_ms, sequence
 _U32 = struct.Struct("<I")
 
@@ -110,14 +112,29 @@ class EpisodicMemory:
         body = bytes(self.region.view(offset + RECORD_OVERHEAD, n))
         return head[:WALK_PREFIX_SIZE], head[WALK_PREFIX_SIZE:], body
 
+    def _verified(self, offset: int) -> tuple[bytes, bytes, bytes]:
+        """``_raw`` with its CRC verified. A reader may copy the record while the writer
+        rewrites its header in place (marking it consolidated re-seals the CRC): such a copy is
+        re-read until it verifies or stops changing; only a stable mismatch is damage."""
+        last = None
+        for attempt in range(1 if self.region.file.writable else _TORN_RETRIES):
+            raw = self._raw(offset)
+            prefix_raw, head, body = raw
+            stored = _U32.unpack_from(prefix_raw, 28)[0]
+            if crc32c(body, crc32c(head, crc32c(prefix_raw[:28]))) == stored:
+                return raw
+            if raw == last:
+                break
+            last = raw
+            time.sleep(0.0005 * attempt)
+        raise CorruptionError(
+            f"{self.region.path}: CRC mismatch in episodic record at offset {offset}",
+            file=self.region.path, region="episodic", slot=offset)
+
     def read(self, offset: int) -> EpisodeRecord:
         """Read and CRC-verify one record at ``offset`` (a ``Location.record_offset``)."""
-        prefix_raw, head, body = self._raw(offset)
+        prefix_raw, head, body = self._verified(offset)
         prefix = np.frombuffer(prefix_raw, dtype=WALK_PREFIX_DTYPE)[0]
-        if crc32c(body, crc32c(head, crc32c(prefix_raw[:28]))) != int(prefix["crc32c"]):
-            raise CorruptionError(
-                f"{self.region.path}: CRC mismatch in episodic record at offset {offset}",
-                file=self.region.path, region="episodic", slot=offset)
         header = np.frombuffer(head, dtype=HEADER_DTYPE)[0]
         payload = decode_payload(body, where=f"{self.region.path}: episode at offset {offset}")
         return EpisodeRecord(offset, int(prefix["memory_id"]), int(prefix["timestamp_ms"]),

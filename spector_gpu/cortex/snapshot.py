@@ -50,8 +50,8 @@ def write_snapshot(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray
     pad = (-len(body)) % 64
     body += b"\0" * pad + b"".join(blobs)
     data = body + struct.pack("<I", crc32c(body))
-    killpoint("snapshot.after_partial")
-    atomic_write(path, data, durable=durable)
+    atomic_write(path, data, durable=durable,
+                 before_replace=lambda: killpoint("snapshot.after_partial"))
     killpoint("snapshot.after_replace")
 
 

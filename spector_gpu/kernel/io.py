@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -138,8 +139,12 @@ def replace_file(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> No
     os.replace(src, dst)
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes, *, durable: bool = True) -> None:
-    """Replace ``path`` with ``data`` atomically: ``path.partial`` -> fsync -> rename -> dir fsync."""
+def atomic_write(path: str | os.PathLike[str], data: bytes, *, durable: bool = True,
+                 before_replace: Callable[[], None] | None = None) -> None:
+    """Replace ``path`` with ``data`` atomically: ``path.partial`` -> fsync -> rename -> dir fsync.
+
+    ``before_replace`` runs once the partial file is complete, just before the rename (crash
+    tests put a kill point there)."""
     target = Path(path)
     partial = target.with_name(target.name + ".partial")
     f = File(partial, writable=True, create=True)
@@ -150,6 +155,8 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, *, durable: bool = T
             f.sync("full")
     finally:
         f.close()
+    if before_replace is not None:
+        before_replace()
     replace_file(partial, target)
     if durable:
         fsync_dir(target.parent)

@@ -38,7 +38,7 @@ from .lock import acquire_writer_lock, track_writer
 from .preamble import PREAMBLE_SIZE, SHAPE_APPEND, SHAPE_RECORD, RegionId
 from .region import Region, RegionSpec, remove_partial_files
 
-__all__ = ["Durability", "DURABILITY_LEVELS", "Partition", "Transaction", "JOURNAL_SPEC"]
+__all__ = ["Durability", "DURABILITY_LEVELS", "Partition", "Transaction", "JOURNAL_SPEC", "open_failure"]
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ class Partition:
             except StoreLockedError:
                 raise
             except OSError as exc:
-                raise _open_failure(directory, exc, writable=True) from exc
+                raise open_failure(directory, exc, writable=True) from exc
         elif not (directory / JOURNAL_SPEC.filename).exists():
             raise StoreError(f"{directory}: no spector_gpu store here (open it writable to create one)")
         regions: dict[int, Region] = {}
@@ -189,7 +189,7 @@ class Partition:
             if lock_fd is not None:
                 os.close(lock_fd)
             if isinstance(exc, OSError) and not isinstance(exc, SpectorError):
-                raise _open_failure(directory, exc, writable=writable) from exc
+                raise open_failure(directory, exc, writable=writable) from exc
             raise
         return part
 
@@ -240,7 +240,7 @@ class Partition:
             raise StoreFailedError(
                 f"{self.directory}: an earlier write failed ({self.failed}); the store is now "
                 "read-only. Close and reopen it to recover the last durable state"
-            )
+            ) from self.failed
         if not self.writable:
             raise ReadOnlyStoreError(f"{self.directory}: store is open read-only")
 
@@ -371,7 +371,7 @@ def _publish_key(order: Sequence[Region]) -> Callable[[int], tuple[bool, int]]:
     return lambda n: (n in late, late.index(n) if n in late else n)
 
 
-def _open_failure(directory: Path, exc: OSError, *, writable: bool) -> StoreError:
+def open_failure(directory: Path, exc: OSError, *, writable: bool) -> StoreError:
     """The library error for an ``OSError`` met while opening (or creating, or recovering)."""
     where = exc.filename or directory
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):

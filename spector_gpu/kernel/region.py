@@ -247,6 +247,16 @@ class Region:
                 self.verify(out[~ok], slots[~ok])
         return out
 
+    def read_rows_settled(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """Copy of slots ``[start, stop)`` as ``uint8 (n, stride)`` and a bool mask of the rows
+        whose CRC verifies. A reader re-reads rows caught mid-rewrite (as :meth:`read_rows`);
+        what still fails is damage on disk, reported in the mask, never raised."""
+        out = self.rows(start, stop).copy()
+        ok = verify_rows(out)
+        if not ok.all() and not self.file.writable:
+            ok = self._reread_torn(out, np.arange(start, stop), start, stop, ok)
+        return out, ok
+
     def _reread_torn(self, out: np.ndarray, slots: np.ndarray, lo: int, hi: int,
                      ok: np.ndarray) -> np.ndarray:
         """Readers only: a row failing its CRC may have been copied while the writer rewrote it

@@ -13,7 +13,6 @@ import numpy as np
 from ..cortex.cortex import Cortex
 from ..cortex.layouts import (HEADER_DTYPE, INDEX_DTYPE, PROV_LIVE, PROVENANCE_DTYPE, STRENGTH_DTYPE)
 from ..errors import CorruptionError, SpectorError, StoreFormatError
-from ..kernel.crc import verify_rows
 from ..kernel.preamble import PREAMBLE_SIZE, Preamble
 from ..types import MemoryType
 
@@ -55,8 +54,7 @@ class CheckReport:
 def _rows_ok(report: CheckReport, region, n: int, name: str) -> np.ndarray:  # type: ignore[no-untyped-def]
     if not n:
         return np.zeros((0, region.spec.stride), dtype=np.uint8)
-    rows = region.rows(0, n).copy()
-    ok = verify_rows(rows)
+    rows, ok = region.read_rows_settled(0, n)  # a reader re-reads rows caught mid-rewrite
     for slot in np.flatnonzero(~ok).tolist():
         report.problems.append(Problem(region.path, name, int(slot), "CRC mismatch"))
     return rows

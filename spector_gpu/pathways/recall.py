@@ -34,6 +34,33 @@ from .gates import active_gates, gate_key, gate_mask
 __all__ = ["RecallPathway"]
 
 _MAX_QUERY_CHARS = 100_000
+_LEXICAL_CHUNK = 128  # queries per sparse BM25 product (bounds its memory)
+
+
+def _top_positive(slots: np.ndarray, scores: np.ndarray, depth: int) -> np.ndarray:
+    """The ``depth`` best slots with a positive score (ties: lower slot)."""
+    keep = scores > 0
+    slots, scores = slots[keep], scores[keep]
+    if len(scores) > depth:
+        cut = np.partition(scores, len(scores) - depth)[len(scores) - depth]
+        keep = scores >= cut
+        slots, scores = slots[keep], scores[keep]
+    return slots[np.lexsort((slots, -scores))[:depth]]
+
+
+def _lookup(row: tuple[np.ndarray, np.ndarray], pool: np.ndarray) -> np.ndarray:
+    """Scores of ``pool`` members in a (slots, scores) row; 0 where BM25 did not match."""
+    slots, scores = row
+    if not len(slots) or not len(pool):
+        return np.zeros(len(pool), dtype=np.float64)
+    if len(slots) <= 4 * len(pool):
+        order = np.argsort(slots, kind="stable")
+        slots, scores = slots[order], scores[order]
+        pos = np.minimum(np.searchsorted(slots, pool), len(slots) - 1)
+        return np.where(slots[pos] == pool, scores[pos], 0.0)
+    dense = np.zeros(int(max(slots.max(), pool.max())) + 1, dtype=np.float64)
+    dense[slots] = scores
+    return dense[pool]
 
 
 @dataclass
@@ -116,7 +143,10 @@ class RecallPathway:
         tokens = c.analyzer.tokens_batch(queries)
         need_dense = "dense" in relays
         qvec = np.asarray(c.embedder.embed(queries), dtype=np.float32) if need_dense else None
-        lex_slots = c.bm25.topk(tokens, depth, allowed=allowed)[1] if "lexical" in relays and n_allowed else None
+        # one sparse BM25 product per batch gives both the lexical top list and the exact
+        # lexical score of every pool member (no second pass over the postings)
+        lex_rows = self._lexical_rows(tokens, allowed) if "lexical" in relays and n_allowed else None
+        lex_slots = [_top_positive(ix, sc, depth) for ix, sc in lex_rows] if lex_rows is not None else None
         den_slots = (c.dense.search(qvec, min(depth, max(n_allowed, 1)), allowed=allowed)[1]
                      if need_dense and n_allowed else None)
         sal_all = self._salience(now) if "salience" in relays or opts.fusion == "cognitive" else None
@@ -146,18 +176,27 @@ class RecallPathway:
         padded = np.full((len(queries), width), -1, dtype=np.int64)
         for i, p in enumerate(pools):
             padded[i, : len(p)] = p
-        lex = c.bm25.score_slots(tokens, padded) if weights["lexical"] > 0 or "lexical" in relays else None
         den = c.dense.score_slots(qvec, padded) if qvec is not None else None
         out = []
         for i, pool in enumerate(pools):
             m = len(pool)
             raw = {}
-            if lex is not None and "lexical" in relays:
-                raw["lexical"] = lex[i, :m].astype(np.float64)
+            if lex_rows is not None:
+                raw["lexical"] = _lookup(lex_rows[i], pool)
             if den is not None:
                 raw["dense"] = den[i, :m].astype(np.float64)
             out.append(self._fuse(pool, raw, set(tokens[i]), opts, weights, sal_all, now))
         return out
+
+    def _lexical_rows(self, tokens: list[list[str]], allowed: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per query, the slots BM25 scored and their scores (gates applied; unordered)."""
+        rows = []
+        for lo in range(0, len(tokens), _LEXICAL_CHUNK):
+            m = self.cortex.bm25.score_batch(tokens[lo : lo + _LEXICAL_CHUNK], allowed=allowed)
+            for i in range(m.shape[0]):
+                a, b = m.indptr[i], m.indptr[i + 1]
+                rows.append((m.indices[a:b].astype(np.int64), m.data[a:b].astype(np.float64)))
+        return rows
 
     def _gates(self, opts: RecallOptions) -> np.ndarray:
         """The gate mask, cached until the store changes (writes bump ``cortex.version``)."""
@@ -244,15 +283,26 @@ class RecallPathway:
         if "salience" in norm:
             relevance += weights["salience"] * norm["salience"]
         factor = np.ones(len(pool), dtype=np.float32)
-        rank_lists = {name: ranks(v, pool, positive_only=True) for name, v in raw.items()}
+        need_ranks = opts.fusion == "rrf" or opts.explain
+        rank_lists = {name: ranks(v, pool, positive_only=True) for name, v in raw.items()} if need_ranks else {}
         if opts.fusion == "rrf":
             fused = rrf(rank_lists, weights, cfg.rrf_k).astype(np.float64)
         else:
             fused = relevance
             if opts.fusion == "cognitive":
-                overlap = np.array([1.0 if c.cues.cue_tokens[o] & qtokens else 0.0 for o in pool.tolist()])
-                factor = cognitive_factor(h["importance"].astype(np.float64), d, s, overlap,
-                                          cfg.cognitive_beta, cfg.tag_tau)
+                base_f = cognitive_factor(h["importance"].astype(np.float64), d, s,
+                                          np.zeros(len(pool)), cfg.cognitive_beta, 0.0)
+                partial = relevance * base_f
+                overlap = np.zeros(len(pool))
+                if cfg.tag_tau > 0 and qtokens:
+                    # only members that the tag bonus could lift into the top k need the check
+                    kth = np.partition(partial, len(partial) - min(opts.k, len(partial)))[
+                        len(partial) - min(opts.k, len(partial))]
+                    cues = c.cues.cue_tokens
+                    for j in np.flatnonzero(partial * (1.0 + cfg.tag_tau) >= kth).tolist():
+                        if cues[int(pool[j])] & qtokens:
+                            overlap[j] = 1.0
+                factor = (base_f * (1.0 + cfg.tag_tau * overlap)).astype(np.float32)
                 fused = relevance * factor
         order = np.lexsort((pool, -fused))[: opts.k]
         ordinals = pool[order]

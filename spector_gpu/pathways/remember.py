@@ -34,6 +34,7 @@ ITEM_FIELDS = frozenset({
     "skill_name", "steps", "pinned",
 })
 _MAX_TAGS = 64
+_MAX_STEPS = 256
 _MAX_SHORT = 1024
 _I64 = (-(1 << 63), (1 << 63) - 1)
 T = TypeVar("T")
@@ -112,7 +113,7 @@ class RememberPathway:
         self.ids = ids
 
     # ---- validation ------------------------------------------------------------------
-    def validate(self, raw: Any, where: str) -> Item:
+    def validate(self, raw: Any, where: str, now_ms: int | None = None) -> Item:
         if isinstance(raw, str):
             raw = {"text": raw}
         if not isinstance(raw, Mapping):
@@ -130,7 +131,9 @@ class RememberPathway:
         cap = self.cortex.config.store.max_text_bytes
         if size > cap:
             raise ValidationError(f"{where}.text is {size} bytes; the limit is {cap} (store.max_text_bytes)")
-        mtype = _named(where, "type", MemoryType.parse, raw.get("type", MemoryType.EPISODIC))
+        mtype = raw.get("type", MemoryType.EPISODIC)
+        if type(mtype) is not MemoryType:
+            mtype = _named(where, "type", MemoryType.parse, mtype)
         if mtype == MemoryType.WORKING:
             raise ValidationError(f"{where}: WORKING memories go through remember_working(), not the durable stores")
         mid = raw.get("id")
@@ -158,6 +161,8 @@ class RememberPathway:
         if raw_steps:
             if isinstance(raw_steps, str) or not isinstance(raw_steps, (list, tuple)):
                 raise ValidationError(f"{where}.steps must be a list of strings")
+            if len(raw_steps) > _MAX_STEPS:  # with _MAX_SHORT chars each: a bounded payload
+                raise ValidationError(f"{where}.steps has {len(raw_steps)} entries; the limit is {_MAX_STEPS}")
             steps = tuple(_short_str(x, "steps[]", where, allow_empty=False) for x in raw_steps)
         elif raw_steps is not None and not isinstance(raw_steps, (list, tuple)):
             raise ValidationError(f"{where}.steps must be a list of strings")
@@ -190,15 +195,17 @@ class RememberPathway:
             steps=steps,
         )
         ts = raw.get("timestamp_ms")
+        valence, arousal, pinned = raw.get("valence"), raw.get("arousal"), raw.get("pinned")
         return Item(
             id=mid_int,
             type=mtype,
             payload=payload,
-            timestamp_ms=int(time.time() * 1000) if ts is None else _int(ts, "timestamp_ms", where, *_I64),
+            timestamp_ms=(int(time.time() * 1000) if now_ms is None else now_ms) if ts is None
+            else _int(ts, "timestamp_ms", where, *_I64),
             importance=float(importance),
-            valence=_int(raw.get("valence", 0), "valence", where, -127, 127),
-            arousal=_int(raw.get("arousal", 0), "arousal", where, 0, 255),
-            pinned=_bool(raw.get("pinned", False), "pinned", where),
+            valence=0 if valence is None else _int(valence, "valence", where, -127, 127),
+            arousal=0 if arousal is None else _int(arousal, "arousal", where, 0, 255),
+            pinned=False if pinned is None else _bool(pinned, "pinned", where),
         )
 
     # ---- writing ---------------------------------------------------------------------
@@ -217,7 +224,8 @@ class RememberPathway:
             raise ValidationError(f"remember_batch got {len(items)} items; the limit is {cap} (store.max_batch)")
         if not items:
             return []
-        parsed = [self.validate(raw, f"items[{i}]") for i, raw in enumerate(items)]
+        now = int(time.time() * 1000)
+        parsed = [self.validate(raw, f"items[{i}]", now) for i, raw in enumerate(items)]
         return self.write(parsed, source=source, provenance=provenance, event_kind=event_kind)
 
     def _assign_ids(self, parsed: list[Item]) -> np.ndarray:
@@ -246,27 +254,36 @@ class RememberPathway:
         return out
 
     def _embed_texts(self, parsed: list[Item]) -> list[str]:
-        """Dense text per item; an episode is embedded with its previous same-session turn
-        (``embedder.context_turns``), which lifts a sentence embedder markedly on dialogue."""
+        """Dense text per item. An episode is embedded as ``"<speaker>\n<previous same-session
+        turn>\n<speaker>: <text>"`` (``embedder.context_turns`` previous turns): the preceding
+        turn resolves what a reply refers to, and the speaker's name heading the text lets a
+        question about a person find that person's turns. Measured on LoCoMo's development
+        split with all-MiniLM-L6-v2: recall@10 0.777 with the context turn alone, 0.788 with
+        the speaker heading it too; with the hashing embedder 0.746 without context, 0.752
+        with both (docs/retrieval.md)."""
         c = self.cortex
         context = c.config.embedder.context_turns
-        last: dict[int, str] = {}
+        recent: dict[int, list[str]] = {}
         out = []
         for it in parsed:
             p = it.payload
             own = attributed(p.speaker, p.text)
-            if it.type == MemoryType.EPISODIC and context > 0:
-                s = p.session_id
-                prev = last.get(s)
-                if prev is None:
-                    j = c.links.last_in_session.get(s)
-                    if j is not None:
-                        q = c.payload(j)
-                        prev = attributed(q.speaker, q.text)
-                out.append(f"{prev}\n{own}" if prev else own)
-                last[s] = own
-            else:
+            if it.type != MemoryType.EPISODIC:
                 out.append(own)
+                continue
+            s = p.session_id
+            prev = recent.get(s)
+            if prev is None:
+                prev = []
+                j = c.links.last_in_session.get(s)
+                while j is not None and j >= 0 and len(prev) < context:
+                    q = c.payload(int(j))
+                    prev.insert(0, attributed(q.speaker, q.text))
+                    j = int(c.links.prev[j]) if c.links.prev[j] >= 0 else None
+            lines = ([p.speaker] if p.speaker else []) + prev[-context:] if context > 0 else (
+                [p.speaker] if p.speaker else [])
+            out.append("\n".join([*lines, own]))
+            recent[s] = (prev + [own])[-max(context, 1):]
         return out
 
     def write(self, parsed: list[Item], *, source: Source, provenance: RecordProvenance | None,

@@ -21,6 +21,7 @@ who rewrites both a file and the manifest is caught only by an outside anchor, s
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import json
@@ -32,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from spector_gpu.errors import CorruptionError, ValidationError
+from spector_gpu.errors import CorruptionError, SpectorError, StoreError, ValidationError
 
 __all__ = [
     "MANIFEST_NAME",
@@ -204,6 +205,8 @@ def write_bundle(path: str | os.PathLike[str], files: Mapping[str, bytes]) -> Bu
             tf.addfile(_tarinfo(name, len(members[name])), io.BytesIO(members[name]))
     blob = buf.getvalue()
     target = os.fspath(path)
+    if not isinstance(target, str) or not target or "\x00" in target:
+        raise ValidationError(f"path must be a non-empty str file path without NUL, got {target!r}")
     partial = target + ".partial"
     try:
         with open(partial, "wb") as fh:
@@ -211,13 +214,25 @@ def write_bundle(path: str | os.PathLike[str], files: Mapping[str, bytes]) -> Bu
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(partial, target)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(partial):
             os.unlink(partial)
+        if isinstance(exc, OSError):
+            raise _write_failure(target, exc) from exc
         raise
     _fsync_dir(os.path.dirname(target))
     log.debug("wrote bundle %s (%d files, %d bytes)", target, len(entries), len(blob))
     return BundleInfo(target, _sha256(blob), len(blob), entries)
+
+
+def _write_failure(target: str, exc: OSError) -> SpectorError:
+    """The library error for a bundle that could not be written: a path that cannot hold a
+    file is bad input (``ValidationError``); anything else (a full disk, EIO) a ``StoreError``."""
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG, errno.EACCES,
+                     errno.EPERM, errno.EROFS, errno.ELOOP, errno.EINVAL):
+        return ValidationError(f"path: cannot write a bundle at {target!r} ({exc}); give a file "
+                               "path in an existing, writable directory")
+    return StoreError(f"{target}: could not write the bundle ({exc})")
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -272,8 +287,8 @@ def _scan(
     try:
         with open(path, "rb") as fh:
             blob = fh.read(max_bytes + 1)
-    except OSError as exc:
-        return {}, [f"{path}: cannot read ({exc})"], ""
+    except (OSError, ValueError) as exc:  # ValueError: a path with NUL in it
+        return {}, [f"{path!r}: cannot read ({exc})"], ""
     if len(blob) > max_bytes:
         return {}, [f"{path}: larger than the {max_bytes}-byte cap"], ""
     try:

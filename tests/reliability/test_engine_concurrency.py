@@ -1,0 +1,282 @@
+"""Engine concurrency: 4 reader processes (``SpectorMemory.open(path, read_only=True)``) and one
+writer for a few seconds in CI (60 s under ``--soak``).
+
+The writer remembers batches, recalls in learn mode and flushes (strength rows rewritten in
+place), reinforces, and consolidates (episode headers and provenance records rewritten in
+place). Readers repeatedly ``count()``, ``recall`` and ``get`` ids they saw before. Zero torn
+reads are allowed: no ``CorruptionError`` or other exception, every id once seen stays visible
+with the same text, counts never go back, storage strength never goes down or out of range, a
+consolidated turn never turns unconsolidated. Halfway through, the writer is SIGKILLed while the
+readers run and the next writer recovers the store under them; a second writer is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing
+import os
+import random
+import signal
+import struct
+import time
+import traceback
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spector_gpu import MemoryType, RecallOptions, SpectorError, StoreLockedError
+from spector_gpu.kernel.tsid import decode_tsid, encode_tsid
+
+from .engine_workload import (
+    QUERIES,
+    child_init,
+    items,
+    m_of_text,
+    memory_problem,
+    open_memory,
+    prefill,
+)
+from .workload import base_seed, record_figure, scale
+
+pytestmark = pytest.mark.crash
+
+READERS = 4
+SECONDS = 3.0  # CI; 60 s under --soak (x20)
+BATCH = 4
+_LEARN = RecallOptions(k=4)
+
+
+def _start(target: Any, *args: Any) -> Any:
+    with warnings.catch_warnings():  # Python >= 3.12 warns about fork in threaded processes
+        warnings.simplefilter("ignore", DeprecationWarning)
+        proc = multiprocessing.get_context("fork").Process(target=target, args=args, daemon=True)
+        proc.start()
+    return proc
+
+
+def _writer(directory: str, fd: int) -> None:
+    child_init()
+    mem = open_memory(directory)
+    k = mem.count(MemoryType.EPISODIC) // BATCH
+    while True:
+        ids = mem.remember_batch(items(k, BATCH))
+        os.write(fd, b"".join(struct.pack("<q", decode_tsid(i)) for i in ids))
+        k += 1
+        if k % 3 == 0:
+            hits = mem.recall_batch([QUERIES[k % len(QUERIES)]], _LEARN).id_lists()[0]
+            if hits and k % 6 == 0:
+                mem.reinforce(hits[-1])
+            mem.flush()
+        if k % 5 == 0:
+            mem.consolidate()
+
+
+class ReaderCheck:
+    """What one reader has seen, and the checks every step must pass."""
+
+    def __init__(self, directory: str, seed: int) -> None:
+        self.mem = open_memory(directory, read_only=True)
+        self.rng = random.Random(seed)
+        self.count = 0
+        self.seen: dict[str, tuple[str, float, bool]] = {}  # id -> (text, S, consolidated)
+        self.reads = 0
+        self.problems: list[str] = []
+
+    def observe(self, r: Any) -> None:
+        old = self.seen.get(r.id)
+        s = float(r.storage_strength)
+        if not (math.isfinite(s) and 1.0 <= s <= 5.0) or not 0.0 <= r.retrieval_strength <= 1.0:
+            self.problems.append(f"{r.id}: torn strength S={s} D={r.retrieval_strength}")
+        if old is not None:
+            text, s_old, cons_old = old
+            if r.text != text:
+                self.problems.append(f"{r.id}: text changed")
+            if s < s_old:
+                self.problems.append(f"{r.id}: storage strength went back {s_old} -> {s}")
+            if cons_old and not r.consolidated:
+                self.problems.append(f"{r.id}: consolidated flag went back")
+        self.seen[r.id] = (r.text, s, bool(r.consolidated))
+
+    def step(self) -> None:
+        mem = self.mem
+        n = mem.count()
+        if n < self.count:
+            self.problems.append(f"count went back {self.count} -> {n}")
+        self.count = max(n, self.count)
+        for r in mem.recall(QUERIES[self.reads % len(QUERIES)]):
+            self.observe(r)
+        for mid in self.rng.sample(sorted(self.seen), min(8, len(self.seen))):
+            r = mem.get(mid)
+            if r is None:
+                self.problems.append(f"{mid}: seen before, now missing")
+            else:
+                self.observe(r)
+        self.reads += 1
+
+
+def _reader(directory: str, stop: Any, fd: int, seed: int) -> None:
+    child_init()
+    check = ReaderCheck(directory, seed)
+    while not stop.is_set() and len(check.problems) < 5:
+        try:
+            check.step()
+        except SpectorError as exc:
+            check.problems.append(f"torn or failed read: {type(exc).__name__}: {exc}")
+        except Exception:  # noqa: BLE001 - reported to the parent
+            check.problems.append(traceback.format_exc(limit=4))
+    os.write(fd, json.dumps({"reads": check.reads, "problems": check.problems,
+                             "count": check.count, "seen": len(check.seen)}).encode())
+
+
+def _drain(fd: int, acks: list[int]) -> None:
+    os.set_blocking(fd, False)
+    try:
+        while chunk := os.read(fd, 1 << 16):
+            acks.extend(struct.unpack(f"<{len(chunk) // 8}q", chunk[: len(chunk) // 8 * 8]))
+    except BlockingIOError:
+        pass
+
+
+def _run_writer_for(directory: Path, seconds: float) -> list[int]:
+    """Run a forked writer for ``seconds``, check a second writer is refused, SIGKILL it."""
+    r, w = os.pipe()
+    proc = _start(_writer, str(directory), w)
+    os.close(w)
+    acks: list[int] = []
+    deadline = time.monotonic() + seconds
+    refused = False
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        _drain(r, acks)
+        if acks and not refused:
+            with pytest.raises(StoreLockedError):
+                open_memory(directory)
+            refused = True
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join(30)
+    _drain(r, acks)
+    os.close(r)
+    assert refused and proc.exitcode == -signal.SIGKILL
+    return acks
+
+
+def test_engine_readers_never_see_torn_or_backward_state(workdir: Path, soak: int) -> None:
+    seconds = SECONDS * scale(soak)
+    store = workdir / "store"
+    prefill(store, range(0, 8 * BATCH), batch=BATCH)
+    stop = multiprocessing.get_context("fork").Event()
+    pipes, readers = [], []
+    for i in range(READERS):
+        r, w = os.pipe()
+        readers.append(_start(_reader, str(store), stop, w, base_seed() + i))
+        os.close(w)
+        pipes.append(r)
+    acks = _run_writer_for(store, seconds / 2)
+    acks += _run_writer_for(store, seconds / 2)  # recovers under the running readers
+    time.sleep(0.2)  # let the readers see the recovered store
+    stop.set()
+    reports = []
+    for proc, r in zip(readers, pipes):
+        out = b""
+        while chunk := os.read(r, 1 << 16):
+            out += chunk
+        os.close(r)
+        proc.join(30)
+        reports.append(json.loads(out))
+    with open_memory(store) as mem:
+        report = mem.check()
+        assert report.ok, str(report)
+        lost = []
+        for mid in map(encode_tsid, acks):
+            r = mem.get(mid)
+            why = memory_problem(mem, mid, m_of_text(r.text)) if r is not None else f"{mid} lost"
+            if why:
+                lost.append(why)
+        assert not lost, lost[:3]
+        total = mem.count()
+    reads = sum(r["reads"] for r in reports)
+    problems = [q for r in reports for q in r["problems"]]
+    record_figure("engine_concurrency", readers=READERS, seconds=seconds, reads=reads,
+                  memories=total, acked=len(acks), violations=len(problems), seed=base_seed())
+    print(f"{READERS} readers + 1 writer (killed and recovered) for {seconds:.0f} s: {reads} reader "
+          f"steps, {len(acks)} acknowledged memories ({total} with facts), {len(problems)} violations")
+    assert not problems, problems[:5]
+    assert all(r["reads"] > 3 and r["seen"] > 0 for r in reports), reports
+
+
+# ---- a reader's copy caught mid-rewrite (deterministic) -------------------------------------
+class TornOnce:
+    """Make the next copy a reader takes of ``filename`` look caught mid-rewrite: the second
+    half of one row (or of an episode's header) differs from what is on disk, once."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, filename: str, *, at: int = 0) -> None:
+        from spector_gpu.kernel.region import Region
+
+        self.armed, self.hits, self.filename, self.at = False, 0, filename, at
+        real_rows, real_view = Region.rows, Region.view
+        torn = self
+
+        def rows(region: Region, start: int, stop: int) -> Any:
+            block = real_rows(region, start, stop)
+            if torn.armed and region.spec.filename == filename and start <= torn.at < stop:
+                torn.armed, torn.hits = False, torn.hits + 1
+                block = block.copy()
+                block[torn.at - start, 4:-4] ^= 0x5A  # fields mixed, CRC stale
+            return block
+
+        def view(region: Region, offset: int, length: int) -> Any:
+            data = real_view(region, offset, length)
+            if torn.armed and region.spec.filename == filename and offset == torn.at and length >= 96:
+                torn.armed, torn.hits = False, torn.hits + 1
+                raw = bytearray(data)
+                raw[32 + 4] ^= 0x08  # the header's consolidated bit, without its new CRC
+                return memoryview(bytes(raw))
+            return data
+
+        monkeypatch.setattr(Region, "rows", rows)
+        monkeypatch.setattr(Region, "view", view)
+
+
+def _busy_store(store: Path) -> tuple[list[str], str]:
+    """Turns recalled, reinforced and consolidated (rows rewritten in place); a fact id."""
+    prefill(store, range(0, 12), batch=BATCH)
+    with open_memory(store) as w:
+        w.recall("Lisbon cello")
+        ids = [r.id for r in w.recall("Marco Sunday")]
+        w.reinforce(ids[0])
+        fact = w.consolidate().fact_ids[0]
+        w.flush()
+    return ids, fact
+
+
+@pytest.mark.parametrize("region", ["strength.rec", "provenance.rec", "episodic.log"])
+def test_reader_rereads_a_copy_caught_mid_rewrite(region: str, workdir: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader that copies a row while the writer rewrites it in place sees a CRC mismatch
+    that is not damage: it must re-read (never raise, never adopt the torn values)."""
+    store = workdir / "store"
+    ids, fact = _busy_store(store)
+    with open_memory(store, read_only=True) as mem:
+        c = mem._cortex
+        o = c.id_map[decode_tsid(ids[0])]
+        at = {"strength.rec": o, "provenance.rec": 0,
+              "episodic.log": int(c.cols.index["record_offset"][o])}[region]
+        ops = {
+            "get": lambda: (lambda r: (r.text, r.storage_strength, r.consolidated, r.valence))(mem.get(ids[0])),
+            "recall": lambda: mem.recall_batch(["Marco Sunday"], RecallOptions(k=4, mode="observe")).id_lists(),
+            "explain": lambda: mem.explain(fact),
+            "session_provenance": lambda: mem.session_provenance(0),
+            "check": lambda: str(mem.check()),
+            "count": mem.count,
+        }
+        torn = TornOnce(monkeypatch, region, at=at)
+        for name, op in ops.items():
+            want = op()
+            torn.armed = True
+            got = op()
+            torn.armed = False
+            assert got == want, f"{name} after a torn copy of {region}"
+        assert torn.hits >= 2, f"only {torn.hits} reads met the torn copy"
