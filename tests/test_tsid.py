@@ -144,3 +144,12 @@ def test_round_trip(value: int) -> None:
 def test_string_order_matches_numeric_order(a: int, gap: int) -> None:
     b = min(a + gap, (1 << 64) - 1)
     assert encode_tsid(a) < encode_tsid(b)
+
+
+def test_vectorised_encoding_equals_the_scalar_codec() -> None:
+    import numpy as np
+
+    from spector_gpu.kernel.tsid import TsidGenerator, encode_tsid, encode_tsids
+
+    values = np.array(TsidGenerator(node=5).next_ints(500) + [0, 1, 31, 32, (1 << 63) - 1], dtype=np.int64)
+    assert encode_tsids(values).tolist() == [encode_tsid(int(v)) for v in values]

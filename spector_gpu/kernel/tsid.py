@@ -12,9 +12,12 @@ import os
 import threading
 import time
 
+import numpy as np
+
 from ..errors import ValidationError
 
-__all__ = ["TSID_EPOCH_MS", "TsidGenerator", "encode_tsid", "decode_tsid", "is_tsid", "tsid_time_ms"]
+__all__ = ["TSID_EPOCH_MS", "TsidGenerator", "encode_tsid", "encode_tsids", "decode_tsid", "is_tsid",
+           "tsid_time_ms"]
 
 TSID_EPOCH_MS = 1_717_200_000_000  # 2024-06-01T00:00:00Z
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -33,6 +36,18 @@ def encode_tsid(value: int) -> str:
         chars.append(_ALPHABET[value & 31])
         value >>= 5
     return "".join(reversed(chars))
+
+
+_ALPHABET_BYTES = np.frombuffer(_ALPHABET.encode("ascii"), dtype=np.uint8)
+
+
+def encode_tsids(values: np.ndarray) -> np.ndarray:
+    """Vectorised :func:`encode_tsid`: ``int64``/``uint64 (n,)`` → ``<U13 (n,)``."""
+    v = np.asarray(values).astype(np.uint64)
+    shifts = np.arange(60, -1, -5, dtype=np.uint64)  # 13 digits, most significant first
+    digits = (v[:, None] >> shifts[None, :]) & np.uint64(31)
+    chars = _ALPHABET_BYTES[digits.astype(np.intp)]
+    return chars.view("S13").reshape(-1).astype("<U13")
 
 
 def decode_tsid(text: str) -> int:

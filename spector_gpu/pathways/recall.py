@@ -24,7 +24,7 @@ import numpy as np
 from ..cortex.cortex import Cortex
 from ..cortex.strength import decayed
 from ..errors import ValidationError
-from ..kernel.tsid import encode_tsid
+from ..kernel.tsid import encode_tsid, encode_tsids
 from ..provenance.record import RecordProvenance
 from ..types import (CognitiveResult, Explanation, MemoryType, RecallBatch, RecallOptions,
                      RelayExplanation, Role, Source)
@@ -107,7 +107,7 @@ class RecallPathway:
                 m = len(s.ordinals)
                 counts[i] = m
                 scores[i, :m] = s.fused
-                ids[i, :m] = [encode_tsid(int(v)) for v in c.cols.ids[s.ordinals].tolist()]
+                ids[i, :m] = encode_tsids(c.cols.ids[s.ordinals])
             if opts.mode == "learn":
                 hit: np.ndarray = np.unique(np.concatenate([s.ordinals for s in scored]))
                 if len(hit):

@@ -19,7 +19,7 @@ from ..cortex.cortex import Cortex
 from ..cortex.layouts import FLAG_PINNED, FLAG_RESOLVED, HEADER_DTYPE
 from ..cortex.payload import Payload, attributed, encode_payload
 from ..errors import CitationError, DuplicateIdError, ValidationError
-from ..kernel.tsid import TsidGenerator, decode_tsid, encode_tsid
+from ..kernel.tsid import TsidGenerator, decode_tsid, encode_tsid, encode_tsids
 from ..kernels.quant import quantize_int8
 from ..provenance.chain import EventChain
 from ..provenance.citations import validate_citations, validate_source_uri, validate_span
@@ -313,7 +313,7 @@ class RememberPathway:
         headers["importance"] = [it.importance for it in parsed]
         headers["timestamp_ms"] = [it.timestamp_ms for it in parsed]
         headers["exact_norm"] = np.linalg.norm(vectors, axis=1)
-        blooms = [tag_bloom(it.payload.tags) for it in parsed]
+        blooms = [tag_bloom(it.payload.tags) if it.payload.tags else (0, 0) for it in parsed]
         headers["tags_lo"] = [b[0] for b in blooms]
         headers["tags_hi"] = [b[1] for b in blooms]
         headers["source"] = int(source)
@@ -345,7 +345,7 @@ class RememberPathway:
         tx.append(c.vectors, c.vector_rows(q, scale, first).tobytes())
         entries = c.index_entries(ids, types, offsets, text_loc, first)
         tx.append(c.index_region, entries.tobytes())
-        strs = [encode_tsid(int(v) & ((1 << 64) - 1)) for v in ids.tolist()]
+        strs = encode_tsids(ids).tolist()
         self.chain.append(event_kind, strs[0], {"count": n, "first_id": strs[0], "last_id": strs[-1],
                                                  "ids_crc32c": _ids_digest(ids)}, now)
         c.commit(tx)

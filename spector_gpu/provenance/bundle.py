@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import re
+import stat
 import tarfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -207,6 +208,15 @@ def write_bundle(path: str | os.PathLike[str], files: Mapping[str, bytes]) -> Bu
     target = os.fspath(path)
     if not isinstance(target, str) or not target or "\x00" in target:
         raise ValidationError(f"path must be a non-empty str file path without NUL, got {target!r}")
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise _write_failure(target, exc) from exc
+    if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        # the rename below would replace a directory entry such as a device node or a FIFO
+        raise ValidationError(f"path: {target!r} exists and is not a regular file; give a file path")
     partial = target + ".partial"
     try:
         with open(partial, "wb") as fh:
@@ -285,6 +295,8 @@ def _scan(
     members: dict[str, bytes] = {}
     errors: list[str] = []
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the read forever
+            return {}, [f"{path!r}: not a regular file"], ""
         with open(path, "rb") as fh:
             blob = fh.read(max_bytes + 1)
     except (OSError, ValueError) as exc:  # ValueError: a path with NUL in it
