@@ -127,6 +127,7 @@ class Region:
     @staticmethod
     def _read_preamble_from(f: File, path: str, *, retries: int) -> Preamble:
         last: StoreFormatError | None = None
+        seen: list[bytes] = []
         for attempt in range(max(retries, 1)):
             raw = f.pread(PREAMBLE_SIZE, 0)
             try:
@@ -135,7 +136,13 @@ class Region:
                 last = exc
                 if len(raw) < PREAMBLE_SIZE or "magic" in str(exc) or "version" in str(exc):
                     break
-                time.sleep(0.0005 * (attempt + 1))  # a writer may be mid-update: retry
+                # A writer may be mid-update: retry. The same bad bytes read three times over
+                # a few milliseconds are damage on disk, not a race (and must not cost a
+                # reader seconds on every refresh).
+                seen.append(raw)
+                if len(seen) >= 3 and seen[-1] == seen[-2] == seen[-3]:
+                    break
+                time.sleep(0.0005 * (attempt + 1))
         assert last is not None
         raise last
 

@@ -109,13 +109,13 @@ def check_store(c: Cortex) -> CheckReport:
     for mtype, store in ((MemoryType.SEMANTIC, c.semantic), (MemoryType.PROCEDURAL, c.procedural)):
         rows = _rows_ok(report, store.region, store.region.count, store.kind)
         sel = entries["type"] == mtype
-        if rows.size:
+        if sel.any():
             headers = rows[:, :64].copy().view(HEADER_DTYPE).reshape(-1)
             slots = entries["record_offset"][sel]
-            inside = slots < len(headers)
+            inside = (slots >= 0) & (slots < len(headers))  # a damaged entry may hold anything
             for k in np.flatnonzero(~inside).tolist():
                 report.problems.append(Problem(c.index_region.path, "index", int(np.flatnonzero(sel)[k]),
-                                               f"points past the {store.kind} region"))
+                                               f"points outside the {store.kind} region"))
             own = headers["owner"][slots[inside]]
             for k in np.flatnonzero(own != entries["id"][sel][inside]).tolist():
                 report.problems.append(Problem(store.region.path, store.kind, int(slots[inside][k]),
