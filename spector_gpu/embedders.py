@@ -305,7 +305,12 @@ class CallableEmbedder:
         items = _check_texts(texts)
         if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
-        out = np.array(self._fn(items), dtype=np.float32)
+        try:
+            out = np.array(self._fn(items), dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(
+                f"embedder {self.name!r} returned something that is not a float array ({exc})"
+            ) from None
         if out.shape != (len(items), self.dim):
             raise ValidationError(
                 f"embedder {self.name!r} returned shape {out.shape}; expected ({len(items)}, {self.dim})"

@@ -193,6 +193,9 @@ class Cortex:
             except (ValueError, UnicodeDecodeError):
                 raise CorruptionError(f"{meta_path}: store identity file is not valid JSON",
                                       file=str(meta_path)) from None
+            if not isinstance(stored, dict):
+                raise CorruptionError(f"{meta_path}: store identity file is not a JSON object",
+                                      file=str(meta_path))
             if stored.get("format") != STORE_FORMAT:
                 raise StoreError(f"{meta_path}: store format {stored.get('format')} is not supported")
             if stored.get("embedder") != embedder.name or stored.get("dim") != int(embedder.dim):

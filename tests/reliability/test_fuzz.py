@@ -401,8 +401,6 @@ def test_nan_inf_zero_huge_vectors(workdir: Path, soak: int) -> None:
     assert stored
 
 
-@pytest.mark.xfail(strict=True, reason="embedders.py (lead): a CallableEmbedder whose function "
-                   "returns non-numbers raises a raw ValueError, not ValidationError")
 def test_embedder_returning_non_numbers_is_a_validation_error(workdir: Path) -> None:
     m = _vector_store(workdir / "vec", {"next": lambda n: [["a"] * 8] * n})
     try:
