@@ -136,21 +136,22 @@ def bench_open(n: int, repeat: int) -> tuple[float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=100_000)
-    ap.add_argument("--batch", type=int, default=1000)
+    ap.add_argument("--batch", type=int, nargs="+", default=[1000, 10000],
+                    help="batch sizes (records per commit), each measured for both systems")
     ap.add_argument("--open-records", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
     a = ap.parse_args()
     if a.quick:
         a.records, a.open_records, a.repeat = 5000, 20000, 1
-    print(f"episodes of ~200 bytes, batches of {a.batch}, {a.records} records, median of {a.repeat}")
-    print(f"{'durability':<11}{'spector rec/s':>15}{'sqlite rec/s':>15}{'ratio':>8}")
+    print(f"episodes of ~200 bytes, {a.records} records, median of {a.repeat}")
+    print(f"{'batch':>7} {'durability':<11}{'spector rec/s':>15}{'sqlite rec/s':>15}{'ratio':>8}")
     walk_dir = sqlite_dir = None
-    for level in ("none", "flush", "fsync"):
+    for batch, level in [(b, lv) for b in a.batch for lv in ("none", "flush", "fsync")]:
         ours, theirs = [], []
         for _ in range(a.repeat):
-            r, d = bench_append(level, a.records, a.batch)
-            s, ds = bench_sqlite_append(level, a.records, a.batch)
+            r, d = bench_append(level, a.records, batch)
+            s, ds = bench_sqlite_append(level, a.records, batch)
             ours.append(r)
             theirs.append(s)
             if level == "none" and walk_dir is None:
@@ -159,7 +160,7 @@ def main() -> None:
                 shutil.rmtree(d, ignore_errors=True)
                 shutil.rmtree(ds, ignore_errors=True)
         mo, mt = statistics.median(ours), statistics.median(theirs)
-        print(f"{level:<11}{mo:>15,.0f}{mt:>15,.0f}{mo / mt:>8.2f}x")
+        print(f"{batch:>7} {level:<11}{mo:>15,.0f}{mt:>15,.0f}{mo / mt:>8.2f}x")
     assert walk_dir is not None and sqlite_dir is not None
     w = statistics.median(bench_walk(walk_dir) for _ in range(a.repeat))
     ws = statistics.median(bench_sqlite_walk(sqlite_dir) for _ in range(a.repeat))

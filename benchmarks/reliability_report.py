@@ -51,6 +51,7 @@ def run_suites(
         "-m",
         "crash",
         "tests/reliability",
+        "tests/test_stateful.py",
         "-q",
         "-p",
         "no:cacheprovider",
@@ -156,8 +157,9 @@ def render(
         "honours barriers, 512-byte sectors written back in any order, torn sectors, lost size",
         "updates, and creations or renames undone until the directory is fsynced. Kill -9 and",
         "kill points are real",
-        "`SIGKILL`s. All figures are measured at the storage-kernel level (`Partition`) with a",
-        "workload that mirrors the memory stores (episode log, strength rows, provenance, index).",
+        "`SIGKILL`s. The kernel suites run at the storage-kernel level (`Partition`) with a",
+        "workload that mirrors the memory stores (episode log, strength rows, provenance, index);",
+        "the engine suites drive the whole engine through `SpectorMemory` (durability `flush`).",
         "",
         "## Environment",
         "",
@@ -265,17 +267,94 @@ def render(
             f"SIGKILLed halfway and recovered under the readers): {f['reads']:,} reader "
             f"refreshes, {f['commits']:,} commits, {f['violations']} torn or non-monotonic reads"
         )
-    out += [
+    out += render_engine(by, junit)
+    return "\n".join(out)
+
+
+def render_engine(by: dict[str, list[dict[str, Any]]], junit: dict[str, Any]) -> list[str]:
+    """The engine-level suites: the same contract through ``SpectorMemory``."""
+    out = [
         "",
-        "## Not covered here",
+        "## Engine crash loop (kill -9 through `SpectorMemory`)",
         "",
-        "- Facade-level crash variants (remember / recall / consolidate / snapshot through",
-        "  `SpectorMemory`), the `snapshot.*` and `consolidate.*` kill points, fuzzing and the",
-        "  model-based stateful test: the harnesses take the writer as a parameter so they can",
-        "  drive the facade next.",
+        f"Suite: {_status(junit, 'test_engine_crash_loop')}",
         "",
     ]
-    return "\n".join(out)
+    ecl = by["engine_crash_loop"]
+    for f in ecl:
+        out.append(
+            f"- `{f['variant']}`: {f['cycles']:,} kill -9 cycles, {f['acked_memories']:,} "
+            f"acknowledged memories and {f['acked_facts']:,} acknowledged facts, {f['lost']} lost, "
+            f"{f['corrupt']} corrupt, recall equal to a fresh index rebuild after every reopen, "
+            f"{f['resumed_runs']} interrupted consolidations resumed, {f['partial_snapshots']} "
+            f"half-written snapshots met, p50 recovery {f['p50_recovery_ms'] or float('nan'):.1f} ms "
+            f"(p95 {f['p95_recovery_ms']:.1f} ms) (seed {f['seed']})"
+        )
+    if ecl:
+        out.append(
+            f"- **total: {sum(f['cycles'] for f in ecl):,} kill -9 cycles through the facade: "
+            f"{sum(f['lost'] for f in ecl)} acknowledged memories lost, "
+            f"{sum(f['corrupt'] for f in ecl)} corrupt or torn records returned**"
+        )
+    out += ["", "## Engine kill points", "", f"Suite: {_status(junit, 'test_engine_killpoints')}", ""]
+    for f in by["engine_killpoints"]:
+        out.append(
+            f"- `{f['point']}` x hits {f['hits']} ({f['sessions']} sessions, {f['facts']} facts): "
+            "all-or-nothing after the kill, recall equal to a rebuild, rerun equal to an "
+            "uninterrupted run"
+        )
+    out += [
+        "",
+        "## Exactly-once consolidation",
+        "",
+        f"Suite: {_status(junit, 'test_consolidation_exactly_once')}",
+        "",
+    ]
+    for f in by["exactly_once_points"]:
+        out.append(
+            f"- second pass killed at `{f['point']}` in each of {f['sessions']} sessions, then again "
+            f"while resuming ({f['kills']} kills): {f['lost']} facts lost, {f['duplicated']} duplicated"
+        )
+    for f in by["exactly_once_random"]:
+        out.append(
+            f"- {f['kills']:,} random kill -9 during `consolidate()` over {f['sessions']} sessions "
+            f"({f['mid_run_kills']} after a plan was committed), {f['rounds']} rounds rerun to "
+            f"completion: {f['lost']} facts lost, {f['duplicated']} duplicated, every fact equal "
+            f"to the reference run's {f['facts']} (seed {f['seed']})"
+        )
+    out += ["", "## Engine concurrency", "", f"Suite: {_status(junit, 'test_engine_concurrency')}", ""]
+    for f in by["engine_concurrency"]:
+        out.append(
+            f"- {f['readers']} read-only `SpectorMemory` processes + 1 writer (remember, recall in "
+            f"learn mode, reinforce, consolidate) for {f['seconds']:.0f} s, writer SIGKILLed halfway "
+            f"and recovered under the readers: {f['reads']:,} reader steps, {f['acked']:,} "
+            f"acknowledged memories, {f['violations']} torn or non-monotonic reads"
+        )
+    out += ["", "## Engine environment faults", "", f"Suite: {_status(junit, 'test_engine_faults')}", ""]
+    for f in by["engine_faults"]:
+        out.append(
+            f"- `{f['fault']}`: {f['error']}, later writes refused without I/O, reopen kept all "
+            f"{f['acked']} acknowledged memories"
+        )
+    out += ["", "## Fuzzing", "", f"Suite: {_status(junit, 'test_fuzz')}", ""]
+    for f in by["fuzz_stores"]:
+        out.append(
+            f"- {f['examples']:,} mutated stores (bit flips, truncations, zeroed ranges, splices, "
+            f"garbage, whole files) opened, checked and queried in a subprocess limited to +"
+            f"{f['memory_limit_mib']} MiB of address space and {f['time_limit_s']:.0f} s: "
+            f"{f['failures']} crashes, hangs or non-library exceptions (seed {f['seed']})"
+        )
+    for f in by["fuzz_api"]:
+        out.append(f"- API: {f['examples']:,} generated `{f['target']}` inputs, {f['failures']} non-library exceptions")
+    out += ["", "## Model-based stateful test", "", f"Suite: {_status(junit, 'test_stateful')}", ""]
+    for f in by["stateful"]:
+        out.append(
+            f"- {f['examples']} state-machine runs x up to {f['steps']} steps (remember, batches, "
+            "recall, consolidate, forget, reinforce, close/reopen, crash/reopen) against a dict "
+            "model: the store equals the model and the indexes equal a fresh rebuild"
+        )
+    out.append("")
+    return out
 
 
 def main() -> None:

@@ -213,7 +213,10 @@ _CHOICES = {
 }
 _POSITIVE = {("store", "provenance_capacity"), ("store", "max_text_bytes"), ("store", "max_batch"),
              ("store", "checkpoint_mb"), ("recall", "k"), ("recall", "candidates"), ("recall", "rrf_k"),
-             ("embedder", "batch_size"), ("store", "snapshot_every"), ("reflect", "max_facts_per_session")}
+             ("embedder", "batch_size"), ("store", "snapshot_every"), ("reflect", "max_facts_per_session"),
+             ("strength", "decay_unit_s")}
+# Settings that size a loop per recall: a hostile or mistyped config.json must not hang a reader.
+_MAXIMUM = {("association", "hops"): 16, ("association", "temporal_window"): 1024}
 
 
 def _apply(config: Config, overrides: Mapping[str, Mapping[str, Any]], *, origin: str) -> Config:
@@ -236,6 +239,9 @@ def _apply(config: Config, overrides: Mapping[str, Mapping[str, Any]], *, origin
                 raise ConfigError(f"{where} must be one of {choices}, got {v!r}")
             if (section, key) in _POSITIVE and v <= 0:
                 raise ConfigError(f"{where} must be > 0, got {v!r}")
+            top = _MAXIMUM.get((section, key))
+            if top is not None and v > top:
+                raise ConfigError(f"{where} must be <= {top}, got {v!r}")
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
                 raise ConfigError(f"{where} must be >= 0, got {v!r}")
             changes[key] = v

@@ -34,7 +34,10 @@ from hypothesis.stateful import (
 )
 
 from reliability.engine_workload import CONFIG, answers, copy_store, open_memory, rebuild_problem
+from reliability.workload import record_figure, scale
 from spector_gpu import ExtractiveDistiller, MemoryType, RecallOptions, TurnView, ValidationError
+
+pytestmark = pytest.mark.crash
 
 ALL_RELAYS = ("lexical", "dense", "association")
 _WORDS = ("Ann", "Bo", "Lisbon", "moved", "cello", "plays", "Sunday", "1997", "garden", "tea",
@@ -174,7 +177,8 @@ class StoreMachine(RuleBasedStateMachine):
 
 
 def test_store_matches_a_dict_model(soak: int) -> None:
-    mult = int(os.environ.get("SPECTOR_RELIABILITY_MULT", soak))
+    examples = 25 * scale(soak)
     run_state_machine_as_test(StoreMachine, settings=settings(
-        max_examples=25 * mult, stateful_step_count=20, deadline=None, database=None,
+        max_examples=examples, stateful_step_count=20, deadline=None, database=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]))
+    record_figure("stateful", examples=examples, steps=20)

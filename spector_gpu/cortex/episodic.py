@@ -29,6 +29,7 @@ __all__ = ["EpisodeRecord", "EpisodicMemory", "RECORD_OVERHEAD"]
 
 RECORD_OVERHEAD = WALK_PREFIX_SIZE + HEADER_DTYPE.itemsize  # 96
 _TORN_RETRIES = 8  # a reader's re-reads of a record caught mid-rewrite
+from ..kernel.native import native as _native
 _PREFIX28 = struct.Struct("<IIqqI")  # magic, payload_bytes, memory_id, timestamp_ms, sequence
 _U32 = struct.Struct("<I")
 
@@ -53,7 +54,29 @@ class EpisodicMemory:
     @staticmethod
     def encode(ids: Sequence[int], headers: np.ndarray, payloads: Sequence[bytes],
                sequences: Sequence[int]) -> tuple[bytes, list[int]]:
-        """Encode records back to back; returns the bytes and each record's relative offset."""
+        """Encode records back to back; returns the bytes and each record's relative offset.
+
+        Uses the native batch encoder when it was built (``spector_gpu.kernel._native``), else
+        the Python twin below; both produce identical bytes (tested)."""
+        if _native is not None and len(payloads):
+            lens = np.fromiter((len(p) for p in payloads), dtype=np.int64, count=len(payloads))
+            offs = np.zeros(len(payloads) + 1, dtype=np.int64)
+            np.cumsum(lens, out=offs[1:])
+            data = _native.encode_episodes(
+                headers.tobytes(), b"".join(payloads), offs.tobytes(),
+                np.asarray(ids, dtype=np.int64).tobytes(),
+                np.ascontiguousarray(headers["timestamp_ms"], dtype=np.int64).tobytes(),
+                np.asarray(sequences, dtype=np.uint32).tobytes())
+            sizes = (lens + 7) & ~7
+            rel = np.zeros(len(payloads), dtype=np.int64)
+            np.cumsum(RECORD_OVERHEAD + sizes[:-1], out=rel[1:])
+            return data, rel.tolist()
+        return EpisodicMemory.encode_python(ids, headers, payloads, sequences)
+
+    @staticmethod
+    def encode_python(ids: Sequence[int], headers: np.ndarray, payloads: Sequence[bytes],
+                      sequences: Sequence[int]) -> tuple[bytes, list[int]]:
+        """Pure-Python twin of :meth:`encode`."""
         sizes = [(len(p) + 7) & ~7 for p in payloads]
         rel = [0] * len(payloads)
         total = 0
@@ -173,6 +196,14 @@ class EpisodicMemory:
         if end <= PREAMBLE_SIZE:
             return np.zeros(0, dtype=np.int64)
         buf = self.region.view(0, end)
+        if _native is not None:
+            try:
+                return np.frombuffer(_native.walk_offsets(buf, PREAMBLE_SIZE, end), dtype=np.int64).copy()
+            except ValueError as exc:
+                raise CorruptionError(f"{self.region.path}: {exc}", file=self.region.path,
+                                      region="episodic") from None
+            finally:
+                del buf
         unpack = _U32.unpack_from
         out = []
         pos = PREAMBLE_SIZE

@@ -47,8 +47,8 @@ def _pad8(n: int) -> int:
     return (n + 7) & ~7
 
 
-def encode_record(seq: int, writes: Sequence[Write]) -> bytes:
-    """One journal record holding ``writes`` in order."""
+def encode_record(seq: int, writes: Sequence[Write]) -> bytearray:
+    """One journal record holding ``writes`` in order (returned without a final copy)."""
     length = _HEAD.size + 4 + sum(_WRITE.size + _pad8(len(d)) for _, _, d in writes)
     length = _pad8(length)
     if length > MAX_RECORD_BYTES:
@@ -62,7 +62,7 @@ def encode_record(seq: int, writes: Sequence[Write]) -> bytes:
         buf[pos : pos + len(data)] = data
         pos += _pad8(len(data))
     struct.pack_into("<I", buf, length - 4, zlib.crc32(memoryview(buf)[: length - 4]))
-    return bytes(buf)
+    return buf
 
 
 def decode_records(

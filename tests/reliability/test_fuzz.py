@@ -50,7 +50,7 @@ from .workload import base_seed, record_figure, scale
 
 pytestmark = pytest.mark.crash
 
-STORE_EXAMPLES = 120  # CI; x20 under --soak
+STORE_EXAMPLES = 300  # CI; x20 under --soak
 API_EXAMPLES = 120
 MEMORY_LIMIT = 1 << 30  # bytes of address space a worker may add to what it inherits
 TIME_LIMIT_S = 30.0  # per mutated store
@@ -276,6 +276,29 @@ def test_mutated_stores_give_library_errors_or_valid_results(fuzz_template, soak
                   memory_limit_mib=MEMORY_LIMIT >> 20, time_limit_s=TIME_LIMIT_S)
 
 
+HOSTILE_CONFIGS = [
+    '{"store": 5}', '[]', '{"store": {"durability": 5}}', '{"store": {"snapshot_every": -1}}',
+    '{"embedder": {"name": "st:/nonexistent"}}', '{"embedder": {"name": "hashing:100000000"}}',
+    '{"dense": {"device": "cuda:99"}}', '{"store": {"provenance_capacity": 1000000000000}}',
+    '{"store": {"checkpoint_mb": 1e30}}', '{"recall": {"k": 0}}', '{"lexical": {"k1": NaN}}',
+    '{"association": {"hops": 100000000}}', '{"association": {"temporal_window": 1000000000}}',
+    '{"recall": {"candidates": 1000000000000}}', '{"strength": {"decay_unit_s": 0}}',
+    '{"reflect": {"max_facts_per_session": 100000000}}', '{"nosuch": {}}',
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE_CONFIGS)
+def test_hostile_saved_configs(text: str, fuzz_template) -> None:
+    """A store's own config.json is bytes on disk too: a bad value is a ConfigError (or a
+    valid store), never a hang (loop sizes are bounded) or a raw exception."""
+    template, _, worker = fuzz_template
+    with scratch_dir(template) as d:
+        store = copy_store(template, d / "s")
+        (store / "config.json").write_text(text)
+        bad = worker.run(store)
+    assert not bad, bad[0]
+
+
 def test_the_worker_reports_crashes_and_non_library_errors(fuzz_template) -> None:
     """The harness can fail: a worker killed mid-run is reported, and so is a raw exception."""
     template, ids, _ = fuzz_template
@@ -337,12 +360,14 @@ _ANY_TEXT = st.text(st.characters(exclude_categories=()), max_size=40)
 
 
 def test_api_text_fields_fuzz(mem: SpectorMemory, soak: int) -> None:
+    runs: list[int] = []
     @seed(base_seed())
     @settings(max_examples=API_EXAMPLES * scale(soak), deadline=None, database=None)
     @given(text=_ANY_TEXT, speaker=_ANY_TEXT, tags=st.lists(_ANY_TEXT, max_size=3),
            session=st.integers(-(2**64), 2**64), external=st.none() | _ANY_TEXT,
            kind=st.sampled_from(["episodic", "semantic", "procedural", "working", "bogus"]))
     def one(text: str, speaker: str, tags: list[str], session: int, external: str | None, kind: str) -> None:
+        runs.append(1)
         fields: dict[str, Any] = {"text": text, "speaker": speaker, "tags": tags, "session_id": session,
                                   "external_id": external, "type": kind}
         if kind == "procedural":
@@ -357,6 +382,7 @@ def test_api_text_fields_fuzz(mem: SpectorMemory, soak: int) -> None:
         assert mem.explain(text) is None or len(text) == 13
 
     one()
+    record_figure("fuzz_api", target="remember/recall/get text fields", examples=len(runs), failures=0)
 
 
 def _vector_store(path: Path, vectors: dict[str, Any]) -> SpectorMemory:
@@ -373,11 +399,13 @@ def test_nan_inf_zero_huge_vectors(workdir: Path, soak: int) -> None:
     vectors: dict[str, Any] = {"next": lambda n: np.ones((n, 8), np.float32)}
     m = _vector_store(workdir / "vec", vectors)
     stored: list[str] = []
+    runs: list[int] = []
     try:
         @seed(base_seed())
         @settings(max_examples=API_EXAMPLES * scale(soak), deadline=None, database=None)
         @given(hnp.arrays(np.float32, (2, 8), elements=_F32), hnp.arrays(np.float32, (1, 8), elements=_F32))
         def one(docs: np.ndarray, query: np.ndarray) -> None:
+            runs.append(1)
             vectors["next"] = lambda n: docs[:n]
             status, value = _lib_or_value(lambda: m.remember_batch([f"doc {len(stored)} a", f"doc {len(stored)} b"]))
             if status == "ok":
@@ -399,13 +427,19 @@ def test_nan_inf_zero_huge_vectors(workdir: Path, soak: int) -> None:
     finally:
         m.close()
     assert stored
+    record_figure("fuzz_api", target="NaN/inf/zero/huge embedding vectors", examples=len(runs), failures=0)
 
 
-def test_embedder_returning_non_numbers_is_a_validation_error(workdir: Path) -> None:
-    m = _vector_store(workdir / "vec", {"next": lambda n: [["a"] * 8] * n})
+@pytest.mark.parametrize("output", ["strings", "none", "ragged", "3d"])
+def test_embedder_returning_non_vectors_is_a_validation_error(output: str, workdir: Path) -> None:
+    make = {"strings": lambda n: [["a"] * 8] * n, "none": lambda n: None,
+            "ragged": lambda n: [[1.0] * 8] * n + [[1.0] * 3], "3d": lambda n: np.ones((n, 8, 1))}[output]
+    m = _vector_store(workdir / "vec", {"next": make})
     try:
         with pytest.raises(ValidationError):
-            m.remember("an embedder that returns strings")
+            m.remember("an embedder that returns no vectors")
+        _lib_or_value(lambda: m.recall("a query through the same embedder"))
+        assert m.count() == 0 and m.check().ok
     finally:
         m.close()
 
