@@ -136,6 +136,10 @@ class MemoryRecall:
                                        importance=t.importance, provenance=_user_authored(),
                                        retrieval_strength=1.0, storage_strength=1.0,
                                        timestamp_ms=t.timestamp_ms, session_id=0, tags=t.tags)
+            if o in c.quarantined:
+                raise CorruptionError(f"{c.path}: memory {memory_id} has a damaged header or "
+                                      "strength record (run check() for details)",
+                                      file=str(c.path), slot=o)
             d = self.pathway._current_d(np.array([o]), int(time.time() * 1000))
             return self.pathway.result(o, 0.0, float(d[0]))
 

@@ -32,9 +32,9 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
-
 from reliability.engine_workload import CONFIG, answers, copy_store, open_memory, rebuild_problem
 from reliability.workload import record_figure, scale
+
 from spector_gpu import ExtractiveDistiller, MemoryType, RecallOptions, TurnView, ValidationError
 
 pytestmark = pytest.mark.crash

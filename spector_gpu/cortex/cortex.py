@@ -30,7 +30,7 @@ from .bm25 import BM25Index
 from .derived import Cues, Links
 from .episodic import EpisodicMemory
 from .index import IndexMemory
-from .layouts import HEADER_DTYPE, INDEX_DTYPE, seal, vector_dtype
+from .layouts import FLAG_TOMBSTONE, HEADER_DTYPE, INDEX_DTYPE, seal, vector_dtype
 from .payload import Payload, attributed, decode_payload, decode_text
 from .provenance_store import ProvenanceMemory
 from .slots import ProceduralMemory, SemanticMemory, slot_stride
@@ -165,6 +165,7 @@ class Cortex:
         self._snap_n = 0
         self._cue_cache: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
         self._lineage_linked: set[int] = set()  # fact TSIDs whose lineage edges are in self.links
+        self.quarantined: set[int] = set()  # ordinals with damaged header/strength values
 
     # ---- opening -------------------------------------------------------------------
     @classmethod
@@ -302,6 +303,35 @@ class Cortex:
         vec = self.vectors.rows(start, stop).copy().view(self.vdtype).reshape(-1)
         self.dense.add(vec["q"], vec["scale"])
         self.n = stop
+        self._quarantine(np.arange(start, stop))
+
+    def _quarantine(self, ordinals: np.ndarray) -> None:
+        """Keep damaged values out of recall arithmetic. Headers and strength rows are loaded
+        without reading whole records; a value the write path never produces (NaN, inf,
+        importance outside [0.05, 10], D outside [0, 1], S outside [0, max_storage]) is damage:
+        the memory is left out of recall (tombstone gate, in memory only), ``get`` raises for
+        it, and the damage is reported (``check()`` names the record)."""
+        c = self.cols
+        imp, d, s = c.headers["importance"][ordinals], c.d_event[ordinals], c.storage[ordinals]
+        with np.errstate(invalid="ignore"):
+            ok = (np.isfinite(imp) & (imp >= 0.05) & (imp <= 10.0) & np.isfinite(d) & (d >= 0.0)
+                  & (d <= 1.0) & np.isfinite(s) & (s >= 0.0) & (s <= self.config.strength.max_storage))
+        if self.quarantined:  # a reader's refresh re-reads headers: keep earlier findings
+            ok &= ~np.isin(ordinals, np.fromiter(self.quarantined, np.int64, len(self.quarantined)))
+        bad = ordinals[~ok]
+        if not bad.size:
+            return
+        c.headers["flags"][bad] |= FLAG_TOMBSTONE
+        c.headers["importance"][bad] = 1.0
+        c.d_event[bad] = 0.0
+        c.storage[bad] = 1.0
+        new = sorted(set(bad.tolist()) - self.quarantined)
+        if new:
+            self.quarantined.update(new)
+            self.report_corruption(CorruptionError(
+                f"{self.path}: {len(new)} memories hold damaged header or strength values (first: "
+                f"ordinal {new[0]}); they are left out of recall and raise when read",
+                file=str(self.path), slot=new[0]))
 
     @property
     def strength_dtype(self) -> np.dtype:
@@ -521,6 +551,7 @@ class Cortex:
         self.cols.d_event[good] = rows["retrieval_strength"]
         self.cols.last_event_ms[good] = rows["last_recall_ms"]
         self.cols.storage[good] = rows["storage_strength"]
+        self._quarantine(ordinals)
 
     # ---- writing ---------------------------------------------------------------------
     def transaction(self) -> Transaction:

@@ -395,7 +395,7 @@ def _first_seq(data: memoryview) -> int:
 
     if len(data) >= PREAMBLE_SIZE + 16:
         magic, _, seq = struct.unpack_from("<IIQ", data, PREAMBLE_SIZE)
-        if magic == 0x4A524543:
+        if magic == 0x4A524543 and seq < 1 << 62:  # a damaged seq must still fit the preamble
             return int(seq)
     return 0
 

@@ -21,7 +21,6 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +39,8 @@ __all__ = [
     "all_or_nothing_problems",
     "answers",
     "child_init",
-    "consolidation_table",
     "consolidate_and_flush",
+    "consolidation_table",
     "copy_store",
     "exact_problems",
     "fact_records",
@@ -51,13 +50,13 @@ __all__ = [
     "m_of_text",
     "memory_problem",
     "open_memory",
-    "prefill",
-    "reference_records",
-    "run_child",
     "planned_ids",
+    "prefill",
     "prov_rows",
     "rebuild_problem",
     "reference_facts",
+    "reference_records",
+    "run_child",
     "scratch_dir",
     "store_ids",
     "store_types",

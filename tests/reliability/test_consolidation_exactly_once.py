@@ -52,7 +52,7 @@ def two_pass_template(path: Path, sessions: int, per_session: int) -> np.ndarray
     """Turns of ``sessions`` sessions consolidated once (pass 1), then as many new turns again.
     Returns the pass-1 provenance records."""
     n = sessions * per_session
-    prefill(path, range(0, n), sessions=sessions, consolidate=True)
+    prefill(path, range(n), sessions=sessions, consolidate=True)
     prefill(path, range(n, 2 * n), sessions=sessions)
     with open_memory(path) as mem:
         first = prov_rows(mem).copy()

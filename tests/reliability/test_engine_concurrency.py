@@ -3,11 +3,12 @@ writer for a few seconds in CI (60 s under ``--soak``).
 
 The writer remembers batches, recalls in learn mode and flushes (strength rows rewritten in
 place), reinforces, and consolidates (episode headers and provenance records rewritten in
-place). Readers repeatedly ``count()``, ``recall`` and ``get`` ids they saw before. Zero torn
-reads are allowed: no ``CorruptionError`` or other exception, every id once seen stays visible
-with the same text, counts never go back, storage strength never goes down or out of range, a
-consolidated turn never turns unconsolidated. Halfway through, the writer is SIGKILLed while the
-readers run and the next writer recovers the store under them; a second writer is refused.
+place). Readers repeatedly ``count()``, ``recall``, ``get`` ids they saw before and ``check()``.
+Zero torn reads are allowed: no ``CorruptionError`` or other exception, every id once seen stays
+visible with the same text, counts never go back, storage strength never goes down or out of
+range, a consolidated turn never turns unconsolidated, ``check()`` finds nothing. Halfway
+through, the writer is SIGKILLed while the readers run and the next writer recovers the store
+under them; a second writer is refused.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import struct
 import time
 import traceback
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -109,11 +111,15 @@ class ReaderCheck:
         for r in mem.recall(QUERIES[self.reads % len(QUERIES)]):
             self.observe(r)
         for mid in self.rng.sample(sorted(self.seen), min(8, len(self.seen))):
-            r = mem.get(mid)
-            if r is None:
+            got = mem.get(mid)
+            if got is None:
                 self.problems.append(f"{mid}: seen before, now missing")
             else:
-                self.observe(r)
+                self.observe(got)
+        if self.reads % 5 == 0:  # a reader's check() must not mistake a rewrite for damage
+            report = mem.check()
+            if not report.ok:
+                self.problems.append(str(report))
         self.reads += 1
 
 
@@ -166,7 +172,7 @@ def _run_writer_for(directory: Path, seconds: float) -> list[int]:
 def test_engine_readers_never_see_torn_or_backward_state(workdir: Path, soak: int) -> None:
     seconds = SECONDS * scale(soak)
     store = workdir / "store"
-    prefill(store, range(0, 8 * BATCH), batch=BATCH)
+    prefill(store, range(8 * BATCH), batch=BATCH)
     stop = multiprocessing.get_context("fork").Event()
     pipes, readers = [], []
     for i in range(READERS):
@@ -191,8 +197,8 @@ def test_engine_readers_never_see_torn_or_backward_state(workdir: Path, soak: in
         assert report.ok, str(report)
         lost = []
         for mid in map(encode_tsid, acks):
-            r = mem.get(mid)
-            why = memory_problem(mem, mid, m_of_text(r.text)) if r is not None else f"{mid} lost"
+            hit = mem.get(mid)
+            why = memory_problem(mem, mid, m_of_text(hit.text)) if hit is not None else f"{mid} lost"
             if why:
                 lost.append(why)
         assert not lost, lost[:3]
@@ -242,7 +248,7 @@ class TornOnce:
 
 def _busy_store(store: Path) -> tuple[list[str], str]:
     """Turns recalled, reinforced and consolidated (rows rewritten in place); a fact id."""
-    prefill(store, range(0, 12), batch=BATCH)
+    prefill(store, range(12), batch=BATCH)
     with open_memory(store) as w:
         w.recall("Lisbon cello")
         ids = [r.id for r in w.recall("Marco Sunday")]
@@ -264,8 +270,12 @@ def test_reader_rereads_a_copy_caught_mid_rewrite(region: str, workdir: Path,
         o = c.id_map[decode_tsid(ids[0])]
         at = {"strength.rec": o, "provenance.rec": 0,
               "episodic.log": int(c.cols.index["record_offset"][o])}[region]
-        ops = {
-            "get": lambda: (lambda r: (r.text, r.storage_strength, r.consolidated, r.valence))(mem.get(ids[0])),
+        def summary() -> Any:
+            r = mem.get(ids[0])
+            return None if r is None else (r.text, r.storage_strength, r.consolidated, r.valence)
+
+        ops: dict[str, Callable[[], Any]] = {
+            "get": summary,
             "recall": lambda: mem.recall_batch(["Marco Sunday"], RecallOptions(k=4, mode="observe")).id_lists(),
             "explain": lambda: mem.explain(fact),
             "session_provenance": lambda: mem.session_provenance(0),

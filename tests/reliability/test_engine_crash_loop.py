@@ -38,7 +38,6 @@ from .engine_workload import (
     child_init,
     copy_store,
     facts_problems,
-    item,
     items,
     memory_problem,
     open_memory,
@@ -191,7 +190,7 @@ def run_engine_crash_loop(variant: str, *, cycles: int, seed: int, directory: Pa
     stats = EngineLoopStats(variant)
     ref = ReferenceFacts(directory / "ref")
     (directory / "ref").mkdir(parents=True, exist_ok=True)
-    store, acked, acked_facts = directory, [], set()
+    store, acked, acked_facts = directory, list[str](), set[str]()
     for cycle in range(cycles):
         if cycle % RESET_EVERY == 0:
             store, acked, acked_facts = directory / f"{variant}-{cycle // RESET_EVERY}", [], set()

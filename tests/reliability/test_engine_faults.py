@@ -47,7 +47,7 @@ from .workload import record_figure
 pytestmark = pytest.mark.crash
 
 BATCH = 4
-PREFILL = range(0, 12)
+PREFILL = range(12)
 
 
 def _remember_until_failure(mem: SpectorMemory, acked: list[str]) -> None:

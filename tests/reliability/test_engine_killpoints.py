@@ -40,7 +40,7 @@ pytestmark = pytest.mark.crash
 
 ENGINE_POINTS = tuple(p for p in KILLPOINTS if p.split(".")[0] in ("snapshot", "consolidate"))
 HITS = (1, 2, 3)
-TURNS = range(0, 6 * SESSIONS)  # 6 turns (12 facts) per session
+TURNS = range(6 * SESSIONS)  # 6 turns (12 facts) per session
 
 
 def test_engine_kill_points_are_the_expected_ones() -> None:

@@ -60,7 +60,7 @@ TIME_LIMIT_S = 30.0  # per mutated store
 def _build_template(path: Path) -> list[str]:
     """A small valid store touching every region: turns, facts (provenance, lineage), a
     skill, a cited fact, in-place strength updates, a snapshot. Returns every id."""
-    prefill(path, range(0, 12))
+    prefill(path, range(12))
     with open_memory(path) as mem:
         mem.consolidate()
         mem.remember("Deploy: build, test, ship.", type="procedural", skill_name="deploy",
@@ -77,9 +77,10 @@ def _build_template(path: Path) -> list[str]:
         return [encode_tsid(int(v)) for v in c.cols.ids[: c.n].tolist()]
 
 
-def _attempt(fn: Callable[[], Any], bad: list[str]) -> Any:
+def _attempt(bad: list[str], fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``, None on a library error; a non-library one goes to ``bad``."""
     try:
-        return fn()
+        return fn(*args, **kwargs)
     except SpectorError:
         return None
     except BaseException:  # noqa: BLE001 - a non-library exception is the failure we look for
@@ -91,22 +92,22 @@ def _exercise(path: str, ids: list[str]) -> list[str]:
     """Everything a user may do with a store; the non-library exceptions it raised."""
     bad: list[str] = []
     for read_only in (True, False):
-        mem = _attempt(lambda: open_memory(path, read_only=read_only), bad)
+        mem = _attempt(bad, open_memory, path, read_only=read_only)
         if mem is None:
             continue
-        _attempt(mem.count, bad)
-        _attempt(lambda: str(mem.check()), bad)
-        batch = _attempt(lambda: mem.recall_batch(list(QUERIES[:3]), RecallOptions(k=5, mode="observe")), bad)
+        _attempt(bad, mem.count)
+        _attempt(bad, str, _attempt(bad, mem.check))
+        batch = _attempt(bad, mem.recall_batch, list(QUERIES[:3]), RecallOptions(k=5, mode="observe"))
         for i in range(len(batch) if batch is not None else 0):
-            _attempt(lambda: batch[i], bad)
+            _attempt(bad, batch.results, i)
         for mid in ids:
-            _attempt(lambda: mem.get(mid), bad)
-        _attempt(lambda: mem.explain(ids[-3], include_parents=True), bad)
-        _attempt(lambda: mem.session_provenance(0), bad)
-        _attempt(lambda: mem.verify_chain(), bad)
+            _attempt(bad, mem.get, mid)
+        _attempt(bad, mem.explain, ids[-3], include_parents=True)
+        _attempt(bad, mem.session_provenance, 0)
+        _attempt(bad, mem.verify_chain)
         if not read_only:
-            _attempt(lambda: mem.remember("a write on a fuzzed store", session_id=3), bad)
-        _attempt(mem.close, bad)
+            _attempt(bad, mem.remember, "a write on a fuzzed store", session_id=3)
+        _attempt(bad, mem.close)
     return bad
 
 
@@ -254,7 +255,7 @@ def apply_mutation(store: Path, m: tuple[Any, ...]) -> None:
 
 
 def test_mutated_stores_give_library_errors_or_valid_results(fuzz_template, soak: int) -> None:
-    template, ids, worker = fuzz_template
+    template, _, worker = fuzz_template
     found: list[str] = []
 
     @seed(base_seed())
@@ -299,18 +300,25 @@ def test_hostile_saved_configs(text: str, fuzz_template) -> None:
     assert not bad, bad[0]
 
 
-def test_the_worker_reports_crashes_and_non_library_errors(fuzz_template) -> None:
+def test_the_worker_reports_crashes_and_non_library_errors(fuzz_template,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """The harness can fail: a worker killed mid-run is reported, and so is a raw exception."""
     template, ids, _ = fuzz_template
     w = Worker(ids)
     try:
         w._start()
-        os.kill(w.proc.pid, signal.SIGSEGV)
+        os.kill(w.proc.pid, signal.SIGKILL)  # (SIGSEGV would work too, with a faulthandler dump)
         w.proc.join(10)
         assert w.run(template)[0].startswith("worker died")
     finally:
         w.stop()
-    assert _exercise(str(template), [12345]) and not _exercise(str(template), ids)  # type: ignore[list-item]
+    assert not _exercise(str(template), ids)
+
+    def raw(self: SpectorMemory, *args: Any) -> int:
+        raise RuntimeError("a non-library exception")
+
+    monkeypatch.setattr(SpectorMemory, "count", raw)
+    assert "RuntimeError" in _exercise(str(template), ids)[0]
 
 
 # ---- 2. the API --------------------------------------------------------------------------------
@@ -324,9 +332,9 @@ def mem(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SpectorMemor
     assert report.ok, str(report)
 
 
-def _lib_or_value(fn: Callable[[], Any]) -> tuple[str, Any]:
+def _lib_or_value(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[str, Any]:
     try:
-        return "ok", fn()
+        return "ok", fn(*args, **kwargs)
     except SpectorError as exc:
         return "lib", exc
 
@@ -465,7 +473,7 @@ def test_hostile_ids(hostile: Any, mem: SpectorMemory, workdir: Path) -> None:
 def test_hostile_ids_fuzz(hostile: Any) -> None:
     from spector_gpu.kernel.tsid import decode_tsid, is_tsid
 
-    status, value = _lib_or_value(lambda: decode_tsid(hostile))
+    status, _ = _lib_or_value(decode_tsid, hostile)
     assert (status == "ok") == is_tsid(hostile)
 
 
@@ -518,13 +526,91 @@ def test_hostile_paths(workdir: Path, mem: SpectorMemory) -> None:
                str(workdir / ("y" * 300))]
     for p in [*hostile, str(plain)]:
         for read_only in (False, True):
-            status, value = _lib_or_value(lambda: SpectorMemory.open(p, read_only=read_only))
+            status, value = _lib_or_value(SpectorMemory.open, p, read_only=read_only)
             assert status == "lib", (p[:40], read_only, value)
     for p in [*hostile, str(workdir), str(workdir / "nodir" / "b.tar")]:
-        status, value = _lib_or_value(lambda: mem.export_bundle(fid, p))
+        status, value = _lib_or_value(mem.export_bundle, fid, p)
         assert status == "lib", (p[:40], value)
         assert not mem.verify_bundle(p).ok
     with pytest.raises(ValidationError):
         SpectorMemory.open(b"bytes-path")  # type: ignore[arg-type]
     assert fifo.is_fifo() and plain.read_text() == "not a store"
     assert sorted(os.listdir(workdir)) == ["a-fifo", "a-file", "api"]
+
+
+# ---- regressions the fuzzer found ------------------------------------------------------------
+def _poke(path: Path, offset: int, data: bytes) -> None:
+    fd = os.open(path, os.O_RDWR)
+    try:
+        os.pwrite(fd, data, offset)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("where", ["semantic-importance", "strength-retrieval"])
+def test_a_damaged_header_value_never_reaches_recall(where: str, workdir: Path) -> None:
+    """A NaN importance (slot header) or D (strength row) once made every recall compute NaN
+    scores; such a memory is now left out of recall, raises when read, and is reported."""
+    store = workdir / "s"
+    ids = _build_template(store)
+    with open_memory(store, read_only=True) as mem:
+        c = mem._cortex
+        o = next(i for i, t in enumerate(c.cols.index["type"][: c.n].tolist()) if t == MemoryType.SEMANTIC)
+        victim = ids[o]
+        slot = int(c.cols.index["record_offset"][o])
+    if where == "semantic-importance":
+        _poke(store / "semantic.slots", 64 + slot * c.semantic.region.spec.stride + 4, struct.pack("<f", float("nan")))
+    else:
+        _poke(store / "strength.rec", 64 + o * 96 + 80, struct.pack("<f", float("inf")))
+    for read_only in (True, False):
+        with open_memory(store, read_only=read_only) as mem:
+            assert mem.recovery.get("corruption")
+            batch = mem.recall_batch(list(QUERIES), RecallOptions(k=50, mode="observe"))
+            assert np.isfinite(batch.scores[batch.scores > -np.inf]).all()
+            assert victim not in batch.ids
+            with pytest.raises(SpectorError):
+                mem.get(victim)
+            assert mem.get(ids[0]) is not None and not mem.check().ok
+
+
+def test_store_identity_that_is_not_an_object_is_corruption(workdir: Path) -> None:
+    prefill(workdir / "s", range(0, 4))
+    (workdir / "s" / "store.json").write_text("0")
+    with pytest.raises(SpectorError, match="not a JSON object"):
+        open_memory(workdir / "s")
+
+
+def test_a_damaged_journal_seq_does_not_overflow_recovery(workdir: Path) -> None:
+    prefill(workdir / "s", range(0, 4))
+    journal = workdir / "s" / "journal.jrn"
+    _poke(journal, 60, b"\xff")  # the preamble's CRC: recovery falls back to the first record
+    _poke(journal, 64, struct.pack("<IIQ", 0x4A524543, 32, 1 << 63))
+    with open_memory(workdir / "s") as mem:
+        assert mem.count() == 4 and mem.check().ok
+
+
+def test_check_reports_an_index_entry_pointing_anywhere(workdir: Path) -> None:
+    ids = _build_template(workdir / "s")
+    with open_memory(workdir / "s", read_only=True) as mem:
+        c = mem._cortex
+        o = next(i for i, t in enumerate(c.cols.index["type"][: c.n].tolist()) if t == MemoryType.SEMANTIC)
+    _poke(workdir / "s" / "index.midx", 64 + o * 48 + 16, struct.pack("<q", -(1 << 62)))
+    with open_memory(workdir / "s") as mem:  # point in time: the entries before the damage
+        report = mem.check()
+        assert not report.ok and any(p.region == "index" for p in report.problems)
+        assert mem.get(ids[0]) is not None
+
+
+def test_a_damaged_preamble_costs_a_reader_a_few_rereads(workdir: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Readers re-read a preamble that fails its CRC (a writer may be mid-update); damage on
+    disk once cost 200 re-reads and ~10 s on every refresh, like a hang."""
+    from spector_gpu.kernel import region
+
+    prefill(workdir / "s", range(0, 4))
+    _poke(workdir / "s" / "strength.rec", 60, b"\xff")
+    sleeps: list[float] = []
+    monkeypatch.setattr(region.time, "sleep", sleeps.append)
+    with pytest.raises(SpectorError):
+        open_memory(workdir / "s", read_only=True)
+    assert 0 < len(sleeps) <= 3
