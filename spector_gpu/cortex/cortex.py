@@ -447,6 +447,8 @@ class Cortex:
         seq = -1
         if t == MemoryType.EPISODIC:
             seq = int(self.episodic.prefixes_at(np.array([self.cols.index["record_offset"][i]]))["sequence"][0])
+            if seq >= 1 << 31:  # read without the record's CRC: a damaged prefix (reported when read)
+                seq = -1
         self.cues.append(p.session_id, seq, bool(p.citations), p.speaker, p.tags, p.external_id,
                          p.source_uri, self.cue_tokens(p))
 

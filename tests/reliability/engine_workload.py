@@ -372,6 +372,16 @@ def exact_problems(mem: SpectorMemory, reference: Counter[tuple[Any, ...]],
 
 # ---- forked children -----------------------------------------------------------------------
 def _child_main(target: Callable[..., None], args: tuple[Any, ...], armed: str | None) -> None:
+    try:
+        _child_body(target, args, armed)
+    except BaseException:
+        import traceback
+        with open("/tmp/child_err.txt", "a") as fh:
+            fh.write(traceback.format_exc())
+        raise
+
+
+def _child_body(target: Callable[..., None], args: tuple[Any, ...], armed: str | None) -> None:
     child_init()
     if armed is not None:
         # arm exactly as a fresh interpreter would: the module parses the variable when
@@ -387,7 +397,8 @@ def _child_main(target: Callable[..., None], args: tuple[Any, ...], armed: str |
 
 def run_child(target: Callable[..., None], *args: Any, armed: str | None = None,
               kill_after_s: float | None = None, timeout_s: float = 120.0) -> int | None:
-    """Fork a child running ``target(*args)`` (killpoint ``armed`` if given) and return its
+    """Run ``target(*args)`` in a child (forked, or a fresh interpreter when a killpoint is
+    ``armed``) and return its
     exit code; ``kill_after_s`` SIGKILLs it after that many seconds if still running."""
     import multiprocessing
     import signal
@@ -395,8 +406,11 @@ def run_child(target: Callable[..., None], *args: Any, armed: str | None = None,
 
     with warnings.catch_warnings():  # Python >= 3.12 warns about fork in threaded processes
         warnings.simplefilter("ignore", DeprecationWarning)
-        proc = multiprocessing.get_context("fork").Process(target=_child_main,
-                                                           args=(target, args, armed))
+        # an armed child starts a fresh interpreter: it must not inherit state that earlier
+        # tests left in this process (observers, open handles, thread pools); seen as a child
+        # exiting 1 before its kill point only after the fault-injection suite had run
+        ctx = multiprocessing.get_context("spawn" if armed is not None else "fork")
+        proc = ctx.Process(target=_child_main, args=(target, args, armed))
         proc.start()
     if kill_after_s is not None:
         proc.join(kill_after_s)

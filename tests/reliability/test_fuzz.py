@@ -614,3 +614,16 @@ def test_a_damaged_preamble_costs_a_reader_a_few_rereads(workdir: Path,
     with pytest.raises(SpectorError):
         open_memory(workdir / "s", read_only=True)
     assert 0 < len(sleeps) <= 3
+
+
+def test_a_damaged_episode_sequence_does_not_break_the_index_rebuild(workdir: Path) -> None:
+    ids = _build_template(workdir / "s")
+    (workdir / "s" / "derived.snap").unlink()
+    with open_memory(workdir / "s", read_only=True) as mem:
+        off = int(mem._cortex.cols.index["record_offset"][0])
+    _poke(workdir / "s" / "episodic.log", off + 24, struct.pack("<I", 4043312896))  # its sequence
+    with open_memory(workdir / "s") as mem:
+        assert mem.recovery.get("corruption") and not mem.check().ok
+        assert mem.get(ids[1]) is not None
+        with pytest.raises(SpectorError):
+            mem.get(ids[0])
