@@ -372,16 +372,6 @@ def exact_problems(mem: SpectorMemory, reference: Counter[tuple[Any, ...]],
 
 # ---- forked children -----------------------------------------------------------------------
 def _child_main(target: Callable[..., None], args: tuple[Any, ...], armed: str | None) -> None:
-    try:
-        _child_body(target, args, armed)
-    except BaseException:
-        import traceback
-        with open("/tmp/child_err.txt", "a") as fh:
-            fh.write(traceback.format_exc())
-        raise
-
-
-def _child_body(target: Callable[..., None], args: tuple[Any, ...], armed: str | None) -> None:
     child_init()
     if armed is not None:
         # arm exactly as a fresh interpreter would: the module parses the variable when
