@@ -371,50 +371,77 @@ def exact_problems(mem: SpectorMemory, reference: Counter[tuple[Any, ...]],
 
 
 # ---- forked children -----------------------------------------------------------------------
-def _child_main(target: Callable[..., None], args: tuple[Any, ...], armed: str | None) -> None:
-    child_init()
-    if armed is not None:
-        # arm exactly as a fresh interpreter would: the module parses the variable when
-        # (re)executed, and every ``killpoint`` imported from it shares its namespace
-        import importlib
+def _child_main(target: Callable[..., None], args: tuple[Any, ...], armed: str | None,
+                errors: str) -> None:
+    """Child: run ``target(*args)``; a Python exception's traceback goes to the file ``errors``
+    (the parent shows it: a child's captured stderr is otherwise lost)."""
+    try:
+        child_init()
+        if armed is not None:
+            # arm exactly as a fresh interpreter would: the module parses the variable when
+            # (re)executed, and every ``killpoint`` imported from it shares its namespace
+            import importlib
 
-        from spector_gpu.kernel import killpoints
+            from spector_gpu.kernel import killpoints
 
-        os.environ["SPECTOR_KILLPOINT"] = armed
-        importlib.reload(killpoints)
-    target(*args)
+            os.environ["SPECTOR_KILLPOINT"] = armed
+            importlib.reload(killpoints)
+        target(*args)
+    except BaseException:
+        import traceback
+
+        Path(errors).write_text(traceback.format_exc())
+        raise
+
+
+def _context() -> Any:
+    """Children come from a fork server: a clean process that imported the engine (and torch)
+    but never ran work, forked per child. Forking the test process itself inherits whatever
+    earlier tests left there (an OpenMP thread pool the parent used, handles, observers): seen
+    as armed children exiting 1 before their kill point, only after other suites had run. A
+    fresh interpreter per child ("spawn") is as clean but costs ~1.5 s per child."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch", "spector_gpu", "spector_gpu.kernels.dense",
+                                "spector_gpu.pathways.reflect", __name__])
+    return ctx
 
 
 def run_child(target: Callable[..., None], *args: Any, armed: str | None = None,
               kill_after_s: float | None = None, timeout_s: float = 120.0) -> int | None:
-    """Run ``target(*args)`` in a child (forked, or a fresh interpreter when a killpoint is
-    ``armed``) and return its
-    exit code; ``kill_after_s`` SIGKILLs it after that many seconds if still running."""
-    import multiprocessing
+    """Run ``target(*args)`` (a module-level function) in a child process, with killpoint
+    ``armed`` if given, and return its exit code (0, or ``-SIGKILL``); ``kill_after_s``
+    SIGKILLs it after that many seconds if still running. Any other exit raises
+    ``AssertionError`` carrying the child's traceback."""
     import signal
     import warnings
 
-    with warnings.catch_warnings():  # Python >= 3.12 warns about fork in threaded processes
-        warnings.simplefilter("ignore", DeprecationWarning)
-        # an armed child starts a fresh interpreter: it must not inherit state that earlier
-        # tests left in this process (observers, open handles, thread pools); seen as a child
-        # exiting 1 before its kill point only after the fault-injection suite had run
-        ctx = multiprocessing.get_context("spawn" if armed is not None else "fork")
-        proc = ctx.Process(target=_child_main, args=(target, args, armed))
-        proc.start()
-    if kill_after_s is not None:
-        proc.join(kill_after_s)
-        if proc.exitcode is None and proc.pid is not None:
-            try:
-                os.kill(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    proc.join(timeout_s)
-    if proc.exitcode is None:
-        proc.kill()
-        proc.join(10)
-        raise TimeoutError(f"child {target.__name__} still running after {timeout_s} s")
-    return proc.exitcode
+    fd, errors = tempfile.mkstemp(prefix="spector-child-", suffix=".err")
+    os.close(fd)
+    try:
+        with warnings.catch_warnings():  # Python >= 3.12 warns about fork in threaded processes
+            warnings.simplefilter("ignore", DeprecationWarning)
+            proc = _context().Process(target=_child_main, args=(target, args, armed, errors))
+            proc.start()
+        if kill_after_s is not None:
+            proc.join(kill_after_s)
+            if proc.exitcode is None and proc.pid is not None:
+                try:
+                    os.kill(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        proc.join(timeout_s)
+        if proc.exitcode is None:
+            proc.kill()
+            proc.join(10)
+            raise TimeoutError(f"child {target.__name__} still running after {timeout_s} s")
+        if proc.exitcode not in (0, -signal.SIGKILL):
+            why = Path(errors).read_text() or "(no Python traceback)"
+            raise AssertionError(f"child {target.__name__} exited with {proc.exitcode}:\n{why}")
+        return proc.exitcode
+    finally:
+        os.unlink(errors)
 
 
 def consolidate_and_flush(path: str) -> None:
