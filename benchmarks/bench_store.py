@@ -54,11 +54,13 @@ def bench_append(durability: str, n: int, batch: int) -> tuple[float, str]:
     headers, payloads = _episodes(n)
     part = Partition.open(d, specs, writable=True, durability=durability)  # type: ignore[arg-type]
     ep = EpisodicMemory(part.region("episodic.log"))
+    ids = np.arange(n, dtype=np.int64)  # the engine passes id and sequence arrays
+    seqs = np.arange(n, dtype=np.uint32)
     t = time.perf_counter()
     for lo in range(0, n, batch):
         hi = min(n, lo + batch)
         tx = part.transaction()
-        ep.append(tx, list(range(lo, hi)), headers[lo:hi], payloads[lo:hi], list(range(lo, hi)))
+        ep.append(tx, ids[lo:hi], headers[lo:hi], payloads[lo:hi], seqs[lo:hi])
         part.commit(tx)
     dt = time.perf_counter() - t
     part.close()

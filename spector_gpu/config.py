@@ -39,7 +39,7 @@ class StoreConfig:
     provenance_capacity: int = 8192  # provenance records
     max_text_bytes: int = 1 << 20  # per memory (UTF-8)
     max_batch: int = 100_000  # items per remember_batch call
-    checkpoint_mb: int = 64  # journal size that triggers a checkpoint
+    checkpoint_mb: int = 16  # journal size that triggers a checkpoint (the journal is reused after it)
     snapshot_every: int = 50_000  # new memories between automatic index snapshots
     events: bool = True  # hash-chained event log of every write
 

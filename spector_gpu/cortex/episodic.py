@@ -58,20 +58,21 @@ class EpisodicMemory:
 
         Uses the native batch encoder when it was built (``spector_gpu.kernel._native``), else
         the Python twin below; both produce identical bytes (tested)."""
+        data, rel = EpisodicMemory._encode(ids, headers, payloads, sequences)
+        return data, np.asarray(rel).tolist()
+
+    @staticmethod
+    def _encode(ids: "Sequence[int] | np.ndarray", headers: np.ndarray, payloads: Sequence[bytes],
+                sequences: "Sequence[int] | np.ndarray") -> tuple[bytes, "np.ndarray | list[int]"]:
         if _native is not None and len(payloads):
-            lens = np.fromiter((len(p) for p in payloads), dtype=np.int64, count=len(payloads))
-            offs = np.zeros(len(payloads) + 1, dtype=np.int64)
-            np.cumsum(lens, out=offs[1:])
-            data = _native.encode_episodes(
-                headers.tobytes(), b"".join(payloads), offs.tobytes(),
-                np.asarray(ids, dtype=np.int64).tobytes(),
-                np.ascontiguousarray(headers["timestamp_ms"], dtype=np.int64).tobytes(),
-                np.asarray(sequences, dtype=np.uint32).tobytes())
-            sizes = (lens + 7) & ~7
-            rel = np.zeros(len(payloads), dtype=np.int64)
-            np.cumsum(RECORD_OVERHEAD + sizes[:-1], out=rel[1:])
-            return data, rel.tolist()
-        return EpisodicMemory.encode_python(ids, headers, payloads, sequences)
+            data, rel = _native.encode_episodes(
+                np.ascontiguousarray(headers).tobytes(), payloads,
+                np.ascontiguousarray(ids, dtype=np.int64),
+                np.ascontiguousarray(headers["timestamp_ms"], dtype=np.int64),
+                np.ascontiguousarray(sequences, dtype=np.uint32))
+            return data, np.frombuffer(rel, dtype=np.int64)
+        return EpisodicMemory.encode_python(np.asarray(ids, dtype=np.int64).tolist(), headers, payloads,
+                                            np.asarray(sequences, dtype=np.int64).tolist())
 
     @staticmethod
     def encode_python(ids: Sequence[int], headers: np.ndarray, payloads: Sequence[bytes],
@@ -99,12 +100,12 @@ class EpisodicMemory:
             _U32.pack_into(buf, pos + 28, value)
         return bytes(buf), rel
 
-    def append(self, tx: Transaction, ids: Sequence[int], headers: np.ndarray,
-               payloads: Sequence[bytes], sequences: Sequence[int]) -> list[int]:
+    def append(self, tx: Transaction, ids: "Sequence[int] | np.ndarray", headers: np.ndarray,
+               payloads: Sequence[bytes], sequences: "Sequence[int] | np.ndarray") -> list[int]:
         """Append records in ``tx``; returns each record's absolute byte offset."""
-        data, rel = self.encode(ids, headers, payloads, sequences)
+        data, rel = self._encode(ids, headers, payloads, sequences)
         base = tx.append(self.region, data)
-        return [base + r for r in rel]
+        return (np.asarray(rel, dtype=np.int64) + base).tolist()
 
     def rewrite_header(self, tx: Transaction, offset: int, header: np.ndarray) -> None:
         """Replace a record's header in place (flags), re-sealing its CRC."""

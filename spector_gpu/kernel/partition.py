@@ -32,10 +32,10 @@ from ..errors import (
     ValidationError,
 )
 from .io import fsync_dir
-from .journal import coalesce, decode_records, encode_record
+from .journal import coalesce, decode_records, encode_record_parts
 from .killpoints import killpoint
 from .lock import acquire_writer_lock, track_writer
-from .preamble import PREAMBLE_SIZE, SHAPE_APPEND, SHAPE_RECORD, RegionId
+from .preamble import PREAMBLE_SIZE, SHAPE_APPEND, SHAPE_RECORD, Preamble, RegionId
 from .region import Region, RegionSpec, remove_partial_files
 
 __all__ = ["Durability", "DURABILITY_LEVELS", "Partition", "Transaction", "JOURNAL_SPEC", "open_failure"]
@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 Durability = Literal["none", "flush", "fsync"]
 DURABILITY_LEVELS: tuple[str, ...] = ("none", "flush", "fsync")
 JOURNAL_SPEC = RegionSpec(0, "journal.jrn", SHAPE_APPEND, RegionId.JOURNAL, "JRNL")
-_DEFAULT_CHECKPOINT_BYTES = 64 << 20
+_DEFAULT_CHECKPOINT_BYTES = 16 << 20
 
 
 class Transaction:
@@ -256,16 +256,18 @@ class Partition:
         if not tx.writes and not tx.counts:
             return
         writes = list(tx.writes)
+        published: list[tuple[Region, Preamble]] = []
         for file_no in sorted(tx.counts, key=_publish_key(order)):
             region = self.regions[file_no]
-            capacity = _capacity(region)
-            writes.append((file_no, 0, region.preamble.with_count(tx.counts[file_no], capacity).pack()))
-        record = encode_record(self._next_seq, writes)
+            pre = region.preamble.with_count(tx.counts[file_no], _capacity(region))
+            published.append((region, pre))
+            writes.append((file_no, 0, pre.pack()))
+        parts = encode_record_parts(self._next_seq, writes)
         journal = self.regions[0]
         try:
-            end = self._journal_end + len(record)
+            end = self._journal_end + sum(len(b) for b in parts)
             journal.ensure_bytes(end)
-            journal.file.pwrite(record, self._journal_end)
+            journal.file.pwritev(parts, self._journal_end)
             killpoint("journal.after_append")
             if self.durability == "flush":
                 journal.file.sync("data")
@@ -276,8 +278,8 @@ class Partition:
             self._next_seq += 1
             self._apply(writes, killable=True)
             killpoint("commit.after_apply")
-            for file_no in tx.counts:
-                self.regions[file_no].reload_preamble()
+            for region, pre in published:  # what was just written: no need to read it back
+                region.preamble = pre
             if self._journal_end - PREAMBLE_SIZE > self.checkpoint_bytes:
                 self.checkpoint()
         except StoreFailedError:

@@ -329,8 +329,8 @@ class RememberPathway:
         text_loc: list[tuple[int, int]] = [(0, 0)] * n
         ep = np.flatnonzero(types == MemoryType.EPISODIC)
         if ep.size:
-            offs = c.episodic.append(tx, ids[ep].tolist(), headers[ep], [payloads[k] for k in ep],
-                                     [sequences[k] for k in ep])
+            offs = c.episodic.append(tx, ids[ep], headers[ep], [payloads[k] for k in ep],
+                                     np.asarray(sequences)[ep])
             offsets[ep] = offs
         for t, store in ((MemoryType.SEMANTIC, c.semantic), (MemoryType.PROCEDURAL, c.procedural)):
             sel = np.flatnonzero(types == t)
