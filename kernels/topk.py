@@ -8,6 +8,10 @@ ascending)*, so the same scores give the same ids on every device and every tili
 ``torch.topk`` alone does not promise which of several equal scores it returns; we ask it for
 ``k + 1`` values and, only for the rows where the k-th and (k+1)-th values are equal (a tie
 straddling the cut), recompute that row's selection exactly. The common case costs one topk.
+That fix-up reads the tied rows back to the host; on CUDA, where a host sync per tile is what
+costs, :func:`pack_keys_torch` instead folds the index into a unique int64 key so that one plain
+``torch.topk`` is exact, and :func:`merge_blocks_torch` uses it to merge a tile of keys into
+running top-k lists with no host sync at all.
 """
 
 from __future__ import annotations
@@ -22,14 +26,18 @@ import torch
 from spector_gpu.errors import ValidationError
 
 __all__ = [
+    "merge_blocks_torch",
     "merge_topk",
+    "pack_keys_torch",
     "sort_pairs_torch",
     "topk_stable",
     "topk_stable_torch",
+    "unpack_keys_torch",
     "update_topk_torch",
 ]
 
 _NEG_INF = float("-inf")
+_LOW32 = (1 << 32) - 1
 
 
 def _check_k(k: int) -> int:
@@ -168,6 +176,88 @@ def update_topk_torch(
     out_v[c_sorted[keep], rank[keep]] = all_v[perm][keep]
     out_i[c_sorted[keep], rank[keep]] = all_i[perm][keep]
     return out_v, out_i
+
+
+def pack_keys_torch(values: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """Pack (value, id) pairs into int64 keys whose order is (value descending, id ascending).
+
+    High 32 bits: the float32 value as an order-preserving signed integer (its IEEE magnitude
+    bits, negated for negative values, so ``-0.0`` and ``+0.0`` both give 0 and ``-inf`` is the
+    least finite-or-not value). Low 32 bits: ``2**32 - 1 - id``. A larger key is a larger value
+    or, at equal values, a lower id; keys are distinct when ids are, so a plain ``torch.topk``
+    or ``torch.sort`` over them is exact and needs no tie fix-up (hence no host sync).
+
+    Args:
+        values: float32 tensor (any shape), no NaN.
+        ids: int64 tensor broadcastable to ``values``, each in ``[0, 2**32 - 1)``.
+
+    Returns:
+        int64 tensor of the broadcast shape; :func:`unpack_keys_torch` inverts it.
+    """
+    mag = values.abs().view(torch.int32)
+    signed = torch.where(values < 0, -mag, mag)
+    return torch.add(_LOW32 - ids, signed, alpha=1 << 32)
+
+
+def unpack_keys_torch(packed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Invert :func:`pack_keys_torch`: float32 values and int64 ids; ``(-inf, -1)`` where the
+    value is ``-inf`` (excluded or padding, whatever id it was packed with). ``-0.0`` comes back
+    as ``+0.0``."""
+    ids = _LOW32 - (packed & _LOW32)
+    signed = packed >> 32
+    mag = signed.abs().to(torch.int32).view(torch.float32)
+    values = torch.where(signed < 0, -mag, mag)
+    return values, torch.where(values == _NEG_INF, torch.full_like(ids, -1), ids)
+
+
+def merge_blocks_torch(
+    best: torch.Tensor, keys: torch.Tensor, slots: torch.Tensor, block: int
+) -> torch.Tensor:
+    """Merge one tile of keys into running top-k lists by exact block-max candidate selection.
+
+    The tile's rows are cut into blocks of ``block`` consecutive rows. Per query, the ``k``
+    blocks first in the order (block max descending, block index ascending) are selected, and
+    only their rows compete with the running list. No step reads anything back to the host.
+
+    Exact, in the order (key descending, slot ascending): suppose an element ``e`` of the true
+    top-k lay in an unselected block ``b``. Each of the ``k`` selected blocks precedes ``b``, so
+    it holds an element preceding ``e``: its max is either larger than ``max(b) >= key(e)``, or
+    equal to ``max(b)`` with a lower block index -- then that max is ``> key(e)``, or ``==
+    key(e)`` at a lower slot, because blocks are ranges of consecutive rows and ``slots`` is
+    ascending in the row (required of the caller). That makes ``k`` distinct elements ahead of
+    ``e``, which contradicts ``e`` being in the top-k. ``-inf`` rows never precede a finite key.
+
+    Args:
+        best: int64 (n, k) running lists as :func:`pack_keys_torch` keys (start from packed
+            ``(-inf, 0)``); every slot in it must differ from this tile's.
+        keys: float32 (T, n), any strides; T a multiple of ``block``; ``-inf`` = excluded row.
+        slots: int64 (T,) the global id of each row, ascending over the rows whose keys are
+            finite, each in ``[0, 2**32 - 1)``.
+        block: rows per block (≥ 1).
+
+    Returns:
+        int64 (n, k): the new lists, sorted best first.
+    """
+    n, k = best.shape
+    rows_total = keys.shape[0]
+    if block < 1 or rows_total % block:
+        raise ValidationError(
+            f"tile rows ({rows_total}) must be a positive multiple of block ({block})"
+        )
+    n_blocks = rows_total // block
+    take = min(k, n_blocks)
+    keys_t = keys.t()  # (n, T) view
+    if take * block >= rows_total:  # every row would be a candidate: skip the block stage
+        cand, ids = keys_t, slots[None, :]
+    else:
+        bmax = keys.unflatten(0, (n_blocks, block)).amax(1).t().contiguous()  # (n, T/block)
+        order = pack_keys_torch(bmax, torch.arange(n_blocks, device=keys.device))
+        top = torch.topk(order, take, dim=1, sorted=False).indices  # (n, take) block numbers
+        offsets = torch.arange(block, device=keys.device)
+        rows = (top[:, :, None] * block + offsets).reshape(n, take * block)
+        cand, ids = torch.gather(keys_t, 1, rows), slots[rows]
+    merged = torch.cat([best, pack_keys_torch(cand, ids)], dim=1)
+    return torch.topk(merged, k, dim=1).values
 
 
 def _exact_row(row: torch.Tensor, cut: torch.Tensor, k: int) -> torch.Tensor:
