@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One short check for a machine with a CUDA GPU (the dense kernels' GPU path):
-#   1. the cuda-marked tests (kernel CPU == CUDA ids and scores, end-to-end recall CPU == CUDA,
+#   1. the cuda-marked tests (kernel CPU == CUDA ids and scores, Triton == torch path, end-to-end
+#      recall CPU == CUDA,
 #      device resolution);
 #   2. bench_dense.py --device cuda: 1M x 384 INT8, 4,096 queries, top-10, GPU time by CUDA
 #      events (target <= 10 ms), CPU/CUDA agreement and recall on a sample.
@@ -16,7 +17,7 @@ sys.exit(0 if torch.cuda.is_available() else 1)
 PYEOF
 
 echo "== pytest -m cuda"
-"$PY" -m pytest -m cuda -q -p no:cacheprovider tests/test_device.py tests/test_kernels_dense.py tests/test_cuda_e2e.py
+"$PY" -m pytest -m cuda -q -p no:cacheprovider tests/test_device.py tests/test_kernels_dense.py tests/test_kernels_fused.py tests/test_cuda_e2e.py
 tests_rc=$?
 
 echo "== bench_dense --device cuda"

@@ -110,7 +110,10 @@ def quantize_int8_torch(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     if xf.shape[1] == 0:
         scale = torch.zeros(xf.shape[0], dtype=torch.float32, device=xf.device)
     else:
-        scale = xf.abs().amax(dim=1) / INT8_MAX
+        amax = xf.abs().amax(dim=1)
+        # A tensor divisor, not the Python int: CUDA turns division by a scalar into a multiply
+        # by its reciprocal, one ulp off numpy's true division (measured on an H200).
+        scale = amax / torch.full_like(amax, float(INT8_MAX))
     safe = torch.where(scale > 0, scale, torch.ones_like(scale))
     q = torch.round(xf / safe[:, None]).clamp_(-INT8_MAX, INT8_MAX)
     return q.to(torch.int8), scale

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+if "TRITON_INTERPRET" not in os.environ:
+    import torch
+
+    if not torch.cuda.is_available():
+        # Triton kernels (kernels/fused.py) run on CPU tensors through Triton's interpreter,
+        # which must be switched on before triton is first imported.
+        os.environ["TRITON_INTERPRET"] = "1"
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
