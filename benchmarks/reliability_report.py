@@ -25,6 +25,8 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -138,10 +140,197 @@ def _status(junit: dict[str, Any], module: str) -> str:
     return f"{verdict}: {row['passed']} passed, {row['failed']} failed, {row['seconds']:.1f} s"
 
 
+Figure = dict[str, Any]
+#: One line per figure: a ``str.format_map`` template, or a function of it (None: no line).
+Line = str | Callable[[Figure], str | None]
+
+
+@dataclass(frozen=True)
+class Section:
+    """One report section: a heading, the verdict of one test module, then one line per
+    figure of each suite in ``lines`` (suites in order), then ``total`` over the figures of
+    the first suite when there are any."""
+
+    title: str
+    module: str
+    lines: dict[str, Line]
+    total: Callable[[list[Figure]], str] | None = None
+
+
+def _first_of(options: dict[str | None, str]) -> Callable[[Figure], str | None]:
+    """The template of the first key the figure has (key None: any figure)."""
+
+    def line(f: Figure) -> str | None:
+        for key, template in options.items():
+            if key is None or key in f:
+                return template.format_map(f)
+        return None
+
+    return line
+
+
+def _killpoint(f: Figure) -> str:
+    line = f"- `{f['point']}` x hits {f['hits']}: state after recovery is all-or-nothing"
+    if f["point"].startswith("checkpoint"):
+        line += " (also killed again inside the next recovery)"
+    return line
+
+
+def _engine_crash_loop(f: Figure) -> str:
+    return (
+        f"- `{f['variant']}`: {f['cycles']:,} kill -9 cycles, {f['acked_memories']:,} "
+        f"acknowledged memories and {f['acked_facts']:,} acknowledged facts, {f['lost']} lost, "
+        f"{f['corrupt']} corrupt, recall equal to a fresh index rebuild after every reopen, "
+        f"{f['resumed_runs']} interrupted consolidations resumed, {f['partial_snapshots']} "
+        f"half-written snapshots met, p50 recovery {f['p50_recovery_ms'] or float('nan'):.1f} ms "
+        f"(p95 {f['p95_recovery_ms']:.1f} ms) (seed {f['seed']})"
+    )
+
+
+def _sum(figs: list[Figure], key: str) -> int:
+    return sum(f[key] for f in figs)
+
+
+def _powerloss_total(pl: list[Figure]) -> str:
+    return (
+        f"- **total: {_sum(pl, 'images'):,} crash images, {_sum(pl, 'failed')} with a lost "
+        "acknowledged commit, a torn or garbage record, or a failure to open**"
+    )
+
+
+def _crash_loop_total(cl: list[Figure]) -> str:
+    p50 = sorted(f["p50_recovery_ms"] for f in cl)[len(cl) // 2]
+    return (
+        f"- **total: {_sum(cl, 'cycles'):,} kill -9 cycles: {_sum(cl, 'lost')} acknowledged "
+        f"commits lost, {_sum(cl, 'corrupt')} corrupt records returned, p50 recovery "
+        f"{p50:.1f} ms (median of the variants' p50s)**"
+    )
+
+
+def _engine_crash_loop_total(ecl: list[Figure]) -> str:
+    return (
+        f"- **total: {_sum(ecl, 'cycles'):,} kill -9 cycles through the facade: "
+        f"{_sum(ecl, 'lost')} acknowledged memories lost, {_sum(ecl, 'corrupt')} corrupt or "
+        "torn records returned**"
+    )
+
+
+_TRUNCATION = _first_of({
+    "journal_offsets": (
+        "- journal cut at every one of {journal_offsets:,} byte offsets of its last records "
+        "({variants}): every case recovered to the last whole commit"
+    ),
+    None: (
+        "- `{region}` ({state}) cut at {cuts} offsets: {outcomes} "
+        "(`named` = CorruptionError/StoreFormatError; never wrong bytes)"
+    ),
+})
+_CORRUPTION = _first_of({
+    "single_flips": "- `{single_flips}`: {bits} single-bit flips, {undetected} undetected",
+    "double_flips_provenance": (
+        "- provenance record: {double_flips_provenance:,} double-bit flips, {undetected} undetected"
+    ),
+    "multi_flips": "- `{multi_flips}`: {patterns:,} random 2-32-bit flips, {undetected} undetected",
+    "zeroed_sectors": (
+        "- `{zeroed_sectors}`: every zeroed sector over committed data reported "
+        "({reported} sectors)"
+    ),
+    "journal_bit_flips": (
+        "- journal: {journal_bit_flips:,} bit flips, none replayed a damaged record"
+    ),
+})
+
+SECTIONS: tuple[Section, ...] = (
+    Section("Simulated power loss", "test_powerloss", {"powerloss": (
+        "- `{scenario}` ({durability}): {images:,} crash images from a {events:,}-event "
+        "trace, {failed} failed (seed {seed})"
+    )}, _powerloss_total),
+    Section("Process crash loop (kill -9)", "test_crash_loop", {"crash_loop": (
+        "- `{variant}` ({durability}): {cycles:,} kill -9 cycles, {acked_commits:,} "
+        "acknowledged commits, {lost} lost, {corrupt} corrupt records returned, p50 recovery "
+        "{p50_recovery_ms:.1f} ms (p95 {p95_recovery_ms:.1f} ms), {replayed_cycles} cycles "
+        "replayed the journal (seed {seed})"
+    )}, _crash_loop_total),
+    Section("Kill points", "test_killpoints", {"killpoints": _killpoint}),
+    Section("Truncation", "test_truncation", {"truncation": _TRUNCATION}),
+    Section("Corruption", "test_corruption", {"corruption": _CORRUPTION}),
+    Section("Environment faults", "test_env_faults", {"env_faults": (
+        "- `{fault}`: {error} at commit {failed_commit}, no I/O retried afterwards, reopen "
+        "recovered {recovered_to} commits"
+    )}),
+    Section("Concurrency", "test_concurrency", {"concurrency": (
+        "- {readers} reader processes + 1 writer for {seconds:.0f} s (writer SIGKILLed halfway "
+        "and recovered under the readers): {reads:,} reader refreshes, {commits:,} commits, "
+        "{violations} torn or non-monotonic reads"
+    )}),
+    # the engine-level suites: the same contract through ``SpectorMemory``
+    Section("Engine crash loop (kill -9 through `SpectorMemory`)", "test_engine_crash_loop",
+            {"engine_crash_loop": _engine_crash_loop}, _engine_crash_loop_total),
+    Section("Engine kill points", "test_engine_killpoints", {"engine_killpoints": (
+        "- `{point}` x hits {hits} ({sessions} sessions, {facts} facts): all-or-nothing after "
+        "the kill, recall equal to a rebuild, rerun equal to an uninterrupted run"
+    )}),
+    Section("Exactly-once consolidation", "test_consolidation_exactly_once", {
+        "exactly_once_points": (
+            "- second pass killed at `{point}` in each of {sessions} sessions, then again while "
+            "resuming ({kills} kills): {lost} facts lost, {duplicated} duplicated"
+        ),
+        "exactly_once_random": (
+            "- {kills:,} random kill -9 during `consolidate()` over {sessions} sessions "
+            "({mid_run_kills} after a plan was committed), {rounds} rounds rerun to completion: "
+            "{lost} facts lost, {duplicated} duplicated, every fact equal to the reference "
+            "run's {facts} (seed {seed})"
+        ),
+    }),
+    Section("Engine concurrency", "test_engine_concurrency", {"engine_concurrency": (
+        "- {readers} read-only `SpectorMemory` processes + 1 writer (remember, recall in learn "
+        "mode, reinforce, consolidate) for {seconds:.0f} s, writer SIGKILLed halfway and "
+        "recovered under the readers: {reads:,} reader steps, {acked:,} acknowledged memories, "
+        "{violations} torn or non-monotonic reads"
+    )}),
+    Section("Engine environment faults", "test_engine_faults", {"engine_faults": (
+        "- `{fault}`: {error}, later writes refused without I/O, reopen kept all {acked} "
+        "acknowledged memories"
+    )}),
+    Section("Fuzzing", "test_fuzz", {
+        "fuzz_stores": (
+            "- {examples:,} mutated stores (bit flips, truncations, zeroed ranges, splices, "
+            "garbage, whole files) opened, checked and queried in a subprocess limited to "
+            "+{memory_limit_mib} MiB of address space and {time_limit_s:.0f} s: {failures} "
+            "crashes, hangs or non-library exceptions (seed {seed})"
+        ),
+        "fuzz_api": (
+            "- API: {examples:,} generated `{target}` inputs, {failures} non-library exceptions"
+        ),
+    }),
+    Section("Model-based stateful test", "test_stateful", {"stateful": (
+        "- {examples} state-machine runs x up to {steps} steps (remember, batches, recall, "
+        "consolidate, forget, reinforce, close/reopen, crash/reopen) against a dict model: the "
+        "store equals the model and the indexes equal a fresh rebuild"
+    )}),
+)
+
+
+def render_section(
+    section: Section, by: dict[str, list[Figure]], junit: dict[str, Any]
+) -> list[str]:
+    """The section's heading, verdict, one line per figure and total (see :class:`Section`)."""
+    out = ["", f"## {section.title}", "", f"Suite: {_status(junit, section.module)}", ""]
+    for suite, line in section.lines.items():
+        for f in by[suite]:
+            text = line.format_map(f) if isinstance(line, str) else line(f)
+            if text is not None:
+                out.append(text)
+    first = by[next(iter(section.lines))]
+    if section.total is not None and first:
+        out.append(section.total(first))
+    return out
+
+
 def render(
-    figures: list[dict[str, Any]], junit: dict[str, Any], wall: float, multiplier: int, seed: int
+    figures: list[Figure], junit: dict[str, Any], wall: float, multiplier: int, seed: int
 ) -> str:
-    by: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+    by: dict[str, list[Figure]] = collections.defaultdict(list)
     for f in figures:
         by[f["suite"]].append(f)
     out = [
@@ -164,197 +353,11 @@ def render(
         "## Environment",
         "",
         *environment(),
-        "",
-        "## Simulated power loss",
-        "",
-        f"Suite: {_status(junit, 'test_powerloss')}",
-        "",
     ]
-    pl = by["powerloss"]
-    for f in pl:
-        out.append(
-            f"- `{f['scenario']}` ({f['durability']}): {f['images']:,} crash images from a "
-            f"{f['events']:,}-event trace, {f['failed']} failed (seed {f['seed']})"
-        )
-    if pl:
-        out.append(
-            f"- **total: {sum(f['images'] for f in pl):,} crash images, "
-            f"{sum(f['failed'] for f in pl)} with a lost acknowledged commit, a torn or "
-            "garbage record, or a failure to open**"
-        )
-    out += [
-        "",
-        "## Process crash loop (kill -9)",
-        "",
-        f"Suite: {_status(junit, 'test_crash_loop')}",
-        "",
-    ]
-    cl = by["crash_loop"]
-    for f in cl:
-        out.append(
-            f"- `{f['variant']}` ({f['durability']}): {f['cycles']:,} kill -9 cycles, "
-            f"{f['acked_commits']:,} acknowledged commits, {f['lost']} lost, {f['corrupt']} "
-            f"corrupt records returned, p50 recovery {f['p50_recovery_ms']:.1f} ms "
-            f"(p95 {f['p95_recovery_ms']:.1f} ms), {f['replayed_cycles']} cycles replayed "
-            f"the journal (seed {f['seed']})"
-        )
-    if cl:
-        p50 = sorted(f["p50_recovery_ms"] for f in cl)[len(cl) // 2]
-        out.append(
-            f"- **total: {sum(f['cycles'] for f in cl):,} kill -9 cycles: "
-            f"{sum(f['lost'] for f in cl)} acknowledged commits lost, "
-            f"{sum(f['corrupt'] for f in cl)} corrupt records returned, p50 recovery "
-            f"{p50:.1f} ms (median of the variants' p50s)**"
-        )
-    out += ["", "## Kill points", "", f"Suite: {_status(junit, 'test_killpoints')}", ""]
-    for f in by["killpoints"]:
-        out.append(
-            f"- `{f['point']}` x hits {f['hits']}: state after recovery is all-or-nothing"
-            + (
-                " (also killed again inside the next recovery)"
-                if f["point"].startswith("checkpoint")
-                else ""
-            )
-        )
-    out += ["", "## Truncation", "", f"Suite: {_status(junit, 'test_truncation')}", ""]
-    for f in by["truncation"]:
-        if "journal_offsets" in f:
-            out.append(
-                f"- journal cut at every one of {f['journal_offsets']:,} byte offsets of its last "
-                f"records ({f['variants']}): every case recovered to the last whole commit"
-            )
-        else:
-            out.append(
-                f"- `{f['region']}` ({f['state']}) cut at {f['cuts']} offsets: {f['outcomes']} "
-                "(`named` = CorruptionError/StoreFormatError; never wrong bytes)"
-            )
-    out += ["", "## Corruption", "", f"Suite: {_status(junit, 'test_corruption')}", ""]
-    for f in by["corruption"]:
-        if "single_flips" in f:
-            out.append(
-                f"- `{f['single_flips']}`: {f['bits']} single-bit flips, "
-                f"{f['undetected']} undetected"
-            )
-        elif "double_flips_provenance" in f:
-            out.append(
-                f"- provenance record: {f['double_flips_provenance']:,} double-bit flips, "
-                f"{f['undetected']} undetected"
-            )
-        elif "multi_flips" in f:
-            out.append(
-                f"- `{f['multi_flips']}`: {f['patterns']:,} random 2-32-bit flips, "
-                f"{f['undetected']} undetected"
-            )
-        elif "zeroed_sectors" in f:
-            out.append(
-                f"- `{f['zeroed_sectors']}`: every zeroed sector over committed data reported "
-                f"({f['reported']} sectors)"
-            )
-        elif "journal_bit_flips" in f:
-            out.append(
-                f"- journal: {f['journal_bit_flips']:,} bit flips, none replayed a damaged record"
-            )
-    out += ["", "## Environment faults", "", f"Suite: {_status(junit, 'test_env_faults')}", ""]
-    for f in by["env_faults"]:
-        out.append(
-            f"- `{f['fault']}`: {f['error']} at commit {f['failed_commit']}, no I/O retried "
-            f"afterwards, reopen recovered {f['recovered_to']} commits"
-        )
-    out += ["", "## Concurrency", "", f"Suite: {_status(junit, 'test_concurrency')}", ""]
-    for f in by["concurrency"]:
-        out.append(
-            f"- {f['readers']} reader processes + 1 writer for {f['seconds']:.0f} s (writer "
-            f"SIGKILLed halfway and recovered under the readers): {f['reads']:,} reader "
-            f"refreshes, {f['commits']:,} commits, {f['violations']} torn or non-monotonic reads"
-        )
-    out += render_engine(by, junit)
-    return "\n".join(out)
-
-
-def render_engine(by: dict[str, list[dict[str, Any]]], junit: dict[str, Any]) -> list[str]:
-    """The engine-level suites: the same contract through ``SpectorMemory``."""
-    out = [
-        "",
-        "## Engine crash loop (kill -9 through `SpectorMemory`)",
-        "",
-        f"Suite: {_status(junit, 'test_engine_crash_loop')}",
-        "",
-    ]
-    ecl = by["engine_crash_loop"]
-    for f in ecl:
-        out.append(
-            f"- `{f['variant']}`: {f['cycles']:,} kill -9 cycles, {f['acked_memories']:,} "
-            f"acknowledged memories and {f['acked_facts']:,} acknowledged facts, {f['lost']} lost, "
-            f"{f['corrupt']} corrupt, recall equal to a fresh index rebuild after every reopen, "
-            f"{f['resumed_runs']} interrupted consolidations resumed, {f['partial_snapshots']} "
-            f"half-written snapshots met, p50 recovery {f['p50_recovery_ms'] or float('nan'):.1f} ms "
-            f"(p95 {f['p95_recovery_ms']:.1f} ms) (seed {f['seed']})"
-        )
-    if ecl:
-        out.append(
-            f"- **total: {sum(f['cycles'] for f in ecl):,} kill -9 cycles through the facade: "
-            f"{sum(f['lost'] for f in ecl)} acknowledged memories lost, "
-            f"{sum(f['corrupt'] for f in ecl)} corrupt or torn records returned**"
-        )
-    out += ["", "## Engine kill points", "", f"Suite: {_status(junit, 'test_engine_killpoints')}", ""]
-    for f in by["engine_killpoints"]:
-        out.append(
-            f"- `{f['point']}` x hits {f['hits']} ({f['sessions']} sessions, {f['facts']} facts): "
-            "all-or-nothing after the kill, recall equal to a rebuild, rerun equal to an "
-            "uninterrupted run"
-        )
-    out += [
-        "",
-        "## Exactly-once consolidation",
-        "",
-        f"Suite: {_status(junit, 'test_consolidation_exactly_once')}",
-        "",
-    ]
-    for f in by["exactly_once_points"]:
-        out.append(
-            f"- second pass killed at `{f['point']}` in each of {f['sessions']} sessions, then again "
-            f"while resuming ({f['kills']} kills): {f['lost']} facts lost, {f['duplicated']} duplicated"
-        )
-    for f in by["exactly_once_random"]:
-        out.append(
-            f"- {f['kills']:,} random kill -9 during `consolidate()` over {f['sessions']} sessions "
-            f"({f['mid_run_kills']} after a plan was committed), {f['rounds']} rounds rerun to "
-            f"completion: {f['lost']} facts lost, {f['duplicated']} duplicated, every fact equal "
-            f"to the reference run's {f['facts']} (seed {f['seed']})"
-        )
-    out += ["", "## Engine concurrency", "", f"Suite: {_status(junit, 'test_engine_concurrency')}", ""]
-    for f in by["engine_concurrency"]:
-        out.append(
-            f"- {f['readers']} read-only `SpectorMemory` processes + 1 writer (remember, recall in "
-            f"learn mode, reinforce, consolidate) for {f['seconds']:.0f} s, writer SIGKILLed halfway "
-            f"and recovered under the readers: {f['reads']:,} reader steps, {f['acked']:,} "
-            f"acknowledged memories, {f['violations']} torn or non-monotonic reads"
-        )
-    out += ["", "## Engine environment faults", "", f"Suite: {_status(junit, 'test_engine_faults')}", ""]
-    for f in by["engine_faults"]:
-        out.append(
-            f"- `{f['fault']}`: {f['error']}, later writes refused without I/O, reopen kept all "
-            f"{f['acked']} acknowledged memories"
-        )
-    out += ["", "## Fuzzing", "", f"Suite: {_status(junit, 'test_fuzz')}", ""]
-    for f in by["fuzz_stores"]:
-        out.append(
-            f"- {f['examples']:,} mutated stores (bit flips, truncations, zeroed ranges, splices, "
-            f"garbage, whole files) opened, checked and queried in a subprocess limited to +"
-            f"{f['memory_limit_mib']} MiB of address space and {f['time_limit_s']:.0f} s: "
-            f"{f['failures']} crashes, hangs or non-library exceptions (seed {f['seed']})"
-        )
-    for f in by["fuzz_api"]:
-        out.append(f"- API: {f['examples']:,} generated `{f['target']}` inputs, {f['failures']} non-library exceptions")
-    out += ["", "## Model-based stateful test", "", f"Suite: {_status(junit, 'test_stateful')}", ""]
-    for f in by["stateful"]:
-        out.append(
-            f"- {f['examples']} state-machine runs x up to {f['steps']} steps (remember, batches, "
-            "recall, consolidate, forget, reinforce, close/reopen, crash/reopen) against a dict "
-            "model: the store equals the model and the indexes equal a fresh rebuild"
-        )
+    for section in SECTIONS:
+        out += render_section(section, by, junit)
     out.append("")
-    return out
+    return "\n".join(out)
 
 
 def main() -> None:

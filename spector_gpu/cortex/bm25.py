@@ -1,11 +1,11 @@
 """Incremental BM25 index: dense integer document slots, batched sparse scoring.
 
 Documents are slots ``0..N-1`` in insertion order; the caller maps slots to memories. Postings
-live in two segments: a term-major *main* segment (CSC-like: ``indptr`` over terms, ``doc``,
-``tf``) and a doc-major *tail* of recently added documents in growable arrays. ``add`` only
-appends to the tail (cost ∝ the new postings, amortised doubling); a query folds the tail into
-main when it outgrows ``max(_TAIL_MIN, main/_TAIL_RATIO)`` postings, an O(P) merge amortised to
-O(1) per posting. IDF and avgdl are computed at query time from the current N, n(t) and total
+live in two segments (:mod:`.bm25_postings`): a term-major *main* segment (CSC-like: ``indptr``
+over terms, ``doc``, ``tf``) and a doc-major *tail* of recently added documents in growable
+arrays. ``add`` only appends to the tail (cost ∝ the new postings, amortised doubling); a query
+folds the tail into main when it outgrows ``max(_TAIL_MIN, main/_TAIL_RATIO)`` postings, an
+O(P) merge amortised to O(1) per posting. IDF and avgdl are computed at query time from the current N, n(t) and total
 length, so scores always equal those of a fresh build over the same documents.
 
 Scoring (``k1`` and ``b`` as given; ``dl`` a document's token count, ``avgdl`` the mean)::
@@ -25,80 +25,24 @@ terms, so shared terms are weighted once per batch.
 
 from __future__ import annotations
 
-import logging
-import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import scipy.sparse as sp
 
-from spector_gpu.errors import ConfigError, CorruptionError, ValidationError
+from spector_gpu.errors import ConfigError, ValidationError
 
-__all__ = ["BM25Index", "BM25_STATE_VERSION"]
+from .bm25_postings import Postings
+from .bm25_state import BM25_STATE_VERSION, check_params, encode_state, validated_state
+from .growable import Growable
 
-logger = logging.getLogger(__name__)
+__all__ = ["BM25_STATE_VERSION", "BM25Index"]
 
-#: Version of the :meth:`BM25Index.state` dictionary layout.
-BM25_STATE_VERSION = 1
-_METHODS: dict[str, int] = {"lucene": 0, "okapi": 1}
 _TAIL_MIN = 1 << 14  # tail postings always tolerated before a merge
 _TAIL_RATIO = 32  # ... or main postings / this, whichever is larger
 _MAX_DOCS = 2**31 - 1  # slots and term ids are int32
 _TOPK_CHUNK_NNZ = 1 << 23  # bound on score entries materialised at once by topk
-
-
-class _Growable:
-    """A 1-D numpy buffer with amortised-doubling appends; ``view`` is the filled prefix."""
-
-    __slots__ = ("buf", "n")
-
-    def __init__(self, dtype: type[np.generic], capacity: int = 256) -> None:
-        self.buf = np.empty(capacity, dtype=dtype)
-        self.n = 0
-
-    def extend(self, values: np.ndarray) -> None:
-        end = self.n + len(values)
-        if end > len(self.buf):
-            grown = np.empty(max(end, 2 * len(self.buf)), dtype=self.buf.dtype)
-            grown[: self.n] = self.buf[: self.n]
-            self.buf = grown
-        self.buf[self.n : end] = values
-        self.n = end
-
-    def view(self) -> np.ndarray:
-        return self.buf[: self.n]
-
-    def clear(self) -> None:
-        self.n = 0
-
-
-def _interleave(cnt_a: np.ndarray, cnt_b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Merge two group-ordered arrays group by group (a's items first within each group).
-
-    Returns ``indptr`` int64 (G+1,) of the merged groups and the merged positions of a's and
-    b's items (int64), so ``out[pos_a] = a; out[pos_b] = b``.
-    """
-    total = cnt_a + cnt_b
-    indptr = np.zeros(len(total) + 1, dtype=np.int64)
-    np.cumsum(total, out=indptr[1:])
-    start_a = np.cumsum(cnt_a) - cnt_a
-    start_b = np.cumsum(cnt_b) - cnt_b
-    pos_a = np.repeat(indptr[:-1] - start_a, cnt_a) + np.arange(int(cnt_a.sum()), dtype=np.int64)
-    pos_b = np.repeat(indptr[:-1] + cnt_a - start_b, cnt_b)
-    pos_b += np.arange(len(pos_b), dtype=np.int64)
-    return indptr, pos_a, pos_b
-
-
-def _check_params(k1: float, b: float, method: str, epsilon: float, err: type[Exception]) -> None:
-    if not (isinstance(k1, (int, float)) and math.isfinite(k1) and k1 >= 0):
-        raise err(f"BM25 k1={k1!r}: use a finite number >= 0 (default 1.2)")
-    if not (isinstance(b, (int, float)) and 0.0 <= b <= 1.0):
-        raise err(f"BM25 b={b!r}: use a number in [0, 1] (default 0.75)")
-    if method not in _METHODS:
-        raise err(f"BM25 method={method!r}: use 'lucene' or 'okapi'")
-    if not (isinstance(epsilon, (int, float)) and math.isfinite(epsilon)):
-        raise err(f"BM25 epsilon={epsilon!r}: use a finite number (default 0.25)")
 
 
 class BM25Index:
@@ -126,7 +70,7 @@ class BM25Index:
         epsilon: float = 0.25,
         analyzer: str = "",
     ) -> None:
-        _check_params(k1, b, method, epsilon, ConfigError)
+        check_params(k1, b, method, epsilon, ConfigError)
         if not isinstance(analyzer, str):
             raise ConfigError("BM25 analyzer must be a str (Analyzer.name)")
         self._k1, self._b, self._eps = float(k1), float(b), float(epsilon)
@@ -134,17 +78,10 @@ class BM25Index:
         self._analyzer = analyzer
         self._vocab: dict[str, int] = {}
         self._terms: list[str] = []
-        self._df = _Growable(np.int64)
-        self._doc_len = _Growable(np.int32)
+        self._df = Growable(np.int64)
+        self._doc_len = Growable(np.int32)
         self._total_len = 0
-        self._m_indptr = np.zeros(1, dtype=np.int64)  # main segment, term-major
-        self._m_doc = np.zeros(0, dtype=np.int32)
-        self._m_tf = np.zeros(0, dtype=np.int32)
-        self._m_docs = 0  # main covers slots [0, _m_docs)
-        self._t_doc = _Growable(np.int32)  # tail, doc-major, slots [_m_docs, N)
-        self._t_term = _Growable(np.int32)
-        self._t_tf = _Growable(np.int32)
-        self._lut = _Growable(np.int32)  # term id -> query column during a gather, else -1
+        self._post = Postings()
         self._generation = 0
         self._avg_idf: tuple[int, float] = (-1, 0.0)
 
@@ -234,7 +171,7 @@ class BM25Index:
             vocab[t] = len(self._terms)
             self._terms.append(t)
         self._df.extend(np.zeros(len(new_terms), dtype=np.int64))
-        self._lut.extend(np.full(len(new_terms), -1, dtype=np.int32))
+        self._post.add_terms(len(new_terms))
         self._doc_len.extend(np.asarray(lengths, dtype=np.int32))
         self._total_len += len(flat)
         self._generation += 1
@@ -245,33 +182,16 @@ class BM25Index:
             keys, tf = np.unique(local * n_terms + ids, return_counts=True)
             terms = keys % n_terms
             np.add.at(self._df.buf, terms, 1)
-            self._t_doc.extend(keys // n_terms + first)
-            self._t_term.extend(terms)
-            self._t_tf.extend(tf)
+            self._post.append(keys // n_terms + first, terms, tf)
         return first
 
     def compact(self) -> None:
         """Fold the tail into the term-major main segment (O(total postings)); queries and
         :meth:`state` call it when needed, so calling it is never required."""
-        n_terms = self.vocab_size
-        m_cnt = np.zeros(n_terms, dtype=np.int64)
-        m_cnt[: len(self._m_indptr) - 1] = np.diff(self._m_indptr)
-        t_term = self._t_term.view()
-        order = np.argsort(t_term, kind="stable")
-        t_cnt = np.bincount(t_term, minlength=n_terms)
-        indptr, pos_m, pos_t = _interleave(m_cnt, t_cnt)
-        doc = np.empty(int(indptr[-1]), dtype=np.int32)
-        tf = np.empty_like(doc)
-        doc[pos_m], tf[pos_m] = self._m_doc, self._m_tf
-        doc[pos_t], tf[pos_t] = self._t_doc.view()[order], self._t_tf.view()[order]
-        logger.debug("BM25 tail merge: %d + %d postings", len(self._m_doc), len(t_term))
-        self._m_indptr, self._m_doc, self._m_tf, self._m_docs = indptr, doc, tf, len(self)
-        self._t_doc.clear()
-        self._t_term.clear()
-        self._t_tf.clear()
+        self._post.compact(self.vocab_size, len(self))
 
     def _maybe_compact(self) -> None:
-        if self._t_doc.n > max(_TAIL_MIN, len(self._m_doc) // _TAIL_RATIO):
+        if self._post.tail_size > max(_TAIL_MIN, len(self._post.doc) // _TAIL_RATIO):
             self.compact()
 
     # ------------------------------------------------------------------ scoring internals
@@ -318,46 +238,6 @@ class BM25Index:
         idf = np.log(n_docs - df + 0.5) - np.log(df + 0.5)
         return np.where(idf < 0, self._eps * self._avg_idf[1], idf)
 
-    def _gather(self, uterms: np.ndarray, allowed: np.ndarray | None) -> tuple[np.ndarray, ...]:
-        """Postings of ``uterms`` grouped by position in ``uterms``: (indptr, doc, tf)."""
-        in_main = uterms[uterms < len(self._m_indptr) - 1]
-        starts, ends = self._m_indptr[in_main], self._m_indptr[in_main + 1]
-        lens = ends - starts
-        idx = np.repeat(starts - (np.cumsum(lens) - lens), lens)
-        idx += np.arange(len(idx), dtype=np.int64)
-        cnt_m = np.zeros(len(uterms), dtype=np.int64)
-        cnt_m[: len(in_main)] = lens  # uterms is sorted, so the main segment's terms come first
-        m_doc, m_tf = self._m_doc[idx], self._m_tf[idx]
-        t_term = self._t_term.view()
-        if len(t_term) and len(uterms):
-            lut = self._lut.buf
-            lut[uterms] = np.arange(len(uterms), dtype=np.int32)
-            try:
-                t_local = lut[t_term]
-            finally:
-                lut[uterms] = -1  # scratch must be clean for the next query
-            hit = np.flatnonzero(t_local >= 0)
-            t_local = t_local[hit]
-            order = np.argsort(t_local, kind="stable")
-            t_local, hit = t_local[order], hit[order]
-            t_doc, t_tf = self._t_doc.view()[hit], self._t_tf.view()[hit]
-        else:
-            t_local = np.zeros(0, dtype=np.int64)
-            t_doc = t_tf = np.zeros(0, dtype=np.int32)
-        local_m = np.repeat(np.arange(len(uterms)), cnt_m)
-        if allowed is not None:
-            keep_m, keep_t = allowed[m_doc], allowed[t_doc]
-            local_m, m_doc, m_tf = local_m[keep_m], m_doc[keep_m], m_tf[keep_m]
-            t_local, t_doc, t_tf = t_local[keep_t], t_doc[keep_t], t_tf[keep_t]
-        indptr, pos_m, pos_t = _interleave(
-            np.bincount(local_m, minlength=len(uterms)), np.bincount(t_local, minlength=len(uterms))
-        )
-        doc = np.empty(int(indptr[-1]), dtype=np.int32)
-        tf = np.empty(len(doc), dtype=np.int32)
-        doc[pos_m], tf[pos_m] = m_doc, m_tf
-        doc[pos_t], tf[pos_t] = t_doc, t_tf
-        return indptr, doc, tf
-
     def _tfc(self, tf: np.ndarray, doc: np.ndarray) -> np.ndarray:
         """Term-frequency component float64 for postings (tf, doc)."""
         tf64 = tf.astype(np.float64)
@@ -384,7 +264,7 @@ class BM25Index:
         q, uterms = self._query_matrix(query_tokens)
         if len(uterms) == 0 or len(self) == 0:
             return q, sp.csr_matrix((len(uterms), len(self)), dtype=np.float32)
-        indptr, doc, tf = self._gather(uterms, allowed)
+        indptr, doc, tf = self._post.gather(uterms, allowed)
         w = self._tfc(tf, doc) * np.repeat(self._idf(uterms), np.diff(indptr))
         return q, sp.csr_matrix((w.astype(np.float32), doc, indptr), shape=(len(uterms), len(self)))
 
@@ -491,7 +371,7 @@ class BM25Index:
             doc = slots.reshape(-1)[pair_out].astype(np.int64)
             keep = doc >= 0
             pair_entry, pair_out, doc = pair_entry[keep], pair_out[keep], doc[keep]
-            tf = self._lookup_tf(uterms[coo.col[pair_entry]], doc)
+            tf = self._post.lookup_tf(uterms[coo.col[pair_entry]], doc)
             hit = tf > 0
             entry = pair_entry[hit]
             w = self._tfc(tf[hit], doc[hit]) * self._idf(uterms)[coo.col[entry]] * coo.data[entry]
@@ -499,34 +379,6 @@ class BM25Index:
         result = out.astype(np.float32).reshape(n, c)
         result[slots < 0] = -np.inf
         return result
-
-    def _lookup_tf(self, terms: np.ndarray, docs: np.ndarray) -> np.ndarray:
-        """tf int64 of each (term, doc) pair (0 when absent); expects a compacted-or-small tail."""
-        tf = np.zeros(len(terms), dtype=np.int64)
-        in_main = (terms < len(self._m_indptr) - 1) & (docs < self._m_docs)
-        t, d = terms[in_main], docs[in_main]
-        lo, end = self._m_indptr[t], self._m_indptr[t + 1]
-        hi = end.copy()
-        while True:  # vectorised lower_bound of d in m_doc[lo:hi]
-            active = np.flatnonzero(lo < hi)
-            if not len(active):
-                break
-            mid = (lo[active] + hi[active]) // 2
-            go_right = self._m_doc[mid] < d[active]
-            lo[active[go_right]] = mid[go_right] + 1
-            hi[active[~go_right]] = mid[~go_right]
-        found = lo < end
-        found[found] = self._m_doc[lo[found]] == d[found]
-        sub = np.zeros(len(t), dtype=np.int64)
-        sub[found] = self._m_tf[lo[found]]
-        tf[in_main] = sub
-        if self._t_doc.n:
-            t_key = self._t_doc.view().astype(np.int64) << 31 | self._t_term.view()
-            query_key = docs << 31 | terms
-            pos = np.minimum(np.searchsorted(t_key, query_key), len(t_key) - 1)
-            match = (t_key[pos] == query_key) & ~in_main
-            tf[match] = self._t_tf.view()[pos[match]]
-        return tf
 
     # ------------------------------------------------------------------ persistence
     def state(self) -> dict[str, np.ndarray]:
@@ -541,26 +393,12 @@ class BM25Index:
         · ``doc`` int32 (P), strictly increasing within a term · ``tf`` int32 (P) ≥ 1 ·
         ``doc_len`` int32 (N), = Σ tf of the document's postings.
         """
-        if self._t_doc.n or len(self._m_indptr) - 1 != self.vocab_size:
+        post = self._post
+        if post.tail_size or post.main_terms != self.vocab_size:
             self.compact()
-        encoded = [t.encode("utf-8") for t in self._terms]
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
-        params = [self._k1, self._b, self._eps, float(_METHODS[self._method])]
-        out = {
-            "format": np.array([BM25_STATE_VERSION], dtype="<u4"),
-            "params": np.array(params, dtype="<f8"),
-            "analyzer": np.frombuffer(self._analyzer.encode("utf-8"), dtype=np.uint8),
-            "vocab_blob": np.frombuffer(b"".join(encoded), dtype=np.uint8),
-            "vocab_offsets": offsets,
-            "indptr": self._m_indptr.view(),
-            "doc": self._m_doc.view(),
-            "tf": self._m_tf.view(),
-            "doc_len": self._doc_len.view().copy(),
-        }
-        for arr in out.values():
-            arr.flags.writeable = False
-        return out
+        return encode_state(k1=self._k1, b=self._b, epsilon=self._eps, method=self._method,
+                            analyzer=self._analyzer, terms=self._terms, indptr=post.indptr,
+                            doc=post.doc, tf=post.tf, doc_len=self._doc_len.view())
 
     @classmethod
     def from_state(cls, state: Mapping[str, np.ndarray], *, analyzer: str | None = None) -> BM25Index:
@@ -575,7 +413,7 @@ class BM25Index:
             CorruptionError: a missing key, wrong dtype/shape, out-of-range offset, slot or
                 count, bad UTF-8, duplicate term, or inconsistent lengths.
         """
-        arrays, params, terms, stored_analyzer = _validated_state(state)
+        arrays, params, terms, stored_analyzer = validated_state(state)
         if analyzer is not None and not stored_analyzer:
             stored_analyzer = analyzer  # written without a name: nothing to compare, adopt it
         if analyzer is not None and analyzer != stored_analyzer:
@@ -588,84 +426,10 @@ class BM25Index:
         index = cls(k1=k1, b=b, method=method, epsilon=eps, analyzer=stored_analyzer)
         index._terms = terms
         index._vocab = {t: i for i, t in enumerate(terms)}
-        index._m_indptr, index._m_doc, index._m_tf = arrays["indptr"], arrays["doc"], arrays["tf"]
+        index._post.set_main(arrays["indptr"], arrays["doc"], arrays["tf"], len(arrays["doc_len"]))
+        index._post.add_terms(len(terms))
         index._df.extend(np.diff(arrays["indptr"]))
-        index._lut.extend(np.full(len(terms), -1, dtype=np.int32))
         index._doc_len.extend(arrays["doc_len"])
-        index._m_docs = len(arrays["doc_len"])
         index._total_len = int(arrays["doc_len"].sum(dtype=np.int64))
         return index
 
-
-_STATE_DTYPES: dict[str, str] = {
-    "format": "<u4",
-    "params": "<f8",
-    "analyzer": "|u1",
-    "vocab_blob": "|u1",
-    "vocab_offsets": "<i8",
-    "indptr": "<i8",
-    "doc": "<i4",
-    "tf": "<i4",
-    "doc_len": "<i4",
-}
-
-
-def _corrupt(what: str) -> CorruptionError:
-    return CorruptionError(f"BM25 state: {what}; rebuild the lexical index", region="BM25")
-
-
-def _validated_state(
-    state: Mapping[str, np.ndarray],
-) -> tuple[dict[str, np.ndarray], tuple[float, float, float, float], list[str], str]:
-    """Check every array of a :meth:`BM25Index.state` dict; never trusts a length or offset."""
-    arrays: dict[str, np.ndarray] = {}
-    for key, dtype in _STATE_DTYPES.items():
-        arr = state.get(key) if isinstance(state, Mapping) else None
-        if not isinstance(arr, np.ndarray):
-            raise _corrupt(f"array {key!r} is missing or not a numpy array")
-        if arr.dtype != np.dtype(dtype) or arr.ndim != 1:
-            raise _corrupt(f"array {key!r} is {arr.dtype}{arr.shape}, expected 1-D {dtype}")
-        arrays[key] = np.array(arr, dtype=dtype, copy=True)
-    if arrays["format"].shape != (1,) or int(arrays["format"][0]) != BM25_STATE_VERSION:
-        raise _corrupt(f"format {arrays['format'].tolist()} is not [{BM25_STATE_VERSION}]")
-    if arrays["params"].shape != (4,):
-        raise _corrupt("params must hold 4 values [k1, b, epsilon, method]")
-    k1, b, eps, code = (float(x) for x in arrays["params"])
-    if code not in (0.0, 1.0):
-        raise _corrupt(f"method code {code} is not 0 (lucene) or 1 (okapi)")
-    try:
-        _check_params(k1, b, "lucene", eps, CorruptionError)
-    except CorruptionError as exc:
-        raise _corrupt(str(exc)) from None
-    offsets, blob = arrays["vocab_offsets"], arrays["vocab_blob"]
-    indptr, doc, tf, doc_len = arrays["indptr"], arrays["doc"], arrays["tf"], arrays["doc_len"]
-    n_terms, n_docs = len(offsets) - 1, len(doc_len)
-    if n_terms < 0 or offsets[0] != 0 or offsets[-1] != len(blob) or np.any(np.diff(offsets) < 0):
-        raise _corrupt("vocab_offsets must start at 0, not decrease, and end at len(vocab_blob)")
-    if len(indptr) != n_terms + 1:
-        raise _corrupt(f"indptr has {len(indptr)} entries for {n_terms} terms (need V+1)")
-    counts = np.diff(indptr)
-    if indptr[0] != 0 or indptr[-1] != len(doc) or np.any(counts < 1):
-        raise _corrupt("indptr must start at 0, rise by >= 1 per term, and end at len(doc)")
-    if len(tf) != len(doc):
-        raise _corrupt(f"tf has {len(tf)} entries, doc has {len(doc)}")
-    if len(doc) and (doc.min() < 0 or doc.max() >= n_docs or tf.min() < 1):
-        raise _corrupt(f"a posting's slot is outside [0, {n_docs}) or its tf is < 1")
-    if len(doc) > 1:
-        rising = doc[1:] > doc[:-1]
-        rising[indptr[1:-1] - 1] = True  # a new term may restart from a lower slot
-        if not rising.all():
-            raise _corrupt("slots within a term's postings are not strictly increasing")
-    if n_docs and (doc_len.min() < 0 or np.any(
-        np.bincount(doc, weights=tf, minlength=n_docs) != doc_len
-    )):
-        raise _corrupt("doc_len differs from the sum of the document's term frequencies")
-    raw = blob.tobytes()
-    try:
-        terms = [raw[offsets[i] : offsets[i + 1]].decode("utf-8") for i in range(n_terms)]
-        analyzer = arrays["analyzer"].tobytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _corrupt(f"a term or the analyzer name is not valid UTF-8 ({exc})") from None
-    if len(set(terms)) != n_terms:
-        raise _corrupt("the vocabulary holds a duplicate term")
-    return arrays, (k1, b, eps, code), terms, analyzer

@@ -13,49 +13,49 @@ lineage edges between a consolidated fact and its parent turns.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
 
 import numpy as np
 
+from .growable import Growable, GrowableBuffer
 from .snapshot import arrays_to_strings, strings_to_arrays
 
 __all__ = ["Cues", "Links"]
 
-
-def _grow(arr: np.ndarray, n: int, fill: int | float = 0) -> np.ndarray:
-    if n <= len(arr):
-        return arr
-    out = np.full(max(n, 2 * len(arr), 64), fill, dtype=arr.dtype)
-    out[: len(arr)] = arr
-    return out
+_CAPACITY = 64  # initial rows of each growable column
 
 
-@dataclass
 class Cues:
-    """Per-memory values gates and fusion need that are not header fields."""
+    """Per-memory values gates and fusion need that are not header fields.
 
-    n: int = 0
-    session: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    sequence: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
-    has_citations: np.ndarray = field(default_factory=lambda: np.zeros(0, np.bool_))
-    speaker: list[str] = field(default_factory=list)
-    tags: list[tuple[str, ...]] = field(default_factory=list)
-    external_id: list[str | None] = field(default_factory=list)
-    source_uri: list[str | None] = field(default_factory=list)
-    cue_tokens: list[frozenset[str]] = field(default_factory=list)
-    last_seq: dict[int, int] = field(default_factory=dict)
-    tag_index: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    One entry per memory ordinal ``0..n-1``. The numeric columns ``session`` (int64),
+    ``sequence`` (int32) and ``has_citations`` (bool) are arrays whose capacity may exceed
+    ``n`` (slice them with ``[:n]``); the rest are lists.
+    """
+
+    session = GrowableBuffer()
+    sequence = GrowableBuffer()
+    has_citations = GrowableBuffer()
+
+    def __init__(self) -> None:
+        self.n = 0
+        self._session = Growable(np.int64, _CAPACITY)
+        self._sequence = Growable(np.int32, _CAPACITY)
+        self._has_citations = Growable(np.bool_, _CAPACITY)
+        self.speaker: list[str] = []
+        self.tags: list[tuple[str, ...]] = []
+        self.external_id: list[str | None] = []
+        self.source_uri: list[str | None] = []
+        self.cue_tokens: list[frozenset[str]] = []
+        self.last_seq: dict[int, int] = {}
+        self.tag_index: dict[str, list[int]] = defaultdict(list)
 
     def append(self, session: int, sequence: int, has_citations: bool, speaker: str,
                tags: tuple[str, ...], external_id: str | None, source_uri: str | None,
                cue_tokens: frozenset[str]) -> int:
         i = self.n
-        self.session = _grow(self.session, i + 1)
-        self.sequence = _grow(self.sequence, i + 1)
-        self.has_citations = _grow(self.has_citations, i + 1, False)
-        self.session[i] = session
-        self.sequence[i] = sequence
-        self.has_citations[i] = has_citations
+        self._session.append(session)
+        self._sequence.append(sequence)
+        self._has_citations.append(has_citations)
         self.speaker.append(speaker)
         self.tags.append(tags)
         self.external_id.append(external_id)
@@ -86,7 +86,7 @@ class Cues:
         return out
 
     @classmethod
-    def from_state(cls, s: dict[str, np.ndarray], n: int, where: str) -> "Cues":
+    def from_state(cls, s: dict[str, np.ndarray], n: int, where: str) -> Cues:
         from ..errors import CorruptionError
 
         c = cls()
@@ -116,22 +116,29 @@ class Cues:
         return c
 
 
-@dataclass
 class Links:
-    """Association links between memory ordinals (see module docstring)."""
+    """Association links between memory ordinals (see module docstring).
 
-    n: int = 0
-    prev: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    next: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    last_in_session: dict[int, int] = field(default_factory=dict)
-    last_with_tag: dict[str, int] = field(default_factory=dict)
-    extra: dict[int, list[tuple[int, float]]] = field(default_factory=lambda: defaultdict(list))
+    ``prev`` / ``next`` are int64 arrays (capacity may exceed ``n``): the previous / next
+    memory of the same session, ``-1`` for none; ``extra`` maps an ordinal to its
+    ``(neighbour, weight)`` edges.
+    """
+
+    prev = GrowableBuffer()
+    next = GrowableBuffer()
+
+    def __init__(self) -> None:
+        self.n = 0
+        self._prev = Growable(np.int64, _CAPACITY)
+        self._next = Growable(np.int64, _CAPACITY)
+        self.last_in_session: dict[int, int] = {}
+        self.last_with_tag: dict[str, int] = {}
+        self.extra: dict[int, list[tuple[int, float]]] = defaultdict(list)
 
     def append(self, session: int | None, tags: tuple[str, ...], tag_weight: float) -> int:
         i = self.n
-        self.prev = _grow(self.prev, i + 1, -1)
-        self.next = _grow(self.next, i + 1, -1)
-        self.prev[i] = self.next[i] = -1
+        self._prev.append(-1)
+        self._next.append(-1)
         if session is not None:
             last = self.last_in_session.get(session)
             if last is not None:

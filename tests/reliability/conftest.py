@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from spector_gpu.kernel.io import set_observer
+
+from .harness import FaultInjector
+
 
 @pytest.fixture
 def workdir(tmp_path: Path) -> Iterator[Path]:
@@ -19,3 +23,11 @@ def workdir(tmp_path: Path) -> Iterator[Path]:
             yield Path(d)
     else:
         yield tmp_path
+
+
+@pytest.fixture
+def injector() -> Iterator[list[FaultInjector]]:
+    """Holds the test's fault injectors; the I/O observer is removed afterwards."""
+    holder: list[FaultInjector] = []
+    yield holder
+    set_observer(None)

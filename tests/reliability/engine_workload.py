@@ -8,9 +8,8 @@ passes (``reflect.max_facts_per_session`` is raised so it never binds), so the f
 are a function of the turn alone and an uninterrupted reference run gives the exact expected
 facts of any crashed-and-resumed run.
 
-Children are forked (``multiprocessing`` fork context: no torch import per child) and call
-:func:`child_init` first: a forked child must not enter an OpenMP parallel region the parent
-has used (libgomp is not fork-safe: it hangs), so children run torch with one thread.
+Children that run the engine are started by :mod:`.harness` (``run_child``, ``fork_process``)
+and call ``harness.child_init`` first (one torch thread: libgomp is not fork-safe).
 """
 
 from __future__ import annotations
@@ -38,7 +37,6 @@ __all__ = [
     "FactKey",
     "all_or_nothing_problems",
     "answers",
-    "child_init",
     "consolidate_and_flush",
     "consolidation_table",
     "copy_store",
@@ -54,9 +52,10 @@ __all__ = [
     "prefill",
     "prov_rows",
     "rebuild_problem",
+    "recover_and_check",
     "reference_facts",
     "reference_records",
-    "run_child",
+    "rerun_problems",
     "scratch_dir",
     "store_ids",
     "store_types",
@@ -75,13 +74,6 @@ _THINGS = ("cello", "violin", "chess", "tennis", "piano", "sailing")
 QUERIES = ("where did Ann move", "who plays the cello", "Kyoto in spring 1997",
            "chess on Sundays", "note 7", "Dee sailing Perth")
 DERIVED_RELAYS = ("lexical", "association")  # the relays whose indexes live in derived.snap
-
-
-def child_init() -> None:
-    """First call of every forked child that may run torch (see the module docstring)."""
-    import torch
-
-    torch.set_num_threads(1)
 
 
 # ---- the closed-form workload ------------------------------------------------------------
@@ -370,80 +362,7 @@ def exact_problems(mem: SpectorMemory, reference: Counter[tuple[Any, ...]],
     return out
 
 
-# ---- forked children -----------------------------------------------------------------------
-def _child_main(target: Callable[..., None], args: tuple[Any, ...], armed: str | None,
-                errors: str) -> None:
-    """Child: run ``target(*args)``; a Python exception's traceback goes to the file ``errors``
-    (the parent shows it: a child's captured stderr is otherwise lost)."""
-    try:
-        child_init()
-        if armed is not None:
-            # arm exactly as a fresh interpreter would: the module parses the variable when
-            # (re)executed, and every ``killpoint`` imported from it shares its namespace
-            import importlib
-
-            from spector_gpu.kernel import killpoints
-
-            os.environ["SPECTOR_KILLPOINT"] = armed
-            importlib.reload(killpoints)
-        target(*args)
-    except BaseException:
-        import traceback
-
-        Path(errors).write_text(traceback.format_exc())
-        raise
-
-
-def _context() -> Any:
-    """Children come from a fork server: a clean process that imported the engine (and torch)
-    but never ran work, forked per child. Forking the test process itself inherits whatever
-    earlier tests left there (an OpenMP thread pool the parent used, handles, observers): seen
-    as armed children exiting 1 before their kill point, only after other suites had run. A
-    fresh interpreter per child ("spawn") is as clean but costs ~1.5 s per child."""
-    import multiprocessing
-
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["torch", "spector_gpu", "spector_gpu.kernels.dense",
-                                "spector_gpu.pathways.reflect", __name__])
-    return ctx
-
-
-def run_child(target: Callable[..., None], *args: Any, armed: str | None = None,
-              kill_after_s: float | None = None, timeout_s: float = 120.0) -> int | None:
-    """Run ``target(*args)`` (a module-level function) in a child process, with killpoint
-    ``armed`` if given, and return its exit code (0, or ``-SIGKILL``); ``kill_after_s``
-    SIGKILLs it after that many seconds if still running. Any other exit raises
-    ``AssertionError`` carrying the child's traceback."""
-    import signal
-    import warnings
-
-    fd, errors = tempfile.mkstemp(prefix="spector-child-", suffix=".err")
-    os.close(fd)
-    try:
-        with warnings.catch_warnings():  # Python >= 3.12 warns about fork in threaded processes
-            warnings.simplefilter("ignore", DeprecationWarning)
-            proc = _context().Process(target=_child_main, args=(target, args, armed, errors))
-            proc.start()
-        if kill_after_s is not None:
-            proc.join(kill_after_s)
-            if proc.exitcode is None and proc.pid is not None:
-                try:
-                    os.kill(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        proc.join(timeout_s)
-        if proc.exitcode is None:
-            proc.kill()
-            proc.join(10)
-            raise TimeoutError(f"child {target.__name__} still running after {timeout_s} s")
-        if proc.exitcode not in (0, -signal.SIGKILL):
-            why = Path(errors).read_text() or "(no Python traceback)"
-            raise AssertionError(f"child {target.__name__} exited with {proc.exitcode}:\n{why}")
-        return proc.exitcode
-    finally:
-        os.unlink(errors)
-
-
+# ---- children and checks after a kill ---------------------------------------------------------
 def consolidate_and_flush(path: str) -> None:
     """Child body: consolidate everything, write a snapshot, close."""
     with open_memory(path) as mem:
@@ -467,3 +386,36 @@ def reference_records(path: Path) -> Counter[tuple[Any, ...]]:
         with open_memory(d / "ref") as ref:
             ref.consolidate()
             return fact_records(ref)
+
+
+def recover_and_check(store: Path) -> tuple[list[str], set[str]]:
+    """Reopen a killed store: check, all-or-nothing, recall equal to a fresh rebuild. Returns
+    problems and the fact ids of every committed plan."""
+    problems: list[str] = []
+    with scratch_dir(store) as d:
+        image = copy_store(store, d / "image", snapshot=False)
+        with open_memory(store) as mem:
+            report = mem.check()
+            if not report.ok:
+                problems.append(str(report))
+            problems += all_or_nothing_problems(mem)
+            planned = planned_ids(mem)
+            got = answers(mem)
+        with open_memory(image) as fresh:
+            want = answers(fresh)
+    if not ((got[0] == want[0]).all() and (got[1] == want[1]).all()):
+        problems.append(f"recall after recovery differs from a fresh rebuild:\n{got[0]}\nvs\n{want[0]}")
+    return problems, planned
+
+
+def rerun_problems(store: Path, reference: Counter[tuple[Any, ...]], planned: set[str],
+                   *, also: Check | None = None) -> list[str]:
+    """Reopen, rerun ``consolidate()`` and compare with an uninterrupted run
+    (:func:`exact_problems`); ``also(mem)`` adds checks right after the rerun; ``check()`` last."""
+    with open_memory(store) as mem:
+        mem.consolidate()
+        more = also(mem) if also is not None else []
+        problems = exact_problems(mem, reference, planned) + more
+        if not mem.check().ok:
+            problems.append(str(mem.check()))
+    return problems

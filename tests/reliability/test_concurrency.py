@@ -11,13 +11,8 @@ the child does not pin the writer lock.
 from __future__ import annotations
 
 import itertools
-import json
-import multiprocessing
 import os
-import signal
-import struct
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +28,13 @@ from spector_gpu.kernel.partition import Partition
 from spector_gpu.kernel.preamble import PREAMBLE_SIZE, SHAPE_RECORD
 from spector_gpu.kernel.region import Region, RegionSpec
 
+from .harness import (
+    HookObserver,
+    fork_process,
+    pipe_ack,
+    read_until_stopped,
+    run_readers_under_writer,
+)
 from .verify import check_store
 from .workload import (
     INDEX,
@@ -59,23 +61,8 @@ SECONDS = 3.0  # CI; 60 s under --soak
 W = Workload("concurrency", durability="flush", recall=True, batch=2, checkpoint_bytes=32768)
 
 
-def _ctx() -> Any:
-    return multiprocessing.get_context("fork")
-
-
-def _start(target: Any, *args: Any) -> Any:
-    with warnings.catch_warnings():  # Python >= 3.12 warns about fork in threaded processes
-        warnings.simplefilter("ignore", DeprecationWarning)
-        proc = _ctx().Process(target=target, args=args, daemon=True)
-        proc.start()
-    return proc
-
-
 def _writer(directory: str, fd: int) -> None:
-    def ack(j: int) -> None:
-        os.write(fd, struct.pack("<q", j))
-
-    run_writer(directory, W, ack)
+    run_writer(directory, W, pipe_ack(fd))
 
 
 class ReaderCheck:
@@ -119,52 +106,16 @@ class ReaderCheck:
         self.counts = counts
         self.reads += 1
 
-
-def _reader(directory: str, stop: Any, fd: int) -> None:
-    check = ReaderCheck(directory)
-    while not stop.is_set() and len(check.problems) < 5:
-        try:
-            check.step()
-        except CorruptionError as exc:
-            check.problems.append(f"torn or corrupt read: {exc}")
-    os.write(
-        fd,
-        json.dumps(
-            {"reads": check.reads, "problems": check.problems, "memories": check.counts[INDEX]}
-        ).encode(),
-    )
+    def report(self) -> dict[str, Any]:
+        return {"reads": self.reads, "problems": self.problems, "memories": self.counts[INDEX]}
 
 
-def _drain(fd: int, acks: list[int]) -> None:
-    os.set_blocking(fd, False)
-    try:
-        while chunk := os.read(fd, 1 << 16):
-            acks.extend(struct.unpack(f"<{len(chunk) // 8}q", chunk[: len(chunk) // 8 * 8]))
-    except BlockingIOError:
-        pass
+def _torn(exc: Exception) -> str | None:
+    return f"torn or corrupt read: {exc}" if isinstance(exc, CorruptionError) else None
 
 
-def _run_writer_for(directory: Path, seconds: float) -> list[int]:
-    """Run a forked writer for ``seconds``, check a second writer is refused, SIGKILL it."""
-    r, w = os.pipe()
-    proc = _start(_writer, str(directory), w)
-    os.close(w)
-    acks: list[int] = []
-    deadline = time.monotonic() + seconds
-    refused = False
-    while time.monotonic() < deadline:
-        time.sleep(0.05)
-        _drain(r, acks)
-        if acks and not refused:
-            with pytest.raises(StoreLockedError):
-                open_store(directory, W)
-            refused = True
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.join(30)
-    _drain(r, acks)
-    os.close(r)
-    assert refused and proc.exitcode == -signal.SIGKILL
-    return acks
+def _reader(directory: str, stop: Any, fd: int, index: int) -> None:
+    read_until_stopped(ReaderCheck(directory), stop, fd, _torn)
 
 
 def test_readers_never_see_torn_or_backward_state(tmp_path: Path, soak: int) -> None:
@@ -173,24 +124,10 @@ def test_readers_never_see_torn_or_backward_state(tmp_path: Path, soak: int) -> 
     for k in range(3):
         commit(p, W, k)
     p.close()
-    stop = _ctx().Event()
-    pipes, readers = [], []
-    for _ in range(READERS):
-        r, w = os.pipe()
-        readers.append(_start(_reader, str(tmp_path), stop, w))
-        os.close(w)
-        pipes.append(r)
-    acks = _run_writer_for(tmp_path, seconds / 2)
-    acks += _run_writer_for(tmp_path, seconds / 2)  # recovers under the running readers
-    stop.set()
-    reports = []
-    for proc, r in zip(readers, pipes):
-        out = b""
-        while chunk := os.read(r, 1 << 16):
-            out += chunk
-        os.close(r)
-        proc.join(30)
-        reports.append(json.loads(out))
+    acks, reports = run_readers_under_writer(
+        tmp_path, readers=READERS, reader=_reader, writer=_writer,
+        open_writer=lambda d: open_store(d, W), seconds=seconds,
+    )
     p = open_store(tmp_path, W)
     acked = max(acks)
     try:
@@ -231,7 +168,7 @@ def test_forked_child_cannot_use_the_handle_or_pin_the_lock(tmp_path: Path) -> N
     p = open_store(tmp_path, W)
     commit(p, W, 0)
     r, w = os.pipe()
-    child = _start(_child_uses_parent_handle, p, w)
+    child = fork_process(_child_uses_parent_handle, p, w, daemon=True)
     os.close(w)
     out = os.read(r, 1 << 16).decode()
     assert out == "StoreClosedError,StoreClosedError,StoreClosedError"
@@ -298,16 +235,10 @@ def test_recovery_never_shows_a_reader_an_older_value(tmp_path: Path) -> None:
 
     seen = [view()]
 
-    class Watch:
-        def on_write(self, path: str, offset: int, data: bytes) -> None:
-            seen.append(view())
-
-        def on_reserve(self, path: str, size: int) -> None: ...
-        def on_truncate(self, path: str, size: int) -> None: ...
-        def on_sync(self, path: str, kind: str) -> None: ...
-        def on_dir_sync(self, path: str) -> None: ...
-        def on_create(self, path: str) -> None: ...
-        def on_replace(self, src: str, dst: str) -> None: ...
+    class Watch(HookObserver):
+        def on_call(self, hook: str, path: str) -> None:
+            if hook == "write":
+                seen.append(view())
 
     set_observer(Watch())
     try:

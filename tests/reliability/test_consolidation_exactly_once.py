@@ -25,19 +25,20 @@ from typing import Any
 import numpy as np
 import pytest
 
+from spector_gpu import SpectorMemory
 from spector_gpu.kernel.killpoints import KILLPOINTS
 
 from .engine_workload import (
     consolidate_and_flush,
     copy_store,
-    exact_problems,
     open_memory,
     prefill,
     prov_rows,
+    recover_and_check,
     reference_records,
-    run_child,
+    rerun_problems,
 )
-from .test_engine_killpoints import recover_and_check
+from .harness import run_child
 from .workload import base_seed, record_figure, scale
 
 pytestmark = pytest.mark.crash
@@ -62,10 +63,12 @@ def two_pass_template(path: Path, sessions: int, per_session: int) -> np.ndarray
 
 def final_problems(store: Path, reference: Counter[tuple[Any, ...]], planned: set[str],
                    first: np.ndarray) -> list[str]:
-    with open_memory(store) as mem:
-        mem.consolidate()  # finish whatever the last kill left
-        report = mem.consolidate()  # and a completed run leaves nothing to do
-        problems = exact_problems(mem, reference, planned)
+    """The rerun finishes whatever the last kill left; then a further run has nothing to do
+    and pass-1 records are untouched."""
+
+    def completed(mem: SpectorMemory) -> list[str]:
+        problems = []
+        report = mem.consolidate()  # a completed run leaves nothing to do
         prov = prov_rows(mem)
         if report.fact_ids or report.resumed_runs:
             problems.append(f"a consolidation after a completed run did work: {report}")
@@ -73,9 +76,9 @@ def final_problems(store: Path, reference: Counter[tuple[Any, ...]], planned: se
             problems.append("pass-1 provenance records were overwritten")
         if not (prov["pass_number"][len(first):] == 2).all():
             problems.append(f"second-batch records are not pass 2: {set(prov['pass_number'][len(first):].tolist())}")
-        if not mem.check().ok:
-            problems.append(str(mem.check()))
-    return problems
+        return problems
+
+    return rerun_problems(store, reference, planned, also=completed)
 
 
 @pytest.mark.parametrize("point", CONSOLIDATE_POINTS)

@@ -174,14 +174,7 @@ def test_every_bit_flip_of_an_episode_record_fails_its_crc() -> None:
 
 
 # ---- stores on disk ---------------------------------------------------------------------------
-W = Workload(
-    "corruption",
-    durability="flush",
-    recall=True,
-    consolidate=True,
-    batch=2,
-    checkpoint_bytes=1 << 20,
-)
+W = Workload.sweep("corruption")
 SETTLED, PENDING = 6, 3
 
 
@@ -199,12 +192,9 @@ def closed_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, by
 
 @pytest.fixture(scope="module")
 def pending(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, bytes], list[int], Model]:
-    image, ends = pending_journal_image(
+    return pending_journal_image(
         tmp_path_factory.mktemp("pending"), W, settled=SETTLED, pending=PENDING
     )
-    model = Model(W)
-    model.advance(SETTLED + PENDING, keep=True)
-    return image, ends, model
 
 
 @pytest.mark.parametrize("name", [LOG, STRENGTH, PROV, INDEX])

@@ -2,29 +2,23 @@
 SIGKILLs it at random times (sometimes mid-open, i.e. mid-recovery), reopens the store, checks it
 against the model and the acknowledged set, and starts the next writer on the recovered store.
 
-The harness takes the writer as a parameter (``writer(directory, workload, ack)``) and the check
-as another, so the same loop can drive ``SpectorMemory`` once the facade exists.
+The loop takes the writer as a parameter (``writer(directory, workload, ack)``); the fork,
+pipe and kill live in :func:`.harness.kill_one_writer`, which the engine-level loop shares.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import random
-import select
 import signal
-import statistics
-import struct
 import time
-import warnings
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from spector_gpu.errors import CorruptionError
 
+from .harness import LoopStats, Writer, kill_one_writer
 from .verify import check_store
 from .workload import (
     Model,
@@ -57,80 +51,11 @@ VARIANTS = {
     ),
 }
 
-Writer = Callable[[str, Workload, Callable[[int], None]], None]
-
 
 @dataclass
-class CrashLoopStats:
-    variant: str
-    cycles: int = 0
+class CrashLoopStats(LoopStats):
     acked_commits: int = 0
-    replayed_cycles: int = 0
     killed_before_first_ack: int = 0
-    lost: int = 0
-    corrupt: int = 0
-    recovery_ms: list[float] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)
-
-    @property
-    def p50_ms(self) -> float:
-        return statistics.median(self.recovery_ms) if self.recovery_ms else float("nan")
-
-    @property
-    def p95_ms(self) -> float:
-        xs = sorted(self.recovery_ms)
-        return xs[min(len(xs) - 1, int(0.95 * len(xs)))] if xs else float("nan")
-
-
-def _child(writer: Writer, directory: str, spec: str, fd: int) -> None:
-    def ack(j: int) -> None:
-        os.write(fd, struct.pack("<q", j))
-
-    writer(directory, Workload.from_json(spec), ack)
-
-
-def _fork_context() -> multiprocessing.context.ForkContext:
-    return multiprocessing.get_context("fork")
-
-
-def kill_one_writer(
-    directory: Path, w: Workload, rng: random.Random, *, writer: Writer, max_delay_s: float
-) -> tuple[list[int], int | None, bool]:
-    """Fork a writer and SIGKILL it at a random moment.
-
-    Returns the acknowledgements read from its pipe, its exit code, and whether the kill waited
-    for a first acknowledgement (otherwise it may land mid-open, i.e. mid-recovery)."""
-    r, wfd = os.pipe()
-    with warnings.catch_warnings():  # Python >= 3.12 warns about fork in threaded processes
-        warnings.simplefilter("ignore", DeprecationWarning)
-        proc = _fork_context().Process(
-            target=_child, args=(writer, str(directory), w.to_json(), wfd), daemon=True
-        )
-        proc.start()
-    os.close(wfd)
-    buf = bytearray()
-    waited = rng.random() >= 0.15  # else: kill early, often while the writer is still recovering
-    if waited:
-        ready, _, _ = select.select([r], [], [], 30.0)
-        if ready:
-            buf += os.read(r, 1 << 16)
-        time.sleep(rng.uniform(0.0, max_delay_s))
-    else:
-        time.sleep(rng.uniform(0.0, 0.004))
-    if proc.pid is not None:
-        try:
-            os.kill(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    proc.join(30)
-    while True:
-        chunk = os.read(r, 1 << 16)
-        if not chunk:
-            break
-        buf += chunk
-    os.close(r)
-    n = len(buf) // 8
-    return list(struct.unpack(f"<{n}q", bytes(buf[: n * 8]))), proc.exitcode, waited
 
 
 def run_crash_loop(

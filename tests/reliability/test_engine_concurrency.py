@@ -13,34 +13,22 @@ under them; a second writer is refused.
 
 from __future__ import annotations
 
-import json
 import math
-import multiprocessing
 import os
 import random
-import signal
 import struct
-import time
 import traceback
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from spector_gpu import MemoryType, RecallOptions, SpectorError, StoreLockedError
+from spector_gpu import MemoryType, RecallOptions, SpectorError
 from spector_gpu.kernel.tsid import decode_tsid, encode_tsid
 
-from .engine_workload import (
-    QUERIES,
-    child_init,
-    items,
-    m_of_text,
-    memory_problem,
-    open_memory,
-    prefill,
-)
+from .engine_workload import QUERIES, items, m_of_text, memory_problem, open_memory, prefill
+from .harness import child_init, read_until_stopped, run_readers_under_writer
 from .workload import base_seed, record_figure, scale
 
 pytestmark = pytest.mark.crash
@@ -49,14 +37,6 @@ READERS = 4
 SECONDS = 60.0  # the issue's CI size: 4 readers + 1 writer for 60 s (x20 under --soak)
 BATCH = 4
 _LEARN = RecallOptions(k=4)
-
-
-def _start(target: Any, *args: Any) -> Any:
-    with warnings.catch_warnings():  # Python >= 3.12 warns about fork in threaded processes
-        warnings.simplefilter("ignore", DeprecationWarning)
-        proc = multiprocessing.get_context("fork").Process(target=target, args=args, daemon=True)
-        proc.start()
-    return proc
 
 
 def _writer(directory: str, fd: int) -> None:
@@ -122,76 +102,30 @@ class ReaderCheck:
                 self.problems.append(str(report))
         self.reads += 1
 
+    def report(self) -> dict[str, Any]:
+        return {"reads": self.reads, "problems": self.problems, "count": self.count,
+                "seen": len(self.seen)}
 
-def _reader(directory: str, stop: Any, fd: int, seed: int) -> None:
+
+def _failed(exc: Exception) -> str:
+    if isinstance(exc, SpectorError):
+        return f"torn or failed read: {type(exc).__name__}: {exc}"
+    return traceback.format_exc(limit=4)
+
+
+def _reader(directory: str, stop: Any, fd: int, index: int) -> None:
     child_init()
-    check = ReaderCheck(directory, seed)
-    while not stop.is_set() and len(check.problems) < 5:
-        try:
-            check.step()
-        except SpectorError as exc:
-            check.problems.append(f"torn or failed read: {type(exc).__name__}: {exc}")
-        except Exception:  # noqa: BLE001 - reported to the parent
-            check.problems.append(traceback.format_exc(limit=4))
-    os.write(fd, json.dumps({"reads": check.reads, "problems": check.problems,
-                             "count": check.count, "seen": len(check.seen)}).encode())
-
-
-def _drain(fd: int, acks: list[int]) -> None:
-    os.set_blocking(fd, False)
-    try:
-        while chunk := os.read(fd, 1 << 16):
-            acks.extend(struct.unpack(f"<{len(chunk) // 8}q", chunk[: len(chunk) // 8 * 8]))
-    except BlockingIOError:
-        pass
-
-
-def _run_writer_for(directory: Path, seconds: float) -> list[int]:
-    """Run a forked writer for ``seconds``, check a second writer is refused, SIGKILL it."""
-    r, w = os.pipe()
-    proc = _start(_writer, str(directory), w)
-    os.close(w)
-    acks: list[int] = []
-    deadline = time.monotonic() + seconds
-    refused = False
-    while time.monotonic() < deadline:
-        time.sleep(0.05)
-        _drain(r, acks)
-        if acks and not refused:
-            with pytest.raises(StoreLockedError):
-                open_memory(directory)
-            refused = True
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.join(30)
-    _drain(r, acks)
-    os.close(r)
-    assert refused and proc.exitcode == -signal.SIGKILL
-    return acks
+    read_until_stopped(ReaderCheck(directory, base_seed() + index), stop, fd, _failed)
 
 
 def test_engine_readers_never_see_torn_or_backward_state(workdir: Path, soak: int) -> None:
     seconds = SECONDS * scale(soak)
     store = workdir / "store"
     prefill(store, range(8 * BATCH), batch=BATCH)
-    stop = multiprocessing.get_context("fork").Event()
-    pipes, readers = [], []
-    for i in range(READERS):
-        r, w = os.pipe()
-        readers.append(_start(_reader, str(store), stop, w, base_seed() + i))
-        os.close(w)
-        pipes.append(r)
-    acks = _run_writer_for(store, seconds / 2)
-    acks += _run_writer_for(store, seconds / 2)  # recovers under the running readers
-    time.sleep(0.2)  # let the readers see the recovered store
-    stop.set()
-    reports = []
-    for proc, r in zip(readers, pipes):
-        out = b""
-        while chunk := os.read(r, 1 << 16):
-            out += chunk
-        os.close(r)
-        proc.join(30)
-        reports.append(json.loads(out))
+    acks, reports = run_readers_under_writer(
+        store, readers=READERS, reader=_reader, writer=_writer, open_writer=open_memory,
+        seconds=seconds, settle_s=0.2,  # let the readers see the recovered store
+    )
     with open_memory(store) as mem:
         report = mem.check()
         assert report.ok, str(report)

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import random
 import signal
-import statistics
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -35,7 +34,6 @@ from .engine_workload import (
     FactKey,
     all_or_nothing_problems,
     answers,
-    child_init,
     copy_store,
     facts_problems,
     items,
@@ -47,7 +45,7 @@ from .engine_workload import (
     store_ids,
     store_types,
 )
-from .test_crash_loop import kill_one_writer
+from .harness import LoopStats, child_init, kill_one_writer
 from .workload import Workload, base_seed, record_figure, scale
 
 pytestmark = pytest.mark.crash
@@ -88,22 +86,11 @@ def engine_writer(directory: str, w: Workload, ack: Callable[[int], None]) -> No
 
 
 @dataclass
-class EngineLoopStats:
-    variant: str
-    cycles: int = 0
+class EngineLoopStats(LoopStats):
     acked_memories: int = 0
     acked_facts: int = 0
-    lost: int = 0
-    corrupt: int = 0
     resumed_runs: int = 0
-    replayed_cycles: int = 0  # reopens that replayed the journal (killed mid-commit/checkpoint)
     partial_snapshots: int = 0  # reopens that found a half-written derived.snap.partial
-    recovery_ms: list[float] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)
-
-    def pct(self, q: float) -> float:
-        xs = sorted(self.recovery_ms)
-        return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 
 
 class ReferenceFacts:
@@ -224,13 +211,12 @@ def test_engine_kill9_loop_keeps_every_acknowledged_memory(variant: str, soak: i
                   acked_memories=stats.acked_memories, acked_facts=stats.acked_facts,
                   lost=stats.lost, corrupt=stats.corrupt, resumed_runs=stats.resumed_runs,
                   replayed_cycles=stats.replayed_cycles, partial_snapshots=stats.partial_snapshots,
-                  p50_recovery_ms=round(statistics.median(stats.recovery_ms), 3) if stats.recovery_ms else None,
-                  p95_recovery_ms=round(stats.pct(0.95), 3), seed=seed, durability="flush")
+                  p50_recovery_ms=round(stats.p50_ms, 3) if stats.recovery_ms else None,
+                  p95_recovery_ms=round(stats.p95_ms, 3), seed=seed, durability="flush")
     print(f"{variant}: {stats.cycles} kill -9 cycles, {stats.acked_memories} acknowledged memories, "
           f"{stats.acked_facts} acknowledged facts, {stats.lost} lost, {stats.corrupt} corrupt, "
           f"{stats.replayed_cycles} journal replays, {stats.resumed_runs} resumed consolidations, "
-          f"{stats.partial_snapshots} half-written snapshots, p50 recovery "
-          f"{statistics.median(stats.recovery_ms or [float('nan')]):.1f} ms")
+          f"{stats.partial_snapshots} half-written snapshots, p50 recovery {stats.p50_ms:.1f} ms")
     assert not stats.failures, "\n".join(stats.failures[:3])
     assert stats.lost == 0 and stats.corrupt == 0
     # the loop must exercise something: most cycles acknowledge memories

@@ -13,12 +13,8 @@ consolidation resumed exactly once) and accepts writes again.
 from __future__ import annotations
 
 import errno
-import multiprocessing
 import os
-import shutil
 import subprocess
-import tempfile
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +25,6 @@ from spector_gpu import ReadOnlyStoreError, SpectorMemory, StoreError, StoreFail
 from spector_gpu.kernel.io import set_observer
 
 from .engine_workload import (
-    child_init,
     copy_store,
     exact_problems,
     item,
@@ -41,7 +36,13 @@ from .engine_workload import (
     reference_records,
     store_ids,
 )
-from .test_env_faults import FaultInjector
+from .harness import (
+    FaultInjector,
+    child_init,
+    drop_privileges,
+    run_unprivileged,
+    unprivileged_tree,
+)
 from .workload import record_figure
 
 pytestmark = pytest.mark.crash
@@ -89,13 +90,6 @@ FAULTS: dict[str, tuple[str, int, str, int, Op]] = {
     "close/eio-fsync-checkpoint": ("sync", errno.EIO, "index", 1, _close),
     "close/eio-write-snapshot": ("write", errno.EIO, "derived", 1, _close),
 }
-
-
-@pytest.fixture
-def injector() -> Iterator[list[FaultInjector]]:
-    holder: list[FaultInjector] = []
-    yield holder
-    set_observer(None)
 
 
 def _refusals(mem: SpectorMemory, acked: list[str]) -> list[Callable[[], Any]]:
@@ -203,9 +197,7 @@ def test_config_write_fault_on_an_existing_store_is_a_library_error(injector, wo
 def _as_nobody(paths: list[tuple[str, bool]], fd: int) -> None:
     """Child: drop to an unprivileged user, then open each (path, read_only) and use it."""
     child_init()
-    if os.geteuid() == 0:
-        os.setgid(65534)
-        os.setuid(65534)
+    drop_privileges()
     os.write(fd, ("\n".join(_try_open(p, ro) for p, ro in paths)).encode())
 
 
@@ -218,27 +210,8 @@ def _try_open(path: str, read_only: bool) -> str:
         return f"{lib}:{type(exc).__name__}:{exc}"
 
 
-def _run_as_nobody(paths: list[tuple[str, bool]]) -> list[str]:
-    r, w = os.pipe()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        proc = multiprocessing.get_context("fork").Process(target=_as_nobody, args=(paths, w))
-        proc.start()
-    os.close(w)
-    out = b""
-    while chunk := os.read(r, 1 << 16):
-        out += chunk
-    os.close(r)
-    proc.join(60)
-    if proc.exitcode != 0 or not out:
-        pytest.skip("cannot run as an unprivileged user here")
-    return out.decode().split("\n")
-
-
 def test_permissions_give_clear_library_errors_and_readers_still_work() -> None:
-    base = Path(tempfile.mkdtemp(prefix="spector-perm-", dir="/tmp"))
-    try:
-        os.chmod(base, 0o755)
+    with unprivileged_tree("spector-perm-") as base:
         unwritable, unreadable = base / "unwritable", base / "unreadable"
         prefill(unwritable, PREFILL)
         prefill(unreadable, PREFILL)
@@ -246,21 +219,15 @@ def test_permissions_give_clear_library_errors_and_readers_still_work() -> None:
         for name in os.listdir(unwritable):
             os.chmod(unwritable / name, 0o444)
         os.chmod(unreadable, 0o700)  # root's: nobody may not even list it
-        out = _run_as_nobody([(str(unwritable), False), (str(unwritable), True),
-                              (str(unreadable), True), (str(unreadable), False),
-                              (str(base / "new"), False)])
+        out = run_unprivileged(_as_nobody, [(str(unwritable), False), (str(unwritable), True),
+                                            (str(unreadable), True), (str(unreadable), False),
+                                            (str(base / "new"), False)], join_s=60)
         writer, reader, closed_ro, closed_rw, create = out
         assert writer.startswith("lib:ReadOnlyStoreError:") and "read-only" in writer, writer
         assert reader == f"ok:{len(PREFILL)}:{min(10, len(PREFILL))}:True", reader
         for line in (closed_ro, closed_rw):
             assert line.startswith("lib:") and "permission denied" in line, line
         assert create.startswith("lib:ReadOnlyStoreError:") and "permission denied" in create, create
-    finally:
-        for root, dirs, files in os.walk(base):
-            os.chmod(root, 0o755)
-            for f in files:
-                os.chmod(os.path.join(root, f), 0o644)
-        shutil.rmtree(base)
 
 
 @pytest.fixture

@@ -22,18 +22,14 @@ from spector_gpu.kernel.killpoints import KILLPOINTS
 
 from .engine_workload import (
     SESSIONS,
-    all_or_nothing_problems,
-    answers,
     consolidate_and_flush,
     copy_store,
-    exact_problems,
-    open_memory,
-    planned_ids,
     prefill,
+    recover_and_check,
     reference_records,
-    run_child,
-    scratch_dir,
+    rerun_problems,
 )
+from .harness import run_child
 from .workload import record_figure
 
 pytestmark = pytest.mark.crash
@@ -47,35 +43,6 @@ def test_engine_kill_points_are_the_expected_ones() -> None:
     assert set(ENGINE_POINTS) == {
         "snapshot.after_partial", "snapshot.after_replace", "consolidate.after_partial",
         "consolidate.after_facts", "consolidate.after_mark", "consolidate.after_live"}
-
-
-def recover_and_check(store: Path) -> tuple[list[str], set[str]]:
-    """Reopen a killed store: check, all-or-nothing, recall equal to a fresh rebuild. Returns
-    problems and the fact ids of every committed plan."""
-    problems: list[str] = []
-    with scratch_dir(store) as d:
-        image = copy_store(store, d / "image", snapshot=False)
-        with open_memory(store) as mem:
-            report = mem.check()
-            if not report.ok:
-                problems.append(str(report))
-            problems += all_or_nothing_problems(mem)
-            planned = planned_ids(mem)
-            got = answers(mem)
-        with open_memory(image) as fresh:
-            want = answers(fresh)
-    if not ((got[0] == want[0]).all() and (got[1] == want[1]).all()):
-        problems.append(f"recall after recovery differs from a fresh rebuild:\n{got[0]}\nvs\n{want[0]}")
-    return problems, planned
-
-
-def rerun_and_compare(store: Path, reference, planned: set[str]) -> list[str]:  # type: ignore[no-untyped-def]
-    with open_memory(store) as mem:
-        mem.consolidate()
-        problems = exact_problems(mem, reference, planned)
-        if not mem.check().ok:
-            problems.append(str(mem.check()))
-    return problems
 
 
 @pytest.mark.parametrize("point", ENGINE_POINTS)
@@ -96,7 +63,7 @@ def test_engine_kill_point_then_rerun_equals_an_uninterrupted_run(point: str, wo
         assert not problems, f"{point}:{hit} after recovery: " + "; ".join(problems)
         if point.startswith("consolidate.") and point != "consolidate.after_live":
             assert planned, f"{point}:{hit}: the killed run's plan should be committed"
-        problems = rerun_and_compare(store, reference, planned)
+        problems = rerun_problems(store, reference, planned)
         assert not problems, f"{point}:{hit} after the rerun: " + "; ".join(problems)
     record_figure("engine_killpoints", point=point, hits=list(HITS), sessions=SESSIONS,
                   facts=sum(reference.values()))

@@ -10,11 +10,7 @@ and accepts writes again. Opening where writing is not allowed gives ``ReadOnlyS
 from __future__ import annotations
 
 import errno
-import multiprocessing
 import os
-import tempfile
-import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +18,7 @@ import pytest
 from spector_gpu.errors import ReadOnlyStoreError, StoreError, StoreFailedError
 from spector_gpu.kernel.io import set_observer
 
+from .harness import FaultInjector, drop_privileges, run_unprivileged, unprivileged_tree
 from .verify import reopen_outcome
 from .workload import (
     INDEX,
@@ -41,53 +38,6 @@ W = Workload("faults", durability="flush", recall=True, batch=4, checkpoint_byte
 W_LONG_JOURNAL = Workload(
     "faults", durability="flush", recall=True, batch=4, checkpoint_bytes=1 << 20
 )
-
-
-class FaultInjector:
-    """Raises ``OSError(err)`` at the ``nth`` call of ``hook`` on a file whose name contains
-    ``match``; records every call it sees (to prove nothing is retried afterwards)."""
-
-    def __init__(self, hook: str, err: int, match: str = "", nth: int = 1) -> None:
-        self.hook, self.err, self.match, self.nth = hook, err, match, nth
-        self.seen = 0
-        self.calls: list[tuple[str, str]] = []
-        self.tripped = False
-
-    def _hit(self, hook: str, path: str) -> None:
-        self.calls.append((hook, os.path.basename(path)))
-        if not self.tripped and hook == self.hook and self.match in os.path.basename(path):
-            self.seen += 1
-            if self.seen == self.nth:
-                self.tripped = True
-                raise OSError(self.err, os.strerror(self.err), path)
-
-    def on_write(self, path: str, offset: int, data: bytes) -> None:
-        self._hit("write", path)
-
-    def on_reserve(self, path: str, size: int) -> None:
-        self._hit("reserve", path)
-
-    def on_truncate(self, path: str, size: int) -> None:
-        self._hit("truncate", path)
-
-    def on_sync(self, path: str, kind: str) -> None:
-        self._hit("sync", path)
-
-    def on_dir_sync(self, path: str) -> None:
-        self._hit("dir_sync", path)
-
-    def on_create(self, path: str) -> None:
-        self._hit("create", path)
-
-    def on_replace(self, src: str, dst: str) -> None:
-        self._hit("replace", dst)
-
-
-@pytest.fixture
-def injector() -> Iterator[list[FaultInjector]]:
-    holder: list[FaultInjector] = []
-    yield holder
-    set_observer(None)
 
 
 # (hook, errno, file, nth, does the failed commit survive a reopen?)
@@ -200,9 +150,7 @@ def test_fault_during_recovery_fails_cleanly_and_the_next_open_recovers(
 # ---- real permissions --------------------------------------------------------------------------
 def _as_nobody(directory: str, fd: int) -> None:
     """Child: drop to an unprivileged user, then try a writer and a reader."""
-    if os.geteuid() == 0:
-        os.setgid(65534)
-        os.setuid(65534)
+    drop_privileges()
     results = []
     for writable in (True, False):
         try:
@@ -215,10 +163,8 @@ def _as_nobody(directory: str, fd: int) -> None:
 
 
 def test_unwritable_store_gives_read_only_error_and_readers_still_work() -> None:
-    base = tempfile.mkdtemp(prefix="spector-perm-", dir="/tmp")
-    try:
-        os.chmod(base, 0o755)
-        store = os.path.join(base, "store")
+    with unprivileged_tree("spector-perm-") as base:
+        store = str(base / "store")
         p = open_store(store, W)
         for k in range(3):
             commit(p, W, k)
@@ -226,30 +172,9 @@ def test_unwritable_store_gives_read_only_error_and_readers_still_work() -> None
         os.chmod(store, 0o555)
         for name in os.listdir(store):
             os.chmod(os.path.join(store, name), 0o444)
-        r, w = os.pipe()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            proc = multiprocessing.get_context("fork").Process(target=_as_nobody, args=(store, w))
-            proc.start()
-        os.close(w)
-        out = b""
-        while chunk := os.read(r, 1 << 16):
-            out += chunk
-        os.close(r)
-        proc.join(30)
-        if proc.exitcode != 0 or not out:
-            pytest.skip("cannot run as an unprivileged user here")
-        writer, reader = out.decode().split("\n")
+        writer, reader = run_unprivileged(_as_nobody, store, join_s=30)
         assert writer.startswith("ReadOnlyStoreError:") and "read-only" in writer, writer
         assert reader == "ok:3", reader
-    finally:
-        for root, dirs, files in os.walk(base):
-            os.chmod(root, 0o755)
-            for f in files:
-                os.chmod(os.path.join(root, f), 0o644)
-        import shutil
-
-        shutil.rmtree(base)
 
 
 def test_missing_store_for_a_reader_is_a_store_error(tmp_path: Path) -> None:

@@ -16,7 +16,6 @@ non-library exception.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import resource
 import select
@@ -24,7 +23,6 @@ import shutil
 import signal
 import struct
 import traceback
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -45,7 +43,8 @@ from spector_gpu import (
 )
 from spector_gpu.embedders import CallableEmbedder
 
-from .engine_workload import QUERIES, child_init, copy_store, open_memory, prefill, scratch_dir
+from .engine_workload import QUERIES, copy_store, open_memory, prefill, scratch_dir
+from .harness import child_init, fork_process
 from .workload import base_seed, record_figure, scale
 
 pytestmark = pytest.mark.crash
@@ -134,11 +133,7 @@ class Worker:
     def _start(self) -> None:
         cr, self.cw = os.pipe()
         self.rr, rw = os.pipe()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            self.proc = multiprocessing.get_context("fork").Process(
-                target=_worker, args=(cr, rw, self.ids), daemon=True)
-            self.proc.start()
+        self.proc = fork_process(_worker, cr, rw, self.ids, daemon=True)
         os.close(cr)
         os.close(rw)
         self.buf = b""

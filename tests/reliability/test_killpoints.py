@@ -8,22 +8,19 @@ crash in the middle of recovering from a crash is covered.
 
 from __future__ import annotations
 
-import importlib
-import multiprocessing
 import os
 import signal
 import struct
 import subprocess
 import sys
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from spector_gpu.kernel import killpoints
 from spector_gpu.kernel.killpoints import KILLPOINTS
 
+from .harness import arm_killpoint, fork_process, read_to_end
 from .verify import check_store
 from .workload import (
     Model,
@@ -61,11 +58,7 @@ class ArmedRun:
 
 
 def _armed_child(directory: str, spec: str, armed: str, max_commits: int, fd: int) -> None:
-    # Arm exactly as a fresh interpreter would: the killpoints module parses the environment
-    # variable when (re)executed. Reloading reuses the module's namespace, so the kernel's
-    # already-imported ``killpoint`` sees the new setting.
-    os.environ["SPECTOR_KILLPOINT"] = armed
-    importlib.reload(killpoints)
+    arm_killpoint(armed)
 
     def send(tag: bytes, value: int) -> None:
         os.write(fd, struct.pack("<cq", tag, value))
@@ -92,18 +85,9 @@ def run_armed(
     if fresh_interpreter:
         return _run_subprocess(directory, w, f"{point}:{hit}", max_commits)
     r, wfd = os.pipe()
-    with warnings.catch_warnings():  # Python >= 3.12 warns about fork in threaded processes
-        warnings.simplefilter("ignore", DeprecationWarning)
-        proc = multiprocessing.get_context("fork").Process(
-            target=_armed_child,
-            args=(str(directory), w.to_json(), f"{point}:{hit}", max_commits, wfd),
-        )
-        proc.start()
+    proc = fork_process(_armed_child, str(directory), w.to_json(), f"{point}:{hit}", max_commits, wfd)
     os.close(wfd)
-    buf = bytearray()
-    while chunk := os.read(r, 1 << 16):
-        buf += chunk
-    os.close(r)
+    buf = read_to_end(r)
     proc.join(60)
     opened, acked = None, 0
     for tag, value in struct.iter_unpack("<cq", bytes(buf[: len(buf) // 9 * 9])):

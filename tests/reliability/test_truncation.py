@@ -29,26 +29,16 @@ from .workload import (
 
 pytestmark = pytest.mark.crash
 
-W = Workload(
-    "truncation",
-    durability="flush",
-    recall=True,
-    consolidate=True,
-    batch=2,
-    checkpoint_bytes=1 << 20,
-)
+W = Workload.sweep("truncation")
 SETTLED, PENDING = 7, 3
 REGION_CUTS = 60  # random cut offsets per region file and base image (CI)
 
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, bytes], list[int], Model]:
-    image, ends = pending_journal_image(
+    return pending_journal_image(
         tmp_path_factory.mktemp("base"), W, settled=SETTLED, pending=PENDING
     )
-    model = Model(W)
-    model.advance(SETTLED + PENDING, keep=True)
-    return image, ends, model
 
 
 def test_journal_cut_at_every_byte_of_its_last_records(base, workdir: Path) -> None:

@@ -202,6 +202,13 @@ class Workload:
     def snapshot_due(self, j: int) -> bool:
         return bool(self.snapshot_every) and j % self.snapshot_every == 0
 
+    @classmethod
+    def sweep(cls, name: str) -> Workload:
+        """The crash-image sweeps' workload (truncation, corruption): in-place updates and
+        consolidation on, batches of 2, a checkpoint threshold no sweep reaches."""
+        return cls(name, durability="flush", recall=True, consolidate=True, batch=2,
+                   checkpoint_bytes=1 << 20)
+
 
 class Model:
     """Exact committed bytes of every region after ``j`` commits (advanced incrementally)."""
@@ -307,10 +314,11 @@ def run_writer(
 # ---- stores in a known crash state --------------------------------------------------------
 def pending_journal_image(
     directory: Path, w: Workload, *, settled: int, pending: int
-) -> tuple[dict[str, bytes], list[int]]:
+) -> tuple[dict[str, bytes], list[int], Model]:
     """What power loss right after a journal fsync leaves: regions hold ``settled`` commits
     (checkpointed), the journal ``pending`` more whole records that were never written back.
-    Returns the image and the end offset of each pending journal record."""
+    Returns the image, the end offset of each pending journal record, and a model that kept
+    every state up to ``settled + pending``."""
     import random
 
     from spector_gpu.kernel.io import set_observer
@@ -336,7 +344,9 @@ def pending_journal_image(
     ends = [end for end, _, _ in decode_records(image["journal.jrn"], settled, path="journal")]
     if len(ends) != pending:
         raise AssertionError(f"expected {pending} pending journal records, found {len(ends)}")
-    return image, ends
+    model = Model(w)
+    model.advance(settled + pending, keep=True)
+    return image, ends, model
 
 
 # ---- CI sizes, seeds, figures -------------------------------------------------------------
