@@ -157,23 +157,29 @@ def bench_cpu(args: argparse.Namespace, x: np.ndarray, q: np.ndarray, s: np.ndar
     print(f"  FAISS SQ8                 {args.n * args.dim / 2**20:9.1f} MiB")
 
 
+def cuda_times(fn: Callable[[], Any], repeats: int) -> tuple[list[float], list[float]]:
+    """CUDA-event milliseconds and wall seconds of ``repeats`` calls of ``fn`` (after one warm-up)."""
+    fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    gpu_ms, wall = [], []
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        wall.append(time.perf_counter() - t0)
+        gpu_ms.append(start.elapsed_time(end))
+    return gpu_ms, wall
+
+
 def bench_cuda(args: argparse.Namespace, x: np.ndarray, q: np.ndarray, s: np.ndarray) -> None:
     rng = np.random.default_rng(1)
     queries = l2_normalize(rng.standard_normal((args.queries, args.dim), dtype=np.float32))
     index = DenseIndex(args.dim, device=args.device)
     index.add(q, s)
-    index.search(queries, args.k)  # warm up kernels and the allocator
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    gpu_ms, wall = [], []
-    for _ in range(args.repeats):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        start.record()
-        index.search(queries, args.k)
-        end.record()
-        torch.cuda.synchronize()
-        wall.append(time.perf_counter() - t0)
-        gpu_ms.append(start.elapsed_time(end))
+    gpu_ms, wall = cuda_times(lambda: index.search(queries, args.k), args.repeats)
     path = "Triton fused kernels" if index._fused else "torch block-max path"
     print(f"\ncuda batch: {args.queries} queries x {args.n:,} x {args.dim}, top-{args.k} on {torch.cuda.get_device_name()} ({path})")
     print(f"  CUDA-event time median {statistics.median(gpu_ms):8.2f} ms  wall {statistics.median(wall) * 1e3:8.2f} ms  "
@@ -188,27 +194,11 @@ def bench_cuda(args: argparse.Namespace, x: np.ndarray, q: np.ndarray, s: np.nda
           "host work (validation, upload, on-device quantisation launch) between kernels")
     for nq in (1, 64, 512):
         sub_q = queries[:nq]
-        index.search(sub_q, args.k)
-        times = []
-        for _ in range(5):
-            torch.cuda.synchronize()
-            start.record()
-            index.search(sub_q, args.k)
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end))
+        times, _ = cuda_times(lambda sub_q=sub_q: index.search(sub_q, args.k), 5)
         print(f"  {nq:>4} queries: {statistics.median(times):7.2f} ms")
     if index._fused:
         index._fused = False  # the torch fallback (no Triton) on the same data, for the ratio
-        index.search(queries, args.k)
-        slow = []
-        for _ in range(3):
-            torch.cuda.synchronize()
-            start.record()
-            index.search(queries, args.k)
-            end.record()
-            torch.cuda.synchronize()
-            slow.append(start.elapsed_time(end))
+        slow, _ = cuda_times(lambda: index.search(queries, args.k), 3)
         index._fused = True
         print(f"  torch block-max path (no Triton) {statistics.median(slow):8.2f} ms: the fused kernels are "
               f"{statistics.median(slow) / statistics.median(gpu_ms):.1f}x faster")

@@ -8,7 +8,7 @@ needs Triton; nothing else imports it directly.
 import triton.language as tl
 
 
-def blockmax_kernel(codes_ptr, q_ptr, cs_ptr, bias_ptr, out_ptr,  # noqa: ANN001 - Triton pointers
+def blockmax_kernel(codes_ptr, q_ptr, cs_ptr, bias_ptr, out_ptr,
                     n_rows, n_q, dim, stride_c, stride_q, stride_o,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """out[b, j] = max over the BLOCK_M rows r of block b of ``float(codes[r] · q[j]) * cs[r] + bias[r]``.
@@ -39,7 +39,7 @@ def blockmax_kernel(codes_ptr, q_ptr, cs_ptr, bias_ptr, out_ptr,  # noqa: ANN001
     tl.store(out_ptr + pid_m.to(tl.int64) * stride_o + rn, tl.max(keys, axis=0), mask=rn < n_q)
 
 
-def candidates_kernel(codes_ptr, q_ptr, cs_ptr, bias_ptr, blocks_ptr, out_ptr,  # noqa: ANN001
+def candidates_kernel(codes_ptr, q_ptr, cs_ptr, bias_ptr, blocks_ptr, out_ptr,
                       n_rows, dim, stride_c, stride_q, n_sel,
                       BLOCK: tl.constexpr, BLOCK_K: tl.constexpr):
     """Exact keys of the rows of selected blocks: program p scores block ``blocks[p]`` (its

@@ -34,9 +34,9 @@ import importlib.util
 from typing import Any
 
 import torch
+from spector_gpu.kernels.topk import pack_keys_torch
 
 from spector_gpu.errors import ValidationError
-from spector_gpu.kernels.topk import pack_keys_torch
 
 __all__ = ["DEFAULT_CONFIG", "TritonConfig", "available", "kernels", "search_packed"]
 
@@ -57,7 +57,6 @@ def kernels() -> tuple[Any, Any]:
     run by Triton's interpreter on CPU tensors when ``TRITON_INTERPRET=1`` was set before
     Triton was first imported (how the CPU tests run them)."""
     import triton
-
     from spector_gpu.kernels import _triton_src as src
 
     return triton.jit(src.blockmax_kernel), triton.jit(src.candidates_kernel)
