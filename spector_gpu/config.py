@@ -216,7 +216,12 @@ _POSITIVE = {("store", "provenance_capacity"), ("store", "max_text_bytes"), ("st
              ("embedder", "batch_size"), ("store", "snapshot_every"), ("reflect", "max_facts_per_session"),
              ("strength", "decay_unit_s")}
 # Settings that size a loop per recall: a hostile or mistyped config.json must not hang a reader.
-_MAXIMUM = {("association", "hops"): 16, ("association", "temporal_window"): 1024}
+_MAXIMUM = {("association", "hops"): 16, ("association", "temporal_window"): 1024,
+            # fusion coefficients: larger ones only overflow the MF-001 factor
+            ("recall", "cognitive_beta"): 1e6, ("recall", "tag_tau"): 1e6,
+            # association edge weights and decay multiply activations once per hop
+            ("association", "temporal_weight"): 1e6, ("association", "tag_weight"): 1e6,
+            ("association", "lineage_weight"): 1e6, ("association", "decay"): 1e6}
 
 
 def _apply(config: Config, overrides: Mapping[str, Mapping[str, Any]], *, origin: str) -> Config:

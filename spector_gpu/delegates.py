@@ -69,9 +69,13 @@ class MemoryRemember:
             return tid
 
     def _ordinal(self, memory_id: str) -> int:
+        """Ordinal of a memory a write may update; a quarantined one raises ``CorruptionError``
+        (its in-memory values stand in for damaged ones and must not reach the disk)."""
         o = ordinal_of(self.cortex, memory_id)
         if o is None:
             raise UnknownIdError(f"no memory with id {memory_id!r} in {self.cortex.path}")
+        if o in self.cortex.quarantined:
+            raise self.cortex.quarantine_error(o, memory_id)
         return o
 
     def reinforce(self, memory_id: str, valence: int = 0) -> None:
@@ -137,9 +141,7 @@ class MemoryRecall:
                                        retrieval_strength=1.0, storage_strength=1.0,
                                        timestamp_ms=t.timestamp_ms, session_id=0, tags=t.tags)
             if o in c.quarantined:
-                raise CorruptionError(f"{c.path}: memory {memory_id} has a damaged header or "
-                                      "strength record (run check() for details)",
-                                      file=str(c.path), slot=o)
+                raise c.quarantine_error(o, memory_id)
             d = self.pathway._current_d(np.array([o]), int(time.time() * 1000))
             return self.pathway.result(o, 0.0, float(d[0]))
 

@@ -70,6 +70,23 @@ def _normalise_rows(x: np.ndarray) -> np.ndarray:
     return x
 
 
+def _unit_rows(x: np.ndarray) -> np.ndarray:
+    """float32 (n, dim) L2-normalised rows of a finite float array of any precision, never
+    overflowing: a row whose largest magnitude is outside [1e-30, 1e30] (huge values such as
+    1e300, whose float32 cast or squares would overflow, or tiny ones that would vanish) is
+    divided by that magnitude first, so it too comes out a unit vector. Ordinary rows take the
+    plain path (float32, then :func:`_normalise_rows`), bit for bit as before."""
+    peak = np.abs(x).max(axis=1) if x.shape[1] else np.zeros(len(x), dtype=x.dtype)
+    plain = (peak == 0) | ((peak >= 1e-30) & (peak <= 1e30))
+    if plain.all():
+        return _normalise_rows(x.astype(np.float32))
+    out = np.zeros(x.shape, dtype=np.float32)
+    out[plain] = _normalise_rows(x[plain].astype(np.float32))
+    scaled = (x[~plain] / peak[~plain, None]).astype(np.float64)  # every |value| <= 1 now
+    out[~plain] = _normalise_rows(scaled).astype(np.float32)
+    return out
+
+
 # ---------------------------------------------------------------- hashing embedder
 _P = 0x01000193  # FNV-1 32-bit prime (odd, so invertible mod 2**32)
 _Q = pow(_P, -1, 1 << 32)
@@ -306,18 +323,22 @@ class CallableEmbedder:
         if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
         try:
-            out = np.array(self._fn(items), dtype=np.float32)
+            out = np.asarray(self._fn(items))
+            if out.dtype.kind not in "fc":
+                out = out.astype(np.float64)  # ints, bools, numeric strings (as before)
         except (TypeError, ValueError) as exc:
             raise ValidationError(
                 f"embedder {self.name!r} returned something that is not a float array ({exc})"
             ) from None
+        if out.dtype.kind == "c":
+            raise ValidationError(f"embedder {self.name!r} returned complex values; return real floats")
         if out.shape != (len(items), self.dim):
             raise ValidationError(
                 f"embedder {self.name!r} returned shape {out.shape}; expected ({len(items)}, {self.dim})"
             )
         if not np.isfinite(out).all():
             raise ValidationError(f"embedder {self.name!r} returned NaN or inf")
-        return _normalise_rows(out)
+        return _unit_rows(out)
 
 
 class SentenceTransformerEmbedder:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spector_gpu import CorruptionError, SpectorMemory, StoreFailedError
+from spector_gpu import CorruptionError, SpectorMemory
 
 
 def _store(path):
@@ -49,15 +49,20 @@ def test_strict_refuses_to_open_a_damaged_store(tmp_path):
         SpectorMemory.open(tmp_path, config={"store": {"strict": True}})
 
 
-def test_damaged_index_entry_gives_a_read_only_prefix(tmp_path):
+def test_damaged_index_entry_quarantines_its_memory_only(tmp_path):
     ids = _store(tmp_path)
     _flip(tmp_path / "index.midx", 64 + 48 * 19 + 24)  # graph_slot field of the last entry
     with SpectorMemory.open(tmp_path) as mem:
         assert mem.recovery.get("corruption")
-        assert mem.count() == 19
+        assert mem.count() == 20
         assert mem.get(ids[18]) is not None
-        with pytest.raises(StoreFailedError):
-            mem.remember("refused on top of a damaged index")
+        with pytest.raises(CorruptionError, match=ids[19]):
+            mem.get(ids[19])
+        assert ids[19] not in [h.id for h in mem.recall("turn number 19 apples")]
+        # the damage is one entry, not the structure: writes go on
+        new = mem.remember("a new turn about pears", session_id=2)
+    with SpectorMemory.open(tmp_path, read_only=True) as mem:
+        assert mem.get(new) is not None and mem.count() == 21
 
 
 def test_damaged_event_log_opens_and_verify_chain_reports_it(tmp_path):

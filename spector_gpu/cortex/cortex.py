@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from ..config import Config
-from ..errors import CorruptionError, EmbedderMismatchError, SpectorError, StoreError, StoreFailedError
+from ..errors import (CorruptionError, EmbedderMismatchError, SpectorError, StoreError, StoreFailedError,
+                      StoreFormatError)
 from ..kernel.crc import crc32c, verify_rows
 from ..kernel.io import atomic_write
 from ..kernel.partition import Partition, Transaction, open_failure
@@ -43,6 +45,7 @@ __all__ = ["Cortex", "region_specs", "EventLog", "STORE_FORMAT"]
 log = logging.getLogger(__name__)
 STORE_FORMAT = 1
 _SNAPSHOT = "derived.snap"
+_DAMAGED_TYPE = MemoryType.WORKING  # a quarantined index entry's placeholder type (never durable)
 
 
 def region_specs(dim: int, provenance_capacity: int) -> list[RegionSpec]:
@@ -59,6 +62,13 @@ def region_specs(dim: int, provenance_capacity: int) -> list[RegionSpec]:
         RegionSpec(8, "events.log", SHAPE_APPEND, RegionId.EVENTS, "AUDT"),
         RegionSpec(9, "index.midx", SHAPE_RECORD, RegionId.INDEX, "MIDX", 48),
     ]
+
+
+def _regular_or_refuse(path: Path) -> None:
+    """``StoreFormatError`` if ``path`` is not a regular file (a FIFO, device or directory)."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise StoreFormatError(f"{path}: not a regular file; move it away (a store file must be a "
+                               "regular file)", file=str(path))
 
 
 def _created_ms(ids: np.ndarray) -> np.ndarray:
@@ -166,6 +176,7 @@ class Cortex:
         self._cue_cache: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
         self._lineage_linked: set[int] = set()  # fact TSIDs whose lineage edges are in self.links
         self.quarantined: set[int] = set()  # ordinals with damaged header/strength values
+        self.damaged_entries: set[int] = set()  # quarantined ordinals whose index entry is damaged
 
     # ---- opening -------------------------------------------------------------------
     @classmethod
@@ -189,6 +200,7 @@ class Cortex:
         identity = {"format": STORE_FORMAT, "embedder": embedder.name, "dim": int(embedder.dim),
                     "analyzer": analyzer.name}
         if meta_path.exists():
+            _regular_or_refuse(meta_path)  # reading a FIFO would block forever
             try:
                 stored = json.loads(meta_path.read_text(encoding="utf-8"))
             except (ValueError, UnicodeDecodeError):
@@ -229,8 +241,9 @@ class Cortex:
 
         ``store.strict`` refuses to open on any corruption found here. Otherwise damage is
         reported (``recovery["corruption"]``, a warning in the log, and ``check()``): a damaged
-        record raises when read and is left out of the derived indexes; damage to the index
-        structure itself exposes the prefix of memories before it and turns the handle
+        record raises when read and is left out of the derived indexes; a damaged index entry
+        quarantines its one memory; damage the index cannot be read past (a region shorter
+        than its count) exposes the prefix of memories before it and turns the handle
         read-only, so no write can build on it.
         """
         n = self.index_region.count
@@ -245,6 +258,8 @@ class Cortex:
             good = exc.slot if isinstance(exc.slot, int) and 0 <= exc.slot < n else 0
             self.n = 0
             self.id_map.clear()
+            self.quarantined.clear()
+            self.damaged_entries.clear()
             self._ingest_primary(0, good)
             n = good
         self._load_derived(n)
@@ -259,39 +274,46 @@ class Cortex:
             self.part.failed = exc  # point-in-time view: refuse writes on top of it
 
     def _check_tail(self, n: int) -> None:
-        """Validate only what open must: the last index entries and what they point at."""
+        """Validate only what open must: the episodes the last index entries point at (a
+        damaged entry itself is quarantined by :meth:`_ingest_primary`)."""
         if not n:
             return
-        tail = np.arange(max(0, n - 8), n)
-        self.index_region.read_rows(tail)
-        entries = self.index_region.rows(tail[0], n).copy().view(INDEX_DTYPE).reshape(-1)
-        for e in entries:
+        entries, bad = self.index.scan(max(0, n - 8), n)
+        for e in entries[~bad]:
             if int(e["type"]) == MemoryType.EPISODIC:
                 self.episodic.verify(int(e["record_offset"]))
 
     def _ingest_primary(self, start: int, stop: int) -> None:
-        """Append index entries, headers and strength columns of ordinals [start, stop)."""
+        """Append index entries, headers and strength columns of ordinals [start, stop).
+
+        An index entry that is damaged (CRC, slot, type), points outside its store or repeats
+        an id is quarantined (:meth:`_seal_off`); the other memories are unaffected."""
         if stop <= start:
             return
-        entries = self.index.read(start, stop)
-        headers = np.zeros(stop - start, dtype=HEADER_DTYPE)
+        entries, bad = self.index.scan(start, stop)
+        types, offs = entries["type"], entries["record_offset"]
+        ep = (types == MemoryType.EPISODIC) & ~bad
+        bad |= ep & ((offs < PREAMBLE_SIZE) | (offs + 96 > self.episodic.end))
+        for t, store in ((MemoryType.SEMANTIC, self.semantic), (MemoryType.PROCEDURAL, self.procedural)):
+            bad |= (types == t) & ~bad & ((offs < 0) | (offs >= store.region.count))
+        # settled: a reader may copy a row while the writer rewrites it (onRecall, reinforce)
+        sraw, sok = self.strength.region.read_rows_settled(start, stop)
+        srows = sraw.view(self.strength_dtype).reshape(-1)
+        self._repeated_ids(entries["id"], bad)
+        unnamed = np.zeros(stop - start, dtype=bool)
+        if bad.any():
+            unnamed = self._seal_off(entries, bad, srows, sok, start)
         types = entries["type"]
+        headers = np.zeros(stop - start, dtype=HEADER_DTYPE)
         ep = types == MemoryType.EPISODIC
         if ep.any():
-            offs = entries["record_offset"][ep]
-            outside = np.flatnonzero((offs < PREAMBLE_SIZE) | (offs + 96 > self.episodic.end))
-            if outside.size:
-                slot = int(entries["graph_slot"][ep][outside[0]])
-                raise CorruptionError(f"{self.index_region.path}: index entry {slot} points outside the log",
-                                      file=self.index_region.path, region="index", slot=slot)
-            headers[ep] = self.episodic.headers_at(offs)
+            headers[ep] = self.episodic.headers_at(entries["record_offset"][ep])
         for t, store in ((MemoryType.SEMANTIC, self.semantic), (MemoryType.PROCEDURAL, self.procedural)):
             m = types == t
             if m.any():
                 headers[m] = store.headers(entries["record_offset"][m])
-        # settled: a reader may copy a row while the writer rewrites it (onRecall, reinforce)
-        srows = self.strength.region.read_rows_settled(start, stop)[0].view(self.strength_dtype).reshape(-1)
         c = self.cols
+        vec = self.vectors.rows(start, stop).copy().view(self.vdtype).reshape(-1)
         c.ids = np.concatenate([c.ids[: self.n], entries["id"]])
         c.index = np.concatenate([c.index[: self.n], entries])
         c.headers = np.concatenate([c.headers[: self.n], headers])
@@ -299,11 +321,54 @@ class Cortex:
         c.d_event = np.concatenate([c.d_event[: self.n], srows["retrieval_strength"]])
         c.last_event_ms = np.concatenate([c.last_event_ms[: self.n], srows["last_recall_ms"]])
         c.storage = np.concatenate([c.storage[: self.n], srows["storage_strength"]])
-        self.index.adopt(entries)
-        vec = self.vectors.rows(start, stop).copy().view(self.vdtype).reshape(-1)
+        self.index.adopt(entries, skip=unnamed)
         self.dense.add(vec["q"], vec["scale"])
         self.n = stop
         self._quarantine(np.arange(start, stop))
+
+    def _repeated_ids(self, ids: np.ndarray, bad: np.ndarray) -> None:
+        """Mark (in ``bad``) entries repeating the id of an earlier good entry or of a memory
+        already loaded: sealed that way, the later entry is the damage."""
+        good = np.flatnonzero(~bad)
+        g = ids[good]
+        order = np.argsort(g, kind="stable")
+        repeat = np.zeros(len(g), dtype=bool)
+        repeat[order[1:]] = g[order[1:]] == g[order[:-1]]
+        bad[good[repeat]] = True
+        if self.id_map:
+            for k in np.flatnonzero(~bad).tolist():
+                if int(ids[k]) in self.id_map:
+                    bad[k] = True
+
+    def _seal_off(self, entries: np.ndarray, bad: np.ndarray, srows: np.ndarray, sok: np.ndarray,
+                  start: int) -> np.ndarray:
+        """Quarantine the damaged index entries ``entries[bad]`` (in place): each becomes a
+        placeholder that joins no typed store (type WORKING, which no durable entry has; no
+        location), is left out of recall and raises when read. Its id is taken only from
+        evidence that survives the damage, the owner field of its CRC-valid strength row (then
+        ``get(id)`` raises ``CorruptionError`` naming it); otherwise it has no id and is simply
+        not found. Returns the mask of entries left without an id."""
+        unnamed = np.zeros(len(entries), dtype=bool)
+        named = set(self.id_map) | {int(t) for t in entries["id"][~bad].tolist()}
+        for k in np.flatnonzero(bad).tolist():
+            owner = int(srows["owner"][k]) if sok[k] else 0
+            ok = owner > 0 and owner not in named
+            named.add(owner)
+            entries["id"][k] = owner if ok else 0
+            unnamed[k] = not ok
+            entries["type"][k] = int(_DAMAGED_TYPE)
+            entries["record_offset"][k] = -1
+            entries["text_offset"][k] = -1
+            entries["text_length"][k] = 0
+            entries["graph_slot"][k] = start + k
+        ords = (start + np.flatnonzero(bad)).tolist()
+        self.damaged_entries.update(ords)
+        self.quarantined.update(ords)
+        self.report_corruption(CorruptionError(
+            f"{self.index_region.path}: {len(ords)} index entries are damaged (CRC, slot, type or "
+            f"location; first: entry {ords[0]}); their memories are quarantined: left out of recall, "
+            "they raise when read", file=self.index_region.path, region="index", slot=ords[0]))
+        return unnamed
 
     def _quarantine(self, ordinals: np.ndarray) -> None:
         """Keep damaged values out of recall arithmetic. Headers and strength rows are loaded
@@ -345,6 +410,7 @@ class Cortex:
         covered = 0
         if snap.exists():
             try:
+                _regular_or_refuse(snap)  # a FIFO would block the read: rebuild instead
                 meta, arrays = read_snapshot(snap)
                 covered = int(meta.get("covered", -1))
                 if meta.get("analyzer") != self.analyzer.name or not 0 <= covered <= n:
@@ -392,8 +458,10 @@ class Cortex:
 
     def _payload_or_blank(self, i: int) -> Payload:
         """A memory's payload for index building; a damaged one is reported and left blank."""
+        if i in self.damaged_entries:  # reported when its entry was read
+            return Payload(text="")
         try:
-            return self.payload(i)
+            return self.payload(i, verify_slot=False)
         except CorruptionError as exc:
             self.report_corruption(exc)
             return Payload(text="")
@@ -499,12 +567,18 @@ class Cortex:
     def location(self, i: int) -> Location:
         return self.index.location(self.cols.index[i])
 
-    def payload(self, i: int) -> Payload:
-        """Hydrate ordinal ``i``'s payload from the store its ``Location.type`` names."""
+    def payload(self, i: int, *, verify_slot: bool = True) -> Payload:
+        """Hydrate ordinal ``i``'s payload from the store its ``Location.type`` names.
+
+        Everything returned is verified: an episode's record CRC; for a fact or skill, its
+        slot row's CRC and owner (``verify_slot``; index building, which reads only the text,
+        skips it) and its text pool entry's CRC and owner. ``CorruptionError`` names the file,
+        region and slot that failed."""
         e = self.cols.index[i]
         t = int(e["type"])
         if t == MemoryType.EPISODIC:
             return self.episodic.read(int(e["record_offset"])).payload
+        self._verify_slot(i, verify_slot)
         raw = self.text.read(int(e["text_offset"]), int(e["text_length"]), int(e["id"]))
         return decode_payload(raw, where=f"{self.text.region.path}: memory {i}")
 
@@ -512,7 +586,27 @@ class Cortex:
         e = self.cols.index[i]
         if int(e["type"]) == MemoryType.EPISODIC:
             return self.episodic.read(int(e["record_offset"])).payload.text
+        self._verify_slot(i, True)
         return decode_text(self.text.read(int(e["text_offset"]), int(e["text_length"]), int(e["id"])))
+
+    def _verify_slot(self, i: int, verify: bool) -> None:
+        if i in self.damaged_entries:
+            raise self.quarantine_error(i)
+        if verify:
+            e = self.cols.index[i]
+            store = self.semantic if int(e["type"]) == MemoryType.SEMANTIC else self.procedural
+            store.verify_slot(int(e["record_offset"]), int(e["id"]))
+
+    def quarantine_error(self, i: int, memory_id: str | None = None) -> CorruptionError:
+        """The error a read of quarantined ordinal ``i`` raises, naming what is damaged."""
+        name = f"memory {memory_id}" if memory_id else f"memory ordinal {i}"
+        if i in self.damaged_entries:
+            return CorruptionError(
+                f"{self.index_region.path}: {name}: index entry {i} is damaged; the memory is "
+                "quarantined (run check() for details)", file=self.index_region.path,
+                region="index", slot=i)
+        return CorruptionError(f"{self.path}: {name} has a damaged header or strength record "
+                               "(run check() for details)", file=str(self.path), slot=i)
 
     def refresh(self) -> None:
         """Readers: pick up memories and header/strength changes committed since open."""
@@ -611,6 +705,10 @@ class Cortex:
         self.n = first + len(entries)
 
     def rewrite_header(self, tx: Transaction, i: int, header: np.ndarray) -> None:
+        """Rewrite ordinal ``i``'s header in place; a quarantined memory's in-memory header is
+        not trustworthy and is never written back (``CorruptionError``)."""
+        if i in self.quarantined:
+            raise self.quarantine_error(i)
         e = self.cols.index[i]
         t = int(e["type"])
         if t == MemoryType.EPISODIC:

@@ -30,15 +30,23 @@ class IndexMemory:
 
     def read(self, start: int, stop: int) -> np.ndarray:
         """Validated entries of ordinals [start, stop); ``CorruptionError.slot`` = first bad one."""
-        rows = self.region.rows(start, stop).copy()
-        entries = rows.view(INDEX_DTYPE).reshape(-1)
-        bad = np.flatnonzero(~verify_rows(rows) | (entries["graph_slot"] != np.arange(start, stop))
-                             | ~np.isin(entries["type"], [int(t) for t in MemoryType]))
-        if bad.size:
-            slot = int(start + bad[0])
+        entries, bad = self.scan(start, stop)
+        if bad.any():
+            slot = int(start + np.flatnonzero(bad)[0])
             raise CorruptionError(f"{self.region.path}: index entry {slot} is damaged or not at its slot",
                                   file=self.region.path, region="index", slot=slot)
         return entries
+
+    def scan(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """Entries of ordinals [start, stop) and a bool mask of the damaged ones (CRC, not at
+        their own slot, or an unknown type), never raised. A reader re-reads rows that fail
+        their CRC until they verify or stop changing (``Region.read_rows_settled``), so a row
+        copied while a writer wrote it is not taken for damage."""
+        rows, ok = self.region.read_rows_settled(start, stop)
+        entries = rows.view(INDEX_DTYPE).reshape(-1)
+        bad = (~ok | (entries["graph_slot"] != np.arange(start, stop))
+               | ~np.isin(entries["type"], [int(t) for t in MemoryType]))
+        return entries, bad
 
     def encode(self, ids: np.ndarray, types: np.ndarray, offsets: np.ndarray,
                text: list[tuple[int, int]], first: int, partition: int = 0) -> np.ndarray:
@@ -58,9 +66,14 @@ class IndexMemory:
         """Append entries in ``tx`` (the commit writes this region's count last)."""
         return tx.append(self.region, entries.tobytes())
 
-    def adopt(self, entries: np.ndarray) -> None:
-        """Add committed entries to the id map; ``CorruptionError`` on a repeated id."""
-        for tsid, slot in zip(entries["id"].tolist(), entries["graph_slot"].tolist()):
+    def adopt(self, entries: np.ndarray, *, skip: np.ndarray | None = None) -> None:
+        """Add committed entries to the id map; ``CorruptionError`` on a repeated id. Entries
+        where ``skip`` (bool, same length) is True are left out (quarantined ordinals)."""
+        ids, slots = entries["id"].tolist(), entries["graph_slot"].tolist()
+        keep = [True] * len(ids) if skip is None else (~skip).tolist()
+        for tsid, slot, k in zip(ids, slots, keep):
+            if not k:
+                continue
             if tsid in self.id_map:
                 raise CorruptionError(f"{self.region.path}: id appears twice (slot {slot})",
                                       file=self.region.path, region="index", slot=int(slot))

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import CorruptionError
 from ..kernel.crc import crc32c
 from ..kernel.partition import Transaction
 from ..kernel.region import Region
 from .layouts import HEADER_DTYPE
 
 __all__ = ["SlotMemory", "SemanticMemory", "ProceduralMemory", "slot_stride"]
+
+
+_OWNER = 52  # byte offset of the owner TSID in an EncodingHeader (layouts.HEADER_DTYPE)
 
 
 def slot_stride(dim: int) -> int:
@@ -53,7 +57,24 @@ class SlotMemory:
     def read_header(self, slot: int) -> np.void:
         return self.region.read_rows(np.array([slot]))[0][:64].copy().view(HEADER_DTYPE)[0]
 
+    def verify_slot(self, slot: int, owner: int) -> None:
+        """Hydration check of one memory's slot: its CRC (one row read; a reader re-reads a
+        row caught mid-rewrite) and its owner field (header bytes 52..59 = the memory's TSID).
+        ``CorruptionError`` naming the file, region and slot if either fails."""
+        region = self.region
+        raw = b""
+        if 0 <= slot < region.count:  # fast path: one view, one CRC
+            raw = bytes(region.view(region.record_offset(slot), region.spec.stride))
+        if not raw or crc32c(raw[:-4]) != int.from_bytes(raw[-4:], "little"):
+            # outside, damaged or caught mid-rewrite: the region re-reads a torn row, then raises
+            raw = region.read_rows(np.array([slot], dtype=np.int64))[0].tobytes()
+        if int.from_bytes(raw[_OWNER : _OWNER + 8], "little", signed=True) != owner:
+            raise CorruptionError(
+                f"{self.region.path}: slot {slot} of region '{self.region.spec.filename}' belongs "
+                "to another memory", file=self.region.path, region=self.region.spec.filename, slot=slot)
+
     def headers(self, slots: np.ndarray) -> np.ndarray:
+        """Headers of ``slots`` without CRC checks (open-time columns; hydration verifies)."""
         rows = self.region.read_rows(slots, verify=False)
         return rows[:, :64].copy().view(HEADER_DTYPE).reshape(-1)
 

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
+
+from ..errors import StoreFormatError
 
 __all__ = [
     "IOObserver",
@@ -53,6 +56,21 @@ def get_observer() -> IOObserver | None:
     return _observer
 
 
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+def _refuse_special(path: str, mode: int) -> None:
+    """``StoreFormatError`` unless ``mode`` is a regular file's: a FIFO, socket, device node or
+    directory under a store file's name is never opened for reading or writing."""
+    if stat.S_ISREG(mode):
+        return
+    kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a socket" if stat.S_ISSOCK(mode)
+            else "a device node" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file")
+    raise StoreFormatError(f"{path}: not a regular file ({kind}); a store file must be a regular "
+                           "file — move it away and restore the store's file", file=path)
+
+
 class File:
     """A file opened for positioned writes (or read-only), with explicit barriers."""
 
@@ -68,7 +86,23 @@ class File:
         flags |= getattr(os, "O_CLOEXEC", 0)
         if create and not existed and _observer is not None:
             _observer.on_create(self.path)
-        self.fd = os.open(self.path, flags, 0o644)
+        if existed:
+            _refuse_special(self.path, os.stat(self.path).st_mode)  # before any open (a FIFO blocks)
+        try:
+            # O_NONBLOCK: should a FIFO appear between the stat and the open, opening it must
+            # not block; the fstat below then refuses it. Regular files ignore the flag.
+            fd = os.open(self.path, flags | _NONBLOCK, 0o644)
+        except IsADirectoryError:
+            _refuse_special(self.path, stat.S_IFDIR)
+            raise
+        try:
+            _refuse_special(self.path, os.fstat(fd).st_mode)
+            if _NONBLOCK:
+                os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        self.fd = fd
 
     def size(self) -> int:
         return os.fstat(self.fd).st_size

@@ -28,6 +28,10 @@ def _canon(obj: Any) -> bytes:
 
 
 def memory_document(c: Cortex, o: int) -> dict[str, Any]:
+    """The memory as stored; ``CorruptionError`` for a quarantined memory (its in-memory header
+    is a stand-in, never evidence)."""
+    if o in c.quarantined:
+        raise c.quarantine_error(o, encode_tsid(int(c.cols.ids[o])))
     p = c.payload(o)
     h = c.cols.headers[o]
     header = {name: (int(h[name]) if np.issubdtype(h.dtype[name], np.integer) else float(h[name]))
@@ -66,5 +70,11 @@ def export_bundle(c: Cortex, memory_id: str, path: str | os.PathLike[str], *,
     files["provenance.json"] = _canon(records)
     if include_parents:
         for p in sorted(set(parents)):
-            files[f"parents/{encode_tsid(int(c.cols.ids[p]))}.json"] = _canon(memory_document(c, p))
+            pid = encode_tsid(int(c.cols.ids[p]))
+            if p in c.quarantined:  # say so rather than export a stand-in or fail the bundle
+                doc: dict[str, Any] = {"id": pid, "quarantined": True,
+                                       "error": str(c.quarantine_error(p, pid))}
+            else:
+                doc = memory_document(c, p)
+            files[f"parents/{pid}.json"] = _canon(doc)
     return write_bundle(path, files)

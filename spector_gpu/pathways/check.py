@@ -124,7 +124,9 @@ def check_store(c: Cortex) -> CheckReport:
     # episodic log: every record, CRC and owner
     episodes = 0
     pos, end = PREAMBLE_SIZE, PREAMBLE_SIZE + c.episodic.region.count
-    by_offset = {int(e["record_offset"]): int(e["id"]) for e in entries[entries["type"] == MemoryType.EPISODIC]}
+    ep_slots = np.flatnonzero(entries["type"] == MemoryType.EPISODIC)
+    by_offset = {int(entries["record_offset"][k]): int(entries["id"][k]) for k in ep_slots.tolist()}
+    slot_of = {int(entries["record_offset"][k]): k for k in ep_slots.tolist()}
     seen = set()
     while pos < end:
         try:
@@ -140,7 +142,7 @@ def check_store(c: Cortex) -> CheckReport:
                 report.problems.append(Problem(c.episodic.region.path, "episodic", pos, "record belongs to another memory"))
         pos += 96 + int.from_bytes(bytes(c.episodic.region.view(pos + 4, 4)), "little")
     for off in sorted(set(by_offset) - seen):
-        report.problems.append(Problem(c.index_region.path, "index", None,
+        report.problems.append(Problem(c.index_region.path, "index", slot_of[off],
                                        f"episode offset {off} is not a record boundary of the log"))
     report.counts["episodes"] = episodes
     # text pool entries of slot memories

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["minmax", "ranks", "rrf", "cognitive_factor"]
+__all__ = ["minmax", "ranks", "rrf", "cognitive_factor", "COEFFICIENT_MAX"]
 
 
 def minmax(x: np.ndarray) -> np.ndarray:
@@ -53,7 +53,23 @@ def rrf(rank_lists: dict[str, np.ndarray], weights: dict[str, float], k: int) ->
     return np.zeros(0) if total is None else total.astype(np.float32)
 
 
+#: Largest ``beta`` / ``tau`` the arithmetic uses (the config refuses larger ones; a Config
+#: built directly is clipped here) and the largest ``S^0.3`` term: with I/10 and D in [0, 1]
+#: the factor stays below 1e6 · 1e6 · 1e6 ≈ 1e18, finite in float32 — never inf or NaN.
+COEFFICIENT_MAX = 1e6
+_S_TERM_MAX = 1e6
+
+
 def cognitive_factor(importance: np.ndarray, d: np.ndarray, s: np.ndarray, overlap: np.ndarray,
                      beta: float, tau: float) -> np.ndarray:
-    f = (1.0 + beta * importance / 10.0 * d * np.power(np.maximum(s, 0.0), 0.3))
-    return (f * (1.0 + tau * overlap)).astype(np.float32)
+    """MF-001 factor ``(1 + beta·I/10·D·S^0.3)·(1 + tau·overlap)``, float32 (n,).
+
+    Computed so that it cannot overflow: I/10, D and overlap are clipped to [0, 1] (values the
+    write path produces; damaged ones are quarantined before recall), ``S^0.3``, ``beta`` and
+    ``tau`` to at most 1e6."""
+    b = min(max(float(beta), 0.0), COEFFICIENT_MAX)
+    t = min(max(float(tau), 0.0), COEFFICIENT_MAX)
+    imp = np.clip(np.asarray(importance, dtype=np.float64), 0.0, 10.0)
+    s_term = np.minimum(np.power(np.clip(np.asarray(s, dtype=np.float64), 0.0, None), 0.3), _S_TERM_MAX)
+    f = 1.0 + b * imp / 10.0 * np.clip(d, 0.0, 1.0) * s_term  # the unclipped formula's order
+    return (f * (1.0 + t * np.clip(overlap, 0.0, 1.0))).astype(np.float32)

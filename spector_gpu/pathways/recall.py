@@ -28,7 +28,7 @@ from ..kernel.tsid import encode_tsid, encode_tsids
 from ..provenance.record import RecordProvenance
 from ..types import (CognitiveResult, Explanation, MemoryType, RecallBatch, RecallOptions,
                      RelayExplanation, Role, Source)
-from .fusion import cognitive_factor, minmax, ranks, rrf
+from .fusion import COEFFICIENT_MAX, cognitive_factor, minmax, ranks, rrf
 from .gates import active_gates, gate_key, gate_mask
 
 __all__ = ["RecallPathway"]
@@ -129,7 +129,8 @@ class RecallPathway:
              "association": r.association_weight, "salience": r.salience_weight}
         if opts.weights:
             w.update({name: float(v) for name, v in opts.weights.items()})
-        return {name: (w[name] if name in opts.relays else 0.0) for name in w}
+        # weights are relative; clipping keeps sums of weighted [0, 1] scores finite
+        return {name: (min(w[name], COEFFICIENT_MAX) if name in opts.relays else 0.0) for name in w}
 
     def _score(self, queries: list[str], opts: RecallOptions) -> list[_Scored]:
         c = self.cortex
@@ -294,15 +295,16 @@ class RecallPathway:
                                           np.zeros(len(pool)), cfg.cognitive_beta, 0.0)
                 partial = relevance * base_f
                 overlap = np.zeros(len(pool))
-                if cfg.tag_tau > 0 and qtokens:
+                tau = min(max(cfg.tag_tau, 0.0), COEFFICIENT_MAX)  # as cognitive_factor clips it
+                if tau > 0 and qtokens:
                     # only members that the tag bonus could lift into the top k need the check
                     kth = np.partition(partial, len(partial) - min(opts.k, len(partial)))[
                         len(partial) - min(opts.k, len(partial))]
                     cues = c.cues.cue_tokens
-                    for j in np.flatnonzero(partial * (1.0 + cfg.tag_tau) >= kth).tolist():
+                    for j in np.flatnonzero(partial * (1.0 + tau) >= kth).tolist():
                         if cues[int(pool[j])] & qtokens:
                             overlap[j] = 1.0
-                factor = (base_f * (1.0 + cfg.tag_tau * overlap)).astype(np.float32)
+                factor = (base_f * (1.0 + tau * overlap)).astype(np.float32)
                 fused = relevance * factor
         order = np.lexsort((pool, -fused))[: opts.k]
         ordinals = pool[order]

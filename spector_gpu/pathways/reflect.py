@@ -97,12 +97,17 @@ class BackfillReport:
     unknown: int = 0
     filled: dict[str, int] = field(default_factory=dict)
     left_unknown: int = 0
+    #: ids of quarantined memories (damaged header, strength or index entry) never touched:
+    #: their in-memory header stands in for damaged bytes and is not written back
+    skipped_quarantined: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         verb = "filled" if self.executed else "would fill"
         parts = ", ".join(f"{k}={v}" for k, v in sorted(self.filled.items())) or "nothing"
+        skipped = (f", skipped {len(self.skipped_quarantined)} quarantined (run check())"
+                   if self.skipped_quarantined else "")
         return (f"backfill ({'execute' if self.executed else 'dry run'}): examined {self.examined}, "
-                f"unknown {self.unknown}, {verb} {parts}, left unknown {self.left_unknown}")
+                f"unknown {self.unknown}, {verb} {parts}, left unknown {self.left_unknown}{skipped}")
 
 
 class ReflectPathway:
@@ -289,7 +294,9 @@ class ReflectPathway:
 
     def _mark(self, turn_ords: list[int]) -> None:
         c = self.cortex
-        todo = [o for o in turn_ords if not int(c.cols.headers["flags"][o]) & FLAG_CONSOLIDATED]
+        # a quarantined turn's header in memory is not the disk's: never written back
+        todo = [o for o in turn_ords
+                if not int(c.cols.headers["flags"][o]) & FLAG_CONSOLIDATED and o not in c.quarantined]
         if not todo:
             return
         tx = c.transaction()
@@ -342,13 +349,19 @@ class ReflectPathway:
     def backfill_provenance(self, *, execute: bool = False) -> BackfillReport:
         """Fill UNKNOWN record provenance only from evidence (seed 003): episodes are raw
         captures → ``verbatim``; facts with source DISTILLED and a live lineage record →
-        ``extracted``. Never overwrites a known value and never assigns ``user_authored``."""
+        ``extracted``. Never overwrites a known value and never assigns ``user_authored``.
+        Quarantined memories are skipped and listed (``skipped_quarantined``): their header
+        in memory is not what the disk holds, so it is never written back."""
         c = self.cortex
         if execute:
             c.part.check_writable()
         report = BackfillReport(executed=execute, examined=c.n)
         h = c.cols.headers[: c.n]
-        unknown = np.flatnonzero(h["provenance"] == int(RecordProvenance.UNKNOWN))
+        skip = np.zeros(c.n, dtype=bool)
+        skip[[o for o in c.quarantined if o < c.n]] = True
+        report.skipped_quarantined = [encode_tsid(int(c.cols.ids[o])) if c.cols.ids[o] > 0
+                                      else f"(index entry {o})" for o in np.flatnonzero(skip).tolist()]
+        unknown = np.flatnonzero((h["provenance"] == int(RecordProvenance.UNKNOWN)) & ~skip)
         report.unknown = int(unknown.size)
         live = set(c.provenance.rows()["target_tsid"][c.provenance.rows()["flags"] == PROV_LIVE].tolist())
         plan: dict[int, RecordProvenance] = {}
