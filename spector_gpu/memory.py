@@ -86,6 +86,7 @@ class SpectorMemory:
     """
 
     def __init__(self, cortex: Cortex, *, signer: Ed25519Signer | None, public_key: bytes | None) -> None:
+        self._public_key = public_key
         self._cortex = cortex
         self._lock = threading.RLock()
         self._refs = 1
@@ -121,17 +122,19 @@ class SpectorMemory:
         cfg = _resolve_config(config, path)
         if isinstance(embedder, str):  # a spec: remember it, so a plain reopen finds it again
             cfg = cfg.replace({"embedder": {"name": embedder}})
-        emb = make_embedder(embedder if embedder is not None else cfg.embedder.name)
         dev = resolve_device(device if device is not None else cfg.dense.device)
+        signer = Ed25519Signer(signing_key) if signing_key is not None else None
         key = (os.path.realpath(os.fspath(path)), bool(read_only))
         with _OPEN_LOCK:
             for k in (key, (key[0], False)):
                 handle = _OPEN.get(k)
                 if handle is not None and handle._usable():
+                    handle._check_same_settings(cfg, config is not None, embedder,
+                                                dev if device is not None else None, signer)
                     handle._refs += 1
                     return handle
+            emb = make_embedder(embedder if embedder is not None else cfg.embedder.name)
             cortex = Cortex.open(path, cfg, emb, device=dev, read_only=read_only)
-            signer = Ed25519Signer(signing_key) if signing_key is not None else None
             try:
                 if not read_only:
                     cfg.save(path)
@@ -141,6 +144,28 @@ class SpectorMemory:
                 raise
             _OPEN[key] = mem
             return mem
+
+    def _check_same_settings(self, cfg: Config, config_given: bool, embedder: Any, device: Any,
+                             signer: Ed25519Signer | None) -> None:
+        """A second ``open`` of a store already open in this process shares its handle: refuse
+        explicitly given settings that differ from the handle's, instead of ignoring them."""
+        differs = []
+        if config_given and cfg != self.config:
+            differs.append("config")
+        if isinstance(embedder, str) and cfg.embedder != self.config.embedder:
+            differs.append("embedder")
+        elif embedder is not None and not isinstance(embedder, str) and \
+                getattr(embedder, "name", None) != getattr(self.embedder, "name", None):
+            differs.append("embedder")
+        if device is not None and device != self.device:
+            differs.append("device")
+        if signer is not None and signer.public_key_bytes != self._public_key:
+            differs.append("signing key")
+        if differs:
+            raise ValidationError(
+                f"{self.path}: the store is already open in this process with a different "
+                f"{', '.join(differs)}; opening it again shares that handle — close it first, or "
+                "open it with the same settings (or none)")
 
     def _usable(self) -> bool:
         return not self._cortex.part.closed and self._cortex.part._pid == os.getpid()

@@ -83,6 +83,23 @@ def test_same_store_opened_twice_shares_one_handle(tmp_path: Path) -> None:
         b.count()
 
 
+def test_reopen_with_different_settings_is_refused_not_ignored(tmp_path: Path) -> None:
+    a = SpectorMemory.open(tmp_path / "s", config=FAST, device="cpu")
+    try:
+        for kwargs in ({"config": {"store": {"durability": "fsync"}}}, {"embedder": "minilm"}):
+            with pytest.raises(ValidationError, match="already open in this process with a different"):
+                SpectorMemory.open(tmp_path / "s", **kwargs)
+        assert a.count() == 0  # the refused opens took no reference and changed nothing
+        for kwargs in ({}, {"config": FAST}, {"device": "cpu"}, {"embedder": "hashing"}):
+            b = SpectorMemory.open(tmp_path / "s", **kwargs)
+            assert b is a
+            b.close()
+    finally:
+        a.close()
+    with pytest.raises(StoreClosedError):
+        a.count()
+
+
 def test_forked_child_cannot_use_the_handle(mem: SpectorMemory) -> None:
     mid = mem.remember("before the fork")
     pid = os.fork()
