@@ -69,6 +69,7 @@ def bench_e2e(memories: int, batch: int) -> None:
         t = time.perf_counter()
         mem.recall_batch(queries, opts)
         batch_qps = len(queries) / (time.perf_counter() - t)
+        device = str(mem.device)
         vectors = mem.embedder.embed([it["text"] for it in items])
         qvec = mem.embedder.embed(queries)
     # the hand-rolled alternative: bm25s + numpy dot + min-max fusion, same texts and vectors
@@ -94,7 +95,7 @@ def bench_e2e(memories: int, batch: int) -> None:
         fused = mm(np.asarray(lex, dtype=np.float64)) + 0.3 * mm(dense.astype(np.float64))
         np.argpartition(-fused, 10)[:10]
         alt.append(time.perf_counter() - t)
-    print(f"end-to-end, {memories:,} memories, CPU, default options (all relays):")
+    print(f"end-to-end, {memories:,} memories, dense relay on {device}, default options (all relays):")
     print(f"  remember_batch: {rate:,.0f} memories/s (batches of {batch}; target >= 20,000)")
     print(f"  recall p50 {_pct(lat, 50):.2f} ms, p95 {_pct(lat, 95):.2f} ms (targets 5 / 15 ms); "
           f"recall_batch {batch_qps:,.0f} q/s")
