@@ -3,25 +3,24 @@
 The facade owns its lifetime; pathways share it. Memory ordinal ``i`` (insertion order) is the
 memory's row in the index region, the strength region, the vector slab, the BM25 index and the
 association links; ``Location`` says which typed store holds its header and payload.
+
+This module opens, loads, refreshes, reads, commits and adopts; its mixins hold the damage
+handling (:mod:`.quarantine`) and the derived indexes and their snapshot
+(:mod:`.derived_state`). The in-memory columns are :mod:`.columns`, the audit log
+:mod:`.event_log`, the ``store.json`` identity :mod:`.identity`.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import stat
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..config import Config
-from ..errors import (CorruptionError, EmbedderMismatchError, SpectorError, StoreError, StoreFailedError,
-                      StoreFormatError)
-from ..kernel.crc import crc32c, verify_rows
+from ..errors import CorruptionError, SpectorError, StoreError, StoreFailedError
 from ..kernel.io import atomic_write
 from ..kernel.partition import Partition, Transaction, open_failure
 from ..kernel.preamble import PREAMBLE_SIZE, SHAPE_APPEND, SHAPE_RECORD, RegionId
@@ -29,23 +28,23 @@ from ..kernel.region import RegionSpec
 from ..types import Location, MemoryType
 from .analyzer import Analyzer
 from .bm25 import BM25Index
+from .columns import Columns
 from .derived import Cues, Links
+from .derived_state import DerivedStateMixin
 from .episodic import EpisodicMemory
+from .event_log import EventLog
+from .identity import STORE_FORMAT, identity_json, verify_identity
 from .index import IndexMemory
-from .layouts import FLAG_TOMBSTONE, HEADER_DTYPE, INDEX_DTYPE, seal, vector_dtype
-from .payload import Payload, attributed, decode_payload, decode_text
+from .layouts import HEADER_DTYPE, seal, vector_dtype
+from .payload import Payload, decode_payload, decode_text
 from .provenance_store import ProvenanceMemory
 from .slots import ProceduralMemory, SemanticMemory, slot_stride
-from .snapshot import read_snapshot, write_snapshot
 from .strength import StrengthMemory
 from .textpool import TextPool
 
-__all__ = ["Cortex", "region_specs", "EventLog", "STORE_FORMAT"]
+__all__ = ["STORE_FORMAT", "Cortex", "EventLog", "region_specs"]
 
 log = logging.getLogger(__name__)
-STORE_FORMAT = 1
-_SNAPSHOT = "derived.snap"
-_DAMAGED_TYPE = MemoryType.WORKING  # a quarantined index entry's placeholder type (never durable)
 
 
 def region_specs(dim: int, provenance_capacity: int) -> list[RegionSpec]:
@@ -64,74 +63,7 @@ def region_specs(dim: int, provenance_capacity: int) -> list[RegionSpec]:
     ]
 
 
-def _regular_or_refuse(path: Path) -> None:
-    """``StoreFormatError`` if ``path`` is not a regular file (a FIFO, device or directory)."""
-    if not stat.S_ISREG(os.stat(path).st_mode):
-        raise StoreFormatError(f"{path}: not a regular file; move it away (a store file must be a "
-                               "regular file)", file=str(path))
-
-
-def _created_ms(ids: np.ndarray) -> np.ndarray:
-    """Creation time encoded in each TSID (epoch ms)."""
-    from ..kernel.tsid import TSID_EPOCH_MS
-
-    return (ids.astype(np.int64) >> 22) + TSID_EPOCH_MS
-
-
-class EventLog:
-    """CRC-framed records in the events region, appended inside the current transaction.
-
-    Frame: ``length u32 · crc32c u32 · data`` padded to 8 bytes. Implements the
-    ``provenance.chain.RecordLog`` protocol.
-    """
-
-    def __init__(self, cortex: "Cortex") -> None:
-        self._c = cortex
-        self.pending: list[bytes] = []
-
-    def append(self, data: bytes) -> None:
-        self.pending.append(data)
-
-    def frames(self) -> bytes:
-        out = []
-        for data in self.pending:
-            pad = (-(len(data) + 8)) % 8
-            out.append(len(data).to_bytes(4, "little") + crc32c(data).to_bytes(4, "little") + data
-                       + b"\0" * pad)
-        self.pending.clear()
-        return b"".join(out)
-
-    def records(self):  # type: ignore[no-untyped-def]
-        region = self._c.part.region("events.log")
-        pos, end = PREAMBLE_SIZE, PREAMBLE_SIZE + region.count
-        while pos + 8 <= end:
-            head = bytes(region.view(pos, 8))
-            n = int.from_bytes(head[:4], "little")
-            if pos + 8 + n > end:
-                raise CorruptionError(f"{region.path}: event frame at {pos} overruns the log",
-                                      file=region.path, region="events", slot=pos)
-            data = bytes(region.view(pos + 8, n))
-            if crc32c(data) != int.from_bytes(head[4:], "little"):
-                raise CorruptionError(f"{region.path}: CRC mismatch in event frame at {pos}",
-                                      file=region.path, region="events", slot=pos)
-            yield data
-            pos += 8 + n + ((-(n + 8)) % 8)
-
-
-@dataclass
-class Columns:
-    """In-memory copies of what gates read, one row per ordinal (kept in step with writes)."""
-
-    ids: np.ndarray
-    index: np.ndarray  # INDEX_DTYPE
-    headers: np.ndarray  # HEADER_DTYPE
-    created_ms: np.ndarray
-    d_event: np.ndarray
-    last_event_ms: np.ndarray
-    storage: np.ndarray
-
-
-class Cortex:
+class Cortex(DerivedStateMixin):
     """Opens, reads and writes every region of a store directory."""
 
     def __init__(self, path: Path, config: Config, embedder: Any, analyzer: Analyzer,
@@ -159,9 +91,7 @@ class Cortex:
         self.n = 0
         self.version = 0  # bumped by every commit and refresh: invalidates recall caches
         self.id_map = self.index.id_map  # the IndexMemory's map (one dict, shared)
-        self.cols = Columns(*(np.zeros(0, dt) for dt in
-                              (np.int64, INDEX_DTYPE, HEADER_DTYPE, np.int64, np.float32, np.int64,
-                               np.float32)))
+        self.cols = Columns.empty()
         self.cues = Cues()
         self.links = Links()
         lex = config.lexical
@@ -181,7 +111,7 @@ class Cortex:
     # ---- opening -------------------------------------------------------------------
     @classmethod
     def open(cls, path: str | os.PathLike[str], config: Config, embedder: Any, *,
-             device: Any, read_only: bool) -> "Cortex":
+             device: Any, read_only: bool) -> Cortex:
         """Open every region of the store at ``path``; any ``OSError`` met on the way (a name
         too long, a permission, a full disk) is the library error that names the fix."""
         try:
@@ -193,33 +123,12 @@ class Cortex:
 
     @classmethod
     def _open(cls, path: Path, config: Config, embedder: Any, *, device: Any,
-              read_only: bool) -> "Cortex":
+              read_only: bool) -> Cortex:
         meta_path = path / "store.json"
         analyzer = Analyzer(stopwords=config.lexical.stopwords,
                             stemming="english" if config.lexical.stemming else None)
-        identity = {"format": STORE_FORMAT, "embedder": embedder.name, "dim": int(embedder.dim),
-                    "analyzer": analyzer.name}
         if meta_path.exists():
-            _regular_or_refuse(meta_path)  # reading a FIFO would block forever
-            try:
-                stored = json.loads(meta_path.read_text(encoding="utf-8"))
-            except (ValueError, UnicodeDecodeError):
-                raise CorruptionError(f"{meta_path}: store identity file is not valid JSON",
-                                      file=str(meta_path)) from None
-            if not isinstance(stored, dict):
-                raise CorruptionError(f"{meta_path}: store identity file is not a JSON object",
-                                      file=str(meta_path))
-            if stored.get("format") != STORE_FORMAT:
-                raise StoreError(f"{meta_path}: store format {stored.get('format')} is not supported")
-            if stored.get("embedder") != embedder.name or stored.get("dim") != int(embedder.dim):
-                raise EmbedderMismatchError(
-                    f"{path}: store was written with embedder {stored.get('embedder')!r} "
-                    f"(dim {stored.get('dim')}), not {embedder.name!r} (dim {embedder.dim}); open it "
-                    "with the same embedder (embedder= or [embedder] name)")
-            if stored.get("analyzer") != analyzer.name:
-                raise EmbedderMismatchError(
-                    f"{path}: store was indexed with analyzer {stored.get('analyzer')!r}, not "
-                    f"{analyzer.name!r}; use the same [lexical] stopwords/stemming settings")
+            verify_identity(meta_path, embedder, analyzer)
         elif read_only:
             raise StoreError(f"{path}: no spector_gpu store here (open it writable to create one)")
         specs = region_specs(int(embedder.dim), config.store.provenance_capacity)
@@ -228,7 +137,7 @@ class Cortex:
                               checkpoint_bytes=config.store.checkpoint_mb << 20)
         try:
             if not meta_path.exists():
-                atomic_write(meta_path, json.dumps(identity, indent=2, sort_keys=True).encode())
+                atomic_write(meta_path, identity_json(embedder, analyzer))
             cortex = cls(path, config, embedder, analyzer, part, device, read_only)
             cortex._load()
         except BaseException:
@@ -264,25 +173,6 @@ class Cortex:
             n = good
         self._load_derived(n)
 
-    def report_corruption(self, exc: CorruptionError, *, structural: bool = False) -> None:
-        """Record damage found while opening (or raise it under ``store.strict``)."""
-        if self.config.store.strict:
-            raise exc
-        log.warning("%s: %s", self.path, exc)
-        self.recovery.setdefault("corruption", []).append(str(exc))
-        if structural and not self.read_only and self.part.failed is None:
-            self.part.failed = exc  # point-in-time view: refuse writes on top of it
-
-    def _check_tail(self, n: int) -> None:
-        """Validate only what open must: the episodes the last index entries point at (a
-        damaged entry itself is quarantined by :meth:`_ingest_primary`)."""
-        if not n:
-            return
-        entries, bad = self.index.scan(max(0, n - 8), n)
-        for e in entries[~bad]:
-            if int(e["type"]) == MemoryType.EPISODIC:
-                self.episodic.verify(int(e["record_offset"]))
-
     def _ingest_primary(self, start: int, stop: int) -> None:
         """Append index entries, headers and strength columns of ordinals [start, stop).
 
@@ -303,8 +193,18 @@ class Cortex:
         unnamed = np.zeros(stop - start, dtype=bool)
         if bad.any():
             unnamed = self._seal_off(entries, bad, srows, sok, start)
+        vec = self.vectors.rows(start, stop).copy().view(self.vdtype).reshape(-1)
+        self.cols.extend(self.n, entries, self._headers(entries), srows)
+        self.index.adopt(entries, skip=unnamed)
+        self.dense.add(vec["q"], vec["scale"])
+        self.n = stop
+        self._quarantine(np.arange(start, stop))
+
+    def _headers(self, entries: np.ndarray) -> np.ndarray:
+        """HEADER_DTYPE (m,): the headers of index entries (INDEX_DTYPE (m,)), each read from the
+        store its type names; zeros for a quarantined entry (type WORKING)."""
         types = entries["type"]
-        headers = np.zeros(stop - start, dtype=HEADER_DTYPE)
+        headers = np.zeros(len(entries), dtype=HEADER_DTYPE)
         ep = types == MemoryType.EPISODIC
         if ep.any():
             headers[ep] = self.episodic.headers_at(entries["record_offset"][ep])
@@ -312,256 +212,13 @@ class Cortex:
             m = types == t
             if m.any():
                 headers[m] = store.headers(entries["record_offset"][m])
-        c = self.cols
-        vec = self.vectors.rows(start, stop).copy().view(self.vdtype).reshape(-1)
-        c.ids = np.concatenate([c.ids[: self.n], entries["id"]])
-        c.index = np.concatenate([c.index[: self.n], entries])
-        c.headers = np.concatenate([c.headers[: self.n], headers])
-        c.created_ms = np.concatenate([c.created_ms[: self.n], _created_ms(entries["id"])])
-        c.d_event = np.concatenate([c.d_event[: self.n], srows["retrieval_strength"]])
-        c.last_event_ms = np.concatenate([c.last_event_ms[: self.n], srows["last_recall_ms"]])
-        c.storage = np.concatenate([c.storage[: self.n], srows["storage_strength"]])
-        self.index.adopt(entries, skip=unnamed)
-        self.dense.add(vec["q"], vec["scale"])
-        self.n = stop
-        self._quarantine(np.arange(start, stop))
-
-    def _repeated_ids(self, ids: np.ndarray, bad: np.ndarray) -> None:
-        """Mark (in ``bad``) entries repeating the id of an earlier good entry or of a memory
-        already loaded: sealed that way, the later entry is the damage."""
-        good = np.flatnonzero(~bad)
-        g = ids[good]
-        order = np.argsort(g, kind="stable")
-        repeat = np.zeros(len(g), dtype=bool)
-        repeat[order[1:]] = g[order[1:]] == g[order[:-1]]
-        bad[good[repeat]] = True
-        if self.id_map:
-            for k in np.flatnonzero(~bad).tolist():
-                if int(ids[k]) in self.id_map:
-                    bad[k] = True
-
-    def _seal_off(self, entries: np.ndarray, bad: np.ndarray, srows: np.ndarray, sok: np.ndarray,
-                  start: int) -> np.ndarray:
-        """Quarantine the damaged index entries ``entries[bad]`` (in place): each becomes a
-        placeholder that joins no typed store (type WORKING, which no durable entry has; no
-        location), is left out of recall and raises when read. Its id is taken only from
-        evidence that survives the damage, the owner field of its CRC-valid strength row (then
-        ``get(id)`` raises ``CorruptionError`` naming it); otherwise it has no id and is simply
-        not found. Returns the mask of entries left without an id."""
-        unnamed = np.zeros(len(entries), dtype=bool)
-        named = set(self.id_map) | {int(t) for t in entries["id"][~bad].tolist()}
-        for k in np.flatnonzero(bad).tolist():
-            owner = int(srows["owner"][k]) if sok[k] else 0
-            ok = owner > 0 and owner not in named
-            named.add(owner)
-            entries["id"][k] = owner if ok else 0
-            unnamed[k] = not ok
-            entries["type"][k] = int(_DAMAGED_TYPE)
-            entries["record_offset"][k] = -1
-            entries["text_offset"][k] = -1
-            entries["text_length"][k] = 0
-            entries["graph_slot"][k] = start + k
-        ords = (start + np.flatnonzero(bad)).tolist()
-        self.damaged_entries.update(ords)
-        self.quarantined.update(ords)
-        self.report_corruption(CorruptionError(
-            f"{self.index_region.path}: {len(ords)} index entries are damaged (CRC, slot, type or "
-            f"location; first: entry {ords[0]}); their memories are quarantined: left out of recall, "
-            "they raise when read", file=self.index_region.path, region="index", slot=ords[0]))
-        return unnamed
-
-    def _quarantine(self, ordinals: np.ndarray) -> None:
-        """Keep damaged values out of recall arithmetic. Headers and strength rows are loaded
-        without reading whole records; a value the write path never produces (NaN, inf,
-        importance outside [0.05, 10], D outside [0, 1], S outside [0, max_storage]) is damage:
-        the memory is left out of recall (tombstone gate, in memory only), ``get`` raises for
-        it, and the damage is reported (``check()`` names the record)."""
-        c = self.cols
-        imp, d, s = c.headers["importance"][ordinals], c.d_event[ordinals], c.storage[ordinals]
-        with np.errstate(invalid="ignore"):
-            ok = (np.isfinite(imp) & (imp >= 0.05) & (imp <= 10.0) & np.isfinite(d) & (d >= 0.0)
-                  & (d <= 1.0) & np.isfinite(s) & (s >= 0.0) & (s <= self.config.strength.max_storage))
-        if self.quarantined:  # a reader's refresh re-reads headers: keep earlier findings
-            ok &= ~np.isin(ordinals, np.fromiter(self.quarantined, np.int64, len(self.quarantined)))
-        bad = ordinals[~ok]
-        if not bad.size:
-            return
-        c.headers["flags"][bad] |= FLAG_TOMBSTONE
-        c.headers["importance"][bad] = 1.0
-        c.d_event[bad] = 0.0
-        c.storage[bad] = 1.0
-        new = sorted(set(bad.tolist()) - self.quarantined)
-        if new:
-            self.quarantined.update(new)
-            self.report_corruption(CorruptionError(
-                f"{self.path}: {len(new)} memories hold damaged header or strength values (first: "
-                f"ordinal {new[0]}); they are left out of recall and raise when read",
-                file=str(self.path), slot=new[0]))
+        return headers
 
     @property
     def strength_dtype(self) -> np.dtype:
         from .layouts import STRENGTH_DTYPE
 
         return STRENGTH_DTYPE
-
-    # ---- derived state ---------------------------------------------------------------
-    def _load_derived(self, n: int) -> None:
-        snap = self.path / _SNAPSHOT
-        covered = 0
-        if snap.exists():
-            try:
-                _regular_or_refuse(snap)  # a FIFO would block the read: rebuild instead
-                meta, arrays = read_snapshot(snap)
-                covered = int(meta.get("covered", -1))
-                if meta.get("analyzer") != self.analyzer.name or not 0 <= covered <= n:
-                    raise CorruptionError(f"{snap}: snapshot does not match this store", file=str(snap))
-                bm = {k[5:]: v for k, v in arrays.items() if k.startswith("bm25.")}
-                cue = {k[4:]: v for k, v in arrays.items() if k.startswith("cue.")}
-                bm25 = BM25Index.from_state(bm, analyzer=self.analyzer.name)
-                lex = self.config.lexical
-                if (bm25.k1, bm25.b, bm25.method) != (lex.k1, lex.b, lex.method):
-                    raise CorruptionError(f"{snap}: BM25 parameters differ from [lexical]; rebuilding",
-                                          file=str(snap))
-                if len(bm25) != covered:
-                    raise CorruptionError(f"{snap}: BM25 covers {len(bm25)} docs, not {covered}", file=str(snap))
-                cues = Cues.from_state(cue, covered, str(snap))
-                self.bm25, self.cues = bm25, cues
-                self._rebuild_links(0, covered)
-            except (CorruptionError, KeyError, ValueError) as exc:
-                log.warning("%s: derived snapshot unusable (%s); rebuilding", self.path, exc)
-                covered = 0
-                lex = self.config.lexical
-                self.bm25 = BM25Index(k1=lex.k1, b=lex.b, method=lex.method,  # type: ignore[arg-type]
-                                      analyzer=self.analyzer.name)
-                self.cues = Cues()
-                self.links = Links()
-        self.recovery["snapshot_covered"] = covered
-        self.recovery["replayed_memories"] = n - covered
-        self._snap_n = covered
-        self._derive(covered, n)
-        self.link_lineage()
-
-    def _derive(self, start: int, stop: int) -> None:
-        """Rebuild cues, links and BM25 for ordinals [start, stop) from their payloads."""
-        if stop <= start:
-            return
-        texts: list[str] = []
-        step = 4096
-        for lo in range(start, stop, step):
-            hi = min(stop, lo + step)
-            payloads = [self._payload_or_blank(i) for i in range(lo, hi)]
-            for i, p in zip(range(lo, hi), payloads):
-                self._append_cues(i, p)
-            texts = [self.index_text(p) for p in payloads]
-            self.bm25.add(self.analyzer.tokens_batch(texts))
-        self._rebuild_links(start, stop)
-
-    def _payload_or_blank(self, i: int) -> Payload:
-        """A memory's payload for index building; a damaged one is reported and left blank."""
-        if i in self.damaged_entries:  # reported when its entry was read
-            return Payload(text="")
-        try:
-            return self.payload(i, verify_slot=False)
-        except CorruptionError as exc:
-            self.report_corruption(exc)
-            return Payload(text="")
-
-    def _rebuild_links(self, start: int, stop: int) -> None:
-        if start == 0:
-            self.links = Links()
-            self._lineage_linked = set()
-        tw = self.config.association.tag_weight
-        for i in range(start, stop):
-            t = int(MemoryType(int(self.cols.index["type"][i])))
-            session = int(self.cues.session[i]) if t == MemoryType.EPISODIC else None
-            self.links.append(session, self.cues.tags[i], tw)
-
-    def link_lineage(self) -> None:
-        """Add lineage edges fact <-> parent turns for every LIVE provenance record not yet linked.
-
-        The parents are the record's turn range (what ``explain`` reports), so the edges are a
-        function of the persisted regions alone: a writer after consolidation, a reopened store
-        and a refreshed reader hold the same graph.
-        """
-        from .layouts import PROV_LIVE
-
-        rows = self.provenance.rows(verify=False)
-        lw = self.config.association.lineage_weight
-        for r in rows[rows["flags"] == PROV_LIVE]:
-            target = int(r["target_tsid"])
-            fact = self.id_map.get(target)
-            if fact is None or target in self._lineage_linked:
-                continue
-            for parent in self.session_turns(int(r["session_id"]), int(r["first_seq"]), int(r["last_seq"])):
-                self.links.link(fact, parent, lw)
-            self._lineage_linked.add(target)
-
-    def session_cursor(self, session: int, *, after_seq: int = -1):  # type: ignore[no-untyped-def]
-        """Iterate a session's episodes in sequence order (``EpisodeRecord``), after ``after_seq``."""
-        big = int(np.iinfo(np.int32).max)
-        ords = self.session_turns(session, after_seq + 1, big)
-        ords.sort(key=lambda o: int(self.cues.sequence[o]))
-        return self.episodic.cursor([int(self.cols.index["record_offset"][o]) for o in ords])
-
-    def session_turns(self, session: int, first_seq: int, last_seq: int) -> list[int]:
-        """Ordinals of the episodes of ``session`` with sequence in [first_seq, last_seq]."""
-        c = self.cues
-        m = (c.session[: c.n] == session) & (c.sequence[: c.n] >= first_seq) & (c.sequence[: c.n] <= last_seq)
-        m &= self.cols.index["type"][: c.n] == MemoryType.EPISODIC
-        return np.flatnonzero(m).tolist()
-
-    def _append_cues(self, i: int, p: Payload) -> None:
-        t = int(self.cols.index["type"][i])
-        seq = -1
-        if t == MemoryType.EPISODIC:
-            seq = int(self.episodic.prefixes_at(np.array([self.cols.index["record_offset"][i]]))["sequence"][0])
-            if seq >= 1 << 31:  # read without the record's CRC: a damaged prefix (reported when read)
-                seq = -1
-        self.cues.append(p.session_id, seq, bool(p.citations), p.speaker, p.tags, p.external_id,
-                         p.source_uri, self.cue_tokens(p))
-
-    def cue_tokens(self, p: Payload) -> frozenset[str]:
-        """Analysed tokens of a memory's cues: its speaker's first name and its tags."""
-        key = (p.speaker, p.tags)
-        cached = self._cue_cache.get(key)
-        if cached is None:
-            words = [p.speaker.split()[0]] if p.speaker.strip() else []
-            words.extend(p.tags)
-            cached = frozenset(self.analyzer.tokens(" ".join(words))) if words else frozenset()
-            if len(self._cue_cache) > 65536:
-                self._cue_cache.clear()
-            self._cue_cache[key] = cached
-        return cached
-
-    @staticmethod
-    def index_text(p: Payload) -> str:
-        """What the lexical relay indexes: speaker, text, tags, skill name and steps."""
-        parts = [attributed(p.speaker, p.text)]
-        if p.skill_name:
-            parts.append(p.skill_name)
-        parts.extend(p.steps)
-        parts.extend(p.tags)
-        return " ".join(parts)
-
-    def save_snapshot(self) -> None:
-        """Write the derived-index snapshot. An I/O error fails the handle like a failed
-        commit (``StoreFailedError``; no write after it touches the disk): the memories stay
-        safe in the regions and a reopen rebuilds what the snapshot would have held."""
-        if self.read_only or self.part.failed is not None or self.n == self._snap_n:
-            return
-        arrays = {f"bm25.{k}": v for k, v in self.bm25.state().items()}
-        arrays.update({f"cue.{k}": v for k, v in self.cues.state().items()})
-        try:
-            write_snapshot(self.path / _SNAPSHOT, arrays,
-                           {"covered": self.n, "analyzer": self.analyzer.name, "ts": int(time.time() * 1000)},
-                           durable=self.config.store.durability != "none")
-        except OSError as exc:
-            self.part.failed = exc
-            raise StoreFailedError(
-                f"{self.path / _SNAPSHOT}: could not write the derived-index snapshot ({exc}); the "
-                "store is now read-only — free space or check the device, then close and reopen it "
-                "(every committed memory is kept; the indexes are rebuilt on open)") from exc
-        self._snap_n = self.n
 
     # ---- reading ---------------------------------------------------------------------
     def location(self, i: int) -> Location:
@@ -589,25 +246,6 @@ class Cortex:
         self._verify_slot(i, True)
         return decode_text(self.text.read(int(e["text_offset"]), int(e["text_length"]), int(e["id"])))
 
-    def _verify_slot(self, i: int, verify: bool) -> None:
-        if i in self.damaged_entries:
-            raise self.quarantine_error(i)
-        if verify:
-            e = self.cols.index[i]
-            store = self.semantic if int(e["type"]) == MemoryType.SEMANTIC else self.procedural
-            store.verify_slot(int(e["record_offset"]), int(e["id"]))
-
-    def quarantine_error(self, i: int, memory_id: str | None = None) -> CorruptionError:
-        """The error a read of quarantined ordinal ``i`` raises, naming what is damaged."""
-        name = f"memory {memory_id}" if memory_id else f"memory ordinal {i}"
-        if i in self.damaged_entries:
-            return CorruptionError(
-                f"{self.index_region.path}: {name}: index entry {i} is damaged; the memory is "
-                "quarantined (run check() for details)", file=self.index_region.path,
-                region="index", slot=i)
-        return CorruptionError(f"{self.path}: {name} has a damaged header or strength record "
-                               "(run check() for details)", file=str(self.path), slot=i)
-
     def refresh(self) -> None:
         """Readers: pick up memories and header/strength changes committed since open."""
         self.part.refresh()
@@ -626,17 +264,7 @@ class Cortex:
         """Re-read headers and strength columns of existing ordinals (after in-place updates)."""
         if not len(ordinals):
             return
-        e = self.cols.index[ordinals]
-        headers = np.zeros(len(ordinals), dtype=HEADER_DTYPE)
-        types = e["type"]
-        ep = types == MemoryType.EPISODIC
-        if ep.any():
-            headers[ep] = self.episodic.headers_at(e["record_offset"][ep])
-        for t, store in ((MemoryType.SEMANTIC, self.semantic), (MemoryType.PROCEDURAL, self.procedural)):
-            m = types == t
-            if m.any():
-                headers[m] = store.headers(e["record_offset"][m])
-        self.cols.headers[ordinals] = headers
+        self.cols.headers[ordinals] = self._headers(self.cols.index[ordinals])
         # Strength rows are rewritten in place: re-read any caught mid-rewrite, and keep the
         # last good values of a row damaged on disk (check() reports it) rather than garbage.
         # (Episode and slot headers need no such care: a rewrite changes only single-byte
@@ -685,14 +313,7 @@ class Cortex:
               q: np.ndarray, scale: np.ndarray, payloads: list[Payload], sequences: list[int]) -> None:
         """After a commit: bring in-memory columns and derived indexes up to date."""
         first = self.n
-        c = self.cols
-        c.ids = np.concatenate([c.ids[:first], entries["id"]])
-        c.index = np.concatenate([c.index[:first], entries])
-        c.headers = np.concatenate([c.headers[:first], headers])
-        c.created_ms = np.concatenate([c.created_ms[:first], _created_ms(entries["id"])])
-        c.d_event = np.concatenate([c.d_event[:first], strength_rows["retrieval_strength"]])
-        c.last_event_ms = np.concatenate([c.last_event_ms[:first], strength_rows["last_recall_ms"]])
-        c.storage = np.concatenate([c.storage[:first], strength_rows["storage_strength"]])
+        self.cols.extend(first, entries, headers, strength_rows)
         self.index.adopt(entries)
         self.dense.add(q, scale)
         tw = self.config.association.tag_weight
