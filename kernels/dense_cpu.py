@@ -90,6 +90,7 @@ def topk_tiles(
     n = xt.shape[1]
     best_v = torch.full((n, k), _NEG_INF, dtype=torch.float32, device=codes.device)
     best_i = torch.full((n, k), -1, dtype=torch.int64, device=codes.device)
+    first = True
     for part, cscale, where, valid, mask in _tiles(codes, scales, n_rows, tile, gate, sparse):
         dots = torch._int_mm(part, xt, out=bufs[0][:valid])  # (T, n) exact int32
         keys = torch.mul(dots, cscale[:, None], out=bufs[1][:valid])  # float32(dot) * cs, one pass
@@ -106,6 +107,9 @@ def topk_tiles(
                 continue
         v, local = topk_stable_torch(keys, k, dim=0)
         glob = torch.where(local < 0, local, _slot_of(where, local.clamp(min=0)))
+        if first:  # nothing to merge with; slot_of is increasing, so the order stands as it is
+            best_v, best_i, first = v, glob, False
+            continue
         v, glob = sort_pairs_torch(torch.cat([best_v, v], 1), torch.cat([best_i, glob], 1))
         best_v, best_i = v[:, :k].contiguous(), glob[:, :k].contiguous()
     return best_v, best_i
