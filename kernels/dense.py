@@ -51,6 +51,7 @@ logger = logging.getLogger(__name__)
 _NEG_INF = float("-inf")
 _CPU_BLOCK = 1 << 21  # score elements per CPU tile (8 MiB of int32: stays in L2/L3)
 _CUDA_BLOCK = 1 << 28  # score elements per CUDA tile (1 GiB of int32)
+_DEVICE_QUANTISE_MIN = 64  # queries per batch from which CUDA quantises them on the device
 _SPARSE_GATE = 8  # gather allowed rows when at most 1/8 of the corpus is allowed
 
 
@@ -213,13 +214,15 @@ class DenseIndex:
             return empty
         if self._backend == "faiss":
             return self._faiss.search(x, k, gate)
-        if self._device.type == "cuda":  # quantise on the device (bit-identical twin)
+        if self._device.type == "cuda" and n >= _DEVICE_QUANTISE_MIN:
+            # large batches: quantise on the device (the bit-identical twin), saving the host
+            # pass and an int8 upload; a few queries are cheaper on the host (no extra sync)
             xq_t, qs_t = quantize_int8_torch(torch.from_numpy(x).to(self._device))
             keys, slots = self._topk_keys(xq_t, k, gate)
         else:
             xq, qs = quantize_int8(x)
             keys, slots = self._topk_keys(xq, k, gate)
-            qs_t = torch.from_numpy(qs)
+            qs_t = torch.from_numpy(qs).to(self._device)
         scores = torch.where(keys == _NEG_INF, keys, keys * qs_t[:, None])
         return scores.cpu().numpy(), slots.cpu().numpy()
 
