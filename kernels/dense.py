@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 from spector_gpu.kernels import dense_cuda, fused
+from spector_gpu.kernels.dense_scan import SCAN_MAX_ELEMENTS, DenseScan
 from spector_gpu.kernels.dense_cpu import scratch_buffers, topk_tiles
 from spector_gpu.kernels.dense_faiss import FaissRows
 from spector_gpu.kernels.dense_reference import score_slots_reference, search_reference
@@ -225,6 +226,28 @@ class DenseIndex:
             qs_t = torch.from_numpy(qs).to(self._device)
         scores = torch.where(keys == _NEG_INF, keys, keys * qs_t[:, None])
         return scores.cpu().numpy(), slots.cpu().numpy()
+
+    def scan(self, queries: npt.ArrayLike) -> DenseScan:
+        """Keys of every row for a few queries, to take both the top-k and the scores of any
+        slots from one pass (:class:`~.dense_scan.DenseScan`; results identical to
+        :meth:`search` and :meth:`score_slots`). Torch backend on the CPU; at most
+        :data:`~.dense_scan.SCAN_MAX_ELEMENTS` queries × rows.
+
+        Args:
+            queries: float32 (n, d), finite.
+        """
+        x = check_matrix(queries, name="queries", dim=self._dim)
+        if self._backend != "torch" or self._device.type != "cpu" or self._cuda:
+            raise ValidationError("scan() runs on the torch backend on the CPU; use search() and score_slots()")
+        if x.shape[0] * self._n > SCAN_MAX_ELEMENTS:
+            raise ValidationError(f"scan() holds at most {SCAN_MAX_ELEMENTS} keys (queries x rows); "
+                                  f"got {x.shape[0]} x {self._n}: use search() and score_slots()")
+        xq, qs = quantize_int8(x)
+        if self._n == 0 or x.shape[0] == 0:
+            return DenseScan(torch.zeros((x.shape[0], self._n)), torch.from_numpy(qs))
+        dots = torch._int_mm(self._codes[: self._n], self._queries_t(xq))  # (N, n) exact int32
+        keys = torch.mul(dots, self._scales[: self._n, None])  # float32(dot) * cs, as search()
+        return DenseScan(keys.t().contiguous(), torch.from_numpy(qs))
 
     def score_slots(self, queries: npt.ArrayLike, slots: npt.ArrayLike) -> np.ndarray:
         """Exact scores of given candidate slots (for fusion over a union candidate set).

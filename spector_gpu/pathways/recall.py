@@ -24,6 +24,7 @@ import numpy as np
 from ..cortex.cortex import Cortex
 from ..cortex.strength import decayed
 from ..errors import ValidationError
+from ..kernels.dense_scan import SCAN_MAX_ELEMENTS
 from ..kernel.tsid import encode_tsid, encode_tsids
 from ..provenance.record import RecordProvenance
 from ..types import (CognitiveResult, Explanation, MemoryType, RecallBatch, RecallOptions,
@@ -148,8 +149,16 @@ class RecallPathway:
         # lexical score of every pool member (no second pass over the postings)
         lex_rows = self._lexical_rows(tokens, allowed) if "lexical" in relays and n_allowed else None
         lex_slots = [_top_positive(ix, sc, depth) for ix, sc in lex_rows] if lex_rows is not None else None
-        den_slots = (c.dense.search(qvec, min(depth, max(n_allowed, 1)), allowed=allowed)[1]
-                     if need_dense and n_allowed else None)
+        # A few queries on the CPU: one scan gives both the dense top list and, below, the
+        # exact dense score of every pool member (identical to search + score_slots)
+        scan = (c.dense.scan(qvec) if qvec is not None and n_allowed and c.dense.backend == "torch"
+                and c.dense.device.type == "cpu" and len(queries) * len(c.dense) <= SCAN_MAX_ELEMENTS
+                else None)
+        den_slots = None
+        if need_dense and n_allowed:
+            den_k = min(depth, max(n_allowed, 1))
+            den_slots = (scan.search(den_k, allowed=allowed)[1] if scan is not None
+                         else c.dense.search(qvec, den_k, allowed=allowed)[1])
         sal_all = self._salience(now) if "salience" in relays or opts.fusion == "cognitive" else None
         sal_top = np.zeros(0, dtype=np.int64)
         if "salience" in relays and n_allowed and sal_all is not None:
@@ -177,7 +186,8 @@ class RecallPathway:
         padded = np.full((len(queries), width), -1, dtype=np.int64)
         for i, p in enumerate(pools):
             padded[i, : len(p)] = p
-        den = c.dense.score_slots(qvec, padded) if qvec is not None else None
+        den = (scan.score_slots(padded) if scan is not None
+               else c.dense.score_slots(qvec, padded) if qvec is not None else None)
         out = []
         for i, pool in enumerate(pools):
             m = len(pool)
