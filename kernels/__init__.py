@@ -6,6 +6,7 @@ top-level ``kernels`` module. Each kernel has a numpy reference twin used by the
 """
 
 from spector_gpu.kernels.dense import DenseIndex, score_slots_reference, search_reference
+from spector_gpu.kernels.dense_scan import DenseScan
 from spector_gpu.kernels.quant import (
     INT8_MAX,
     dequantize_int8,
@@ -25,6 +26,7 @@ from spector_gpu.kernels.topk import merge_topk, topk_stable, topk_stable_torch
 __all__ = [
     "INT8_MAX",
     "DenseIndex",
+    "DenseScan",
     "csr_adjacency",
     "dequantize_int8",
     "dequantize_int8_torch",

@@ -376,3 +376,19 @@ def test_huge_association_weights_are_config_errors(tmp_path: Path, key: str) ->
         mem.remember_batch(["alpha beta", "beta gamma", "gamma delta"])
         hits = mem.recall("beta")
         assert hits and all(np.isfinite(h.score) for h in hits)
+
+
+def test_a_directory_as_the_snapshot_never_fails_the_writer(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with SpectorMemory.open(tmp_path) as mem:
+        first = mem.remember("hello world")
+    (tmp_path / "derived.snap").unlink(missing_ok=True)
+    (tmp_path / "derived.snap").mkdir()
+    with SpectorMemory.open(tmp_path, config={"store": {"snapshot_every": 1}}) as mem:
+        second = mem.remember("hello again")  # would save a snapshot: it must not fail the handle
+        mem.flush()
+        third = mem.remember("and once more")
+    assert "is a directory" in caplog.text
+    assert (tmp_path / "derived.snap").is_dir()  # left alone
+    with SpectorMemory.open(tmp_path, read_only=True) as mem:
+        assert {h.id for h in mem.recall("hello", RecallOptions(k=5, mode="observe"))} >= {first, second}
+        assert mem.get(third) is not None

@@ -11,6 +11,7 @@ store and a refreshed reader hold the same graph.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import TYPE_CHECKING
 
@@ -192,6 +193,15 @@ class DerivedStateMixin(QuarantineMixin):
         commit (``StoreFailedError``; no write after it touches the disk): the memories stay
         safe in the regions and a reopen rebuilds what the snapshot would have held."""
         if self.read_only or self.part.failed is not None or self.n == self._snap_n:
+            return
+        target = self.path / _SNAPSHOT
+        if os.path.isdir(target) and not os.path.islink(target):
+            # something that is not ours sits under the snapshot's name: leave it alone and
+            # keep writing memories (the snapshot only speeds up opening)
+            log.warning("%s is a directory, not the derived-index snapshot: the snapshot is not "
+                        "saved and the indexes are rebuilt at each open; remove it to restore "
+                        "fast opens", target)
+            self._snap_n = self.n
             return
         arrays = {f"bm25.{k}": v for k, v in self.bm25.state().items()}
         arrays.update({f"cue.{k}": v for k, v in self.cues.state().items()})
