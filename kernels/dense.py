@@ -39,7 +39,7 @@ from spector_gpu.kernels.dense_scan import SCAN_MAX_ELEMENTS, DenseScan
 from spector_gpu.kernels.dense_cpu import scratch_buffers, topk_tiles
 from spector_gpu.kernels.dense_faiss import FaissRows
 from spector_gpu.kernels.dense_reference import score_slots_reference, search_reference
-from spector_gpu.kernels.quant import check_matrix, quantize_int8, quantize_int8_torch
+from spector_gpu.kernels.quant import check_matrix, quantize_int8, quantize_rows_torch
 from spector_gpu.kernels.topk import unpack_keys_torch
 
 from spector_gpu.device import DeviceLike, resolve_device
@@ -218,7 +218,8 @@ class DenseIndex:
         if self._device.type == "cuda" and n >= _DEVICE_QUANTISE_MIN:
             # large batches: quantise on the device (the bit-identical twin), saving the host
             # pass and an int8 upload; a few queries are cheaper on the host (no extra sync)
-            xq_t, qs_t = quantize_int8_torch(torch.from_numpy(x).to(self._device))
+            # (check_matrix above already refused non-finite rows: no second check on the device)
+            xq_t, qs_t = quantize_rows_torch(torch.from_numpy(x).to(self._device))
             keys, slots = self._topk_keys(xq_t, k, gate)
         else:
             xq, qs = quantize_int8(x)

@@ -26,6 +26,7 @@ __all__ = [
     "l2_normalize",
     "quantize_int8",
     "quantize_int8_torch",
+    "quantize_rows_torch",
 ]
 
 INT8_MAX = 127
@@ -107,6 +108,12 @@ def quantize_int8_torch(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     if not bool(finite.all()):
         row = int(torch.nonzero(~finite)[0, 0])
         raise ValidationError(f"x row {row} contains NaN or inf; clean or drop that vector first")
+    return quantize_rows_torch(xf)
+
+
+def quantize_rows_torch(xf: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`quantize_int8_torch` without its checks (and without their host sync), for rows
+    already validated: float32 (n, d), all finite."""
     if xf.shape[1] == 0:
         scale = torch.zeros(xf.shape[0], dtype=torch.float32, device=xf.device)
     else:
