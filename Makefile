@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test setup typecheck bench bench-tests reliability-report gpu-check clean
+.PHONY: demo test setup lint typecheck bench bench-tests reliability-report gpu-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,7 +25,15 @@ demo: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
-test: $(STAMP)
+LINT_PATHS := spector_gpu kernels tests benchmarks
+# eval/ is mid-rework on its own branch; it joins the lint when that lands
+LINT_EXCLUDE := --exclude spector_gpu/eval --exclude tests/eval
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check $(LINT_PATHS) $(LINT_EXCLUDE)
+	$(VENV)/bin/ruff format --check $(LINT_PATHS) $(LINT_EXCLUDE)
+
+test: $(STAMP) lint
 	$(PY) -m mypy
 	$(PY) -m pytest -m "not heavy" $(PYTEST_ARGS)
 

@@ -29,9 +29,9 @@ from typing import Any
 
 os.environ.setdefault("DISABLE_TQDM", "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from spector_gpu.cortex.bm25 import BM25Index  # noqa: E402
+from spector_gpu.cortex.bm25 import BM25Index
 
 
 def zipf_tokens(rng: np.random.Generator, n: int, vocab: int, skip: int = 0) -> np.ndarray:
@@ -42,7 +42,9 @@ def zipf_tokens(rng: np.random.Generator, n: int, vocab: int, skip: int = 0) -> 
     return np.minimum(np.searchsorted(cdf, rng.random(n)), vocab - 1)
 
 
-def make_lists(rng: np.random.Generator, n: int, lo: int, hi: int, vocab: int, skip: int) -> list[list[str]]:
+def make_lists(
+    rng: np.random.Generator, n: int, lo: int, hi: int, vocab: int, skip: int
+) -> list[list[str]]:
     lengths = rng.integers(lo, hi + 1, size=n)
     ids = zipf_tokens(rng, int(lengths.sum()), vocab, skip)
     names = [f"t{i}" for i in range(vocab)]
@@ -83,8 +85,10 @@ def main() -> None:
     queries = make_lists(rng, args.queries, 2, 6, args.vocab, 20)
     k = 10
     n_post = sum(len(set(d)) for d in docs)
-    print(f"corpus: {args.docs} docs, {n_post} postings, vocab {args.vocab}; "
-          f"{args.queries} queries, k={k}, repeats={args.repeats}")
+    print(
+        f"corpus: {args.docs} docs, {n_post} postings, vocab {args.vocab}; "
+        f"{args.queries} queries, k={k}, repeats={args.repeats}"
+    )
 
     import bm25s
     import rank_bm25
@@ -96,8 +100,10 @@ def main() -> None:
     ours_okapi = _build(docs, "okapi")
     t_bm25s_build, ref = timed(lambda: _build_bm25s(bm25s, docs), 1)
     t_rank_build, rank = timed(lambda: rank_bm25.BM25Okapi(docs, k1=1.2, b=0.75), 1)
-    print(f"build: ours {t_ours_build:.2f} s | bm25s {t_bm25s_build:.2f} s | "
-          f"rank_bm25 {t_rank_build:.2f} s")
+    print(
+        f"build: ours {t_ours_build:.2f} s | bm25s {t_bm25s_build:.2f} s | "
+        f"rank_bm25 {t_rank_build:.2f} s"
+    )
 
     # ---------------------------------------------------------------- batched throughput
     assert isinstance(ours, BM25Index) and isinstance(ours_okapi, BM25Index)
@@ -119,10 +125,14 @@ def main() -> None:
     qps_ref, qps_rank = len(queries) / t_ref, len(sub) / t_rank
     print(f"throughput (queries/s, median of {args.repeats}):")
     print(f"  ours lucene {qps_ours:10.0f}   ours okapi {qps_okapi:10.0f}")
-    print(f"  bm25s numpy {qps_ref:10.0f}   rank_bm25  {qps_rank:10.1f} "
-          f"(extrapolated from {len(sub)} queries)")
-    print(f"  ratios: ours/bm25s = {qps_ours / qps_ref:.1f}x   "
-          f"ours okapi/rank_bm25 = {qps_okapi / qps_rank:.0f}x")
+    print(
+        f"  bm25s numpy {qps_ref:10.0f}   rank_bm25  {qps_rank:10.1f} "
+        f"(extrapolated from {len(sub)} queries)"
+    )
+    print(
+        f"  ratios: ours/bm25s = {qps_ours / qps_ref:.1f}x   "
+        f"ours okapi/rank_bm25 = {qps_okapi / qps_rank:.0f}x"
+    )
 
     # ---------------------------------------------------------------- single-query latency
     singles = queries[: min(200, len(queries))]
@@ -130,8 +140,10 @@ def main() -> None:
     lat_ref = _latencies(
         lambda q: ref.retrieve([q], k=k, show_progress=False, backend_selection="numpy"), singles
     )
-    print(f"single query latency (median): ours {lat_ours * 1e3:.3f} ms | "
-          f"bm25s {lat_ref * 1e3:.3f} ms")
+    print(
+        f"single query latency (median): ours {lat_ours * 1e3:.3f} ms | "
+        f"bm25s {lat_ref * 1e3:.3f} ms"
+    )
 
     # ---------------------------------------------------------------- adds
     add_times = []
@@ -151,15 +163,23 @@ def main() -> None:
         inter.append(time.perf_counter_ns() - t0)
     inter_ms = np.array(inter) / 1e6
     t_reindex, _ = timed(lambda: _build_bm25s(bm25s, docs + extra + extra), 1)
-    print(f"add one document to a {args.docs}-doc index: median {np.median(add_ms):.4f} ms, "
-          f"p99 {np.percentile(add_ms, 99):.4f} ms, max {add_ms.max():.3f} ms")
-    print(f"  tail merge after {len(extra)} adds (paid once by the next query, amortised): "
-          f"{t_compact * 1e3:.1f} ms")
-    print(f"  interleaved add + single query: median {np.median(inter_ms):.3f} ms, "
-          f"p99 {np.percentile(inter_ms, 99):.3f} ms, mean {inter_ms.mean():.3f} ms "
-          "(includes the amortised tail merges)")
-    print(f"  bm25s full re-index: {t_reindex * 1e3:.0f} ms "
-          f"= {t_reindex * 1e3 / np.median(add_ms):.0f}x one add")
+    print(
+        f"add one document to a {args.docs}-doc index: median {np.median(add_ms):.4f} ms, "
+        f"p99 {np.percentile(add_ms, 99):.4f} ms, max {add_ms.max():.3f} ms"
+    )
+    print(
+        f"  tail merge after {len(extra)} adds (paid once by the next query, amortised): "
+        f"{t_compact * 1e3:.1f} ms"
+    )
+    print(
+        f"  interleaved add + single query: median {np.median(inter_ms):.3f} ms, "
+        f"p99 {np.percentile(inter_ms, 99):.3f} ms, mean {inter_ms.mean():.3f} ms "
+        "(includes the amortised tail merges)"
+    )
+    print(
+        f"  bm25s full re-index: {t_reindex * 1e3:.0f} ms "
+        f"= {t_reindex * 1e3 / np.median(add_ms):.0f}x one add"
+    )
 
 
 def _build(docs: list[list[str]], method: str) -> BM25Index:

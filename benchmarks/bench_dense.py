@@ -77,7 +77,9 @@ def row(name: str, seconds: float, extra: str = "") -> None:
     print(f"  {name:<44s} {seconds * 1e3:10.2f} ms  {extra}")
 
 
-def interleaved(methods: dict[str, Callable[[], Any]], repeats: int, warmup: int = 2) -> dict[str, float]:
+def interleaved(
+    methods: dict[str, Callable[[], Any]], repeats: int, warmup: int = 2
+) -> dict[str, float]:
     """Median seconds per method, timed in rounds (A B C A B C …) so load spikes hit all alike."""
     for fn in methods.values():
         for _ in range(warmup):
@@ -111,54 +113,91 @@ def bench_cpu(args: argparse.Namespace, x: np.ndarray, q: np.ndarray, s: np.ndar
     index.add(q, s)
     flat = faiss.IndexFlatIP(args.dim)
     flat.add(x)
-    sq8 = faiss.IndexScalarQuantizer(args.dim, faiss.ScalarQuantizer.QT_8bit_direct_signed, faiss.METRIC_INNER_PRODUCT)
+    sq8 = faiss.IndexScalarQuantizer(
+        args.dim, faiss.ScalarQuantizer.QT_8bit_direct_signed, faiss.METRIC_INNER_PRODUCT
+    )
     sq8.add(q.astype(np.float32))  # direct codes: the stored byte is value + 128
     default_thr = faiss.cvar.distance_compute_blas_threshold
     k = args.k
 
-    print(f"\nbatch: {args.queries} queries x {args.n:,} x {args.dim}, top-{k} "
-          f"(torch threads {torch.get_num_threads()}, faiss threads {faiss.omp_get_max_threads()}; "
-          f"medians of {args.repeats} interleaved rounds)")
-    med = interleaved({
-        "ours": lambda: index.search(queries, k),
-        "faiss_default": lambda: flat_search(flat, queries, k, default_thr),
-        "faiss_blas": lambda: flat_search(flat, queries, k, 0),
-        "numpy": lambda: exact_topk(x, queries, k),
-    }, args.repeats)
+    print(
+        f"\nbatch: {args.queries} queries x {args.n:,} x {args.dim}, top-{k} "
+        f"(torch threads {torch.get_num_threads()}, faiss threads {faiss.omp_get_max_threads()}; "
+        f"medians of {args.repeats} interleaved rounds)"
+    )
+    med = interleaved(
+        {
+            "ours": lambda: index.search(queries, k),
+            "faiss_default": lambda: flat_search(flat, queries, k, default_thr),
+            "faiss_blas": lambda: flat_search(flat, queries, k, 0),
+            "numpy": lambda: exact_topk(x, queries, k),
+        },
+        args.repeats,
+    )
     truth = exact_topk(x, queries, k)
     _, ids = index.search(queries, k)
     f_best = min(med["faiss_default"], med["faiss_blas"])
     nq = args.queries
-    row("DenseIndex torch-cpu INT8", med["ours"], f"{nq / med['ours']:9.0f} q/s  recall@{k} {recall(ids, truth):.4f}")
-    row(f"FAISS IndexFlatIP fp32 (blas threshold {default_thr})", med["faiss_default"], f"{nq / med['faiss_default']:9.0f} q/s")
-    row("FAISS IndexFlatIP fp32 (blas forced)", med["faiss_blas"], f"{nq / med['faiss_blas']:9.0f} q/s")
+    row(
+        "DenseIndex torch-cpu INT8",
+        med["ours"],
+        f"{nq / med['ours']:9.0f} q/s  recall@{k} {recall(ids, truth):.4f}",
+    )
+    row(
+        f"FAISS IndexFlatIP fp32 (blas threshold {default_thr})",
+        med["faiss_default"],
+        f"{nq / med['faiss_default']:9.0f} q/s",
+    )
+    row(
+        "FAISS IndexFlatIP fp32 (blas forced)",
+        med["faiss_blas"],
+        f"{nq / med['faiss_blas']:9.0f} q/s",
+    )
     row("numpy fp32 GEMM + argpartition", med["numpy"], f"{nq / med['numpy']:9.0f} q/s")
-    print(f"  ratio: DenseIndex is {f_best / med['ours']:.2f}x FAISS flat best, {med['numpy'] / med['ours']:.2f}x numpy")
+    print(
+        f"  ratio: DenseIndex is {f_best / med['ours']:.2f}x FAISS flat best, "
+        f"{med['numpy'] / med['ours']:.2f}x numpy"
+    )
 
     print(f"\nsingle query over {args.n:,} (medians of {args.repeats * 4} interleaved rounds)")
     one = queries[:1]
     one_sq = one * (127.0 / np.abs(one).max())  # SQ8 direct codes are integers: pre-scale the query
-    med1 = interleaved({
-        "ours": lambda: index.search(one, k),
-        "flat": lambda: flat.search(one, k),
-        "sq8": lambda: sq8.search(one_sq, k),
-    }, args.repeats * 4)
+    med1 = interleaved(
+        {
+            "ours": lambda: index.search(one, k),
+            "flat": lambda: flat.search(one, k),
+            "sq8": lambda: sq8.search(one_sq, k),
+        },
+        args.repeats * 4,
+    )
     _, sq_ids = sq8.search(queries[:64] * 127.0, k)
     row("DenseIndex torch-cpu INT8", med1["ours"])
     row("FAISS IndexFlatIP fp32", med1["flat"])
-    row("FAISS SQ8 direct signed", med1["sq8"], f"(recall@{k} {recall(sq_ids, truth[:64]):.4f}: no per-row scale)")
-    print(f"  ratio: DenseIndex is {med1['sq8'] / med1['ours']:.2f}x FAISS SQ8, {med1['flat'] / med1['ours']:.2f}x FAISS flat; "
-          f"target <= 30 ms and >= 1.3x SQ8")
+    row(
+        "FAISS SQ8 direct signed",
+        med1["sq8"],
+        f"(recall@{k} {recall(sq_ids, truth[:64]):.4f}: no per-row scale)",
+    )
+    print(
+        f"  ratio: DenseIndex is {med1['sq8'] / med1['ours']:.2f}x FAISS SQ8, "
+        f"{med1['flat'] / med1['ours']:.2f}x FAISS flat; "
+        f"target <= 30 ms and >= 1.3x SQ8"
+    )
 
     print("\nmemory (vectors only)")
     print(f"  DenseIndex INT8 + scale   {index.nbytes / 2**20:9.1f} MiB")
-    print(f"  FAISS IndexFlatIP fp32    {args.n * args.dim * 4 / 2**20:9.1f} MiB  "
-          f"({args.n * args.dim * 4 / index.nbytes:.2f}x ours)")
+    print(
+        f"  FAISS IndexFlatIP fp32    {args.n * args.dim * 4 / 2**20:9.1f} MiB  "
+        f"({args.n * args.dim * 4 / index.nbytes:.2f}x ours)"
+    )
     print(f"  FAISS SQ8                 {args.n * args.dim / 2**20:9.1f} MiB")
 
 
 def cuda_times(fn: Callable[[], Any], repeats: int) -> tuple[list[float], list[float]]:
-    """CUDA-event milliseconds and wall seconds of ``repeats`` calls of ``fn`` (after one warm-up)."""
+    """CUDA-event milliseconds and wall seconds of ``repeats`` calls of ``fn``.
+
+    One warm-up call runs first and is not timed.
+    """
     fn()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     gpu_ms, wall = [], []
@@ -181,17 +220,26 @@ def bench_cuda(args: argparse.Namespace, x: np.ndarray, q: np.ndarray, s: np.nda
     index.add(q, s)
     gpu_ms, wall = cuda_times(lambda: index.search(queries, args.k), args.repeats)
     path = "Triton fused kernels" if index._fused else "torch block-max path"
-    print(f"\ncuda batch: {args.queries} queries x {args.n:,} x {args.dim}, top-{args.k} on {torch.cuda.get_device_name()} ({path})")
-    print(f"  CUDA-event time median {statistics.median(gpu_ms):8.2f} ms  wall {statistics.median(wall) * 1e3:8.2f} ms  "
-          f"({args.queries / statistics.median(wall):,.0f} q/s); target <= 10 ms")
+    print(
+        f"\ncuda batch: {args.queries} queries x {args.n:,} x {args.dim}, top-{args.k} "
+        f"on {torch.cuda.get_device_name()} ({path})"
+    )
+    print(
+        f"  CUDA-event time median {statistics.median(gpu_ms):8.2f} ms  "
+        f"wall {statistics.median(wall) * 1e3:8.2f} ms  "
+        f"({args.queries / statistics.median(wall):,.0f} q/s); target <= 10 ms"
+    )
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         index.search(queries, args.k)
         torch.cuda.synchronize()
     kernel_ms = sum(e.self_device_time_total for e in prof.key_averages()) / 1e3
-    print(f"  GPU kernel time (profiler, sum over kernels) {kernel_ms:8.2f} ms; the rest of the event time is "
-          "host work (validation, upload, on-device quantisation launch) between kernels")
+    print(
+        f"  GPU kernel time (profiler, sum over kernels) {kernel_ms:8.2f} ms; "
+        "the rest of the event time is host work "
+        "(validation, upload, on-device quantisation launch) between kernels"
+    )
     for nq in (1, 64, 512):
         sub_q = queries[:nq]
         times, _ = cuda_times(lambda sub_q=sub_q: index.search(sub_q, args.k), 5)
@@ -200,8 +248,11 @@ def bench_cuda(args: argparse.Namespace, x: np.ndarray, q: np.ndarray, s: np.nda
         index._fused = False  # the torch fallback (no Triton) on the same data, for the ratio
         slow, _ = cuda_times(lambda: index.search(queries, args.k), 3)
         index._fused = True
-        print(f"  torch block-max path (no Triton) {statistics.median(slow):8.2f} ms: the fused kernels are "
-              f"{statistics.median(slow) / statistics.median(gpu_ms):.1f}x faster")
+        print(
+            f"  torch block-max path (no Triton) {statistics.median(slow):8.2f} ms: "
+            "the fused kernels are "
+            f"{statistics.median(slow) / statistics.median(gpu_ms):.1f}x faster"
+        )
     sub = queries[:64]
     truth = exact_topk(x, sub, args.k)
     g_s, g_i = index.search(sub, args.k)
@@ -209,8 +260,14 @@ def bench_cuda(args: argparse.Namespace, x: np.ndarray, q: np.ndarray, s: np.nda
     cpu.add(q, s)
     c_s, c_i = cpu.search(sub, args.k)
     same = bool(np.array_equal(g_i, c_i) and np.array_equal(g_s, c_s))
-    print(f"  CPU == CUDA ids and scores on 64 queries: {same}; recall@{args.k} {recall(g_i, truth):.4f}")
-    print(f"  memory: {index.nbytes / 2**20:.1f} MiB on device ({args.n * args.dim * 4 / index.nbytes:.2f}x less than fp32)")
+    print(
+        f"  CPU == CUDA ids and scores on 64 queries: {same}; "
+        f"recall@{args.k} {recall(g_i, truth):.4f}"
+    )
+    print(
+        f"  memory: {index.nbytes / 2**20:.1f} MiB on device "
+        f"({args.n * args.dim * 4 / index.nbytes:.2f}x less than fp32)"
+    )
 
 
 def bench_embedder(count: int, repeats: int) -> None:
@@ -219,8 +276,10 @@ def bench_embedder(count: int, repeats: int) -> None:
     emb.embed(texts[:1000])
     seconds = median_time(lambda: emb.embed(texts), repeats, warmup=0)
     chars = sum(map(len, texts)) / len(texts)
-    print(f"\nHashingEmbedder ({emb.name}): {count:,} texts of ~{chars:.0f} chars: "
-          f"{seconds * 1e3:.1f} ms median -> {count / seconds:,.0f} texts/s (target > 50,000)")
+    print(
+        f"\nHashingEmbedder ({emb.name}): {count:,} texts of ~{chars:.0f} chars: "
+        f"{seconds * 1e3:.1f} ms median -> {count / seconds:,.0f} texts/s (target > 50,000)"
+    )
 
 
 def main() -> None:
@@ -231,7 +290,9 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--device", default="cpu", help='"cpu" or "cuda[:N]"')
-    parser.add_argument("--texts", type=int, default=50_000, help="texts for the embedder benchmark")
+    parser.add_argument(
+        "--texts", type=int, default=50_000, help="texts for the embedder benchmark"
+    )
     parser.add_argument("--quick", action="store_true", help="100k rows, 3 repeats, 20k texts")
     args = parser.parse_args()
     if args.quick:
@@ -242,8 +303,10 @@ def main() -> None:
     t0 = time.perf_counter()
     x = make_corpus(args.n, args.dim)
     q, s = quantize_int8(x)
-    print(f"corpus {args.n:,} x {args.dim} built and quantised in {time.perf_counter() - t0:.1f} s; "
-          f"load average {os.getloadavg()[0]:.2f} (other processes skew 2-core timings)")
+    print(
+        f"corpus {args.n:,} x {args.dim} built and quantised in {time.perf_counter() - t0:.1f} s; "
+        f"load average {os.getloadavg()[0]:.2f} (other processes skew 2-core timings)"
+    )
     if cuda:
         bench_cuda(args, x, q, s)
     else:

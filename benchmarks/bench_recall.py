@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import random
 import runpy
-import statistics
 import sys
 import tempfile
 import time
@@ -31,15 +30,22 @@ HERE = Path(__file__).resolve().parent
 
 def _corpus(n: int, seed: int = 0) -> tuple[list[dict], list[str]]:
     rng = random.Random(seed)
-    vocab = [f"{a}{b}" for a in ("ka", "lo", "mi", "nu", "pe", "ra", "si", "to", "vu", "ze")
-             for b in range(800)]
+    vocab = [
+        f"{a}{b}"
+        for a in ("ka", "lo", "mi", "nu", "pe", "ra", "si", "to", "vu", "ze")
+        for b in range(800)
+    ]
     # Zipf-distributed content words; the 50 most frequent ranks are left out, as an analyzer's
     # stop list removes them from real text (a "word" in 95% of documents is not content)
     weights = [1.0 / (i + 51) for i in range(len(vocab))]
+
     def sentence(k: int) -> str:
         return " ".join(rng.choices(vocab, weights=weights, k=k))
-    items = [{"text": sentence(28), "session_id": i // 24, "speaker": ("Ann", "Bo")[i % 2]}
-             for i in range(n)]
+
+    items = [
+        {"text": sentence(28), "session_id": i // 24, "speaker": ("Ann", "Bo")[i % 2]}
+        for i in range(n)
+    ]
     queries = [sentence(6) for _ in range(300)]
     return items, queries
 
@@ -79,28 +85,41 @@ def bench_e2e(memories: int, batch: int) -> None:
     stemmer = Stemmer.Stemmer("english")
     t = time.perf_counter()
     retriever = bm25s.BM25(method="lucene")
-    retriever.index(bm25s.tokenize([it["text"] for it in items], stopwords="en", stemmer=stemmer,
-                                   show_progress=False), show_progress=False)
+    retriever.index(
+        bm25s.tokenize(
+            [it["text"] for it in items], stopwords="en", stemmer=stemmer, show_progress=False
+        ),
+        show_progress=False,
+    )
     build_alt = time.perf_counter() - t
     alt = []
     for i, q in enumerate(queries):
         t = time.perf_counter()
-        tok = bm25s.tokenize([q], stopwords="en", stemmer=stemmer, show_progress=False,
-                             return_ids=False)
+        tok = bm25s.tokenize(
+            [q], stopwords="en", stemmer=stemmer, show_progress=False, return_ids=False
+        )
         lex = retriever.get_scores(tok[0])
         dense = vectors @ qvec[i]
+
         def mm(x: np.ndarray) -> np.ndarray:
             lo, hi = float(x.min()), float(x.max())
             return (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x)
+
         fused = mm(np.asarray(lex, dtype=np.float64)) + 0.3 * mm(dense.astype(np.float64))
         np.argpartition(-fused, 10)[:10]
         alt.append(time.perf_counter() - t)
-    print(f"end-to-end, {memories:,} memories, dense relay on {device}, default options (all relays):")
+    print(
+        f"end-to-end, {memories:,} memories, dense relay on {device}, default options (all relays):"
+    )
     print(f"  remember_batch: {rate:,.0f} memories/s (batches of {batch}; target >= 20,000)")
-    print(f"  recall p50 {_pct(lat, 50):.2f} ms, p95 {_pct(lat, 95):.2f} ms (targets 5 / 15 ms); "
-          f"recall_batch {batch_qps:,.0f} q/s")
-    print(f"  alternative (bm25s + numpy dot + min-max fusion): p50 {_pct(alt, 50):.2f} ms, "
-          f"p95 {_pct(alt, 95):.2f} ms, index build {build_alt:.1f} s")
+    print(
+        f"  recall p50 {_pct(lat, 50):.2f} ms, p95 {_pct(lat, 95):.2f} ms (targets 5 / 15 ms); "
+        f"recall_batch {batch_qps:,.0f} q/s"
+    )
+    print(
+        f"  alternative (bm25s + numpy dot + min-max fusion): p50 {_pct(alt, 50):.2f} ms, "
+        f"p95 {_pct(alt, 95):.2f} ms, index build {build_alt:.1f} s"
+    )
     print(f"  ratio (alternative p50 / spector p50): {_pct(alt, 50) / _pct(lat, 50):.2f}x")
 
 
@@ -119,7 +138,9 @@ def main() -> None:
     if "--" in argv:
         cut = argv.index("--")
         argv, extra = argv[:cut], argv[cut + 1 :]
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("what", nargs="?", default="all", choices=("all", "e2e", "dense", "bm25"))
     ap.add_argument("--memories", type=int, default=100_000)
     ap.add_argument("--batch", type=int, default=10_000)

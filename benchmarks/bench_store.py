@@ -29,7 +29,7 @@ from spector_gpu.cortex.cortex import region_specs
 from spector_gpu.cortex.episodic import EpisodicMemory
 from spector_gpu.cortex.layouts import HEADER_DTYPE
 from spector_gpu.cortex.payload import Payload, encode_payload
-from spector_gpu.kernel.partition import Partition
+from spector_gpu.storage.partition import Partition
 
 # SQLite settings of equal durability: `none` = no barrier; `flush` = WAL fsync per commit
 # (synchronous=FULL syncs the WAL at each commit, like our journal fdatasync); `fsync` = FULL
@@ -38,9 +38,11 @@ SQLITE_SYNC = {"none": "OFF", "flush": "FULL", "fsync": "FULL"}
 
 
 def _episodes(n: int) -> tuple[np.ndarray, list[bytes]]:
-    text = ("x" * 150)
-    payloads = [encode_payload(Payload(text=f"{i:08d} {text}", session_id=i // 50, role=0, speaker="Ann"))
-                for i in range(n)]
+    text = "x" * 150
+    payloads = [
+        encode_payload(Payload(text=f"{i:08d} {text}", session_id=i // 50, role=0, speaker="Ann"))
+        for i in range(n)
+    ]
     headers = np.zeros(n, dtype=HEADER_DTYPE)
     headers["version"] = 2
     headers["importance"] = 1.0
@@ -73,8 +75,10 @@ def bench_sqlite_append(durability: str, n: int, batch: int) -> tuple[float, str
     con = sqlite3.connect(path, isolation_level=None)
     con.execute("PRAGMA journal_mode=WAL")
     con.execute(f"PRAGMA synchronous={SQLITE_SYNC[durability]}")
-    con.execute("CREATE TABLE ep (id INTEGER PRIMARY KEY, ts INTEGER, seq INTEGER, importance REAL, "
-                "valence INTEGER, session INTEGER, payload BLOB)")
+    con.execute(
+        "CREATE TABLE ep (id INTEGER PRIMARY KEY, ts INTEGER, seq INTEGER, importance REAL, "
+        "valence INTEGER, session INTEGER, payload BLOB)"
+    )
     _, payloads = _episodes(n)
     rows = [(i, i, i, 1.0, 0, i // 50, payloads[i]) for i in range(n)]
     t = time.perf_counter()
@@ -93,7 +97,7 @@ def bench_walk(d: str) -> float:
     ep = EpisodicMemory(part.region("episodic.log"))
     t = time.perf_counter()
     _, headers = ep.walk_headers()
-    total = float(headers["importance"].sum())
+    _total = float(headers["importance"].sum())  # touch every header, as the sqlite walk does
     count = len(headers)
     dt = time.perf_counter() - t
     part.close()
@@ -114,8 +118,8 @@ def bench_sqlite_walk(d: str) -> float:
 
 
 def bench_open(n: int, repeat: int) -> tuple[float, float]:
-    rate, d = bench_append("none", n, 10_000)
-    rate_s, ds = bench_sqlite_append("none", n, 10_000)
+    _rate, d = bench_append("none", n, 10_000)
+    _rate_s, ds = bench_sqlite_append("none", n, 10_000)
     specs = region_specs(8, 8192)[:1]
     ours, theirs = [], []
     for _ in range(repeat):
@@ -136,10 +140,17 @@ def bench_open(n: int, repeat: int) -> tuple[float, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--records", type=int, default=100_000)
-    ap.add_argument("--batch", type=int, nargs="+", default=[1000, 10000],
-                    help="batch sizes (records per commit), each measured for both systems")
+    ap.add_argument(
+        "--batch",
+        type=int,
+        nargs="+",
+        default=[1000, 10000],
+        help="batch sizes (records per commit), each measured for both systems",
+    )
     ap.add_argument("--open-records", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
@@ -170,8 +181,10 @@ def main() -> None:
     shutil.rmtree(walk_dir, ignore_errors=True)
     shutil.rmtree(sqlite_dir, ignore_errors=True)
     ours_open, sqlite_open = bench_open(a.open_records, max(a.repeat, 5))
-    print(f"open a {a.open_records:,}-record store: spector {ours_open * 1000:.1f} ms "
-          f"(median of 5; target < 500 ms), sqlite {sqlite_open * 1000:.1f} ms")
+    print(
+        f"open a {a.open_records:,}-record store: spector {ours_open * 1000:.1f} ms "
+        f"(median of 5; target < 500 ms), sqlite {sqlite_open * 1000:.1f} ms"
+    )
 
 
 if __name__ == "__main__":

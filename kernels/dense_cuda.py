@@ -29,8 +29,15 @@ from spector_gpu.kernels.topk import merge_blocks_torch, pack_keys_torch
 
 from spector_gpu.errors import ValidationError
 
-__all__ = ["FUSED_MAX_K", "MAX_BLOCK", "MAX_SLOT", "block_layout", "block_plan", "blockmax_loop",
-           "fused_search"]
+__all__ = [
+    "FUSED_MAX_K",
+    "MAX_BLOCK",
+    "MAX_SLOT",
+    "block_layout",
+    "block_plan",
+    "blockmax_loop",
+    "fused_search",
+]
 
 _NEG_INF = float("-inf")
 MAX_BLOCK = 256  # largest block-max block (rows); the index's capacity is a multiple of it
@@ -56,16 +63,19 @@ def block_layout(tile: int, k: int, rows: int, block_rows: int | None) -> tuple[
         ideal = max(1.0, min(tile, rows) / k) ** 0.5
         block = min(max(1 << round(np.log2(ideal)), 32), MAX_BLOCK)
     if block < 1 or block > MAX_BLOCK or block & (block - 1):
-        raise ValidationError(
-            f"block rows must be a power of two in [1, {MAX_BLOCK}], got {block}"
-        )
+        raise ValidationError(f"block rows must be a power of two in [1, {MAX_BLOCK}], got {block}")
     unit = max(block, 32)  # a multiple of block and of the 32 rows the int8 GEMM wants
     return -(-tile // unit) * unit, block
 
 
 def block_plan(
-    n_rows: int, capacity: int, device: torch.device, tile: int, unit: int,
-    sparse_gate: np.ndarray | None, gate: np.ndarray | None,
+    n_rows: int,
+    capacity: int,
+    device: torch.device,
+    tile: int,
+    unit: int,
+    sparse_gate: np.ndarray | None,
+    gate: np.ndarray | None,
 ) -> Plan:
     """Host-side plan and one-off host→device copies, before the sync-free tile loop.
 
@@ -189,5 +199,6 @@ def fused_search(
     # 14.0 ms against 16.2 ms at 64); smaller for larger k, so that the k·block candidate
     # rows per query stay near 2,048.
     block = block_rows or max(16, min(128, 1 << max(0, (2048 // k).bit_length() - 1)))
-    return fused.search_packed(live, cscale, bias, slots, queries, k, config=config,
-                               block=block, **extra)
+    return fused.search_packed(
+        live, cscale, bias, slots, queries, k, config=config, block=block, **extra
+    )

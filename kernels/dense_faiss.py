@@ -51,7 +51,9 @@ class FaissRows:
         self._host_codes = np.concatenate([self._host_codes, codes])
         self._host_scales = np.concatenate([self._host_scales, scales])
 
-    def search(self, x: np.ndarray, k: int, gate: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    def search(
+        self, x: np.ndarray, k: int, gate: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """float32 (n, k) scores and int64 (n, k) slots of float32 (n, d) queries ``x``;
         ``gate`` bool (N,) or ``None``; ``(-inf, -1)`` padding."""
         import faiss
@@ -60,7 +62,9 @@ class FaissRows:
         params = None
         if gate is not None:
             bitmap = np.packbits(gate, bitorder="little")
-            selector = faiss.IDSelectorBitmap(len(self._host_scales), faiss.swig_ptr(bitmap))  # keep both alive
+            selector = faiss.IDSelectorBitmap(
+                len(self._host_scales), faiss.swig_ptr(bitmap)
+            )  # keep both alive
             params = faiss.SearchParameters()
             params.sel = selector
         dist, ids = self._faiss.search(xq.astype(np.float32), k, params=params)
@@ -72,6 +76,9 @@ class FaissRows:
     def score_slots(self, x: np.ndarray, sl: np.ndarray) -> np.ndarray:
         """float32 (n, c) scores of int64 (n, c) slots ``sl`` (``-inf`` where -1)."""
         xq, qs = quantize_int8(x)
-        rows = self._host_codes[np.maximum(sl, 0)].astype(np.float32) * self._host_scales[np.maximum(sl, 0)][..., None]
+        rows = (
+            self._host_codes[np.maximum(sl, 0)].astype(np.float32)
+            * self._host_scales[np.maximum(sl, 0)][..., None]
+        )
         keys = np.einsum("ncd,nd->nc", rows, xq.astype(np.float32)).astype(np.float32)
         return rescale(np.where(sl < 0, np.float32(_NEG_INF), keys), qs)

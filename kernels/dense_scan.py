@@ -38,14 +38,18 @@ class DenseScan:
     keys: torch.Tensor
     qscale: torch.Tensor
 
-    def search(self, k: int, *, allowed: npt.ArrayLike | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def search(
+        self, k: int, *, allowed: npt.ArrayLike | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The result of :meth:`DenseIndex.search` for these queries: float32 (n, k) scores and
         int64 (n, k) slots, ties to the lower slot, ``(-inf, -1)`` padding."""
         keys = self.keys
         if allowed is not None:
             gate = np.asarray(allowed)
             if gate.dtype != np.bool_ or gate.shape != (keys.shape[1],):
-                raise ValidationError(f"allowed must be bool ({keys.shape[1]},); got {gate.dtype} {gate.shape}")
+                raise ValidationError(
+                    f"allowed must be bool ({keys.shape[1]},); got {gate.dtype} {gate.shape}"
+                )
             if not gate.all():
                 keys = keys.masked_fill(~torch.from_numpy(gate)[None, :], _NEG_INF)
         vals, slots = topk_stable_torch(keys, k)
@@ -53,13 +57,18 @@ class DenseScan:
         return scores.numpy(), slots.numpy()
 
     def score_slots(self, slots: npt.ArrayLike) -> np.ndarray:
-        """The result of :meth:`DenseIndex.score_slots`: float32 (n, c), ``-inf`` where slot is -1."""
+        """The result of :meth:`DenseIndex.score_slots`.
+
+        float32 (n, c), ``-inf`` where the slot is -1.
+        """
         sl = np.asarray(slots)
         n, rows = self.keys.shape
         if sl.ndim != 2 or sl.shape[0] != n or not np.issubdtype(sl.dtype, np.integer):
             raise ValidationError(f"slots must be int (n={n}, c); got {sl.dtype} {sl.shape}")
         if sl.size and (sl.min() < -1 or sl.max() >= rows):
-            raise ValidationError(f"slots must lie in [-1, {rows}); got range [{sl.min()}, {sl.max()}]")
+            raise ValidationError(
+                f"slots must lie in [-1, {rows}); got range [{sl.min()}, {sl.max()}]"
+            )
         idx = torch.from_numpy(np.maximum(sl, 0).astype(np.int64))
         picked = torch.gather(self.keys, 1, idx) * self.qscale[:, None]
         return torch.where(torch.from_numpy(sl < 0), _NEG_INF, picked).numpy()

@@ -98,7 +98,9 @@ def search_packed(
         ``-inf`` are padding.
     """
     if block < 16 or block & (block - 1):
-        raise ValidationError(f"block must be a power of two >= 16 (the int8 MMA height), got {block}")
+        raise ValidationError(
+            f"block must be a power of two >= 16 (the int8 MMA height), got {block}"
+        )
     interpret = codes.device.type != "cuda"
     if interpret and not _interpreting():
         raise ValidationError(
@@ -122,19 +124,50 @@ def search_packed(
     for lo in range(0, rows_total, tile):
         rows = min(tile, rows_total - lo)
         n_blocks = -(-rows // block)
-        part_codes, part_cs, part_bias = codes[lo : lo + rows], cscale[lo : lo + rows], bias[lo : lo + rows]
+        part_codes, part_cs, part_bias = (
+            codes[lo : lo + rows],
+            cscale[lo : lo + rows],
+            bias[lo : lo + rows],
+        )
         maxima = torch.empty((n_blocks, n), dtype=torch.float32, device=dev)
         grid = (n_blocks * -(-n // block_n),)
-        blockmax[grid](part_codes, xq, part_cs, part_bias, maxima, rows, n, width,
-                       part_codes.stride(0), xq.stride(0), maxima.stride(0),
-                       BLOCK_M=block, BLOCK_N=block_n, BLOCK_K=block_k, **launch)
+        blockmax[grid](
+            part_codes,
+            xq,
+            part_cs,
+            part_bias,
+            maxima,
+            rows,
+            n,
+            width,
+            part_codes.stride(0),
+            xq.stride(0),
+            maxima.stride(0),
+            BLOCK_M=block,
+            BLOCK_N=block_n,
+            BLOCK_K=block_k,
+            **launch,
+        )
         take = min(k, n_blocks)
         order = pack_keys_torch(maxima.t(), torch.arange(n_blocks, device=dev))
         chosen = torch.topk(order, take, dim=1, sorted=False).indices.contiguous()  # (n, take)
         keys = torch.empty((n * take * block,), dtype=torch.float32, device=dev)
-        candidates[(n * take,)](part_codes, xq, part_cs, part_bias, chosen, keys, rows, width,
-                                part_codes.stride(0), xq.stride(0), take,
-                                BLOCK=block, BLOCK_K=block_k, **launch)
+        candidates[(n * take,)](
+            part_codes,
+            xq,
+            part_cs,
+            part_bias,
+            chosen,
+            keys,
+            rows,
+            width,
+            part_codes.stride(0),
+            xq.stride(0),
+            take,
+            BLOCK=block,
+            BLOCK_K=block_k,
+            **launch,
+        )
         local = (chosen[:, :, None] * block + offsets).reshape(n, take * block)
         ids = slots[lo + local.clamp(max=rows - 1)]  # rows past the end carry -inf keys
         merged = torch.cat([best, pack_keys_torch(keys.view(n, take * block), ids)], dim=1)

@@ -46,7 +46,9 @@ def csr_adjacency(
     if isinstance(n_nodes, bool) or not isinstance(n_nodes, (int, np.integer)) or n_nodes < 0:
         raise ValidationError(f"n_nodes must be a non-negative int, got {n_nodes!r}")
     if ptr.shape != (n_nodes + 1,) or ptr[0] != 0 or np.any(np.diff(ptr) < 0):
-        raise ValidationError(f"indptr must be non-decreasing int (n_nodes+1={n_nodes + 1},) from 0")
+        raise ValidationError(
+            f"indptr must be non-decreasing int (n_nodes+1={n_nodes + 1},) from 0"
+        )
     edges = int(ptr[-1])
     if idx.shape != (edges,) or w.shape != (edges,) or not np.issubdtype(idx.dtype, np.integer):
         raise ValidationError(
@@ -61,14 +63,21 @@ def csr_adjacency(
 
 
 def seed_matrix(
-    query_idx: npt.ArrayLike, node: npt.ArrayLike, value: npt.ArrayLike, *, n_queries: int, n_nodes: int
+    query_idx: npt.ArrayLike,
+    node: npt.ArrayLike,
+    value: npt.ArrayLike,
+    *,
+    n_queries: int,
+    n_nodes: int,
 ) -> sp.csr_array:
     """Seed activations from (query, node, value) triples; duplicates are summed. float32 (n, N)."""
     qi = np.asarray(query_idx, dtype=np.int64)
     nd = np.asarray(node, dtype=np.int64)
     val = np.asarray(value, dtype=np.float32)
     if not (qi.shape == nd.shape == val.shape) or qi.ndim != 1:
-        raise ValidationError(f"seed triples must be 1-D of one length; got {qi.shape}, {nd.shape}, {val.shape}")
+        raise ValidationError(
+            f"seed triples must be 1-D of one length; got {qi.shape}, {nd.shape}, {val.shape}"
+        )
     if qi.size and (qi.min() < 0 or qi.max() >= n_queries):
         raise ValidationError(f"seed query_idx must lie in [0, n_queries={n_queries})")
     if nd.size and (nd.min() < 0 or nd.max() >= n_nodes):
@@ -82,7 +91,9 @@ def seed_matrix(
 
 def _as_csr(matrix: Any, *, name: str) -> sp.csr_array:
     if not sp.issparse(matrix):
-        raise ValidationError(f"{name} must be a scipy sparse matrix or array, got {type(matrix).__name__}")
+        raise ValidationError(
+            f"{name} must be a scipy sparse matrix or array, got {type(matrix).__name__}"
+        )
     out = sp.csr_array(matrix, dtype=np.float32)
     if not np.isfinite(out.data).all():
         raise ValidationError(f"{name} contains NaN or inf")
@@ -124,11 +135,15 @@ def spread_activation(
         seeds = seed_matrix(qi, seeds[1], seeds[2], n_queries=n_queries, n_nodes=adj.shape[0])
     seed = _as_csr(seeds, name="seeds")
     if adj.shape[0] != adj.shape[1] or seed.shape[1] != adj.shape[0]:
-        raise ValidationError(f"adjacency must be (N, N) and seeds (n, N); got {adj.shape} and {seed.shape}")
+        raise ValidationError(
+            f"adjacency must be (N, N) and seeds (n, N); got {adj.shape} and {seed.shape}"
+        )
     if isinstance(hops, bool) or not isinstance(hops, (int, np.integer)) or hops < 0:
         raise ValidationError(f"hops must be a non-negative int, got {hops!r}")
     if not np.isfinite(decay) or decay < 0 or not np.isfinite(prune_below) or prune_below < 0:
-        raise ValidationError(f"decay and prune_below must be finite and ≥ 0; got {decay!r}, {prune_below!r}")
+        raise ValidationError(
+            f"decay and prune_below must be finite and ≥ 0; got {decay!r}, {prune_below!r}"
+        )
     total = seed.copy() if include_seed else sp.csr_array(seed.shape, dtype=np.float32)
     frontier = seed
     weight = np.float32(1.0)

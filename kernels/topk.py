@@ -87,7 +87,9 @@ def topk_stable(scores: Any, k: int) -> tuple[Any, Any]:
     return (values[0], indices[0]) if one_row else (values, indices)
 
 
-def sort_pairs_torch(values: torch.Tensor, indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def sort_pairs_torch(
+    values: torch.Tensor, indices: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Order each row of (n, m) pairs by (value descending, index ascending); ``-1`` sorts last."""
     big = torch.iinfo(torch.int64).max
     key = torch.where(indices < 0, torch.full_like(indices, big), indices)
@@ -98,7 +100,9 @@ def sort_pairs_torch(values: torch.Tensor, indices: torch.Tensor) -> tuple[torch
     return vals, torch.gather(idx, 1, perm2)
 
 
-def topk_stable_torch(scores: torch.Tensor, k: int, *, dim: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
+def topk_stable_torch(
+    scores: torch.Tensor, k: int, *, dim: int = -1
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Torch twin of :func:`topk_stable`, on the tensor's device.
 
     Args:
@@ -273,7 +277,8 @@ def merge_topk(
 
     Args:
         score_arrays: one float (n, k_i) array per shard (descending or not; order is redone).
-        id_arrays: matching int64 (n, k_i) ids; ids must be disjoint across shards; ``-1`` = padding.
+        id_arrays: matching int64 (n, k_i) ids; ids must be disjoint across shards;
+            ``-1`` = padding.
         k: results per query.
 
     Returns:

@@ -13,19 +13,27 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import re
 import sys
-from datetime import datetime, timezone
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError, CorruptionError, SpectorError, StoreError, UnknownIdError, ValidationError
+from .errors import (
+    ConfigError,
+    CorruptionError,
+    SpectorError,
+    StoreError,
+    UnknownIdError,
+    ValidationError,
+)
+from .paths import store_dir_name
 
 if TYPE_CHECKING:
     from .memory import SpectorMemory
     from .types import CognitiveResult, Explanation
 
-__all__ = ["main", "build_parser", "open_store", "store_dir_name"]
+__all__ = ["build_parser", "main", "open_store"]
 
 PROG = "spector-gpu"
 
@@ -43,17 +51,12 @@ examples:
   spector-gpu export-bundle stores/conv-26 095FGNWK44R00 fact.tar && spector-gpu verify-bundle fact.tar
 
 exit codes: 0 ok · 1 check/verify found problems · 2 usage or input error
-"""
+"""  # noqa: E501 (help text, printed verbatim)
 
 
-def store_dir_name(conv_id: str) -> str:
-    """Directory name of a conversation's store: ``conv_id`` with unsafe characters as ``_``
-    (the same rule ``evaluate(store_root=...)`` uses)."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", conv_id)
-
-
-def open_store(path: str | Path, *, read_only: bool, device: str | None = None,
-               embedder: Any = None) -> "SpectorMemory":
+def open_store(
+    path: str | Path, *, read_only: bool, device: str | None = None, embedder: Any = None
+) -> SpectorMemory:
     """Open an existing store with the configuration saved in it (``config.json``).
 
     Raises ``StoreError`` naming the directory when it holds no store, ``ConfigError`` when
@@ -63,8 +66,10 @@ def open_store(path: str | Path, *, read_only: bool, device: str | None = None,
 
     p = Path(path)
     if not (p / "store.json").is_file():
-        raise StoreError(f"{p}: no spector_gpu store here (no store.json); create one with "
-                         f"`{PROG} ingest` or SpectorMemory.open")
+        raise StoreError(
+            f"{p}: no spector_gpu store here (no store.json); create one with "
+            f"`{PROG} ingest` or SpectorMemory.open"
+        )
     saved: dict[str, Any] | None = None
     cfg_path = p / "config.json"
     if cfg_path.is_file():
@@ -72,47 +77,68 @@ def open_store(path: str | Path, *, read_only: bool, device: str | None = None,
             saved = json.loads(cfg_path.read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{cfg_path}: saved store config is not valid JSON ({exc})") from None
-    return SpectorMemory.open(p, config=saved, embedder=embedder, device=device, read_only=read_only)
+    return SpectorMemory.open(
+        p, config=saved, embedder=embedder, device=device, read_only=read_only
+    )
 
 
 # ---- formatting ---------------------------------------------------------------------------
 def _iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000.0, tz=timezone.utc).isoformat(timespec="seconds")
+    return datetime.fromtimestamp(ms / 1000.0, tz=UTC).isoformat(timespec="seconds")
 
 
-def _explain_line(e: "Explanation") -> str:
+def _explain_line(e: Explanation) -> str:
     relays = " · ".join(
         f"{name} {'-' if r.score is None else f'{r.score:.3f}'}"
         f"{'' if r.rank is None else f' #{r.rank}'} (w {r.weight:g})"
         for name, r in e.relays.items()
     )
     gates = ", ".join(e.gates) or "none"
-    return (f"{relays} | relevance {e.relevance:.4f} × cognitive {e.cognitive_factor:.3f} = "
-            f"{e.fused:.4f} | D {e.retrieval_strength:.2f} S {e.storage_strength:.2f} | gates: {gates}")
+    return (
+        f"{relays} | relevance {e.relevance:.4f} × cognitive {e.cognitive_factor:.3f} = "
+        f"{e.fused:.4f} | D {e.retrieval_strength:.2f} S {e.storage_strength:.2f} | gates: {gates}"
+    )
 
 
-def _result_dict(r: "CognitiveResult") -> dict[str, Any]:
+def _result_dict(r: CognitiveResult) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "id": r.id, "score": r.score, "memory_type": r.memory_type.name.lower(), "text": r.text,
-        "provenance": r.provenance.label, "session_id": r.session_id, "speaker": r.speaker,
-        "role": None if r.role is None else r.role.name.lower(), "external_id": r.external_id,
-        "timestamp_ms": r.timestamp_ms, "importance": r.importance, "source": r.source.name.lower(),
-        "retrieval_strength": r.retrieval_strength, "storage_strength": r.storage_strength,
-        "consolidated": r.consolidated, "tags": list(r.tags),
-        "citations": [c.to_dict() for c in r.citations], "source_uri": r.source_uri,
+        "id": r.id,
+        "score": r.score,
+        "memory_type": r.memory_type.name.lower(),
+        "text": r.text,
+        "provenance": r.provenance.label,
+        "session_id": r.session_id,
+        "speaker": r.speaker,
+        "role": None if r.role is None else r.role.name.lower(),
+        "external_id": r.external_id,
+        "timestamp_ms": r.timestamp_ms,
+        "importance": r.importance,
+        "source": r.source.name.lower(),
+        "retrieval_strength": r.retrieval_strength,
+        "storage_strength": r.storage_strength,
+        "consolidated": r.consolidated,
+        "tags": list(r.tags),
+        "citations": [c.to_dict() for c in r.citations],
+        "source_uri": r.source_uri,
     }
     e = r.breakdown
     if e is not None:
         out["explain"] = {
-            "relays": {n: {"score": x.score, "rank": x.rank, "weight": x.weight} for n, x in e.relays.items()},
-            "relevance": e.relevance, "cognitive_factor": e.cognitive_factor, "fused": e.fused,
-            "retrieval_strength": e.retrieval_strength, "storage_strength": e.storage_strength,
+            "relays": {
+                n: {"score": x.score, "rank": x.rank, "weight": x.weight}
+                for n, x in e.relays.items()
+            },
+            "relevance": e.relevance,
+            "cognitive_factor": e.cognitive_factor,
+            "fused": e.fused,
+            "retrieval_strength": e.retrieval_strength,
+            "storage_strength": e.storage_strength,
             "gates": list(e.gates),
         }
     return out
 
 
-def _result_line(i: int, r: "CognitiveResult", show_provenance: bool) -> str:
+def _result_line(i: int, r: CognitiveResult, show_provenance: bool) -> str:
     line = f"{i:>3}. {r.format(show_provenance=show_provenance)}"
     return f"{line}  external_id={r.external_id}" if r.external_id else line
 
@@ -130,8 +156,9 @@ def _parse_categories(text: str) -> tuple[int, ...] | None:
     except ValueError:
         cats = ()
     if not cats or any(not 0 <= c <= 5 for c in cats):
-        raise ValidationError(f"--categories {text!r}: expected comma-separated ints in 0..5 "
-                              "(e.g. 1,2,3,4) or 'all'")
+        raise ValidationError(
+            f"--categories {text!r}: expected comma-separated ints in 0..5 (e.g. 1,2,3,4) or 'all'"
+        )
     return cats
 
 
@@ -151,10 +178,17 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         raise ValidationError(f"--k must be >= 1, got {args.k}")
     ks = sorted({k for k in DEFAULT_KS if k <= args.k} | {args.k})
     result = evaluate(
-        dataset, out_dir=args.out, ablations=args.ablations, ks=ks, k_max=args.k,
-        batch_size=args.batch_size, device=args.device, embedder=_embedder(args.embedder),
+        dataset,
+        out_dir=args.out,
+        ablations=args.ablations,
+        ks=ks,
+        k_max=args.k,
+        batch_size=args.batch_size,
+        device=args.device,
+        embedder=_embedder(args.embedder),
         config=load_config(args.config) if args.config else None,
-        progress=not args.no_progress, categories=_parse_categories(args.categories),
+        progress=not args.no_progress,
+        categories=_parse_categories(args.categories),
     )
     print(result.table())
     out = Path(args.out)
@@ -166,7 +200,9 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 def _cmd_ingest(args: argparse.Namespace) -> int:
     from .config import load_config
     from .eval import load_dataset
-    from .eval.runner import _ingest_records  # one mapping of turns to records, shared with evaluate
+    from .eval.runner import (
+        _ingest_records,
+    )  # one mapping of turns to records, shared with evaluate
     from .memory import SpectorMemory
 
     dataset = load_dataset(args.path, format=args.format)
@@ -176,12 +212,16 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     for conv in dataset.conversations:
         target = root / store_dir_name(conv.conv_id)
         if target.exists() and any(target.iterdir()):
-            raise ValidationError(f"{target}: already holds files; ingest into a fresh --store "
-                                  f"directory (conversation {conv.conv_id!r})")
+            raise ValidationError(
+                f"{target}: already holds files; ingest into a fresh --store "
+                f"directory (conversation {conv.conv_id!r})"
+            )
         if not conv.turns:
             print(f"{conv.conv_id}: no turns, skipped")
             continue
-        with SpectorMemory.open(target, config=config, embedder=embedder, device=args.device) as mem:
+        with SpectorMemory.open(
+            target, config=config, embedder=embedder, device=args.device
+        ) as mem:
             ids = mem.remember_batch(_ingest_records(conv))
         print(f"{conv.conv_id}: {len(ids)} turns -> {target}")
     return 0
@@ -225,8 +265,10 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         print("lineage: none (an original memory, not consolidated from turns)")
         return 0
     print(f"lineage: {lineage}")
-    print(f"  consolidated at {_iso(lineage.consolidated_at_ms)}; parent turns: "
-          f"{', '.join(lineage.parent_ids) or '-'}")
+    print(
+        f"  consolidated at {_iso(lineage.consolidated_at_ms)}; parent turns: "
+        f"{', '.join(lineage.parent_ids) or '-'}"
+    )
     for i, p in enumerate(lineage.parents or (), 1):
         print(f"  {_result_line(i, p, True)}")
     return 0
@@ -241,14 +283,26 @@ def _cmd_check(args: argparse.Namespace) -> int:
     with mem:
         report, chain = mem.check(), mem.verify_chain()
     if args.json:
-        _print_json({"ok": report.ok and chain.ok, "counts": report.counts,
-                     "problems": [str(p) for p in report.problems],
-                     "chain": {"ok": chain.ok, "events": chain.events,
-                               "breaks": [str(b) for b in chain.breaks],
-                               "bad_signatures": [str(b) for b in chain.bad_signatures]}})
+        _print_json(
+            {
+                "ok": report.ok and chain.ok,
+                "counts": report.counts,
+                "problems": [str(p) for p in report.problems],
+                "chain": {
+                    "ok": chain.ok,
+                    "events": chain.events,
+                    "breaks": [str(b) for b in chain.breaks],
+                    "bad_signatures": [str(b) for b in chain.bad_signatures],
+                },
+            }
+        )
     else:
         print(report)
-        state = "ok" if chain.ok else f"{len(chain.breaks)} break(s), {len(chain.bad_signatures)} bad signature(s)"
+        state = (
+            "ok"
+            if chain.ok
+            else f"{len(chain.breaks)} break(s), {len(chain.bad_signatures)} bad signature(s)"
+        )
         print(f"chain: {state} ({chain.events} events)")
     return 0 if report.ok and chain.ok else 1
 
@@ -303,79 +357,144 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 # ---- parser -------------------------------------------------------------------------------
-def _sub(subs: Any, name: str, handler: Callable[[argparse.Namespace], int], help_: str,
-         epilog: str | None = None) -> argparse.ArgumentParser:
-    p = subs.add_parser(name, help=help_, description=help_, epilog=epilog,
-                        formatter_class=argparse.RawDescriptionHelpFormatter)
+def _sub(
+    subs: Any,
+    name: str,
+    handler: Callable[[argparse.Namespace], int],
+    help_: str,
+    epilog: str | None = None,
+) -> argparse.ArgumentParser:
+    p = subs.add_parser(
+        name,
+        help=help_,
+        description=help_,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.set_defaults(handler=handler)
     return p
 
 
 def _data_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=("auto", "locomo", "generic"), default="auto",
-                   help="dataset format (default: detected: a LoCoMo .json list or a generic "
-                        "corpus.jsonl + queries.jsonl + qrels directory)")
+    p.add_argument(
+        "--format",
+        choices=("auto", "locomo", "generic"),
+        default="auto",
+        help="dataset format (default: detected: a LoCoMo .json list or a generic "
+        "corpus.jsonl + queries.jsonl + qrels directory)",
+    )
     p.add_argument("--config", metavar="TOML", help="engine configuration file (configs/*.toml)")
     p.add_argument("--device", default=None, help="auto (default) | cpu | cuda | cuda:N")
-    p.add_argument("--embedder", default=None, help="hashing (default) | minilm | st:/local/model/path")
+    p.add_argument(
+        "--embedder", default=None, help="hashing (default) | minilm | st:/local/model/path"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``spector-gpu`` (every subcommand sets ``handler``)."""
     parser = argparse.ArgumentParser(
-        prog=PROG, description="spector_gpu: a memory engine for AI agents — evaluate, inspect "
-        "and maintain memory stores.", epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+        prog=PROG,
+        description="spector_gpu: a memory engine for AI agents — evaluate, inspect "
+        "and maintain memory stores.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     from . import __version__
 
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress (INFO) to stderr")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log progress (INFO) to stderr"
+    )
     subs = parser.add_subparsers(title="commands", metavar="COMMAND")
 
-    p = _sub(subs, "eval", _cmd_eval, "batched offline recall evaluation of a dataset",
-             "example: spector-gpu eval locomo10-dev.json --out runs/dev --ablations")
+    p = _sub(
+        subs,
+        "eval",
+        _cmd_eval,
+        "batched offline recall evaluation of a dataset",
+        "example: spector-gpu eval locomo10-dev.json --out runs/dev --ablations",
+    )
     p.add_argument("path", help="LoCoMo .json file or generic dataset directory")
-    p.add_argument("--out", required=True, metavar="DIR", help="writes metrics.json, per_question.jsonl, plots")
+    p.add_argument(
+        "--out", required=True, metavar="DIR", help="writes metrics.json, per_question.jsonl, plots"
+    )
     _data_options(p)
-    p.add_argument("--k", type=int, default=20, help="deepest cut-off (k_max); metrics at 1,5,10,20 ≤ k and k")
-    p.add_argument("--ablations", action="store_true", help="add per-relay and per-fusion configurations")
-    p.add_argument("--batch-size", type=int, default=64, help="queries per recall_batch call (default 64)")
+    p.add_argument(
+        "--k", type=int, default=20, help="deepest cut-off (k_max); metrics at 1,5,10,20 ≤ k and k"
+    )
+    p.add_argument(
+        "--ablations", action="store_true", help="add per-relay and per-fusion configurations"
+    )
+    p.add_argument(
+        "--batch-size", type=int, default=64, help="queries per recall_batch call (default 64)"
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--categories", default="1,2,3,4", help="question categories in the means (default "
-                   "1,2,3,4; 'all'); category 5 is always reported apart")
+    p.add_argument(
+        "--categories",
+        default="1,2,3,4",
+        help="question categories in the means (default "
+        "1,2,3,4; 'all'); category 5 is always reported apart",
+    )
 
-    p = _sub(subs, "ingest", _cmd_ingest, "build one store per conversation (turns as EPISODIC, "
-             "external_id = dia_id)", "example: spector-gpu ingest locomo10-dev.json --store stores/")
+    p = _sub(
+        subs,
+        "ingest",
+        _cmd_ingest,
+        "build one store per conversation (turns as EPISODIC, external_id = dia_id)",
+        "example: spector-gpu ingest locomo10-dev.json --store stores/",
+    )
     p.add_argument("path", help="LoCoMo .json file or generic dataset directory")
     p.add_argument("--store", required=True, metavar="DIR", help="stores go to DIR/<conv_id>")
     _data_options(p)
 
-    p = _sub(subs, "recall", _cmd_recall, "hybrid recall of one query (read-only; strengths unchanged)",
-             'example: spector-gpu recall stores/conv-26 "where does Ann live?" --k 5 --explain')
+    p = _sub(
+        subs,
+        "recall",
+        _cmd_recall,
+        "hybrid recall of one query (read-only; strengths unchanged)",
+        'example: spector-gpu recall stores/conv-26 "where does Ann live?" --k 5 --explain',
+    )
     p.add_argument("store", help="store directory")
     p.add_argument("query", help="query text")
     p.add_argument("--k", type=int, default=10, help="results (default 10)")
     p.add_argument("--explain", action="store_true", help="per-relay scores, ranks, D, S and gates")
     p.add_argument("--json", action="store_true", help="JSON output")
-    p.add_argument("--show-provenance", action="store_true", help="show every record's provenance "
-                   "(unknown is always flagged)")
+    p.add_argument(
+        "--show-provenance",
+        action="store_true",
+        help="show every record's provenance (unknown is always flagged)",
+    )
     p.add_argument("--device", default=None, help="auto (default) | cpu | cuda | cuda:N")
 
-    p = _sub(subs, "explain", _cmd_explain, "lineage of a memory: session, turns, pass, fact index",
-             "example: spector-gpu explain stores/conv-26 095FGNWK44R00 --parents")
+    p = _sub(
+        subs,
+        "explain",
+        _cmd_explain,
+        "lineage of a memory: session, turns, pass, fact index",
+        "example: spector-gpu explain stores/conv-26 095FGNWK44R00 --parents",
+    )
     p.add_argument("store", help="store directory")
     p.add_argument("id", help="memory id (13-character TSID)")
     p.add_argument("--parents", action="store_true", help="show the parent turns")
     p.add_argument("--json", action="store_true", help="JSON output")
 
-    p = _sub(subs, "check", _cmd_check, "verify every CRC, cross-reference and the event chain "
-             "(exit 1 when not ok)")
+    p = _sub(
+        subs,
+        "check",
+        _cmd_check,
+        "verify every CRC, cross-reference and the event chain (exit 1 when not ok)",
+    )
     p.add_argument("store", help="store directory")
     p.add_argument("--json", action="store_true", help="JSON output")
 
     prov = _sub(subs, "provenance", lambda a: _usage(prov), "record-provenance maintenance")
     prov_subs = prov.add_subparsers(title="commands", metavar="COMMAND")
-    p = _sub(prov_subs, "backfill", _cmd_backfill, "fill unknown record provenance from evidence "
-             "(dry run unless --execute)")
+    p = _sub(
+        prov_subs,
+        "backfill",
+        _cmd_backfill,
+        "fill unknown record provenance from evidence (dry run unless --execute)",
+    )
     p.add_argument("store", help="store directory")
     p.add_argument("--execute", action="store_true", help="write the changes (default: dry run)")
 
@@ -384,18 +503,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id", help="memory id")
     p.add_argument("out", help="output .tar path")
 
-    p = _sub(subs, "verify-bundle", _cmd_verify_bundle, "check a forensic bundle against its "
-             "manifest (exit 1 listing tampered/missing/extra files)")
+    p = _sub(
+        subs,
+        "verify-bundle",
+        _cmd_verify_bundle,
+        "check a forensic bundle against its "
+        "manifest (exit 1 listing tampered/missing/extra files)",
+    )
     p.add_argument("path", help="bundle .tar")
 
-    p = _sub(subs, "consolidate", _cmd_consolidate, "distil unconsolidated turns into facts, exactly once")
+    p = _sub(
+        subs,
+        "consolidate",
+        _cmd_consolidate,
+        "distil unconsolidated turns into facts, exactly once",
+    )
     p.add_argument("store", help="store directory")
 
-    p = _sub(subs, "demo", _cmd_demo, "the main job: build stores, evaluate with ablations, "
-             "consolidate one conversation and explain a fact")
-    p.add_argument("--out", default="demo_out", metavar="DIR", help="output directory (default demo_out)")
-    p.add_argument("--locomo", default="auto", metavar="PATH", help="LoCoMo file; 'auto' (default) uses "
-                   "../shared/data/locomo10/locomo10-dev.json when present; 'none' skips it")
+    p = _sub(
+        subs,
+        "demo",
+        _cmd_demo,
+        "the main job: build stores, evaluate with ablations, "
+        "consolidate one conversation and explain a fact",
+    )
+    p.add_argument(
+        "--out", default="demo_out", metavar="DIR", help="output directory (default demo_out)"
+    )
+    p.add_argument(
+        "--locomo",
+        default="auto",
+        metavar="PATH",
+        help="LoCoMo file; 'auto' (default) uses "
+        "../shared/data/locomo10/locomo10-dev.json when present; 'none' skips it",
+    )
     p.add_argument("--quick", action="store_true", help="bundled synthetic data only (seconds)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     return parser

@@ -12,22 +12,23 @@ import json
 import math
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import ConfigError
 
 __all__ = [
-    "StoreConfig",
-    "EmbedderConfig",
-    "DenseConfig",
-    "LexicalConfig",
     "AssociationConfig",
-    "RecallConfig",
-    "StrengthConfig",
-    "ReflectConfig",
     "Config",
+    "DenseConfig",
+    "EmbedderConfig",
+    "LexicalConfig",
+    "RecallConfig",
+    "ReflectConfig",
+    "StoreConfig",
+    "StrengthConfig",
     "load_config",
 ]
 
@@ -39,7 +40,9 @@ class StoreConfig:
     provenance_capacity: int = 8192  # provenance records
     max_text_bytes: int = 1 << 20  # per memory (UTF-8)
     max_batch: int = 100_000  # items per remember_batch call
-    checkpoint_mb: int = 16  # journal size that triggers a checkpoint (the journal is reused after it)
+    checkpoint_mb: int = (
+        16  # journal size that triggers a checkpoint (the journal is reused after it)
+    )
     snapshot_every: int = 50_000  # new memories between automatic index snapshots
     events: bool = True  # hash-chained event log of every write
 
@@ -122,7 +125,7 @@ class Config:
     def to_dict(self) -> dict[str, dict[str, Any]]:
         return dataclasses.asdict(self)
 
-    def replace(self, overrides: Mapping[str, Mapping[str, Any]]) -> "Config":
+    def replace(self, overrides: Mapping[str, Mapping[str, Any]]) -> Config:
         """A copy with ``{section: {key: value}}`` applied (validated)."""
         return _apply(self, overrides, origin="arguments")
 
@@ -137,7 +140,7 @@ class Config:
         except UnicodeDecodeError:
             raise ConfigError(f"{p}: saved config is not valid JSON") from None
         except OSError as exc:  # e.g. permission denied: a library error naming the file
-            from .kernel.partition import open_failure
+            from .storage.partition import open_failure
 
             raise open_failure(Path(directory), exc, writable=False) from exc
         try:
@@ -150,8 +153,8 @@ class Config:
 
     def save(self, directory: str | os.PathLike[str]) -> None:
         """Write ``config.json``; an I/O error is the library error a store open would give."""
-        from .kernel.io import atomic_write
-        from .kernel.partition import open_failure
+        from .storage.io import atomic_write
+        from .storage.partition import open_failure
 
         data = json.dumps(self.to_dict(), indent=2, sort_keys=True).encode()
         try:
@@ -180,7 +183,16 @@ def _coerce(value: Any, default: Any, where: str) -> Any:
     if isinstance(default, bool):
         if isinstance(value, bool):
             return value
-        if isinstance(value, str) and value.lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+        if isinstance(value, str) and value.lower() in (
+            "1",
+            "true",
+            "yes",
+            "on",
+            "0",
+            "false",
+            "no",
+            "off",
+        ):
             return value.lower() in ("1", "true", "yes", "on")
         raise ConfigError(f"{where} must be a boolean, got {value!r}")
     if isinstance(default, (int, float)) and isinstance(value, bool):  # bool is an int subclass
@@ -211,24 +223,41 @@ _CHOICES = {
     ("lexical", "method"): ("lucene", "okapi"),
     ("recall", "fusion"): ("cognitive", "weighted", "rrf"),
 }
-_POSITIVE = {("store", "provenance_capacity"), ("store", "max_text_bytes"), ("store", "max_batch"),
-             ("store", "checkpoint_mb"), ("recall", "k"), ("recall", "candidates"), ("recall", "rrf_k"),
-             ("embedder", "batch_size"), ("store", "snapshot_every"), ("reflect", "max_facts_per_session"),
-             ("strength", "decay_unit_s")}
+_POSITIVE = {
+    ("store", "provenance_capacity"),
+    ("store", "max_text_bytes"),
+    ("store", "max_batch"),
+    ("store", "checkpoint_mb"),
+    ("recall", "k"),
+    ("recall", "candidates"),
+    ("recall", "rrf_k"),
+    ("embedder", "batch_size"),
+    ("store", "snapshot_every"),
+    ("reflect", "max_facts_per_session"),
+    ("strength", "decay_unit_s"),
+}
 # Settings that size a loop per recall: a hostile or mistyped config.json must not hang a reader.
-_MAXIMUM = {("association", "hops"): 16, ("association", "temporal_window"): 1024,
-            # fusion coefficients: larger ones only overflow the MF-001 factor
-            ("recall", "cognitive_beta"): 1e6, ("recall", "tag_tau"): 1e6,
-            # association edge weights and decay multiply activations once per hop
-            ("association", "temporal_weight"): 1e6, ("association", "tag_weight"): 1e6,
-            ("association", "lineage_weight"): 1e6, ("association", "decay"): 1e6}
+_MAXIMUM = {
+    ("association", "hops"): 16,
+    ("association", "temporal_window"): 1024,
+    # fusion coefficients: larger ones only overflow the MF-001 factor
+    ("recall", "cognitive_beta"): 1e6,
+    ("recall", "tag_tau"): 1e6,
+    # association edge weights and decay multiply activations once per hop
+    ("association", "temporal_weight"): 1e6,
+    ("association", "tag_weight"): 1e6,
+    ("association", "lineage_weight"): 1e6,
+    ("association", "decay"): 1e6,
+}
 
 
 def _apply(config: Config, overrides: Mapping[str, Mapping[str, Any]], *, origin: str) -> Config:
     sections = {}
     for section, values in overrides.items():
         if section not in _SECTIONS:
-            raise ConfigError(f"{origin}: unknown config section [{section}]; known: {sorted(_SECTIONS)}")
+            raise ConfigError(
+                f"{origin}: unknown config section [{section}]; known: {sorted(_SECTIONS)}"
+            )
         if not isinstance(values, Mapping):
             raise ConfigError(f"{origin}: section [{section}] must be a table")
         current = getattr(config, section)
@@ -236,7 +265,9 @@ def _apply(config: Config, overrides: Mapping[str, Mapping[str, Any]], *, origin
         names = {f.name for f in fields(current)}
         for key, value in values.items():
             if key not in names:
-                raise ConfigError(f"{origin}: unknown setting {section}.{key}; known: {sorted(names)}")
+                raise ConfigError(
+                    f"{origin}: unknown setting {section}.{key}; known: {sorted(names)}"
+                )
             where = f"{origin}: {section}.{key}"
             v = _coerce(value, getattr(current, key), where)
             choices = _CHOICES.get((section, key))
@@ -259,7 +290,7 @@ def _env_overrides(environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
     for name, value in environ.items():
         if not name.startswith("SPECTOR_") or "__" not in name:
             continue
-        section, _, key = name[len("SPECTOR_"):].partition("__")
+        section, _, key = name[len("SPECTOR_") :].partition("__")
         out.setdefault(section.lower(), {})[key.lower()] = value
     return out
 

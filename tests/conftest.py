@@ -21,8 +21,12 @@ LOCOMO_DEV = SHARED / "data" / "locomo10" / "locomo10-dev.json"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--soak", action="store_true", default=False,
-                     help="run reliability suites at 10-100x their CI sizes")
+    parser.addoption(
+        "--soak",
+        action="store_true",
+        default=False,
+        help="run reliability suites at 10-100x their CI sizes",
+    )
 
 
 @pytest.fixture

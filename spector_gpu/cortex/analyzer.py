@@ -28,27 +28,212 @@ from typing import Any, Literal, cast
 
 from spector_gpu.errors import ConfigError, ValidationError
 
-__all__ = ["Analyzer", "ENGLISH_STOPWORDS", "ANALYZER_VERSION"]
+__all__ = ["ANALYZER_VERSION", "ENGLISH_STOPWORDS", "Analyzer"]
 
 #: Bumped whenever a change to this module changes the terms produced for some text.
 ANALYZER_VERSION = 1
 
 #: Built-in English stop words (lower-case; the classic IR list plus contracted forms).
 ENGLISH_STOPWORDS: frozenset[str] = frozenset(
-    """
-    a about above after again against ain all am an and any are aren aren't as at be because
-    been before being below between both but by can couldn couldn't d did didn didn't do does
-    doesn doesn't doing don don't down during each few for from further had hadn hadn't has
-    hasn hasn't have haven haven't having he he'd he'll her here hers herself him himself his
-    how i i'd i'll i'm i've if in into is isn isn't it it'd it'll it's its itself just ll m ma
-    me mightn mightn't more most mustn mustn't my myself needn needn't no nor not now o of off
-    on once only or other our ours ourselves out over own re s same shan shan't she she'd
-    she'll she's should should've shouldn shouldn't so some such t than that that'll the their
-    theirs them themselves then there these they they'd they'll they're they've this those
-    through to too under until up ve very was wasn wasn't we we'd we'll we're we've were weren
-    weren't what when where which while who whom why will with won won't wouldn wouldn't y you
-    you'd you'll you're you've your yours yourself yourselves
-    """.split()
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "ain",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "aren",
+        "aren't",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "couldn",
+        "couldn't",
+        "d",
+        "did",
+        "didn",
+        "didn't",
+        "do",
+        "does",
+        "doesn",
+        "doesn't",
+        "doing",
+        "don",
+        "don't",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "hadn",
+        "hadn't",
+        "has",
+        "hasn",
+        "hasn't",
+        "have",
+        "haven",
+        "haven't",
+        "having",
+        "he",
+        "he'd",
+        "he'll",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "i'd",
+        "i'll",
+        "i'm",
+        "i've",
+        "if",
+        "in",
+        "into",
+        "is",
+        "isn",
+        "isn't",
+        "it",
+        "it'd",
+        "it'll",
+        "it's",
+        "its",
+        "itself",
+        "just",
+        "ll",
+        "m",
+        "ma",
+        "me",
+        "mightn",
+        "mightn't",
+        "more",
+        "most",
+        "mustn",
+        "mustn't",
+        "my",
+        "myself",
+        "needn",
+        "needn't",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "o",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "re",
+        "s",
+        "same",
+        "shan",
+        "shan't",
+        "she",
+        "she'd",
+        "she'll",
+        "she's",
+        "should",
+        "should've",
+        "shouldn",
+        "shouldn't",
+        "so",
+        "some",
+        "such",
+        "t",
+        "than",
+        "that",
+        "that'll",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "they'd",
+        "they'll",
+        "they're",
+        "they've",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "ve",
+        "very",
+        "was",
+        "wasn",
+        "wasn't",
+        "we",
+        "we'd",
+        "we'll",
+        "we're",
+        "we've",
+        "were",
+        "weren",
+        "weren't",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "won",
+        "won't",
+        "wouldn",
+        "wouldn't",
+        "y",
+        "you",
+        "you'd",
+        "you'll",
+        "you're",
+        "you've",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+    ]
 )
 
 _TOKEN_RE = re.compile(r"\w+(?:['\u2019\u02bc]\w+)*")
@@ -119,7 +304,11 @@ class Analyzer:
             stop = frozenset(w.lower() for w in stopwords)
         else:
             raise ConfigError("analyzer stopwords: pass True, False or a frozenset of strings")
-        if isinstance(min_token_len, bool) or not isinstance(min_token_len, int) or min_token_len < 1:
+        if (
+            isinstance(min_token_len, bool)
+            or not isinstance(min_token_len, int)
+            or min_token_len < 1
+        ):
             raise ConfigError(f"analyzer min_token_len={min_token_len!r}: use an int >= 1")
         if max_token_len is not None and (
             isinstance(max_token_len, bool)
@@ -169,10 +358,11 @@ class Analyzer:
 
     @property
     def name(self) -> str:
-        """Short stable description, e.g. ``analyzer-v1(lower,NFKC,stop=english:…,stem=english,min=1)``.
+        """Short stable description of the analyzer's settings.
 
-        Two analyzers produce the same terms for every text if (and only if, up to changes of
-        the stemmer library) their names are equal; store it beside an index.
+        For example ``analyzer-v1(lower,NFKC,stop=english:…,stem=english,min=1)``. Two
+        analyzers produce the same terms for every text if (and only if, up to changes of the
+        stemmer library) their names are equal; store it beside an index.
         """
         parts = [
             "lower" if self._lowercase else "case",
@@ -218,7 +408,9 @@ class Analyzer:
                 strip_accents=bool(config["strip_accents"]),
             )
         except (KeyError, TypeError, AttributeError) as exc:
-            raise ConfigError(f"analyzer config is malformed ({exc!r}); expected Analyzer.config") from exc
+            raise ConfigError(
+                f"analyzer config is malformed ({exc!r}); expected Analyzer.config"
+            ) from exc
         if made.config["stopwords_sha"] != config.get("stopwords_sha"):
             raise ConfigError(
                 "analyzer config stopwords_sha does not match its stop list; the built-in list "
@@ -237,7 +429,7 @@ class Analyzer:
     # ------------------------------------------------------------------ analysis
     def _resolve(self, raw: str) -> str:
         token = raw.translate(_APOSTROPHES)
-        if token.endswith("'s") or token.endswith("'S"):
+        if token.endswith(("'s", "'S")):
             token = token[:-2]
         if self._strip_accents and not token.isascii():
             decomposed = unicodedata.normalize("NFD", token)

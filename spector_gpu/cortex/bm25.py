@@ -5,8 +5,9 @@ live in two segments (:mod:`.bm25_postings`): a term-major *main* segment (CSC-l
 over terms, ``doc``, ``tf``) and a doc-major *tail* of recently added documents in growable
 arrays. ``add`` only appends to the tail (cost ∝ the new postings, amortised doubling); a query
 folds the tail into main when it outgrows ``max(_TAIL_MIN, main/_TAIL_RATIO)`` postings, an
-O(P) merge amortised to O(1) per posting. IDF and avgdl are computed at query time from the current N, n(t) and total
-length, so scores always equal those of a fresh build over the same documents.
+O(P) merge amortised to O(1) per posting. IDF and avgdl are computed at query time from the
+current N, n(t) and total length, so scores always equal those of a fresh build over the same
+documents.
 
 Scoring (``k1`` and ``b`` as given; ``dl`` a document's token count, ``avgdl`` the mean)::
 
@@ -195,7 +196,9 @@ class BM25Index:
             self.compact()
 
     # ------------------------------------------------------------------ scoring internals
-    def _query_matrix(self, query_tokens: Sequence[Sequence[str]]) -> tuple[sp.csr_matrix, np.ndarray]:
+    def _query_matrix(
+        self, query_tokens: Sequence[Sequence[str]]
+    ) -> tuple[sp.csr_matrix, np.ndarray]:
         """Q float32 (n, m) of query-term multiplicities over the m distinct known terms."""
         if isinstance(query_tokens, (str, bytes)):
             raise ValidationError("query_tokens must be a sequence of token lists, not a string")
@@ -249,7 +252,11 @@ class BM25Index:
     def _check_allowed(self, allowed: np.ndarray | None) -> np.ndarray | None:
         if allowed is None:
             return None
-        if not isinstance(allowed, np.ndarray) or allowed.dtype != np.bool_ or allowed.shape != (len(self),):
+        if (
+            not isinstance(allowed, np.ndarray)
+            or allowed.dtype != np.bool_
+            or allowed.shape != (len(self),)
+        ):
             raise ValidationError(
                 f"allowed must be a numpy bool array of shape ({len(self)},) — one flag per slot"
             )
@@ -325,7 +332,9 @@ class BM25Index:
         return scores, slots
 
     @staticmethod
-    def _row_topk(mat: sp.csr_matrix, i: int, k: int, scores: np.ndarray, slots: np.ndarray) -> None:
+    def _row_topk(
+        mat: sp.csr_matrix, i: int, k: int, scores: np.ndarray, slots: np.ndarray
+    ) -> None:
         lo, hi = mat.indptr[i], mat.indptr[i + 1]
         data, idx = mat.data[lo:hi], mat.indices[lo:hi]
         positive = data > 0
@@ -396,12 +405,23 @@ class BM25Index:
         post = self._post
         if post.tail_size or post.main_terms != self.vocab_size:
             self.compact()
-        return encode_state(k1=self._k1, b=self._b, epsilon=self._eps, method=self._method,
-                            analyzer=self._analyzer, terms=self._terms, indptr=post.indptr,
-                            doc=post.doc, tf=post.tf, doc_len=self._doc_len.view())
+        return encode_state(
+            k1=self._k1,
+            b=self._b,
+            epsilon=self._eps,
+            method=self._method,
+            analyzer=self._analyzer,
+            terms=self._terms,
+            indptr=post.indptr,
+            doc=post.doc,
+            tf=post.tf,
+            doc_len=self._doc_len.view(),
+        )
 
     @classmethod
-    def from_state(cls, state: Mapping[str, np.ndarray], *, analyzer: str | None = None) -> BM25Index:
+    def from_state(
+        cls, state: Mapping[str, np.ndarray], *, analyzer: str | None = None
+    ) -> BM25Index:
         """Rebuild an index from :meth:`state`, validating every array (copies the data).
 
         Args:
@@ -432,4 +452,3 @@ class BM25Index:
         index._doc_len.extend(arrays["doc_len"])
         index._total_len = int(arrays["doc_len"].sum(dtype=np.int64))
         return index
-

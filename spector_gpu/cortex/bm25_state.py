@@ -128,9 +128,9 @@ def validated_state(
         rising[indptr[1:-1] - 1] = True  # a new term may restart from a lower slot
         if not rising.all():
             raise _corrupt("slots within a term's postings are not strictly increasing")
-    if n_docs and (doc_len.min() < 0 or np.any(
-        np.bincount(doc, weights=tf, minlength=n_docs) != doc_len
-    )):
+    if n_docs and (
+        doc_len.min() < 0 or np.any(np.bincount(doc, weights=tf, minlength=n_docs) != doc_len)
+    ):
         raise _corrupt("doc_len differs from the sum of the document's term frequencies")
     raw = blob.tobytes()
     try:

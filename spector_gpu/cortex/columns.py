@@ -17,7 +17,7 @@ __all__ = ["Columns", "created_ms"]
 
 def created_ms(ids: np.ndarray) -> np.ndarray:
     """Creation time encoded in each TSID (epoch ms)."""
-    from ..kernel.tsid import TSID_EPOCH_MS
+    from ..storage.tsid import TSID_EPOCH_MS
 
     return (ids.astype(np.int64) >> 22) + TSID_EPOCH_MS
 
@@ -37,11 +37,24 @@ class Columns:
     @classmethod
     def empty(cls) -> Columns:
         """Zero rows of every column."""
-        return cls(*(np.zeros(0, dt) for dt in (np.int64, INDEX_DTYPE, HEADER_DTYPE, np.int64,
-                                                 np.float32, np.int64, np.float32)))
+        return cls(
+            *(
+                np.zeros(0, dt)
+                for dt in (
+                    np.int64,
+                    INDEX_DTYPE,
+                    HEADER_DTYPE,
+                    np.int64,
+                    np.float32,
+                    np.int64,
+                    np.float32,
+                )
+            )
+        )
 
-    def extend(self, first: int, entries: np.ndarray, headers: np.ndarray,
-               strength_rows: np.ndarray) -> None:
+    def extend(
+        self, first: int, entries: np.ndarray, headers: np.ndarray, strength_rows: np.ndarray
+    ) -> None:
         """Keep rows ``[0, first)`` and append one row per index entry.
 
         Args:
@@ -54,6 +67,7 @@ class Columns:
         self.headers = np.concatenate([self.headers[:first], headers])
         self.created_ms = np.concatenate([self.created_ms[:first], created_ms(entries["id"])])
         self.d_event = np.concatenate([self.d_event[:first], strength_rows["retrieval_strength"]])
-        self.last_event_ms = np.concatenate([self.last_event_ms[:first],
-                                             strength_rows["last_recall_ms"]])
+        self.last_event_ms = np.concatenate(
+            [self.last_event_ms[:first], strength_rows["last_recall_ms"]]
+        )
         self.storage = np.concatenate([self.storage[:first], strength_rows["storage_strength"]])

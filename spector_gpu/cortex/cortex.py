@@ -21,10 +21,10 @@ import numpy as np
 
 from ..config import Config
 from ..errors import CorruptionError, SpectorError, StoreError, StoreFailedError
-from ..kernel.io import atomic_write
-from ..kernel.partition import Partition, Transaction, open_failure
-from ..kernel.preamble import PREAMBLE_SIZE, SHAPE_APPEND, SHAPE_RECORD, RegionId
-from ..kernel.region import RegionSpec
+from ..storage.io import atomic_write
+from ..storage.partition import Partition, Transaction, open_failure
+from ..storage.preamble import PREAMBLE_SIZE, SHAPE_APPEND, SHAPE_RECORD, RegionId
+from ..storage.region import RegionSpec
 from ..types import Location, MemoryType
 from .analyzer import Analyzer
 from .bm25 import BM25Index
@@ -52,12 +52,23 @@ def region_specs(dim: int, provenance_capacity: int) -> list[RegionSpec]:
     return [
         RegionSpec(1, "episodic.log", SHAPE_APPEND, RegionId.EPISODIC, "EPIL"),
         RegionSpec(2, "semantic.slots", SHAPE_RECORD, RegionId.SEMANTIC, "COG", slot_stride(dim)),
-        RegionSpec(3, "procedural.slots", SHAPE_RECORD, RegionId.PROCEDURAL, "SKIL", slot_stride(dim)),
+        RegionSpec(
+            3, "procedural.slots", SHAPE_RECORD, RegionId.PROCEDURAL, "SKIL", slot_stride(dim)
+        ),
         RegionSpec(4, "text.pool", SHAPE_APPEND, RegionId.TEXT, "TEXT"),
         RegionSpec(5, "strength.rec", SHAPE_RECORD, RegionId.STRENGTH, "STRN", 96),
-        RegionSpec(6, "vectors.slab", SHAPE_RECORD, RegionId.VECTOR, "VECS", vector_dtype(dim).itemsize),
-        RegionSpec(7, "provenance.rec", SHAPE_RECORD, RegionId.PROVENANCE, "PROV", 72,
-                   initial_capacity=min(provenance_capacity, 1024)),
+        RegionSpec(
+            6, "vectors.slab", SHAPE_RECORD, RegionId.VECTOR, "VECS", vector_dtype(dim).itemsize
+        ),
+        RegionSpec(
+            7,
+            "provenance.rec",
+            SHAPE_RECORD,
+            RegionId.PROVENANCE,
+            "PROV",
+            72,
+            initial_capacity=min(provenance_capacity, 1024),
+        ),
         RegionSpec(8, "events.log", SHAPE_APPEND, RegionId.EVENTS, "AUDT"),
         RegionSpec(9, "index.midx", SHAPE_RECORD, RegionId.INDEX, "MIDX", 48),
     ]
@@ -66,8 +77,16 @@ def region_specs(dim: int, provenance_capacity: int) -> list[RegionSpec]:
 class Cortex(DerivedStateMixin):
     """Opens, reads and writes every region of a store directory."""
 
-    def __init__(self, path: Path, config: Config, embedder: Any, analyzer: Analyzer,
-                 part: Partition, device: Any, read_only: bool) -> None:
+    def __init__(
+        self,
+        path: Path,
+        config: Config,
+        embedder: Any,
+        analyzer: Analyzer,
+        part: Partition,
+        device: Any,
+        read_only: bool,
+    ) -> None:
         self.path = path
         self.config = config
         self.embedder = embedder
@@ -86,7 +105,7 @@ class Cortex(DerivedStateMixin):
         self.vectors = r("vectors.slab")
         self.index_region = r("index.midx")
         self.index = IndexMemory(self.index_region)
-        self.events = EventLog(self)
+        self.events = EventLog(part)
         self.vdtype = vector_dtype(self.dim)
         self.n = 0
         self.version = 0  # bumped by every commit and refresh: invalidates recall caches
@@ -95,8 +114,12 @@ class Cortex(DerivedStateMixin):
         self.cues = Cues()
         self.links = Links()
         lex = config.lexical
-        self.bm25 = BM25Index(k1=lex.k1, b=lex.b, method=lex.method,  # type: ignore[arg-type]
-                              analyzer=analyzer.name)
+        self.bm25 = BM25Index(
+            k1=lex.k1,
+            b=lex.b,
+            method=lex.method,  # type: ignore[arg-type]
+            analyzer=analyzer.name,
+        )
         from ..kernels.dense import DenseIndex
 
         self.dense = DenseIndex(self.dim, device=device, backend=config.dense.backend)  # type: ignore[arg-type]
@@ -110,8 +133,15 @@ class Cortex(DerivedStateMixin):
 
     # ---- opening -------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str | os.PathLike[str], config: Config, embedder: Any, *,
-             device: Any, read_only: bool) -> Cortex:
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        config: Config,
+        embedder: Any,
+        *,
+        device: Any,
+        read_only: bool,
+    ) -> Cortex:
         """Open every region of the store at ``path``; any ``OSError`` met on the way (a name
         too long, a permission, a full disk) is the library error that names the fix."""
         try:
@@ -122,19 +152,26 @@ class Cortex(DerivedStateMixin):
             raise open_failure(Path(path), exc, writable=not read_only) from exc
 
     @classmethod
-    def _open(cls, path: Path, config: Config, embedder: Any, *, device: Any,
-              read_only: bool) -> Cortex:
+    def _open(
+        cls, path: Path, config: Config, embedder: Any, *, device: Any, read_only: bool
+    ) -> Cortex:
         meta_path = path / "store.json"
-        analyzer = Analyzer(stopwords=config.lexical.stopwords,
-                            stemming="english" if config.lexical.stemming else None)
+        analyzer = Analyzer(
+            stopwords=config.lexical.stopwords,
+            stemming="english" if config.lexical.stemming else None,
+        )
         if meta_path.exists():
             verify_identity(meta_path, embedder, analyzer)
         elif read_only:
             raise StoreError(f"{path}: no spector_gpu store here (open it writable to create one)")
         specs = region_specs(int(embedder.dim), config.store.provenance_capacity)
-        part = Partition.open(path, specs, writable=not read_only,
-                              durability=config.store.durability,  # type: ignore[arg-type]
-                              checkpoint_bytes=config.store.checkpoint_mb << 20)
+        part = Partition.open(
+            path,
+            specs,
+            writable=not read_only,
+            durability=config.store.durability,  # type: ignore[arg-type]
+            checkpoint_bytes=config.store.checkpoint_mb << 20,
+        )
         try:
             if not meta_path.exists():
                 atomic_write(meta_path, identity_json(embedder, analyzer))
@@ -184,7 +221,10 @@ class Cortex(DerivedStateMixin):
         types, offs = entries["type"], entries["record_offset"]
         ep = (types == MemoryType.EPISODIC) & ~bad
         bad |= ep & ((offs < PREAMBLE_SIZE) | (offs + 96 > self.episodic.end))
-        for t, store in ((MemoryType.SEMANTIC, self.semantic), (MemoryType.PROCEDURAL, self.procedural)):
+        for t, store in (
+            (MemoryType.SEMANTIC, self.semantic),
+            (MemoryType.PROCEDURAL, self.procedural),
+        ):
             bad |= (types == t) & ~bad & ((offs < 0) | (offs >= store.region.count))
         # settled: a reader may copy a row while the writer rewrites it (onRecall, reinforce)
         sraw, sok = self.strength.region.read_rows_settled(start, stop)
@@ -208,7 +248,10 @@ class Cortex(DerivedStateMixin):
         ep = types == MemoryType.EPISODIC
         if ep.any():
             headers[ep] = self.episodic.headers_at(entries["record_offset"][ep])
-        for t, store in ((MemoryType.SEMANTIC, self.semantic), (MemoryType.PROCEDURAL, self.procedural)):
+        for t, store in (
+            (MemoryType.SEMANTIC, self.semantic),
+            (MemoryType.PROCEDURAL, self.procedural),
+        ):
             m = types == t
             if m.any():
                 headers[m] = store.headers(entries["record_offset"][m])
@@ -244,15 +287,20 @@ class Cortex(DerivedStateMixin):
         if int(e["type"]) == MemoryType.EPISODIC:
             return self.episodic.read(int(e["record_offset"])).payload.text
         self._verify_slot(i, True)
-        return decode_text(self.text.read(int(e["text_offset"]), int(e["text_length"]), int(e["id"])))
+        return decode_text(
+            self.text.read(int(e["text_offset"]), int(e["text_length"]), int(e["id"]))
+        )
 
     def refresh(self) -> None:
         """Readers: pick up memories and header/strength changes committed since open."""
         self.part.refresh()
         n = self.index_region.count
         if n < self.n:
-            raise CorruptionError(f"{self.index_region.path}: committed index shrank ({self.n} -> {n})",
-                                  file=self.index_region.path, region="index")
+            raise CorruptionError(
+                f"{self.index_region.path}: committed index shrank ({self.n} -> {n})",
+                file=self.index_region.path,
+                region="index",
+            )
         old = self.n
         self.version += 1
         self._ingest_primary(old, n)
@@ -298,8 +346,14 @@ class Cortex(DerivedStateMixin):
                 # next write and says why.
                 log.warning("%s", exc)
 
-    def index_entries(self, ids: np.ndarray, types: np.ndarray, offsets: np.ndarray,
-                      text: list[tuple[int, int]], first: int) -> np.ndarray:
+    def index_entries(
+        self,
+        ids: np.ndarray,
+        types: np.ndarray,
+        offsets: np.ndarray,
+        text: list[tuple[int, int]],
+        first: int,
+    ) -> np.ndarray:
         return self.index.encode(ids, types, offsets, text, first)
 
     def vector_rows(self, q: np.ndarray, scale: np.ndarray, first: int) -> np.ndarray:
@@ -309,8 +363,16 @@ class Cortex(DerivedStateMixin):
         rows["ordinal"] = np.arange(first, first + len(q))
         return seal(rows)
 
-    def adopt(self, entries: np.ndarray, headers: np.ndarray, strength_rows: np.ndarray,
-              q: np.ndarray, scale: np.ndarray, payloads: list[Payload], sequences: list[int]) -> None:
+    def adopt(
+        self,
+        entries: np.ndarray,
+        headers: np.ndarray,
+        strength_rows: np.ndarray,
+        q: np.ndarray,
+        scale: np.ndarray,
+        payloads: list[Payload],
+        sequences: list[int],
+    ) -> None:
         """After a commit: bring in-memory columns and derived indexes up to date."""
         first = self.n
         self.cols.extend(first, entries, headers, strength_rows)
@@ -319,8 +381,16 @@ class Cortex(DerivedStateMixin):
         tw = self.config.association.tag_weight
         for k, p in enumerate(payloads):
             t = int(entries["type"][k])
-            self.cues.append(p.session_id, sequences[k], bool(p.citations), p.speaker, p.tags,
-                             p.external_id, p.source_uri, self.cue_tokens(p))
+            self.cues.append(
+                p.session_id,
+                sequences[k],
+                bool(p.citations),
+                p.speaker,
+                p.tags,
+                p.external_id,
+                p.source_uri,
+                self.cue_tokens(p),
+            )
             self.links.append(p.session_id if t == MemoryType.EPISODIC else None, p.tags, tw)
         self.bm25.add(self.analyzer.tokens_batch([self.index_text(p) for p in payloads]))
         self.n = first + len(entries)

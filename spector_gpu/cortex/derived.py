@@ -49,9 +49,17 @@ class Cues:
         self.last_seq: dict[int, int] = {}
         self.tag_index: dict[str, list[int]] = defaultdict(list)
 
-    def append(self, session: int, sequence: int, has_citations: bool, speaker: str,
-               tags: tuple[str, ...], external_id: str | None, source_uri: str | None,
-               cue_tokens: frozenset[str]) -> int:
+    def append(
+        self,
+        session: int,
+        sequence: int,
+        has_citations: bool,
+        speaker: str,
+        tags: tuple[str, ...],
+        external_id: str | None,
+        source_uri: str | None,
+        cue_tokens: frozenset[str],
+    ) -> int:
         i = self.n
         self._session.append(session)
         self._sequence.append(sequence)
@@ -72,13 +80,23 @@ class Cues:
         return self.last_seq.get(session, -1) + 1
 
     def state(self) -> dict[str, np.ndarray]:
-        out = {"session": self.session[: self.n], "sequence": self.sequence[: self.n],
-               "has_citations": self.has_citations[: self.n].astype(np.uint8)}
-        for name, values in (("speaker", self.speaker), ("external_id", self.external_id),
-                             ("source_uri", self.source_uri)):
+        out = {
+            "session": self.session[: self.n],
+            "sequence": self.sequence[: self.n],
+            "has_citations": self.has_citations[: self.n].astype(np.uint8),
+        }
+        for name, values in (
+            ("speaker", self.speaker),
+            ("external_id", self.external_id),
+            ("source_uri", self.source_uri),
+        ):
             present = np.array([v is not None for v in values], dtype=np.uint8)
             blob, offs = strings_to_arrays([v or "" for v in values])
-            out[f"{name}_blob"], out[f"{name}_offsets"], out[f"{name}_present"] = blob, offs, present
+            out[f"{name}_blob"], out[f"{name}_offsets"], out[f"{name}_present"] = (
+                blob,
+                offs,
+                present,
+            )
         blob, offs = strings_to_arrays(["\x1f".join(t) for t in self.tags])
         out["tags_blob"], out["tags_offsets"] = blob, offs
         blob, offs = strings_to_arrays(["\x1f".join(sorted(t)) for t in self.cue_tokens])
@@ -110,9 +128,16 @@ class Cues:
         if len(tags) != n or len(cues) != n:
             raise CorruptionError(f"{where}: tag columns have the wrong length", file=where)
         for i in range(n):
-            c.append(int(s["session"][i]), int(s["sequence"][i]), bool(s["has_citations"][i]),
-                     speakers[i], tuple(t for t in tags[i].split("\x1f") if t), ext[i], uris[i],
-                     frozenset(t for t in cues[i].split("\x1f") if t))
+            c.append(
+                int(s["session"][i]),
+                int(s["sequence"][i]),
+                bool(s["has_citations"][i]),
+                speakers[i],
+                tuple(t for t in tags[i].split("\x1f") if t),
+                ext[i],
+                uris[i],
+                frozenset(t for t in cues[i].split("\x1f") if t),
+            )
         return c
 
 
@@ -191,6 +216,10 @@ class Links:
                     a.append(k)
                     b.append(nbr)
                     w.append(weight)
-        return {"prev": self.prev[: self.n], "next": self.next[: self.n],
-                "extra_a": np.asarray(a, np.int64), "extra_b": np.asarray(b, np.int64),
-                "extra_w": np.asarray(w, np.float32)}
+        return {
+            "prev": self.prev[: self.n],
+            "next": self.next[: self.n],
+            "extra_a": np.asarray(a, np.int64),
+            "extra_b": np.asarray(b, np.int64),
+            "extra_w": np.asarray(w, np.float32),
+        }

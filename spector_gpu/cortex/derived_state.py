@@ -48,6 +48,7 @@ class DerivedStateMixin(QuarantineMixin):
     _lineage_linked: set[int]  # fact TSIDs whose lineage edges are in self.links
 
     if TYPE_CHECKING:
+
         def payload(self, i: int, *, verify_slot: bool = True) -> Payload: ...
 
     def _load_derived(self, n: int) -> None:
@@ -59,16 +60,21 @@ class DerivedStateMixin(QuarantineMixin):
                 meta, arrays = read_snapshot(snap)
                 covered = int(meta.get("covered", -1))
                 if meta.get("analyzer") != self.analyzer.name or not 0 <= covered <= n:
-                    raise CorruptionError(f"{snap}: snapshot does not match this store", file=str(snap))
+                    raise CorruptionError(
+                        f"{snap}: snapshot does not match this store", file=str(snap)
+                    )
                 bm = {k[5:]: v for k, v in arrays.items() if k.startswith("bm25.")}
                 cue = {k[4:]: v for k, v in arrays.items() if k.startswith("cue.")}
                 bm25 = BM25Index.from_state(bm, analyzer=self.analyzer.name)
                 lex = self.config.lexical
                 if (bm25.k1, bm25.b, bm25.method) != (lex.k1, lex.b, lex.method):
-                    raise CorruptionError(f"{snap}: BM25 parameters differ from [lexical]; rebuilding",
-                                          file=str(snap))
+                    raise CorruptionError(
+                        f"{snap}: BM25 parameters differ from [lexical]; rebuilding", file=str(snap)
+                    )
                 if len(bm25) != covered:
-                    raise CorruptionError(f"{snap}: BM25 covers {len(bm25)} docs, not {covered}", file=str(snap))
+                    raise CorruptionError(
+                        f"{snap}: BM25 covers {len(bm25)} docs, not {covered}", file=str(snap)
+                    )
                 cues = Cues.from_state(cue, covered, str(snap))
                 self.bm25, self.cues = bm25, cues
                 self._rebuild_links(0, covered)
@@ -76,8 +82,12 @@ class DerivedStateMixin(QuarantineMixin):
                 log.warning("%s: derived snapshot unusable (%s); rebuilding", self.path, exc)
                 covered = 0
                 lex = self.config.lexical
-                self.bm25 = BM25Index(k1=lex.k1, b=lex.b, method=lex.method,  # type: ignore[arg-type]
-                                      analyzer=self.analyzer.name)
+                self.bm25 = BM25Index(
+                    k1=lex.k1,
+                    b=lex.b,
+                    method=lex.method,  # type: ignore[arg-type]
+                    analyzer=self.analyzer.name,
+                )
                 self.cues = Cues()
                 self.links = Links()
         self.recovery["snapshot_covered"] = covered
@@ -137,12 +147,17 @@ class DerivedStateMixin(QuarantineMixin):
             fact = self.id_map.get(target)
             if fact is None or target in self._lineage_linked:
                 continue
-            for parent in self.session_turns(int(r["session_id"]), int(r["first_seq"]), int(r["last_seq"])):
+            for parent in self.session_turns(
+                int(r["session_id"]), int(r["first_seq"]), int(r["last_seq"])
+            ):
                 self.links.link(fact, parent, lw)
             self._lineage_linked.add(target)
 
     def session_cursor(self, session: int, *, after_seq: int = -1):  # type: ignore[no-untyped-def]
-        """Iterate a session's episodes in sequence order (``EpisodeRecord``), after ``after_seq``."""
+        """Iterate a session's episodes in sequence order, after ``after_seq``.
+
+        Yields ``EpisodeRecord`` objects.
+        """
         big = int(np.iinfo(np.int32).max)
         ords = self.session_turns(session, after_seq + 1, big)
         ords.sort(key=lambda o: int(self.cues.sequence[o]))
@@ -151,7 +166,11 @@ class DerivedStateMixin(QuarantineMixin):
     def session_turns(self, session: int, first_seq: int, last_seq: int) -> list[int]:
         """Ordinals of the episodes of ``session`` with sequence in [first_seq, last_seq]."""
         c = self.cues
-        m = (c.session[: c.n] == session) & (c.sequence[: c.n] >= first_seq) & (c.sequence[: c.n] <= last_seq)
+        m = (
+            (c.session[: c.n] == session)
+            & (c.sequence[: c.n] >= first_seq)
+            & (c.sequence[: c.n] <= last_seq)
+        )
         m &= self.cols.index["type"][: c.n] == MemoryType.EPISODIC
         return np.flatnonzero(m).tolist()
 
@@ -159,11 +178,25 @@ class DerivedStateMixin(QuarantineMixin):
         t = int(self.cols.index["type"][i])
         seq = -1
         if t == MemoryType.EPISODIC:
-            seq = int(self.episodic.prefixes_at(np.array([self.cols.index["record_offset"][i]]))["sequence"][0])
-            if seq >= 1 << 31:  # read without the record's CRC: a damaged prefix (reported when read)
+            seq = int(
+                self.episodic.prefixes_at(np.array([self.cols.index["record_offset"][i]]))[
+                    "sequence"
+                ][0]
+            )
+            if (
+                seq >= 1 << 31
+            ):  # read without the record's CRC: a damaged prefix (reported when read)
                 seq = -1
-        self.cues.append(p.session_id, seq, bool(p.citations), p.speaker, p.tags, p.external_id,
-                         p.source_uri, self.cue_tokens(p))
+        self.cues.append(
+            p.session_id,
+            seq,
+            bool(p.citations),
+            p.speaker,
+            p.tags,
+            p.external_id,
+            p.source_uri,
+            self.cue_tokens(p),
+        )
 
     def cue_tokens(self, p: Payload) -> frozenset[str]:
         """Analysed tokens of a memory's cues: its speaker's first name and its tags."""
@@ -198,21 +231,28 @@ class DerivedStateMixin(QuarantineMixin):
         if os.path.isdir(target) and not os.path.islink(target):
             # something that is not ours sits under the snapshot's name: leave it alone and
             # keep writing memories (the snapshot only speeds up opening)
-            log.warning("%s is a directory, not the derived-index snapshot: the snapshot is not "
-                        "saved and the indexes are rebuilt at each open; remove it to restore "
-                        "fast opens", target)
+            log.warning(
+                "%s is a directory, not the derived-index snapshot: the snapshot is not "
+                "saved and the indexes are rebuilt at each open; remove it to restore "
+                "fast opens",
+                target,
+            )
             self._snap_n = self.n
             return
         arrays = {f"bm25.{k}": v for k, v in self.bm25.state().items()}
         arrays.update({f"cue.{k}": v for k, v in self.cues.state().items()})
         try:
-            write_snapshot(self.path / _SNAPSHOT, arrays,
-                           {"covered": self.n, "analyzer": self.analyzer.name, "ts": int(time.time() * 1000)},
-                           durable=self.config.store.durability != "none")
+            write_snapshot(
+                self.path / _SNAPSHOT,
+                arrays,
+                {"covered": self.n, "analyzer": self.analyzer.name, "ts": int(time.time() * 1000)},
+                durable=self.config.store.durability != "none",
+            )
         except OSError as exc:
             self.part.failed = exc
             raise StoreFailedError(
                 f"{self.path / _SNAPSHOT}: could not write the derived-index snapshot ({exc}); the "
                 "store is now read-only — free space or check the device, then close and reopen it "
-                "(every committed memory is kept; the indexes are rebuilt on open)") from exc
+                "(every committed memory is kept; the indexes are rebuilt on open)"
+            ) from exc
         self._snap_n = self.n

@@ -8,28 +8,27 @@ never decoding a payload. The store does not embed, index or decay: pathways do 
 
 from __future__ import annotations
 
+import struct
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from crc32c import crc32c as _crc32c
 
 from ..errors import CorruptionError
-from ..kernel.crc import crc32c
-import struct
-
-from crc32c import crc32c as _crc32c
-from ..kernel.partition import Transaction
-from ..kernel.preamble import PREAMBLE_SIZE
-from ..kernel.region import Region
+from ..storage.crc import crc32c
+from ..storage.native import native as _native
+from ..storage.partition import Transaction
+from ..storage.preamble import PREAMBLE_SIZE
+from ..storage.region import Region
 from .layouts import EPIS_MAGIC, HEADER_DTYPE, WALK_PREFIX_DTYPE, WALK_PREFIX_SIZE
 from .payload import Payload, decode_payload
 
-__all__ = ["EpisodeRecord", "EpisodicMemory", "RECORD_OVERHEAD"]
+__all__ = ["RECORD_OVERHEAD", "EpisodeRecord", "EpisodicMemory"]
 
 RECORD_OVERHEAD = WALK_PREFIX_SIZE + HEADER_DTYPE.itemsize  # 96
 _TORN_RETRIES = 8  # a reader's re-reads of a record caught mid-rewrite
-from ..kernel.native import native as _native
 _PREFIX28 = struct.Struct("<IIqqI")  # magic, payload_bytes, memory_id, timestamp_ms, sequence
 _U32 = struct.Struct("<I")
 
@@ -52,31 +51,43 @@ class EpisodicMemory:
 
     # ---- writing -----------------------------------------------------------------------
     @staticmethod
-    def encode(ids: Sequence[int], headers: np.ndarray, payloads: Sequence[bytes],
-               sequences: Sequence[int]) -> tuple[bytes, list[int]]:
+    def encode(
+        ids: Sequence[int], headers: np.ndarray, payloads: Sequence[bytes], sequences: Sequence[int]
+    ) -> tuple[bytes, list[int]]:
         """Encode records back to back; returns the bytes and each record's relative offset.
 
-        Uses the native batch encoder when it was built (``spector_gpu.kernel._native``), else
+        Uses the native batch encoder when it was built (``spector_gpu.storage._native``), else
         the Python twin below; both produce identical bytes (tested)."""
         data, rel = EpisodicMemory._encode(ids, headers, payloads, sequences)
         return data, np.asarray(rel).tolist()
 
     @staticmethod
-    def _encode(ids: "Sequence[int] | np.ndarray", headers: np.ndarray, payloads: Sequence[bytes],
-                sequences: "Sequence[int] | np.ndarray") -> tuple[bytes, "np.ndarray | list[int]"]:
+    def _encode(
+        ids: Sequence[int] | np.ndarray,
+        headers: np.ndarray,
+        payloads: Sequence[bytes],
+        sequences: Sequence[int] | np.ndarray,
+    ) -> tuple[bytes, np.ndarray | list[int]]:
         if _native is not None and len(payloads):
             data, rel = _native.encode_episodes(
-                np.ascontiguousarray(headers).tobytes(), payloads,
+                np.ascontiguousarray(headers).tobytes(),
+                payloads,
                 np.ascontiguousarray(ids, dtype=np.int64),
                 np.ascontiguousarray(headers["timestamp_ms"], dtype=np.int64),
-                np.ascontiguousarray(sequences, dtype=np.uint32))
+                np.ascontiguousarray(sequences, dtype=np.uint32),
+            )
             return data, np.frombuffer(rel, dtype=np.int64)
-        return EpisodicMemory.encode_python(np.asarray(ids, dtype=np.int64).tolist(), headers, payloads,
-                                            np.asarray(sequences, dtype=np.int64).tolist())
+        return EpisodicMemory.encode_python(
+            np.asarray(ids, dtype=np.int64).tolist(),
+            headers,
+            payloads,
+            np.asarray(sequences, dtype=np.int64).tolist(),
+        )
 
     @staticmethod
-    def encode_python(ids: Sequence[int], headers: np.ndarray, payloads: Sequence[bytes],
-                      sequences: Sequence[int]) -> tuple[bytes, list[int]]:
+    def encode_python(
+        ids: Sequence[int], headers: np.ndarray, payloads: Sequence[bytes], sequences: Sequence[int]
+    ) -> tuple[bytes, list[int]]:
         """Pure-Python twin of :meth:`encode`."""
         sizes = [(len(p) + 7) & ~7 for p in payloads]
         rel = [0] * len(payloads)
@@ -100,8 +111,14 @@ class EpisodicMemory:
             _U32.pack_into(buf, pos + 28, value)
         return bytes(buf), rel
 
-    def append(self, tx: Transaction, ids: "Sequence[int] | np.ndarray", headers: np.ndarray,
-               payloads: Sequence[bytes], sequences: "Sequence[int] | np.ndarray") -> list[int]:
+    def append(
+        self,
+        tx: Transaction,
+        ids: Sequence[int] | np.ndarray,
+        headers: np.ndarray,
+        payloads: Sequence[bytes],
+        sequences: Sequence[int] | np.ndarray,
+    ) -> list[int]:
         """Append records in ``tx``; returns each record's absolute byte offset."""
         data, rel = self._encode(ids, headers, payloads, sequences)
         base = tx.append(self.region, data)
@@ -125,14 +142,22 @@ class EpisodicMemory:
         end = self.end
         where = f"{self.region.path}: episode at offset {offset}"
         if offset < PREAMBLE_SIZE or offset + RECORD_OVERHEAD > end:
-            raise CorruptionError(f"{where} is outside the committed log ({end} bytes)",
-                                  file=self.region.path, region="episodic", slot=offset)
+            raise CorruptionError(
+                f"{where} is outside the committed log ({end} bytes)",
+                file=self.region.path,
+                region="episodic",
+                slot=offset,
+            )
         head = bytes(self.region.view(offset, RECORD_OVERHEAD))
         prefix = np.frombuffer(head[:WALK_PREFIX_SIZE], dtype=WALK_PREFIX_DTYPE)[0]
         n = int(prefix["payload_bytes"])
         if int(prefix["magic"]) != EPIS_MAGIC or offset + RECORD_OVERHEAD + n > end:
-            raise CorruptionError(f"{where}: bad record prefix (magic or length)",
-                                  file=self.region.path, region="episodic", slot=offset)
+            raise CorruptionError(
+                f"{where}: bad record prefix (magic or length)",
+                file=self.region.path,
+                region="episodic",
+                slot=offset,
+            )
         body = bytes(self.region.view(offset + RECORD_OVERHEAD, n))
         return head[:WALK_PREFIX_SIZE], head[WALK_PREFIX_SIZE:], body
 
@@ -153,7 +178,10 @@ class EpisodicMemory:
             time.sleep(0.0005 * attempt)
         raise CorruptionError(
             f"{self.region.path}: CRC mismatch in episodic record at offset {offset}",
-            file=self.region.path, region="episodic", slot=offset)
+            file=self.region.path,
+            region="episodic",
+            slot=offset,
+        )
 
     def read(self, offset: int) -> EpisodeRecord:
         """Read and CRC-verify one record at ``offset`` (a ``Location.record_offset``)."""
@@ -161,8 +189,14 @@ class EpisodicMemory:
         prefix = np.frombuffer(prefix_raw, dtype=WALK_PREFIX_DTYPE)[0]
         header = np.frombuffer(head, dtype=HEADER_DTYPE)[0]
         payload = decode_payload(body, where=f"{self.region.path}: episode at offset {offset}")
-        return EpisodeRecord(offset, int(prefix["memory_id"]), int(prefix["timestamp_ms"]),
-                             int(prefix["sequence"]), header, payload)
+        return EpisodeRecord(
+            offset,
+            int(prefix["memory_id"]),
+            int(prefix["timestamp_ms"]),
+            int(prefix["sequence"]),
+            header,
+            payload,
+        )
 
     def cursor(self, offsets: Sequence[int]) -> Iterator[EpisodeRecord]:
         """Read records at ``offsets`` in order (a session's cursor: its offsets by sequence)."""
@@ -179,8 +213,11 @@ class EpisodicMemory:
             return np.zeros(0, dtype=HEADER_DTYPE)
         end = self.end
         if offsets.min() < PREAMBLE_SIZE or offsets.max() + RECORD_OVERHEAD > end:
-            raise CorruptionError(f"{self.region.path}: header offset outside the committed log",
-                                  file=self.region.path, region="episodic")
+            raise CorruptionError(
+                f"{self.region.path}: header offset outside the committed log",
+                file=self.region.path,
+                region="episodic",
+            )
         buf = self.region.array(0, end)
         idx = (offsets + WALK_PREFIX_SIZE)[:, None] + np.arange(HEADER_DTYPE.itemsize)
         return buf[idx].copy().view(HEADER_DTYPE).reshape(-1)
@@ -199,20 +236,27 @@ class EpisodicMemory:
         buf = self.region.view(0, end)
         if _native is not None:
             try:
-                return np.frombuffer(_native.walk_offsets(buf, PREAMBLE_SIZE, end), dtype=np.int64).copy()
+                return np.frombuffer(
+                    _native.walk_offsets(buf, PREAMBLE_SIZE, end), dtype=np.int64
+                ).copy()
             except ValueError as exc:
-                raise CorruptionError(f"{self.region.path}: {exc}", file=self.region.path,
-                                      region="episodic") from None
+                raise CorruptionError(
+                    f"{self.region.path}: {exc}", file=self.region.path, region="episodic"
+                ) from None
             finally:
                 del buf
         unpack = _U32.unpack_from
         out = []
         pos = PREAMBLE_SIZE
         while pos + RECORD_OVERHEAD <= end:
-            magic, = unpack(buf, pos)
+            (magic,) = unpack(buf, pos)
             if magic != EPIS_MAGIC:
-                raise CorruptionError(f"{self.region.path}: bad record magic at offset {pos}",
-                                      file=self.region.path, region="episodic", slot=pos)
+                raise CorruptionError(
+                    f"{self.region.path}: bad record magic at offset {pos}",
+                    file=self.region.path,
+                    region="episodic",
+                    slot=pos,
+                )
             out.append(pos)
             pos += RECORD_OVERHEAD + unpack(buf, pos + 4)[0]
         del buf
@@ -227,5 +271,4 @@ class EpisodicMemory:
     def walk(self) -> Iterator[tuple[int, np.void]]:
         """``(offset, header)`` per record (see :meth:`walk_headers` for the batched form)."""
         offsets, headers = self.walk_headers()
-        for off, h in zip(offsets.tolist(), headers):
-            yield off, h
+        yield from zip(offsets.tolist(), headers)

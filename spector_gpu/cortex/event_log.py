@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
 
 from ..errors import CorruptionError
-from ..kernel.crc import crc32c
-from ..kernel.preamble import PREAMBLE_SIZE
-
-if TYPE_CHECKING:
-    from .cortex import Cortex
+from ..storage.crc import crc32c
+from ..storage.partition import Partition
+from ..storage.preamble import PREAMBLE_SIZE
 
 __all__ = ["EventLog"]
 
@@ -21,8 +19,9 @@ class EventLog:
     ``provenance.chain.RecordLog`` protocol.
     """
 
-    def __init__(self, cortex: Cortex) -> None:
-        self._c = cortex
+    def __init__(self, part: Partition, name: str = "events.log") -> None:
+        self._part = part
+        self._name = name
         self.pending: list[bytes] = []
 
     def append(self, data: bytes) -> None:
@@ -32,23 +31,36 @@ class EventLog:
         out = []
         for data in self.pending:
             pad = (-(len(data) + 8)) % 8
-            out.append(len(data).to_bytes(4, "little") + crc32c(data).to_bytes(4, "little") + data
-                       + b"\0" * pad)
+            out.append(
+                len(data).to_bytes(4, "little")
+                + crc32c(data).to_bytes(4, "little")
+                + data
+                + b"\0" * pad
+            )
         self.pending.clear()
         return b"".join(out)
 
-    def records(self):  # type: ignore[no-untyped-def]
-        region = self._c.part.region("events.log")
+    def records(self) -> Iterator[bytes]:
+        """Every committed record's data, in order; ``CorruptionError`` at a damaged frame."""
+        region = self._part.region(self._name)
         pos, end = PREAMBLE_SIZE, PREAMBLE_SIZE + region.count
         while pos + 8 <= end:
             head = bytes(region.view(pos, 8))
             n = int.from_bytes(head[:4], "little")
             if pos + 8 + n > end:
-                raise CorruptionError(f"{region.path}: event frame at {pos} overruns the log",
-                                      file=region.path, region="events", slot=pos)
+                raise CorruptionError(
+                    f"{region.path}: event frame at {pos} overruns the log",
+                    file=region.path,
+                    region="events",
+                    slot=pos,
+                )
             data = bytes(region.view(pos + 8, n))
             if crc32c(data) != int.from_bytes(head[4:], "little"):
-                raise CorruptionError(f"{region.path}: CRC mismatch in event frame at {pos}",
-                                      file=region.path, region="events", slot=pos)
+                raise CorruptionError(
+                    f"{region.path}: CRC mismatch in event frame at {pos}",
+                    file=region.path,
+                    region="events",
+                    slot=pos,
+                )
             yield data
             pos += 8 + n + ((-(n + 8)) % 8)

@@ -10,9 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CorruptionError
-from ..kernel.crc import verify_rows
-from ..kernel.partition import Transaction
-from ..kernel.region import Region
+from ..storage.partition import Transaction
+from ..storage.region import Region
 from ..types import Location, MemoryType
 from .layouts import INDEX_DTYPE, seal
 
@@ -33,8 +32,12 @@ class IndexMemory:
         entries, bad = self.scan(start, stop)
         if bad.any():
             slot = int(start + np.flatnonzero(bad)[0])
-            raise CorruptionError(f"{self.region.path}: index entry {slot} is damaged or not at its slot",
-                                  file=self.region.path, region="index", slot=slot)
+            raise CorruptionError(
+                f"{self.region.path}: index entry {slot} is damaged or not at its slot",
+                file=self.region.path,
+                region="index",
+                slot=slot,
+            )
         return entries
 
     def scan(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
@@ -44,12 +47,22 @@ class IndexMemory:
         copied while a writer wrote it is not taken for damage."""
         rows, ok = self.region.read_rows_settled(start, stop)
         entries = rows.view(INDEX_DTYPE).reshape(-1)
-        bad = (~ok | (entries["graph_slot"] != np.arange(start, stop))
-               | ~np.isin(entries["type"], [int(t) for t in MemoryType]))
+        bad = (
+            ~ok
+            | (entries["graph_slot"] != np.arange(start, stop))
+            | ~np.isin(entries["type"], [int(t) for t in MemoryType])
+        )
         return entries, bad
 
-    def encode(self, ids: np.ndarray, types: np.ndarray, offsets: np.ndarray,
-               text: list[tuple[int, int]], first: int, partition: int = 0) -> np.ndarray:
+    def encode(
+        self,
+        ids: np.ndarray,
+        types: np.ndarray,
+        offsets: np.ndarray,
+        text: list[tuple[int, int]],
+        first: int,
+        partition: int = 0,
+    ) -> np.ndarray:
         n = len(ids)
         e = np.zeros(n, dtype=INDEX_DTYPE)
         e["id"] = ids
@@ -75,8 +88,12 @@ class IndexMemory:
             if not k:
                 continue
             if tsid in self.id_map:
-                raise CorruptionError(f"{self.region.path}: id appears twice (slot {slot})",
-                                      file=self.region.path, region="index", slot=int(slot))
+                raise CorruptionError(
+                    f"{self.region.path}: id appears twice (slot {slot})",
+                    file=self.region.path,
+                    region="index",
+                    slot=int(slot),
+                )
             self.id_map[tsid] = int(slot)
 
     def locate(self, tsid: int) -> int | None:
@@ -86,4 +103,10 @@ class IndexMemory:
     @staticmethod
     def location(entry: np.void) -> Location:
         i = int(entry["graph_slot"])
-        return Location(MemoryType(int(entry["type"])), int(entry["partition"]), int(entry["record_offset"]), i, i)
+        return Location(
+            MemoryType(int(entry["type"])),
+            int(entry["partition"]),
+            int(entry["record_offset"]),
+            i,
+            i,
+        )

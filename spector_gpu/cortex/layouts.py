@@ -53,30 +53,30 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernel.crc import crc32c_rows
+from ..storage.crc import crc32c_rows
 
 __all__ = [
-    "HEADER_DTYPE",
-    "HEADER_SIZE",
-    "WALK_PREFIX_DTYPE",
-    "WALK_PREFIX_SIZE",
+    "CF_DREAMED",
+    "CF_RETRACTED",
+    "CF_SIMULATED",
     "EPIS_MAGIC",
-    "STRENGTH_DTYPE",
-    "PROVENANCE_DTYPE",
-    "INDEX_DTYPE",
-    "vector_dtype",
-    "FLAG_TOMBSTONE",
     "FLAG_CONSOLIDATED",
     "FLAG_PINNED",
     "FLAG_RESOLVED",
-    "CF_RETRACTED",
-    "CF_SIMULATED",
-    "CF_DREAMED",
+    "FLAG_TOMBSTONE",
+    "HEADER_DTYPE",
+    "HEADER_SIZE",
+    "INDEX_DTYPE",
+    "PROVENANCE_DTYPE",
     "PROV_LIVE",
-    "PROV_TOMBSTONE",
     "PROV_PARTIAL",
+    "PROV_TOMBSTONE",
+    "STRENGTH_DTYPE",
+    "WALK_PREFIX_DTYPE",
+    "WALK_PREFIX_SIZE",
     "seal",
     "type_of_flags",
+    "vector_dtype",
 ]
 
 HEADER_DTYPE = np.dtype(
@@ -184,8 +184,13 @@ def vector_dtype(dim: int) -> np.dtype:
     return np.dtype([("q", "i1", (dim,)), ("scale", "<f4"), ("ordinal", "<u4"), ("crc32c", "<u4")])
 
 
-for _dt, _size in ((HEADER_DTYPE, 64), (WALK_PREFIX_DTYPE, 32), (STRENGTH_DTYPE, 96),
-                   (PROVENANCE_DTYPE, 72), (INDEX_DTYPE, 48)):
+for _dt, _size in (
+    (HEADER_DTYPE, 64),
+    (WALK_PREFIX_DTYPE, 32),
+    (STRENGTH_DTYPE, 96),
+    (PROVENANCE_DTYPE, 72),
+    (INDEX_DTYPE, 48),
+):
     assert _dt.itemsize == _size, (_dt, _size)  # layout invariants, checked at import
 
 FLAG_TOMBSTONE = 0x01

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ..errors import CorruptionError, ValidationError
 from ..provenance.citations import Citation, decode_citations, encode_citations
 
-__all__ = ["Payload", "encode_payload", "decode_payload", "decode_text", "attributed"]
+__all__ = ["Payload", "attributed", "decode_payload", "decode_text", "encode_payload"]
 
 _HEAD = struct.Struct("<BBHIq")
 _FIELD = struct.Struct("<BI")
@@ -95,7 +95,9 @@ def _fields(data: bytes | memoryview, where: str) -> tuple[int, int, dict[int, b
         tag, length = _FIELD.unpack_from(data, pos)
         pos += _FIELD.size
         if length > size - pos:
-            raise CorruptionError(f"{where}: payload field {tag} length {length} overruns the payload")
+            raise CorruptionError(
+                f"{where}: payload field {tag} length {length} overruns the payload"
+            )
         if tag in out:
             raise CorruptionError(f"{where}: payload field {tag} appears twice")
         out[tag] = bytes(data[pos : pos + length])

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import RegionFullError
-from ..kernel.partition import Transaction
-from ..kernel.region import Region
+from ..storage.partition import Transaction
+from ..storage.region import Region
 from .layouts import PROV_LIVE, PROV_PARTIAL, PROV_TOMBSTONE, PROVENANCE_DTYPE, seal
 
 __all__ = ["ProvenanceMemory"]
@@ -36,7 +36,8 @@ class ProvenanceMemory:
         if pending + len(records) > self.capacity:
             raise RegionFullError(
                 f"provenance region is full ({self.capacity} records); raise "
-                "store.provenance_capacity (SPECTOR_STORE__PROVENANCE_CAPACITY)")
+                "store.provenance_capacity (SPECTOR_STORE__PROVENANCE_CAPACITY)"
+            )
         return tx.append(self.region, seal(records.copy()).tobytes())
 
     def set_state(self, tx: Transaction, slots: np.ndarray, state: int) -> None:

@@ -22,8 +22,8 @@ import numpy as np
 
 from ..config import Config
 from ..errors import CorruptionError
-from ..kernel.partition import Partition
-from ..kernel.region import Region
+from ..storage.partition import Partition
+from ..storage.region import Region
 from ..types import MemoryType
 from .columns import Columns
 from .episodic import EpisodicMemory
@@ -70,10 +70,17 @@ class QuarantineMixin:
         if i in self.damaged_entries:
             return CorruptionError(
                 f"{self.index_region.path}: {name}: index entry {i} is damaged; the memory is "
-                "quarantined (run check() for details)", file=self.index_region.path,
-                region="index", slot=i)
-        return CorruptionError(f"{self.path}: {name} has a damaged header or strength record "
-                               "(run check() for details)", file=str(self.path), slot=i)
+                "quarantined (run check() for details)",
+                file=self.index_region.path,
+                region="index",
+                slot=i,
+            )
+        return CorruptionError(
+            f"{self.path}: {name} has a damaged header or strength record "
+            "(run check() for details)",
+            file=str(self.path),
+            slot=i,
+        )
 
     def _check_tail(self, n: int) -> None:
         """Validate only what open must: the episodes the last index entries point at (a
@@ -107,8 +114,9 @@ class QuarantineMixin:
                 if int(ids[k]) in self.id_map:
                     bad[k] = True
 
-    def _seal_off(self, entries: np.ndarray, bad: np.ndarray, srows: np.ndarray, sok: np.ndarray,
-                  start: int) -> np.ndarray:
+    def _seal_off(
+        self, entries: np.ndarray, bad: np.ndarray, srows: np.ndarray, sok: np.ndarray, start: int
+    ) -> np.ndarray:
         """Quarantine the damaged index entries ``entries[bad]`` (in place): each becomes a
         placeholder that joins no typed store (type WORKING, which no durable entry has; no
         location), is left out of recall and raises when read. Its id is taken only from
@@ -131,10 +139,16 @@ class QuarantineMixin:
         ords = (start + np.flatnonzero(bad)).tolist()
         self.damaged_entries.update(ords)
         self.quarantined.update(ords)
-        self.report_corruption(CorruptionError(
-            f"{self.index_region.path}: {len(ords)} index entries are damaged (CRC, slot, type or "
-            f"location; first: entry {ords[0]}); their memories are quarantined: left out of recall, "
-            "they raise when read", file=self.index_region.path, region="index", slot=ords[0]))
+        self.report_corruption(
+            CorruptionError(
+                f"{self.index_region.path}: {len(ords)} index entries are damaged (CRC, slot, type "
+                f"or location; first: entry {ords[0]}); their memories are quarantined: left out "
+                "of recall, they raise when read",
+                file=self.index_region.path,
+                region="index",
+                slot=ords[0],
+            )
+        )
         return unnamed
 
     def _quarantine(self, ordinals: np.ndarray) -> None:
@@ -146,8 +160,17 @@ class QuarantineMixin:
         c = self.cols
         imp, d, s = c.headers["importance"][ordinals], c.d_event[ordinals], c.storage[ordinals]
         with np.errstate(invalid="ignore"):
-            ok = (np.isfinite(imp) & (imp >= 0.05) & (imp <= 10.0) & np.isfinite(d) & (d >= 0.0)
-                  & (d <= 1.0) & np.isfinite(s) & (s >= 0.0) & (s <= self.config.strength.max_storage))
+            ok = (
+                np.isfinite(imp)
+                & (imp >= 0.05)
+                & (imp <= 10.0)
+                & np.isfinite(d)
+                & (d >= 0.0)
+                & (d <= 1.0)
+                & np.isfinite(s)
+                & (s >= 0.0)
+                & (s <= self.config.strength.max_storage)
+            )
         if self.quarantined:  # a reader's refresh re-reads headers: keep earlier findings
             ok &= ~np.isin(ordinals, np.fromiter(self.quarantined, np.int64, len(self.quarantined)))
         bad = ordinals[~ok]
@@ -160,7 +183,11 @@ class QuarantineMixin:
         new = sorted(set(bad.tolist()) - self.quarantined)
         if new:
             self.quarantined.update(new)
-            self.report_corruption(CorruptionError(
-                f"{self.path}: {len(new)} memories hold damaged header or strength values (first: "
-                f"ordinal {new[0]}); they are left out of recall and raise when read",
-                file=str(self.path), slot=new[0]))
+            self.report_corruption(
+                CorruptionError(
+                    f"{self.path}: {len(new)} memories hold damaged header or strength values "
+                    f"(first: ordinal {new[0]}); they are left out of recall and raise when read",
+                    file=str(self.path),
+                    slot=new[0],
+                )
+            )

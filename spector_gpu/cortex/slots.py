@@ -10,12 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import CorruptionError
-from ..kernel.crc import crc32c
-from ..kernel.partition import Transaction
-from ..kernel.region import Region
+from ..storage.crc import crc32c
+from ..storage.partition import Transaction
+from ..storage.region import Region
 from .layouts import HEADER_DTYPE
 
-__all__ = ["SlotMemory", "SemanticMemory", "ProceduralMemory", "slot_stride"]
+__all__ = ["ProceduralMemory", "SemanticMemory", "SlotMemory", "slot_stride"]
 
 
 _OWNER = 52  # byte offset of the owner TSID in an EncodingHeader (layouts.HEADER_DTYPE)
@@ -39,7 +39,7 @@ class SlotMemory:
         rows = np.zeros((n, self.region.spec.stride), dtype=np.uint8)
         rows[:, :64] = headers.view(np.uint8).reshape(n, 64)
         rows[:, 64 : 64 + self.dim] = np.asarray(q, dtype=np.int8).view(np.uint8)
-        from ..kernel.crc import crc32c_rows
+        from ..storage.crc import crc32c_rows
 
         rows[:, -4:] = crc32c_rows(rows[:, :-4]).astype("<u4").view(np.uint8).reshape(n, 4)
         return rows.tobytes()
@@ -71,7 +71,11 @@ class SlotMemory:
         if int.from_bytes(raw[_OWNER : _OWNER + 8], "little", signed=True) != owner:
             raise CorruptionError(
                 f"{self.region.path}: slot {slot} of region '{self.region.spec.filename}' belongs "
-                "to another memory", file=self.region.path, region=self.region.spec.filename, slot=slot)
+                "to another memory",
+                file=self.region.path,
+                region=self.region.spec.filename,
+                slot=slot,
+            )
 
     def headers(self, slots: np.ndarray) -> np.ndarray:
         """Headers of ``slots`` without CRC checks (open-time columns; hydration verifies)."""

@@ -12,25 +12,31 @@ from __future__ import annotations
 import json
 import os
 import struct
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from ..errors import CorruptionError
-from ..kernel.crc import crc32c
-from ..kernel.io import atomic_write
-from ..kernel.killpoints import killpoint
+from ..storage.crc import crc32c
+from ..storage.io import atomic_write
+from ..storage.killpoints import killpoint
 
-__all__ = ["write_snapshot", "read_snapshot", "strings_to_arrays", "arrays_to_strings"]
+__all__ = ["arrays_to_strings", "read_snapshot", "strings_to_arrays", "write_snapshot"]
 
 _MAGIC = b"SPSNAP01"
 _ALLOWED_KINDS = set("biufS")
 _MAX_HEADER = 1 << 20
 
 
-def write_snapshot(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray],
-                   meta: Mapping[str, Any], *, durable: bool = True) -> None:
+def write_snapshot(
+    path: str | os.PathLike[str],
+    arrays: Mapping[str, np.ndarray],
+    meta: Mapping[str, Any],
+    *,
+    durable: bool = True,
+) -> None:
     descriptors = []
     offset = 0
     blobs = []
@@ -41,8 +47,15 @@ def write_snapshot(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray
         pad = (-offset) % 64
         offset += pad
         blobs.append(b"\0" * pad)
-        descriptors.append({"name": name, "dtype": arr.dtype.str, "shape": list(arr.shape),
-                            "offset": offset, "nbytes": arr.nbytes})
+        descriptors.append(
+            {
+                "name": name,
+                "dtype": arr.dtype.str,
+                "shape": list(arr.shape),
+                "offset": offset,
+                "nbytes": arr.nbytes,
+            }
+        )
         blobs.append(arr.tobytes())
         offset += arr.nbytes
     header = json.dumps({"meta": dict(meta), "arrays": descriptors}, sort_keys=True).encode()
@@ -50,8 +63,9 @@ def write_snapshot(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray
     pad = (-len(body)) % 64
     body += b"\0" * pad + b"".join(blobs)
     data = body + struct.pack("<I", crc32c(body))
-    atomic_write(path, data, durable=durable,
-                 before_replace=lambda: killpoint("snapshot.after_partial"))
+    atomic_write(
+        path, data, durable=durable, before_replace=lambda: killpoint("snapshot.after_partial")
+    )
     killpoint("snapshot.after_replace")
 
 
@@ -87,13 +101,22 @@ def read_snapshot(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[st
         except (TypeError, ValueError, KeyError):
             raise CorruptionError(f"{where}: bad array descriptor", file=where) from None
         if dtype.kind not in _ALLOWED_KINDS or any(s < 0 for s in shape):
-            raise CorruptionError(f"{where}: array {name!r} has a forbidden dtype or shape", file=where)
+            raise CorruptionError(
+                f"{where}: array {name!r} has a forbidden dtype or shape", file=where
+            )
         if nbytes != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
-            raise CorruptionError(f"{where}: array {name!r} size does not match its shape", file=where)
+            raise CorruptionError(
+                f"{where}: array {name!r} size does not match its shape", file=where
+            )
         if off < 0 or base + off + nbytes > end:
             raise CorruptionError(f"{where}: array {name!r} lies outside the file", file=where)
-        arrays[name] = np.frombuffer(data, dtype=dtype, count=nbytes // max(dtype.itemsize, 1),
-                                     offset=base + off).reshape(shape).copy()
+        arrays[name] = (
+            np.frombuffer(
+                data, dtype=dtype, count=nbytes // max(dtype.itemsize, 1), offset=base + off
+            )
+            .reshape(shape)
+            .copy()
+        )
     return meta, arrays
 
 
@@ -108,8 +131,13 @@ def strings_to_arrays(values: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
 def arrays_to_strings(blob: np.ndarray, offsets: np.ndarray, *, where: str) -> list[str]:
     raw = blob.tobytes()
-    if offsets.ndim != 1 or len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(raw) or (
-            np.diff(offsets) < 0).any():
+    if (
+        offsets.ndim != 1
+        or len(offsets) < 1
+        or offsets[0] != 0
+        or offsets[-1] != len(raw)
+        or (np.diff(offsets) < 0).any()
+    ):
         raise CorruptionError(f"{where}: string offsets are inconsistent", file=where)
     o = offsets.tolist()
     try:

@@ -16,22 +16,35 @@ from __future__ import annotations
 import numpy as np
 
 from ..config import StrengthConfig
-from ..kernel.partition import Transaction
-from ..kernel.region import Region
+from ..storage.partition import Transaction
+from ..storage.region import Region
 from .layouts import FLAG_PINNED, FLAG_RESOLVED, STRENGTH_DTYPE, seal
 
-__all__ = ["StrengthMemory", "BUCKET_EDGES_S", "decayed"]
+__all__ = ["BUCKET_EDGES_S", "StrengthMemory", "decayed"]
 
 #: Lower edges (seconds) of the 12 decay buckets.
 BUCKET_EDGES_S = np.array(
-    [0, 60, 300, 900, 3600, 4 * 3600, 12 * 3600, 86400, 3 * 86400, 7 * 86400, 30 * 86400,
-     90 * 86400],
+    [
+        0,
+        60,
+        300,
+        900,
+        3600,
+        4 * 3600,
+        12 * 3600,
+        86400,
+        3 * 86400,
+        7 * 86400,
+        30 * 86400,
+        90 * 86400,
+    ],
     dtype=np.float64,
 )
 
 
-def decayed(rows: np.ndarray, now_ms: int, flags: np.ndarray, arousal: np.ndarray,
-            cfg: StrengthConfig) -> np.ndarray:
+def decayed(
+    rows: np.ndarray, now_ms: int, flags: np.ndarray, arousal: np.ndarray, cfg: StrengthConfig
+) -> np.ndarray:
     """Current D (float32) of strength ``rows`` at ``now_ms`` (vectorised)."""
     t = np.maximum(now_ms - rows["last_recall_ms"], 0).astype(np.float64) / 1000.0
     t = t / (1.0 + arousal.astype(np.float64) / 255.0)
@@ -47,8 +60,9 @@ class StrengthMemory:
         self.region = region
         self.cfg = cfg
 
-    def init_rows(self, owners: np.ndarray, now_ms: int, valence: np.ndarray,
-                  importance: np.ndarray) -> np.ndarray:
+    def init_rows(
+        self, owners: np.ndarray, now_ms: int, valence: np.ndarray, importance: np.ndarray
+    ) -> np.ndarray:
         rows = np.zeros(len(owners), dtype=STRENGTH_DTYPE)
         rows["valence"] = valence
         rows["effective_importance"] = importance
@@ -74,13 +88,16 @@ class StrengthMemory:
         for slot, row in zip(np.asarray(slots).tolist(), rows):
             tx.write(self.region, self.region.record_offset(int(slot)), row.tobytes())
 
-    def current(self, rows: np.ndarray, now_ms: int, flags: np.ndarray, arousal: np.ndarray) -> np.ndarray:
+    def current(
+        self, rows: np.ndarray, now_ms: int, flags: np.ndarray, arousal: np.ndarray
+    ) -> np.ndarray:
         """Current retrieval strength D of ``rows`` (the decay law above)."""
         return decayed(rows, now_ms, flags, arousal, self.cfg)
 
     # ---- transitions (pure: rows in, rows out) --------------------------------------
-    def on_recall(self, rows: np.ndarray, now_ms: int, created_ms: np.ndarray,
-                  current_d: np.ndarray) -> np.ndarray:
+    def on_recall(
+        self, rows: np.ndarray, now_ms: int, created_ms: np.ndarray, current_d: np.ndarray
+    ) -> np.ndarray:
         rows = rows.copy()
         rows["passive_recall_count"] += 1
         since = np.clip((now_ms - created_ms) // 1000, 0, np.iinfo(np.int32).max).astype(np.int32)
@@ -88,20 +105,24 @@ class StrengthMemory:
         rows["actr_ring"][:, 0] = since
         ltp = (now_ms - rows["last_auto_ltp_ms"]) >= int(self.cfg.ltp_cooldown_s * 1000)
         rows["storage_strength"] = np.where(
-            ltp, np.minimum(rows["storage_strength"] + self.cfg.ltp_step, self.cfg.max_storage),
-            rows["storage_strength"])
+            ltp,
+            np.minimum(rows["storage_strength"] + self.cfg.ltp_step, self.cfg.max_storage),
+            rows["storage_strength"],
+        )
         rows["last_auto_ltp_ms"] = np.where(ltp, now_ms, rows["last_auto_ltp_ms"])
         rows["reconsolidation_delta"] = 1.0 - current_d.astype(np.float64)
         rows["retrieval_strength"] = 1.0
         rows["last_recall_ms"] = now_ms
         return rows
 
-    def reinforce(self, rows: np.ndarray, now_ms: int, current_d: np.ndarray,
-                  valence: int) -> np.ndarray:
+    def reinforce(
+        self, rows: np.ndarray, now_ms: int, current_d: np.ndarray, valence: int
+    ) -> np.ndarray:
         rows = rows.copy()
         rows["agent_recall_count"] += 1
         rows["storage_strength"] = np.minimum(
-            rows["storage_strength"] + 0.1 * (1.0 - current_d), self.cfg.max_storage)
+            rows["storage_strength"] + 0.1 * (1.0 - current_d), self.cfg.max_storage
+        )
         rows["valence"] = valence
         rows["retrieval_strength"] = 1.0
         rows["last_recall_ms"] = now_ms

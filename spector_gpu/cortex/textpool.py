@@ -9,10 +9,10 @@ from __future__ import annotations
 import struct
 
 from ..errors import CorruptionError
-from ..kernel.crc import crc32c
-from ..kernel.partition import Transaction
-from ..kernel.preamble import PREAMBLE_SIZE
-from ..kernel.region import Region
+from ..storage.crc import crc32c
+from ..storage.partition import Transaction
+from ..storage.preamble import PREAMBLE_SIZE
+from ..storage.region import Region
 
 __all__ = ["TextPool"]
 
@@ -29,7 +29,9 @@ class TextPool:
         pad = (-(len(payload) + _ENTRY.size)) % 8
         return _ENTRY.pack(len(payload), crc, owner) + payload + b"\0" * pad
 
-    def append(self, tx: Transaction, owners: list[int], payloads: list[bytes]) -> list[tuple[int, int]]:
+    def append(
+        self, tx: Transaction, owners: list[int], payloads: list[bytes]
+    ) -> list[tuple[int, int]]:
         """Append entries; returns ``(offset, length)`` of each payload."""
         parts, rel, pos = [], [], 0
         for owner, payload in zip(owners, payloads):
@@ -45,14 +47,23 @@ class TextPool:
         end = PREAMBLE_SIZE + self.region.count
         where = f"{self.region.path}: text entry at offset {offset}"
         if offset < PREAMBLE_SIZE or offset + _ENTRY.size + max(length, 0) > end:
-            raise CorruptionError(f"{where} is outside the committed pool",
-                                  file=self.region.path, region="text", slot=offset)
+            raise CorruptionError(
+                f"{where} is outside the committed pool",
+                file=self.region.path,
+                region="text",
+                slot=offset,
+            )
         n, crc, stored_owner = _ENTRY.unpack(self.region.view(offset, _ENTRY.size))
         if n != length or stored_owner != owner:
-            raise CorruptionError(f"{where}: entry belongs to another memory or has another length",
-                                  file=self.region.path, region="text", slot=offset)
+            raise CorruptionError(
+                f"{where}: entry belongs to another memory or has another length",
+                file=self.region.path,
+                region="text",
+                slot=offset,
+            )
         payload = bytes(self.region.view(offset + _ENTRY.size, n))
         if crc32c(payload, crc32c(struct.pack("<q", owner))) != crc:
-            raise CorruptionError(f"{where}: CRC mismatch", file=self.region.path, region="text",
-                                  slot=offset)
+            raise CorruptionError(
+                f"{where}: CRC mismatch", file=self.region.path, region="text", slot=offset
+            )
         return payload

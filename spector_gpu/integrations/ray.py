@@ -24,8 +24,9 @@ See ``docs/scale-out.md`` for the multi-node recipe.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -74,15 +75,25 @@ class BatchRecaller:
     ``external_ids``, ``external_ids`` (object array of n lists of str).
     """
 
-    def __init__(self, store_path: str | os.PathLike[str], *, options: "RecallOptions | None" = None,
-                 device: str | None = None, embedder: Any = None, query_column: str = "query",
-                 external_ids: bool = False, prefix: str = "") -> None:
+    def __init__(
+        self,
+        store_path: str | os.PathLike[str],
+        *,
+        options: RecallOptions | None = None,
+        device: str | None = None,
+        embedder: Any = None,
+        query_column: str = "query",
+        external_ids: bool = False,
+        prefix: str = "",
+    ) -> None:
         from dataclasses import replace
 
         from ..types import RecallOptions
 
         if options is not None and not isinstance(options, RecallOptions):
-            raise ValidationError(f"BatchRecaller: options must be RecallOptions, not {type(options).__name__}")
+            raise ValidationError(
+                f"BatchRecaller: options must be RecallOptions, not {type(options).__name__}"
+            )
         self.store_path = str(Path(store_path))
         self.options = replace(options or RecallOptions(), mode="observe")
         self.device = device
@@ -90,7 +101,7 @@ class BatchRecaller:
         self.query_column = query_column
         self.external_ids = bool(external_ids)
         self.prefix = str(prefix)
-        self._memory: "SpectorMemory | None" = None
+        self._memory: SpectorMemory | None = None
         self._external: dict[str, str] | None = None
 
     # ---- pickling: configuration only, never the open store -----------------------------
@@ -108,13 +119,14 @@ class BatchRecaller:
         return f"BatchRecaller({self.store_path!r}, device={self.device!r}, {state})"
 
     @property
-    def memory(self) -> "SpectorMemory":
+    def memory(self) -> SpectorMemory:
         """The read-only store, opened on first use in this process."""
         if self._memory is None:
             from ..cli import open_store
 
-            self._memory = open_store(self.store_path, read_only=True, device=self.device,
-                                      embedder=self.embedder)
+            self._memory = open_store(
+                self.store_path, read_only=True, device=self.device, embedder=self.embedder
+            )
         return self._memory
 
     def close(self) -> None:
@@ -128,23 +140,33 @@ class BatchRecaller:
         """``recall_batch`` on the store: ``ids`` ``<U13`` (n, k) (``""`` padding), ``scores``
         float32 (n, k) (``-inf`` padding), ``counts`` int32 (n,)."""
         batch = self.memory.recall_batch(list(queries), self.options)
-        return np.asarray(batch.ids), np.asarray(batch.scores, dtype=np.float32), np.asarray(batch.counts)
+        return (
+            np.asarray(batch.ids),
+            np.asarray(batch.scores, dtype=np.float32),
+            np.asarray(batch.counts),
+        )
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, Any]:
         if self.query_column not in batch:
-            raise ValidationError(f"BatchRecaller: the batch has no {self.query_column!r} column "
-                                  f"(columns: {sorted(batch)}); set query_column=")
+            raise ValidationError(
+                f"BatchRecaller: the batch has no {self.query_column!r} column "
+                f"(columns: {sorted(batch)}); set query_column="
+            )
         queries = [str(q) for q in np.asarray(batch[self.query_column]).tolist()]
         ids, scores, counts = self.recall(queries)
         out = dict(batch)
         rows = [ids[i, : counts[i]].tolist() for i in range(len(queries))]
         out[f"{self.prefix}ids"] = _object_array(rows)
-        out[f"{self.prefix}scores"] = _object_array([scores[i, : counts[i]].tolist() for i in range(len(queries))])
+        out[f"{self.prefix}scores"] = _object_array(
+            [scores[i, : counts[i]].tolist() for i in range(len(queries))]
+        )
         if self.external_ids:
             if self._external is None:
                 self._external = {v: k for k, v in self.memory.external_ids().items()}
             ext = self._external
-            out[f"{self.prefix}external_ids"] = _object_array([[ext.get(t, "") for t in r] for r in rows])
+            out[f"{self.prefix}external_ids"] = _object_array(
+                [[ext.get(t, "") for t in r] for r in rows]
+            )
         return out
 
 
@@ -160,10 +182,14 @@ def _as_padded(ids: Any, scores: Any, n: int | None) -> tuple[np.ndarray, np.nda
     """One shard's (ids, scores) as ``<U`` (n, w) and float64 (n, w), padding ``""`` / -inf."""
     id_rows = [list(map(str, r)) for r in ids]
     score_rows = [list(map(float, r)) for r in scores]
-    if len(id_rows) != len(score_rows) or any(len(a) != len(b) for a, b in zip(id_rows, score_rows)):
+    if len(id_rows) != len(score_rows) or any(
+        len(a) != len(b) for a, b in zip(id_rows, score_rows)
+    ):
         raise ValidationError("merge_topk: each shard's ids and scores must have the same shape")
     if n is not None and len(id_rows) != n:
-        raise ValidationError(f"merge_topk: shards disagree on the number of queries ({len(id_rows)} vs {n})")
+        raise ValidationError(
+            f"merge_topk: shards disagree on the number of queries ({len(id_rows)} vs {n})"
+        )
     width = max((len(r) for r in id_rows), default=0)
     out_ids = np.full((len(id_rows), width), "", dtype=object)
     out_scores = np.full((len(id_rows), width), -np.inf)

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..cortex.cortex import Cortex
-from ..cortex.layouts import (HEADER_DTYPE, INDEX_DTYPE, PROV_LIVE, PROVENANCE_DTYPE, STRENGTH_DTYPE)
+from ..cortex.layouts import HEADER_DTYPE, INDEX_DTYPE, PROV_LIVE, PROVENANCE_DTYPE, STRENGTH_DTYPE
 from ..errors import CorruptionError, SpectorError, StoreFormatError
-from ..kernel.preamble import PREAMBLE_SIZE, Preamble
+from ..storage.preamble import PREAMBLE_SIZE, Preamble
 from ..types import MemoryType
 
-__all__ = ["Problem", "CheckReport", "check_store"]
+__all__ = ["CheckReport", "Problem", "check_store"]
 
 
 @dataclass(frozen=True)
@@ -72,8 +72,9 @@ def _preambles_ok(report: CheckReport, c: Cortex) -> None:
                     report.problems.append(Problem(region.path, name, None, f"preamble: {exc}"))
                 continue
             if (pre.layout_id, pre.region_id) != (region.spec.layout_id, region.spec.region_id):
-                report.problems.append(Problem(region.path, name, None,
-                                               "preamble names another layout or region id"))
+                report.problems.append(
+                    Problem(region.path, name, None, "preamble names another layout or region id")
+                )
             break
 
 
@@ -85,18 +86,26 @@ def check_store(c: Cortex) -> CheckReport:
     idx_rows = _rows_ok(report, c.index_region, n, "index")
     entries = idx_rows.view(INDEX_DTYPE).reshape(-1) if n else np.zeros(0, INDEX_DTYPE)
     for slot in np.flatnonzero(entries["graph_slot"] != np.arange(n)).tolist():
-        report.problems.append(Problem(c.index_region.path, "index", slot, "entry is not at its own slot"))
+        report.problems.append(
+            Problem(c.index_region.path, "index", slot, "entry is not at its own slot")
+        )
     ids, first = np.unique(entries["id"], return_index=True)
     if len(ids) != n:
         dup = sorted(set(range(n)) - set(first.tolist()))
         for slot in dup:
-            report.problems.append(Problem(c.index_region.path, "index", slot, "duplicate memory id"))
-    for name, region, dtype in (("strength", c.strength.region, STRENGTH_DTYPE),
-                                ("vectors", c.vectors, c.vdtype)):
+            report.problems.append(
+                Problem(c.index_region.path, "index", slot, "duplicate memory id")
+            )
+    for name, region, dtype in (
+        ("strength", c.strength.region, STRENGTH_DTYPE),
+        ("vectors", c.vectors, c.vdtype),
+    ):
         cnt = region.count
         # a reader's counts may straddle a commit: rows ahead of the index are that commit's
         if cnt < n or (cnt > n and not c.read_only):
-            report.problems.append(Problem(region.path, name, None, f"holds {cnt} rows for {n} memories"))
+            report.problems.append(
+                Problem(region.path, name, None, f"holds {cnt} rows for {n} memories")
+            )
         rows = _rows_ok(report, region, min(cnt, n), name)
         recs = rows.view(dtype).reshape(-1)
         if name == "strength":
@@ -115,12 +124,24 @@ def check_store(c: Cortex) -> CheckReport:
             slots = entries["record_offset"][sel]
             inside = (slots >= 0) & (slots < len(headers))  # a damaged entry may hold anything
             for k in np.flatnonzero(~inside).tolist():
-                report.problems.append(Problem(c.index_region.path, "index", int(np.flatnonzero(sel)[k]),
-                                               f"points outside the {store.kind} region"))
+                report.problems.append(
+                    Problem(
+                        c.index_region.path,
+                        "index",
+                        int(np.flatnonzero(sel)[k]),
+                        f"points outside the {store.kind} region",
+                    )
+                )
             own = headers["owner"][slots[inside]]
             for k in np.flatnonzero(own != entries["id"][sel][inside]).tolist():
-                report.problems.append(Problem(store.region.path, store.kind, int(slots[inside][k]),
-                                               "slot belongs to another memory"))
+                report.problems.append(
+                    Problem(
+                        store.region.path,
+                        store.kind,
+                        int(slots[inside][k]),
+                        "slot belongs to another memory",
+                    )
+                )
     # episodic log: every record, CRC and owner
     episodes = 0
     pos, end = PREAMBLE_SIZE, PREAMBLE_SIZE + c.episodic.region.count
@@ -139,11 +160,21 @@ def check_store(c: Cortex) -> CheckReport:
         if want is not None:
             seen.add(pos)
             if want != rec.memory_id or int(rec.header["owner"]) != rec.memory_id:
-                report.problems.append(Problem(c.episodic.region.path, "episodic", pos, "record belongs to another memory"))
+                report.problems.append(
+                    Problem(
+                        c.episodic.region.path, "episodic", pos, "record belongs to another memory"
+                    )
+                )
         pos += 96 + int.from_bytes(bytes(c.episodic.region.view(pos + 4, 4)), "little")
     for off in sorted(set(by_offset) - seen):
-        report.problems.append(Problem(c.index_region.path, "index", slot_of[off],
-                                       f"episode offset {off} is not a record boundary of the log"))
+        report.problems.append(
+            Problem(
+                c.index_region.path,
+                "index",
+                slot_of[off],
+                f"episode offset {off} is not a record boundary of the log",
+            )
+        )
     report.counts["episodes"] = episodes
     # text pool entries of slot memories
     for i in np.flatnonzero(entries["type"] != MemoryType.EPISODIC).tolist():
@@ -166,13 +197,22 @@ def check_store(c: Cortex) -> CheckReport:
         known = set(c.index_region.rows(0, m).copy().view(INDEX_DTYPE).reshape(-1)["id"].tolist())
     targets, per_target = np.unique(live["target_tsid"], return_counts=True)
     for tsid in targets[per_target > 1].tolist():
-        report.problems.append(Problem(c.provenance.region.path, "provenance", None,
-                                       f"two live records for memory {tsid}"))
-    for k in np.flatnonzero(~np.isin(prov["target_tsid"], list(known)) & (prov["flags"] == PROV_LIVE)).tolist():
-        report.problems.append(Problem(c.provenance.region.path, "provenance", k, "target memory does not exist"))
+        report.problems.append(
+            Problem(
+                c.provenance.region.path, "provenance", None, f"two live records for memory {tsid}"
+            )
+        )
+    for k in np.flatnonzero(
+        ~np.isin(prov["target_tsid"], list(known)) & (prov["flags"] == PROV_LIVE)
+    ).tolist():
+        report.problems.append(
+            Problem(c.provenance.region.path, "provenance", k, "target memory does not exist")
+        )
     bad_state = np.flatnonzero(prov["flags"] > 2)
     for k in bad_state.tolist():
-        report.problems.append(Problem(c.provenance.region.path, "provenance", k, "invalid state byte"))
+        report.problems.append(
+            Problem(c.provenance.region.path, "provenance", k, "invalid state byte")
+        )
     # event chain
     from ..provenance.chain import verify_chain
 
@@ -180,7 +220,11 @@ def check_store(c: Cortex) -> CheckReport:
         chain = verify_chain(c.events)
         report.counts["events"] = chain.events
         for b in chain.breaks:
-            report.problems.append(Problem(c.part.region("events.log").path, "events", b.seq, b.reason))
+            report.problems.append(
+                Problem(c.part.region("events.log").path, "events", b.seq, b.reason)
+            )
     except CorruptionError as exc:
-        report.problems.append(Problem(c.part.region("events.log").path, "events", exc.slot, str(exc)))
+        report.problems.append(
+            Problem(c.part.region("events.log").path, "events", exc.slot, str(exc))
+        )
     return report

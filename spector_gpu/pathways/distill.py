@@ -11,14 +11,14 @@ per sentence, never the whole session as one blob.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from ..cortex.payload import attributed
 from ..errors import ValidationError
 
-__all__ = ["TurnView", "FactDraft", "Distiller", "ExtractiveDistiller", "normalise_drafts"]
+__all__ = ["Distiller", "ExtractiveDistiller", "FactDraft", "TurnView", "normalise_drafts"]
 
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _WORD = re.compile(r"[A-Za-z0-9']+")
@@ -53,7 +53,9 @@ class FactDraft:
 
 
 class Distiller(Protocol):
-    def __call__(self, session_id: int, turns: Sequence[TurnView], prior: Sequence[TurnView]) -> Sequence[Any]: ...
+    def __call__(
+        self, session_id: int, turns: Sequence[TurnView], prior: Sequence[TurnView]
+    ) -> Sequence[Any]: ...
 
 
 class ExtractiveDistiller:
@@ -78,10 +80,14 @@ class ExtractiveDistiller:
         content = [w for w in words if w.lower() not in self._stop]
         if len(content) < self.min_words:
             return 0
-        bonus = sum(2 for w in words[1:] if w[:1].isupper()) + sum(2 for w in words if any(ch.isdigit() for ch in w))
+        bonus = sum(2 for w in words[1:] if w[:1].isupper()) + sum(
+            2 for w in words if any(ch.isdigit() for ch in w)
+        )
         return len(content) + bonus
 
-    def __call__(self, session_id: int, turns: Sequence[TurnView], prior: Sequence[TurnView]) -> list[FactDraft]:
+    def __call__(
+        self, session_id: int, turns: Sequence[TurnView], prior: Sequence[TurnView]
+    ) -> list[FactDraft]:
         candidates: list[tuple[int, int, FactDraft]] = []
         order = 0
         for turn in turns:
@@ -96,7 +102,9 @@ class ExtractiveDistiller:
                 if score <= 0:
                     continue
                 text = attributed(turn.speaker, sentence)
-                candidates.append((score, order, FactDraft(text=text, parents=(turn.id,), quote=sentence)))
+                candidates.append(
+                    (score, order, FactDraft(text=text, parents=(turn.id,), quote=sentence))
+                )
                 order += 1
         best = sorted(candidates, key=lambda c: (-c[0], c[1]))[: self.max_facts]
         return [d for _, _, d in sorted(best, key=lambda c: c[1])]
@@ -113,20 +121,28 @@ def normalise_drafts(raw: Sequence[Any], turns: Sequence[TurnView]) -> list[Fact
             item = FactDraft(text=item)
         elif isinstance(item, Mapping):
             try:
-                fields: dict[str, Any] = {k: (tuple(v) if k in ("parents", "tags") else v) for k, v in item.items()}
+                fields: dict[str, Any] = {
+                    k: (tuple(v) if k in ("parents", "tags") else v) for k, v in item.items()
+                }
                 item = FactDraft(**fields)
             except TypeError as exc:
                 raise ValidationError(f"distiller fact {i}: {exc}") from None
         if not isinstance(item, FactDraft):
-            raise ValidationError(f"distiller fact {i} must be a str, FactDraft or dict, got {type(item).__name__}")
+            raise ValidationError(
+                f"distiller fact {i} must be a str, FactDraft or dict, got {type(item).__name__}"
+            )
         if not isinstance(item.text, str) or not item.text.strip():
             raise ValidationError(f"distiller fact {i} has empty text")
         unknown = [p for p in item.parents if p not in ids]
         if unknown:
-            raise ValidationError(f"distiller fact {i} names parents that are not new turns of the session: {unknown}")
+            raise ValidationError(
+                f"distiller fact {i} names parents that are not new turns of the session: {unknown}"
+            )
         out.append(item)
     if len(out) > 255:
-        raise ValidationError(f"a distiller returned {len(out)} facts for one session; at most 255 fit a batch")
+        raise ValidationError(
+            f"a distiller returned {len(out)} facts for one session; at most 255 fit a batch"
+        )
     return out
 
 

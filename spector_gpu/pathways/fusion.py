@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["minmax", "ranks", "rrf", "cognitive_factor", "COEFFICIENT_MAX"]
+__all__ = ["COEFFICIENT_MAX", "cognitive_factor", "minmax", "ranks", "rrf"]
 
 
 def minmax(x: np.ndarray) -> np.ndarray:
@@ -60,8 +60,14 @@ COEFFICIENT_MAX = 1e6
 _S_TERM_MAX = 1e6
 
 
-def cognitive_factor(importance: np.ndarray, d: np.ndarray, s: np.ndarray, overlap: np.ndarray,
-                     beta: float, tau: float) -> np.ndarray:
+def cognitive_factor(
+    importance: np.ndarray,
+    d: np.ndarray,
+    s: np.ndarray,
+    overlap: np.ndarray,
+    beta: float,
+    tau: float,
+) -> np.ndarray:
     """MF-001 factor ``(1 + beta·I/10·D·S^0.3)·(1 + tau·overlap)``, float32 (n,).
 
     Computed so that it cannot overflow: I/10, D and overlap are clipped to [0, 1] (values the
@@ -70,6 +76,8 @@ def cognitive_factor(importance: np.ndarray, d: np.ndarray, s: np.ndarray, overl
     b = min(max(float(beta), 0.0), COEFFICIENT_MAX)
     t = min(max(float(tau), 0.0), COEFFICIENT_MAX)
     imp = np.clip(np.asarray(importance, dtype=np.float64), 0.0, 10.0)
-    s_term = np.minimum(np.power(np.clip(np.asarray(s, dtype=np.float64), 0.0, None), 0.3), _S_TERM_MAX)
+    s_term = np.minimum(
+        np.power(np.clip(np.asarray(s, dtype=np.float64), 0.0, None), 0.3), _S_TERM_MAX
+    )
     f = 1.0 + b * imp / 10.0 * np.clip(d, 0.0, 1.0) * s_term  # the unclipped formula's order
     return (f * (1.0 + t * np.clip(overlap, 0.0, 1.0))).astype(np.float32)

@@ -12,7 +12,7 @@ from ..cortex.cortex import Cortex
 from ..cortex.layouts import CF_DREAMED, CF_RETRACTED, CF_SIMULATED, FLAG_TOMBSTONE, type_of_flags
 from ..types import RecallOptions, Source
 
-__all__ = ["gate_mask", "gate_key", "active_gates"]
+__all__ = ["active_gates", "gate_key", "gate_mask"]
 
 
 def active_gates(opts: RecallOptions) -> list[str]:
@@ -20,15 +20,34 @@ def active_gates(opts: RecallOptions) -> list[str]:
     names = ["tombstone", "retracted"]
     if not opts.include_simulated:
         names.append("simulated")
-    for field in ("memory_types", "time_window", "valence_window", "min_importance", "tags",
-                  "session_id", "provenance", "has_citations", "source_uri_prefix"):
+    for field in (
+        "memory_types",
+        "time_window",
+        "valence_window",
+        "min_importance",
+        "tags",
+        "session_id",
+        "provenance",
+        "has_citations",
+        "source_uri_prefix",
+    ):
         if getattr(opts, field) is not None:
             names.append(field)
     return names
 
 
-_GATE_FIELDS = ("memory_types", "time_window", "valence_window", "min_importance", "tags",
-                "session_id", "include_simulated", "provenance", "has_citations", "source_uri_prefix")
+_GATE_FIELDS = (
+    "memory_types",
+    "time_window",
+    "valence_window",
+    "min_importance",
+    "tags",
+    "session_id",
+    "include_simulated",
+    "provenance",
+    "has_citations",
+    "source_uri_prefix",
+)
 
 
 def gate_key(opts: RecallOptions) -> tuple:
@@ -76,6 +95,9 @@ def gate_mask(cortex: Cortex, opts: RecallOptions) -> np.ndarray:
         m &= cues.has_citations[:n] == bool(opts.has_citations)
     if opts.source_uri_prefix is not None:
         prefix = opts.source_uri_prefix
-        m &= np.fromiter((u is not None and u.startswith(prefix) for u in cues.source_uri[:n]),
-                         dtype=bool, count=n)
+        m &= np.fromiter(
+            (u is not None and u.startswith(prefix) for u in cues.source_uri[:n]),
+            dtype=bool,
+            count=n,
+        )
     return m

@@ -16,8 +16,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -25,10 +26,18 @@ from ..cortex.cortex import Cortex
 from ..cortex.strength import decayed
 from ..errors import ValidationError
 from ..kernels.dense_scan import SCAN_MAX_ELEMENTS
-from ..kernel.tsid import encode_tsid, encode_tsids
 from ..provenance.record import RecordProvenance
-from ..types import (CognitiveResult, Explanation, MemoryType, RecallBatch, RecallOptions,
-                     RelayExplanation, Role, Source)
+from ..storage.tsid import encode_tsid, encode_tsids
+from ..types import (
+    CognitiveResult,
+    Explanation,
+    MemoryType,
+    RecallBatch,
+    RecallOptions,
+    RelayExplanation,
+    Role,
+    Source,
+)
 from .fusion import COEFFICIENT_MAX, cognitive_factor, minmax, ranks, rrf
 from .gates import active_gates, gate_key, gate_mask
 
@@ -82,7 +91,9 @@ class RecallPathway:
     def recall(self, query: str, options: RecallOptions | None = None) -> list[CognitiveResult]:
         return self.recall_batch([query], options).results(0)
 
-    def recall_batch(self, queries: Sequence[str], options: RecallOptions | None = None) -> RecallBatch:
+    def recall_batch(
+        self, queries: Sequence[str], options: RecallOptions | None = None
+    ) -> RecallBatch:
         opts = options if options is not None else self.default_options()
         if not isinstance(opts, RecallOptions):
             raise ValidationError(f"options must be a RecallOptions, got {type(opts).__name__}")
@@ -114,7 +125,9 @@ class RecallPathway:
                 if len(hit):
                     self.strength_writer.on_recall(hit.astype(np.int64))
         else:
-            scored = [_Scored(np.zeros(0, np.int64), np.zeros(0, np.float32), None) for _ in queries]
+            scored = [
+                _Scored(np.zeros(0, np.int64), np.zeros(0, np.float32), None) for _ in queries
+            ]
         hydrate = self._hydrator(scored)
         return RecallBatch(ids=ids, scores=scores, counts=counts, _hydrate=hydrate)
 
@@ -126,8 +139,12 @@ class RecallPathway:
     def _weights(self, opts: RecallOptions) -> dict[str, float]:
         r = self.cortex.config.recall
         emb_w = float(getattr(self.cortex.embedder, "fusion_weight", 1.0))
-        w = {"lexical": r.lexical_weight, "dense": r.dense_weight * emb_w,
-             "association": r.association_weight, "salience": r.salience_weight}
+        w = {
+            "lexical": r.lexical_weight,
+            "dense": r.dense_weight * emb_w,
+            "association": r.association_weight,
+            "salience": r.salience_weight,
+        }
         if opts.weights:
             w.update({name: float(v) for name, v in opts.weights.items()})
         # weights are relative; clipping keeps sums of weighted [0, 1] scores finite
@@ -147,19 +164,34 @@ class RecallPathway:
         qvec = np.asarray(c.embedder.embed(queries), dtype=np.float32) if need_dense else None
         # one sparse BM25 product per batch gives both the lexical top list and the exact
         # lexical score of every pool member (no second pass over the postings)
-        lex_rows = self._lexical_rows(tokens, allowed) if "lexical" in relays and n_allowed else None
-        lex_slots = [_top_positive(ix, sc, depth) for ix, sc in lex_rows] if lex_rows is not None else None
+        lex_rows = (
+            self._lexical_rows(tokens, allowed) if "lexical" in relays and n_allowed else None
+        )
+        lex_slots = (
+            [_top_positive(ix, sc, depth) for ix, sc in lex_rows] if lex_rows is not None else None
+        )
         # A few queries on the CPU: one scan gives both the dense top list and, below, the
         # exact dense score of every pool member (identical to search + score_slots)
-        scan = (c.dense.scan(qvec) if qvec is not None and n_allowed and c.dense.backend == "torch"
-                and c.dense.device.type == "cpu" and len(queries) * len(c.dense) <= SCAN_MAX_ELEMENTS
-                else None)
+        scan = (
+            c.dense.scan(qvec)
+            if qvec is not None
+            and n_allowed
+            and c.dense.backend == "torch"
+            and c.dense.device.type == "cpu"
+            and len(queries) * len(c.dense) <= SCAN_MAX_ELEMENTS
+            else None
+        )
         den_slots = None
         if need_dense and n_allowed:
             den_k = min(depth, max(n_allowed, 1))
-            den_slots = (scan.search(den_k, allowed=allowed)[1] if scan is not None
-                         else c.dense.search(qvec, den_k, allowed=allowed)[1])
-        sal_all = self._salience(now) if "salience" in relays or opts.fusion == "cognitive" else None
+            den_slots = (
+                scan.search(den_k, allowed=allowed)[1]
+                if scan is not None
+                else c.dense.search(qvec, den_k, allowed=allowed)[1]
+            )
+        sal_all = (
+            self._salience(now) if "salience" in relays or opts.fusion == "cognitive" else None
+        )
         sal_top = np.zeros(0, dtype=np.int64)
         if "salience" in relays and n_allowed and sal_all is not None:
             # salience proposes only k candidates: it ranks by importance x strength, not by
@@ -181,13 +213,22 @@ class RecallPathway:
             pools.append(pool)
         width = max((len(p) for p in pools), default=0)
         if width == 0:
-            return [_Scored(np.zeros(0, np.int64), np.zeros(0, np.float32), [] if opts.explain else None)
-                    for _ in queries]
+            return [
+                _Scored(
+                    np.zeros(0, np.int64), np.zeros(0, np.float32), [] if opts.explain else None
+                )
+                for _ in queries
+            ]
         padded = np.full((len(queries), width), -1, dtype=np.int64)
         for i, p in enumerate(pools):
             padded[i, : len(p)] = p
-        den = (scan.score_slots(padded) if scan is not None
-               else c.dense.score_slots(qvec, padded) if qvec is not None else None)
+        den = (
+            scan.score_slots(padded)
+            if scan is not None
+            else c.dense.score_slots(qvec, padded)
+            if qvec is not None
+            else None
+        )
         out = []
         for i, pool in enumerate(pools):
             m = len(pool)
@@ -199,7 +240,9 @@ class RecallPathway:
             out.append(self._fuse(pool, raw, set(tokens[i]), opts, weights, sal_all, now))
         return out
 
-    def _lexical_rows(self, tokens: list[list[str]], allowed: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    def _lexical_rows(
+        self, tokens: list[list[str]], allowed: np.ndarray
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per query, the slots BM25 scored and their scores (gates applied; unordered)."""
         rows = []
         for lo in range(0, len(tokens), _LEXICAL_CHUNK):
@@ -231,7 +274,9 @@ class RecallPathway:
 
     def _current_d(self, ordinals: np.ndarray, now: int) -> np.ndarray:
         c = self.cortex
-        rows = np.zeros(len(ordinals), dtype=[("last_recall_ms", "<i8"), ("retrieval_strength", "<f4")])
+        rows = np.zeros(
+            len(ordinals), dtype=[("last_recall_ms", "<i8"), ("retrieval_strength", "<f4")]
+        )
         rows["last_recall_ms"] = c.cols.last_event_ms[ordinals]
         rows["retrieval_strength"] = c.cols.d_event[ordinals]
         h = c.cols.headers[ordinals]
@@ -263,14 +308,21 @@ class RecallPathway:
         src_i, pos, w = src_i[ok], pos[ok], w[ok]
         for hop in range(max(cfg.hops, 1)):
             step = np.zeros(len(pool), dtype=np.float64)
-            np.maximum.at(step, src_i, w * src[pos] * (cfg.decay ** hop))
+            np.maximum.at(step, src_i, w * src[pos] * (cfg.decay**hop))
             act = np.maximum(act, step)
             src = step
         return act
 
-    def _fuse(self, pool: np.ndarray, raw: dict[str, np.ndarray], qtokens: set[str],
-              opts: RecallOptions, weights: dict[str, float], sal_all: np.ndarray | None,
-              now: int) -> _Scored:
+    def _fuse(
+        self,
+        pool: np.ndarray,
+        raw: dict[str, np.ndarray],
+        qtokens: set[str],
+        opts: RecallOptions,
+        weights: dict[str, float],
+        sal_all: np.ndarray | None,
+        now: int,
+    ) -> _Scored:
         c = self.cortex
         cfg = c.config.recall
         relays = set(opts.relays)
@@ -295,21 +347,32 @@ class RecallPathway:
             relevance += weights["salience"] * norm["salience"]
         factor = np.ones(len(pool), dtype=np.float32)
         need_ranks = opts.fusion == "rrf" or opts.explain
-        rank_lists = {name: ranks(v, pool, positive_only=True) for name, v in raw.items()} if need_ranks else {}
+        rank_lists = (
+            {name: ranks(v, pool, positive_only=True) for name, v in raw.items()}
+            if need_ranks
+            else {}
+        )
         if opts.fusion == "rrf":
             fused = rrf(rank_lists, weights, cfg.rrf_k).astype(np.float64)
         else:
             fused = relevance
             if opts.fusion == "cognitive":
-                base_f = cognitive_factor(h["importance"].astype(np.float64), d, s,
-                                          np.zeros(len(pool)), cfg.cognitive_beta, 0.0)
+                base_f = cognitive_factor(
+                    h["importance"].astype(np.float64),
+                    d,
+                    s,
+                    np.zeros(len(pool)),
+                    cfg.cognitive_beta,
+                    0.0,
+                )
                 partial = relevance * base_f
                 overlap = np.zeros(len(pool))
                 tau = min(max(cfg.tag_tau, 0.0), COEFFICIENT_MAX)  # as cognitive_factor clips it
                 if tau > 0 and qtokens:
                     # only members that the tag bonus could lift into the top k need the check
                     kth = np.partition(partial, len(partial) - min(opts.k, len(partial)))[
-                        len(partial) - min(opts.k, len(partial))]
+                        len(partial) - min(opts.k, len(partial))
+                    ]
                     cues = c.cues.cue_tokens
                     for j in np.flatnonzero(partial * (1.0 + tau) >= kth).tolist():
                         if cues[int(pool[j])] & qtokens:
@@ -323,19 +386,31 @@ class RecallPathway:
             gates = active_gates(opts)
             explain = []
             for j in order.tolist():
-                rel: dict[str, RelayExplanation] = {name: RelayExplanation(
-                    score=float(raw[name][j]) if name in raw and np.isfinite(raw[name][j]) else None,
-                    rank=int(rank_lists[name][j]) or None if name in rank_lists else None,
-                    weight=weights[name]) for name in opts.relays}
-                explain.append(Explanation(relays=rel, relevance=float(relevance[j]),
-                                           cognitive_factor=float(factor[j]), fused=float(fused[j]),
-                                           retrieval_strength=float(d[j]), storage_strength=float(s[j]),
-                                           gates=gates))
+                rel: dict[str, RelayExplanation] = {
+                    name: RelayExplanation(
+                        score=float(raw[name][j])
+                        if name in raw and np.isfinite(raw[name][j])
+                        else None,
+                        rank=int(rank_lists[name][j]) or None if name in rank_lists else None,
+                        weight=weights[name],
+                    )
+                    for name in opts.relays
+                }
+                explain.append(
+                    Explanation(
+                        relays=rel,
+                        relevance=float(relevance[j]),
+                        cognitive_factor=float(factor[j]),
+                        fused=float(fused[j]),
+                        retrieval_strength=float(d[j]),
+                        storage_strength=float(s[j]),
+                        gates=gates,
+                    )
+                )
         return _Scored(ordinals.astype(np.int64), fused[order].astype(np.float32), explain)
 
     # ---- hydration -------------------------------------------------------------------
     def _hydrator(self, scored: list[_Scored]):  # type: ignore[no-untyped-def]
-        c = self.cortex
         now = int(time.time() * 1000)
 
         def hydrate(i: int) -> list[CognitiveResult]:
@@ -343,13 +418,21 @@ class RecallPathway:
             out = []
             d = self._current_d(s.ordinals, now) if len(s.ordinals) else np.zeros(0)
             for j, o in enumerate(s.ordinals.tolist()):
-                out.append(self.result(o, float(s.fused[j]), float(d[j]),
-                                       s.explain[j] if s.explain is not None else None))
+                out.append(
+                    self.result(
+                        o,
+                        float(s.fused[j]),
+                        float(d[j]),
+                        s.explain[j] if s.explain is not None else None,
+                    )
+                )
             return out
 
         return hydrate
 
-    def result(self, o: int, score: float, d: float, explain: Explanation | None = None) -> CognitiveResult:
+    def result(
+        self, o: int, score: float, d: float, explain: Explanation | None = None
+    ) -> CognitiveResult:
         """Hydrate ordinal ``o`` by its ``Location.type`` into a typed result."""
         c = self.cortex
         p = c.payload(o)
@@ -363,7 +446,9 @@ class RecallPathway:
             score=score,
             memory_type=mtype,
             importance=float(h["importance"]),
-            provenance=RecordProvenance(int(h["provenance"])) if int(h["provenance"]) <= 4 else RecordProvenance.UNKNOWN,
+            provenance=RecordProvenance(int(h["provenance"]))
+            if int(h["provenance"]) <= 4
+            else RecordProvenance.UNKNOWN,
             retrieval_strength=d,
             storage_strength=float(c.cols.storage[o]),
             timestamp_ms=int(h["timestamp_ms"]),

@@ -29,21 +29,26 @@ from typing import Any
 import numpy as np
 
 from ..cortex.cortex import Cortex
-from ..cortex.layouts import (FLAG_CONSOLIDATED, FLAG_TOMBSTONE, PROV_LIVE, PROV_PARTIAL,
-                              PROVENANCE_DTYPE)
+from ..cortex.layouts import (
+    FLAG_CONSOLIDATED,
+    FLAG_TOMBSTONE,
+    PROV_LIVE,
+    PROV_PARTIAL,
+    PROVENANCE_DTYPE,
+)
 from ..errors import CorruptionError, ValidationError
-from ..kernel.crc import crc32c
-from ..kernel.killpoints import killpoint
-from ..kernel.preamble import PREAMBLE_SIZE
-from ..kernel.tsid import decode_tsid, encode_tsid
 from ..provenance.chain import decode_event
 from ..provenance.citations import find_span
 from ..provenance.record import RecordProvenance
+from ..storage.crc import crc32c
+from ..storage.killpoints import killpoint
+from ..storage.preamble import PREAMBLE_SIZE
+from ..storage.tsid import decode_tsid, encode_tsid
 from ..types import MemoryType, Source
-from .distill import ExtractiveDistiller, FactDraft, TurnView, as_callable, normalise_drafts
-from .remember import Item, RememberPathway
+from .distill import ExtractiveDistiller, TurnView, as_callable, normalise_drafts
+from .remember import RememberPathway
 
-__all__ = ["ReflectPathway", "ReflectReport", "MemoryProvenance", "BackfillReport"]
+__all__ = ["BackfillReport", "MemoryProvenance", "ReflectPathway", "ReflectReport"]
 
 
 @dataclass(frozen=True)
@@ -69,8 +74,11 @@ class MemoryProvenance:
     parents: tuple[Any, ...] | None = None
 
     def __str__(self) -> str:
-        return (f"{self.memory_id}: session {self.session_id}, turns {self.first_seq}..{self.last_seq} "
-                f"({self.turn_count}), pass {self.pass_number}, fact {self.fact_index + 1}/{self.batch_count}")
+        return (
+            f"{self.memory_id}: session {self.session_id}, "
+            f"turns {self.first_seq}..{self.last_seq} ({self.turn_count}), "
+            f"pass {self.pass_number}, fact {self.fact_index + 1}/{self.batch_count}"
+        )
 
 
 @dataclass
@@ -84,8 +92,10 @@ class ReflectReport:
     passes: dict[int, int] = field(default_factory=dict)
 
     def __str__(self) -> str:
-        return (f"consolidated {self.turns_consolidated} turn(s) of {len(self.sessions)} session(s) into "
-                f"{len(self.fact_ids)} fact(s); resumed {self.resumed_runs} interrupted run(s)")
+        return (
+            f"consolidated {self.turns_consolidated} turn(s) of {len(self.sessions)} session(s) "
+            f"into {len(self.fact_ids)} fact(s); resumed {self.resumed_runs} interrupted run(s)"
+        )
 
 
 @dataclass
@@ -104,10 +114,15 @@ class BackfillReport:
     def __str__(self) -> str:
         verb = "filled" if self.executed else "would fill"
         parts = ", ".join(f"{k}={v}" for k, v in sorted(self.filled.items())) or "nothing"
-        skipped = (f", skipped {len(self.skipped_quarantined)} quarantined (run check())"
-                   if self.skipped_quarantined else "")
-        return (f"backfill ({'execute' if self.executed else 'dry run'}): examined {self.examined}, "
-                f"unknown {self.unknown}, {verb} {parts}, left unknown {self.left_unknown}{skipped}")
+        skipped = (
+            f", skipped {len(self.skipped_quarantined)} quarantined (run check())"
+            if self.skipped_quarantined
+            else ""
+        )
+        return (
+            f"backfill ({'execute' if self.executed else 'dry run'}): examined {self.examined}, "
+            f"unknown {self.unknown}, {verb} {parts}, left unknown {self.left_unknown}{skipped}"
+        )
 
 
 class ReflectPathway:
@@ -116,18 +131,29 @@ class ReflectPathway:
         self.remember = remember
 
     # ---- consolidation --------------------------------------------------------------------
-    def consolidate(self, *, sessions: Sequence[int] | None = None, distiller: Any = None,
-                    max_sessions: int | None = None) -> ReflectReport:
+    def consolidate(
+        self,
+        *,
+        sessions: Sequence[int] | None = None,
+        distiller: Any = None,
+        max_sessions: int | None = None,
+    ) -> ReflectReport:
         c = self.cortex
         c.part.check_writable()
-        if max_sessions is not None and (isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1):
+        if max_sessions is not None and (
+            isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1
+        ):
             raise ValidationError(f"max_sessions must be a positive int, got {max_sessions!r}")
-        if sessions is not None:
-            if isinstance(sessions, (str, bytes)) or not all(isinstance(s, int) and not isinstance(s, bool) for s in sessions):
-                raise ValidationError("sessions must be a list of int session ids")
+        if sessions is not None and (
+            isinstance(sessions, (str, bytes))
+            or not all(isinstance(s, int) and not isinstance(s, bool) for s in sessions)
+        ):
+            raise ValidationError("sessions must be a list of int session ids")
         if distiller is None:
             rc = c.config.reflect
-            distiller = ExtractiveDistiller(max_facts=rc.max_facts_per_session, min_chars=rc.min_sentence_chars)
+            distiller = ExtractiveDistiller(
+                max_facts=rc.max_facts_per_session, min_chars=rc.min_sentence_chars
+            )
         fn = as_callable(distiller)
         report = ReflectReport()
         for key in self._partial_runs():
@@ -153,7 +179,9 @@ class ReflectPathway:
         c = self.cortex
         n = c.n
         flags = c.cols.headers["flags"][:n]
-        ep = (c.cols.index["type"][:n] == MemoryType.EPISODIC) & ((flags & (FLAG_CONSOLIDATED | FLAG_TOMBSTONE)) == 0)
+        ep = (c.cols.index["type"][:n] == MemoryType.EPISODIC) & (
+            (flags & (FLAG_CONSOLIDATED | FLAG_TOMBSTONE)) == 0
+        )
         out: dict[int, list[int]] = defaultdict(list)
         for o in np.flatnonzero(ep).tolist():
             out[int(c.cues.session[o])].append(o)
@@ -165,16 +193,28 @@ class ReflectPathway:
         c = self.cortex
         p = c.payload(o)
         h = c.cols.headers[o]
-        return TurnView(encode_tsid(int(c.cols.ids[o])), int(c.cues.sequence[o]), p.speaker, p.text,
-                        int(h["timestamp_ms"]), float(h["importance"]), int(h["valence"]), int(h["arousal"]))
+        return TurnView(
+            encode_tsid(int(c.cols.ids[o])),
+            int(c.cues.sequence[o]),
+            p.speaker,
+            p.text,
+            int(h["timestamp_ms"]),
+            float(h["importance"]),
+            int(h["valence"]),
+            int(h["arousal"]),
+        )
 
-    def _consolidate_session(self, session: int, turn_ords: list[int], fn: Any) -> tuple[list[str], int]:
+    def _consolidate_session(
+        self, session: int, turn_ords: list[int], fn: Any
+    ) -> tuple[list[str], int]:
         c = self.cortex
         turns = [self._view(o) for o in turn_ords]
         flags = c.cols.headers["flags"][: c.n]
-        prior_ords = [o for o in np.flatnonzero((c.cues.session[: c.n] == session)
-                                                & (c.cols.index["type"][: c.n] == MemoryType.EPISODIC)
-                                                & ((flags & FLAG_CONSOLIDATED) != 0)).tolist()]
+        prior_ords = np.flatnonzero(
+            (c.cues.session[: c.n] == session)
+            & (c.cols.index["type"][: c.n] == MemoryType.EPISODIC)
+            & ((flags & FLAG_CONSOLIDATED) != 0)
+        ).tolist()
         prior = [self._view(o) for o in sorted(prior_ords, key=lambda o: int(c.cues.sequence[o]))]
         drafts = normalise_drafts(fn(session, turns, prior), turns)
         pass_no = c.provenance.next_pass(session)
@@ -193,14 +233,23 @@ class ReflectPathway:
         for k, d in enumerate(drafts):
             parents = d.parents or tuple(t.id for t in turns)
             pts = [by_id[p] for p in parents]
-            plan.append({
-                "id": encode_tsid(fact_ids[k]), "text": d.text, "parents": list(parents),
-                "importance": d.importance if d.importance is not None else max(t.importance for t in pts),
-                "valence": d.valence if d.valence is not None else int(round(sum(t.valence for t in pts) / len(pts))),
-                "arousal": d.arousal if d.arousal is not None else max(t.arousal for t in pts),
-                "tags": list(d.tags), "quote": d.quote,
-                "timestamp_ms": max(t.timestamp_ms for t in turns),
-            })
+            plan.append(
+                {
+                    "id": encode_tsid(fact_ids[k]),
+                    "text": d.text,
+                    "parents": list(parents),
+                    "importance": d.importance
+                    if d.importance is not None
+                    else max(t.importance for t in pts),
+                    "valence": d.valence
+                    if d.valence is not None
+                    else round(sum(t.valence for t in pts) / len(pts)),
+                    "arousal": d.arousal if d.arousal is not None else max(t.arousal for t in pts),
+                    "tags": list(d.tags),
+                    "quote": d.quote,
+                    "timestamp_ms": max(t.timestamp_ms for t in turns),
+                }
+            )
             r = records[k]
             r["flags"] = PROV_PARTIAL
             r["source_kind"] = 1
@@ -222,9 +271,17 @@ class ReflectPathway:
             r["source_partition"] = partition
         tx = c.transaction()
         c.provenance.append(tx, records)
-        self.remember.chain.append("consolidate.plan", encode_tsid(fact_ids[0]), {
-            "session_id": session, "pass": pass_no, "facts": json.dumps(plan, sort_keys=True),
-            "turns": ",".join(t.id for t in turns)}, now)
+        self.remember.chain.append(
+            "consolidate.plan",
+            encode_tsid(fact_ids[0]),
+            {
+                "session_id": session,
+                "pass": pass_no,
+                "facts": json.dumps(plan, sort_keys=True),
+                "turns": ",".join(t.id for t in turns),
+            },
+            now,
+        )
         c.commit(tx)
         killpoint("consolidate.after_partial")
         return self._finish(session, pass_no), len(turns)
@@ -237,9 +294,15 @@ class ReflectPathway:
     def _plan(self, session: int, pass_no: int) -> tuple[list[dict[str, Any]], list[str]]:
         for data in reversed(list(self.cortex.events.records())):
             ev = decode_event(data)
-            if ev.kind == "consolidate.plan" and ev.payload.get("session_id") == session and ev.payload.get("pass") == pass_no:
+            if (
+                ev.kind == "consolidate.plan"
+                and ev.payload.get("session_id") == session
+                and ev.payload.get("pass") == pass_no
+            ):
                 return json.loads(str(ev.payload["facts"])), str(ev.payload["turns"]).split(",")
-        raise CorruptionError(f"{self.cortex.path}: no consolidation plan event for session {session} pass {pass_no}")
+        raise CorruptionError(
+            f"{self.cortex.path}: no consolidation plan event for session {session} pass {pass_no}"
+        )
 
     def _finish(self, session: int, pass_no: int) -> list[str]:
         """Steps 2-4 for a planned run; each skips what an interrupted run already did."""
@@ -253,8 +316,11 @@ class ReflectPathway:
         self._mark(turn_ords)
         killpoint("consolidate.after_mark")
         rows = c.provenance.rows()
-        slots = np.flatnonzero((rows["flags"] == PROV_PARTIAL) & (rows["session_id"] == session)
-                               & (rows["pass_number"] == pass_no))
+        slots = np.flatnonzero(
+            (rows["flags"] == PROV_PARTIAL)
+            & (rows["session_id"] == session)
+            & (rows["pass_number"] == pass_no)
+        )
         if slots.size:
             tx = c.transaction()
             c.provenance.set_state(tx, slots, PROV_LIVE)
@@ -274,8 +340,9 @@ class ReflectPathway:
             parents = [c.id_map[decode_tsid(p)] for p in f["parents"]]
             first = c.payload(parents[0])
             # the quote a distiller gave, else the fact text itself, verbatim in the first parent
-            span, cursors[f["parents"][0]] = find_span(first.text, f.get("quote") or f["text"],
-                                                        cursors.get(f["parents"][0], 0))
+            span, cursors[f["parents"][0]] = find_span(
+                first.text, f.get("quote") or f["text"], cursors.get(f["parents"][0], 0)
+            )
             if f["id"] not in missing:
                 continue
             citations: list[Any] = []
@@ -283,20 +350,36 @@ class ReflectPathway:
                 for cit in c.payload(o).citations:
                     if cit not in citations:
                         citations.append(cit)
-            raw = {"text": f["text"], "type": MemoryType.SEMANTIC, "id": f["id"], "session_id": session,
-                   "timestamp_ms": int(f["timestamp_ms"]), "importance": float(f["importance"]),
-                   "valence": int(f["valence"]), "arousal": int(f["arousal"]),
-                   "tags": [f"session:{session}", *f["tags"]], "citations": citations[:64],
-                   "source_uri": f"doc:{f['parents'][0]}", "source_span": span}
+            raw = {
+                "text": f["text"],
+                "type": MemoryType.SEMANTIC,
+                "id": f["id"],
+                "session_id": session,
+                "timestamp_ms": int(f["timestamp_ms"]),
+                "importance": float(f["importance"]),
+                "valence": int(f["valence"]),
+                "arousal": int(f["arousal"]),
+                "tags": [f"session:{session}", *f["tags"]],
+                "citations": citations[:64],
+                "source_uri": f"doc:{f['parents'][0]}",
+                "source_span": span,
+            }
             items.append(self.remember.validate(raw, f"fact {f['id']}"))
-        self.remember.write(items, source=Source.DISTILLED, provenance=RecordProvenance.EXTRACTED,
-                            event_kind="consolidate.facts")
+        self.remember.write(
+            items,
+            source=Source.DISTILLED,
+            provenance=RecordProvenance.EXTRACTED,
+            event_kind="consolidate.facts",
+        )
 
     def _mark(self, turn_ords: list[int]) -> None:
         c = self.cortex
         # a quarantined turn's header in memory is not the disk's: never written back
-        todo = [o for o in turn_ords
-                if not int(c.cols.headers["flags"][o]) & FLAG_CONSOLIDATED and o not in c.quarantined]
+        todo = [
+            o
+            for o in turn_ords
+            if not int(c.cols.headers["flags"][o]) & FLAG_CONSOLIDATED and o not in c.quarantined
+        ]
         if not todo:
             return
         tx = c.transaction()
@@ -321,14 +404,24 @@ class ReflectPathway:
             d = rp._current_d(np.asarray(turns, dtype=np.int64), now) if turns else np.zeros(0)
             parents = tuple(rp.result(o, 0.0, float(d[k])) for k, o in enumerate(turns))
         return MemoryProvenance(
-            memory_id=encode_tsid(int(r["target_tsid"])), session_id=int(r["session_id"]),
-            partition=int(r["partition_seq"]), first_seq=int(r["first_seq"]), last_seq=int(r["last_seq"]),
-            turn_count=int(r["turn_count"]), pass_number=int(r["pass_number"]),
-            fact_index=int(r["fact_index"]), batch_count=int(r["batch_count"]),
-            consolidated_at_ms=int(r["consolidated_at"]), content_hash_hi=int(r["content_hash_hi"]),
-            source_kind=int(r["source_kind"]), target_kind=int(r["target_kind"]),
-            first_offset=int(r["first_offset"]), last_offset=int(r["last_offset"]),
-            parent_ids=parent_ids, parents=parents)
+            memory_id=encode_tsid(int(r["target_tsid"])),
+            session_id=int(r["session_id"]),
+            partition=int(r["partition_seq"]),
+            first_seq=int(r["first_seq"]),
+            last_seq=int(r["last_seq"]),
+            turn_count=int(r["turn_count"]),
+            pass_number=int(r["pass_number"]),
+            fact_index=int(r["fact_index"]),
+            batch_count=int(r["batch_count"]),
+            consolidated_at_ms=int(r["consolidated_at"]),
+            content_hash_hi=int(r["content_hash_hi"]),
+            source_kind=int(r["source_kind"]),
+            target_kind=int(r["target_kind"]),
+            first_offset=int(r["first_offset"]),
+            last_offset=int(r["last_offset"]),
+            parent_ids=parent_ids,
+            parents=parents,
+        )
 
     def explain(self, memory_id: Any, *, include_parents: bool = False) -> MemoryProvenance | None:
         if not isinstance(memory_id, str):
@@ -359,17 +452,25 @@ class ReflectPathway:
         h = c.cols.headers[: c.n]
         skip = np.zeros(c.n, dtype=bool)
         skip[[o for o in c.quarantined if o < c.n]] = True
-        report.skipped_quarantined = [encode_tsid(int(c.cols.ids[o])) if c.cols.ids[o] > 0
-                                      else f"(index entry {o})" for o in np.flatnonzero(skip).tolist()]
+        report.skipped_quarantined = [
+            encode_tsid(int(c.cols.ids[o])) if c.cols.ids[o] > 0 else f"(index entry {o})"
+            for o in np.flatnonzero(skip).tolist()
+        ]
         unknown = np.flatnonzero((h["provenance"] == int(RecordProvenance.UNKNOWN)) & ~skip)
         report.unknown = int(unknown.size)
-        live = set(c.provenance.rows()["target_tsid"][c.provenance.rows()["flags"] == PROV_LIVE].tolist())
+        live = set(
+            c.provenance.rows()["target_tsid"][c.provenance.rows()["flags"] == PROV_LIVE].tolist()
+        )
         plan: dict[int, RecordProvenance] = {}
         for o in unknown.tolist():
             t = int(c.cols.index["type"][o])
             if t == MemoryType.EPISODIC:
                 plan[o] = RecordProvenance.VERBATIM
-            elif t == MemoryType.SEMANTIC and int(h["source"][o]) == Source.DISTILLED and int(c.cols.ids[o]) in live:
+            elif (
+                t == MemoryType.SEMANTIC
+                and int(h["source"][o]) == Source.DISTILLED
+                and int(c.cols.ids[o]) in live
+            ):
                 plan[o] = RecordProvenance.EXTRACTED
         if not execute:
             for v in plan.values():
@@ -387,10 +488,20 @@ class ReflectPathway:
                 new["provenance"][k] = int(plan[o])
                 c.rewrite_header(tx, o, new[k : k + 1])
                 written[o] = plan[o]
-            counts = {v.label: sum(1 for w in written.values() if w is v) for v in set(written.values())}
-            self.remember.chain.append("backfill_provenance", "", {
-                "count": len(written), **{f"filled_{k}": n for k, n in sorted(counts.items())},
-                "ids_crc32c": crc32c(np.asarray(c.cols.ids[sorted(written)], dtype="<i8").tobytes())})
+            counts = {
+                v.label: sum(1 for w in written.values() if w is v) for v in set(written.values())
+            }
+            self.remember.chain.append(
+                "backfill_provenance",
+                "",
+                {
+                    "count": len(written),
+                    **{f"filled_{k}": n for k, n in sorted(counts.items())},
+                    "ids_crc32c": crc32c(
+                        np.asarray(c.cols.ids[sorted(written)], dtype="<i8").tobytes()
+                    ),
+                },
+            )
             c.commit(tx)
             c.cols.headers[ords] = new
         for v in written.values():

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -19,20 +19,37 @@ from ..cortex.cortex import Cortex
 from ..cortex.layouts import FLAG_PINNED, FLAG_RESOLVED, HEADER_DTYPE
 from ..cortex.payload import Payload, attributed, encode_payload
 from ..errors import CitationError, DuplicateIdError, ValidationError
-from ..kernel.tsid import TsidGenerator, decode_tsid, encode_tsid, encode_tsids
 from ..kernels.quant import quantize_int8
 from ..provenance.chain import EventChain
 from ..provenance.citations import validate_citations, validate_source_uri, validate_span
 from ..provenance.record import RecordProvenance
+from ..storage.tsid import TsidGenerator, decode_tsid, encode_tsid, encode_tsids
 from ..types import MemoryType, Role, Source
 
-__all__ = ["RememberPathway", "Item", "ITEM_FIELDS", "tag_bloom"]
+__all__ = ["ITEM_FIELDS", "Item", "RememberPathway", "tag_bloom"]
 
-ITEM_FIELDS = frozenset({
-    "text", "type", "id", "session_id", "role", "speaker", "timestamp_ms", "importance",
-    "valence", "arousal", "tags", "external_id", "citations", "source_uri", "source_span",
-    "skill_name", "steps", "pinned",
-})
+ITEM_FIELDS = frozenset(
+    {
+        "text",
+        "type",
+        "id",
+        "session_id",
+        "role",
+        "speaker",
+        "timestamp_ms",
+        "importance",
+        "valence",
+        "arousal",
+        "tags",
+        "external_id",
+        "citations",
+        "source_uri",
+        "source_span",
+        "skill_name",
+        "steps",
+        "pinned",
+    }
+)
 _MAX_TAGS = 64
 _MAX_STEPS = 256
 _MAX_SHORT = 1024
@@ -56,7 +73,7 @@ class Item:
 
 def tag_bloom(tags: Sequence[str]) -> tuple[int, int]:
     """128-bit Bloom filter of ``tags`` (k = 3 CRC32C-derived bits each) as (lo, hi) u64."""
-    from ..kernel.crc import crc32c
+    from ..storage.crc import crc32c
 
     bits = 0
     for tag in tags:
@@ -74,7 +91,9 @@ def _short_str(value: Any, field: str, where: str, *, allow_empty: bool = True) 
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise ValidationError(f"{where}.{field} is not encodable as UTF-8 (lone surrogate)") from None
+        raise ValidationError(
+            f"{where}.{field} is not encodable as UTF-8 (lone surrogate)"
+        ) from None
     if "\x1f" in value or "\x00" in value:
         raise ValidationError(f"{where}.{field} contains a control separator (U+001F or NUL)")
     if not allow_empty and not value.strip():
@@ -117,34 +136,53 @@ class RememberPathway:
         if isinstance(raw, str):
             raw = {"text": raw}
         if not isinstance(raw, Mapping):
-            raise ValidationError(f"{where} must be a str or a dict of memory fields, got {type(raw).__name__}")
+            raise ValidationError(
+                f"{where} must be a str or a dict of memory fields, got {type(raw).__name__}"
+            )
         unknown = set(raw) - ITEM_FIELDS
         if unknown:
-            raise ValidationError(f"{where}: unknown field(s) {sorted(unknown)}; allowed: {sorted(ITEM_FIELDS)}")
+            raise ValidationError(
+                f"{where}: unknown field(s) {sorted(unknown)}; allowed: {sorted(ITEM_FIELDS)}"
+            )
         text = raw.get("text")
         if not isinstance(text, str) or not text.strip():
             raise ValidationError(f"{where}.text must be a non-empty string")
         try:
             size = len(text.encode("utf-8"))
         except UnicodeEncodeError:
-            raise ValidationError(f"{where}.text is not encodable as UTF-8 (lone surrogate)") from None
+            raise ValidationError(
+                f"{where}.text is not encodable as UTF-8 (lone surrogate)"
+            ) from None
         cap = self.cortex.config.store.max_text_bytes
         if size > cap:
-            raise ValidationError(f"{where}.text is {size} bytes; the limit is {cap} (store.max_text_bytes)")
+            raise ValidationError(
+                f"{where}.text is {size} bytes; the limit is {cap} (store.max_text_bytes)"
+            )
         mtype = raw.get("type", MemoryType.EPISODIC)
         if type(mtype) is not MemoryType:
             mtype = _named(where, "type", MemoryType.parse, mtype)
         if mtype == MemoryType.WORKING:
-            raise ValidationError(f"{where}: WORKING memories go through remember_working(), not the durable stores")
+            raise ValidationError(
+                f"{where}: WORKING memories go through remember_working(), not the durable stores"
+            )
         mid = raw.get("id")
         mid_int = _named(where, "id", decode_tsid, mid) if mid is not None else None
         if mid_int is not None and mid_int >= 1 << 63:
-            raise ValidationError(f"{where}.id {mid!r}: TSIDs above 2^63 are not accepted (first character 0-7)")
+            raise ValidationError(
+                f"{where}.id {mid!r}: TSIDs above 2^63 are not accepted (first character 0-7)"
+            )
         role_raw = raw.get("role")
-        role = int(_named(where, "role", Role.parse, role_raw)) if role_raw is not None else (
-            int(Role.USER) if mtype == MemoryType.EPISODIC else None)
+        role = (
+            int(_named(where, "role", Role.parse, role_raw))
+            if role_raw is not None
+            else (int(Role.USER) if mtype == MemoryType.EPISODIC else None)
+        )
         importance = raw.get("importance", 1.0)
-        if isinstance(importance, bool) or not isinstance(importance, (int, float)) or not math.isfinite(importance):
+        if (
+            isinstance(importance, bool)
+            or not isinstance(importance, (int, float))
+            or not math.isfinite(importance)
+        ):
             raise ValidationError(f"{where}.importance must be a finite number, got {importance!r}")
         if not 0.05 <= float(importance) <= 10.0:
             raise ValidationError(f"{where}.importance must be in [0.05, 10], got {importance}")
@@ -154,15 +192,21 @@ class RememberPathway:
             if isinstance(raw_tags, str) or not isinstance(raw_tags, (list, tuple, set, frozenset)):
                 raise ValidationError(f"{where}.tags must be a list of strings")
             if len(raw_tags) > _MAX_TAGS:
-                raise ValidationError(f"{where}.tags has {len(raw_tags)} entries; the limit is {_MAX_TAGS}")
-            tags = tuple(dict.fromkeys(_short_str(t, "tags[]", where, allow_empty=False) for t in raw_tags))
+                raise ValidationError(
+                    f"{where}.tags has {len(raw_tags)} entries; the limit is {_MAX_TAGS}"
+                )
+            tags = tuple(
+                dict.fromkeys(_short_str(t, "tags[]", where, allow_empty=False) for t in raw_tags)
+            )
         steps: tuple[str, ...] = ()
         raw_steps = raw.get("steps")
         if raw_steps:
             if isinstance(raw_steps, str) or not isinstance(raw_steps, (list, tuple)):
                 raise ValidationError(f"{where}.steps must be a list of strings")
             if len(raw_steps) > _MAX_STEPS:  # with _MAX_SHORT chars each: a bounded payload
-                raise ValidationError(f"{where}.steps has {len(raw_steps)} entries; the limit is {_MAX_STEPS}")
+                raise ValidationError(
+                    f"{where}.steps has {len(raw_steps)} entries; the limit is {_MAX_STEPS}"
+                )
             steps = tuple(_short_str(x, "steps[]", where, allow_empty=False) for x in raw_steps)
         elif raw_steps is not None and not isinstance(raw_steps, (list, tuple)):
             raise ValidationError(f"{where}.steps must be a list of strings")
@@ -200,7 +244,8 @@ class RememberPathway:
             id=mid_int,
             type=mtype,
             payload=payload,
-            timestamp_ms=(int(time.time() * 1000) if now_ms is None else now_ms) if ts is None
+            timestamp_ms=(int(time.time() * 1000) if now_ms is None else now_ms)
+            if ts is None
             else _int(ts, "timestamp_ms", where, *_I64),
             importance=float(importance),
             valence=0 if valence is None else _int(valence, "valence", where, -127, 127),
@@ -209,19 +254,28 @@ class RememberPathway:
         )
 
     # ---- writing ---------------------------------------------------------------------
-    def remember_batch(self, items: Sequence[Any], *, source: Source = Source.EXPERIENCED,
-                       provenance: RecordProvenance | None = None,
-                       event_kind: str = "remember") -> list[str]:
+    def remember_batch(
+        self,
+        items: Sequence[Any],
+        *,
+        source: Source = Source.EXPERIENCED,
+        provenance: RecordProvenance | None = None,
+        event_kind: str = "remember",
+    ) -> list[str]:
         """Validate and write ``items`` (texts or dicts); returns their TSID strings.
 
         ``source``/``provenance`` are for internal write paths (consolidation stamps
         ``DISTILLED``/``extracted``); the public API never exposes them.
         """
         if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
-            raise ValidationError("remember_batch takes a list of texts or of dicts of memory fields")
+            raise ValidationError(
+                "remember_batch takes a list of texts or of dicts of memory fields"
+            )
         cap = self.cortex.config.store.max_batch
         if len(items) > cap:
-            raise ValidationError(f"remember_batch got {len(items)} items; the limit is {cap} (store.max_batch)")
+            raise ValidationError(
+                f"remember_batch got {len(items)} items; the limit is {cap} (store.max_batch)"
+            )
         if not items:
             return []
         now = int(time.time() * 1000)
@@ -230,12 +284,16 @@ class RememberPathway:
 
     def _assign_ids(self, parsed: list[Item]) -> np.ndarray:
         fresh = iter(self.ids.next_ints(sum(1 for it in parsed if it.id is None)))
-        ids = np.array([it.id if it.id is not None else next(fresh) for it in parsed], dtype=np.uint64)
+        ids = np.array(
+            [it.id if it.id is not None else next(fresh) for it in parsed], dtype=np.uint64
+        )
         ids_i = ids.astype(np.int64)
         seen: set[int] = set()
         for k, tsid in enumerate(ids_i.tolist()):
             if tsid in seen or tsid in self.cortex.id_map:
-                raise DuplicateIdError(f"items[{k}]: memory id {encode_tsid(int(ids[k]))} is already stored")
+                raise DuplicateIdError(
+                    f"items[{k}]: memory id {encode_tsid(int(ids[k]))} is already stored"
+                )
             seen.add(tsid)
         return ids_i
 
@@ -280,34 +338,50 @@ class RememberPathway:
                     q = c.payload(int(j))
                     prev.insert(0, attributed(q.speaker, q.text))
                     j = int(c.links.prev[j]) if c.links.prev[j] >= 0 else None
-            lines = ([p.speaker] if p.speaker else []) + prev[-context:] if context > 0 else (
-                [p.speaker] if p.speaker else [])
+            lines = (
+                ([p.speaker] if p.speaker else []) + prev[-context:]
+                if context > 0
+                else ([p.speaker] if p.speaker else [])
+            )
             out.append("\n".join([*lines, own]))
-            recent[s] = (prev + [own])[-max(context, 1):]
+            recent[s] = (prev + [own])[-max(context, 1) :]
         return out
 
-    def write(self, parsed: list[Item], *, source: Source, provenance: RecordProvenance | None,
-              event_kind: str) -> list[str]:
+    def write(
+        self,
+        parsed: list[Item],
+        *,
+        source: Source,
+        provenance: RecordProvenance | None,
+        event_kind: str,
+    ) -> list[str]:
         c = self.cortex
         c.part.check_writable()
         ids = self._assign_ids(parsed)
         sequences = self._sequences(parsed)
         vectors = np.asarray(c.embedder.embed(self._embed_texts(parsed)), dtype=np.float32)
         if vectors.shape != (len(parsed), c.dim):
-            raise ValidationError(f"embedder returned shape {vectors.shape}, expected ({len(parsed)}, {c.dim})")
+            raise ValidationError(
+                f"embedder returned shape {vectors.shape}, expected ({len(parsed)}, {c.dim})"
+            )
         finite = np.isfinite(vectors).all(axis=1)
         if not finite.all():
             bad = int(np.flatnonzero(~finite)[0])
-            raise ValidationError(f"embedder {getattr(c.embedder, 'name', '?')!r} returned NaN or inf for "
-                                  f"items[{bad}]; nothing was written (fix or replace the embedder)")
+            raise ValidationError(
+                f"embedder {getattr(c.embedder, 'name', '?')!r} returned NaN or inf for "
+                f"items[{bad}]; nothing was written (fix or replace the embedder)"
+            )
         q, scale = quantize_int8(vectors)
         n = len(parsed)
         now = int(time.time() * 1000)
         types = np.array([int(it.type) for it in parsed], dtype=np.int32)
         headers = np.zeros(n, dtype=HEADER_DTYPE)
         headers["version"] = 2
-        headers["flags"] = (types << 1) | FLAG_RESOLVED | np.array(
-            [FLAG_PINNED if it.pinned else 0 for it in parsed], dtype=np.int32)
+        headers["flags"] = (
+            (types << 1)
+            | FLAG_RESOLVED
+            | np.array([FLAG_PINNED if it.pinned else 0 for it in parsed], dtype=np.int32)
+        )
         headers["valence"] = [it.valence for it in parsed]
         headers["arousal"] = [it.arousal for it in parsed]
         headers["importance"] = [it.importance for it in parsed]
@@ -317,9 +391,18 @@ class RememberPathway:
         headers["tags_lo"] = [b[0] for b in blooms]
         headers["tags_hi"] = [b[1] for b in blooms]
         headers["source"] = int(source)
-        headers["provenance"] = [int(provenance if provenance is not None else (
-            RecordProvenance.VERBATIM if it.type == MemoryType.EPISODIC else RecordProvenance.USER_AUTHORED))
-            for it in parsed]
+        headers["provenance"] = [
+            int(
+                provenance
+                if provenance is not None
+                else (
+                    RecordProvenance.VERBATIM
+                    if it.type == MemoryType.EPISODIC
+                    else RecordProvenance.USER_AUTHORED
+                )
+            )
+            for it in parsed
+        ]
         headers["owner"] = ids
         payloads = [encode_payload(it.payload) for it in parsed]
 
@@ -329,8 +412,9 @@ class RememberPathway:
         text_loc: list[tuple[int, int]] = [(0, 0)] * n
         ep = np.flatnonzero(types == MemoryType.EPISODIC)
         if ep.size:
-            offs = c.episodic.append(tx, ids[ep], headers[ep], [payloads[k] for k in ep],
-                                     np.asarray(sequences)[ep])
+            offs = c.episodic.append(
+                tx, ids[ep], headers[ep], [payloads[k] for k in ep], np.asarray(sequences)[ep]
+            )
             offsets[ep] = offs
         for t, store in ((MemoryType.SEMANTIC, c.semantic), (MemoryType.PROCEDURAL, c.procedural)):
             sel = np.flatnonzero(types == t)
@@ -346,14 +430,18 @@ class RememberPathway:
         entries = c.index_entries(ids, types, offsets, text_loc, first)
         tx.append(c.index_region, entries.tobytes())
         strs = encode_tsids(ids).tolist()
-        self.chain.append(event_kind, strs[0], {"count": n, "first_id": strs[0], "last_id": strs[-1],
-                                                 "ids_crc32c": _ids_digest(ids)}, now)
+        self.chain.append(
+            event_kind,
+            strs[0],
+            {"count": n, "first_id": strs[0], "last_id": strs[-1], "ids_crc32c": _ids_digest(ids)},
+            now,
+        )
         c.commit(tx)
         c.adopt(entries, headers, srows, q, scale, [it.payload for it in parsed], sequences)
         return strs
 
 
 def _ids_digest(ids: np.ndarray) -> int:
-    from ..kernel.crc import crc32c
+    from ..storage.crc import crc32c
 
     return crc32c(ids.astype("<i8").tobytes())

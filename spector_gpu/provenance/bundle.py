@@ -216,7 +216,9 @@ def write_bundle(path: str | os.PathLike[str], files: Mapping[str, bytes]) -> Bu
         raise _write_failure(target, exc) from exc
     if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
         # the rename below would replace a directory entry such as a device node or a FIFO
-        raise ValidationError(f"path: {target!r} exists and is not a regular file; give a file path")
+        raise ValidationError(
+            f"path: {target!r} exists and is not a regular file; give a file path"
+        )
     partial = target + ".partial"
     try:
         with open(partial, "wb") as fh:
@@ -238,10 +240,21 @@ def write_bundle(path: str | os.PathLike[str], files: Mapping[str, bytes]) -> Bu
 def _write_failure(target: str, exc: OSError) -> SpectorError:
     """The library error for a bundle that could not be written: a path that cannot hold a
     file is bad input (``ValidationError``); anything else (a full disk, EIO) a ``StoreError``."""
-    if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG, errno.EACCES,
-                     errno.EPERM, errno.EROFS, errno.ELOOP, errno.EINVAL):
-        return ValidationError(f"path: cannot write a bundle at {target!r} ({exc}); give a file "
-                               "path in an existing, writable directory")
+    if exc.errno in (
+        errno.ENOENT,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.ENAMETOOLONG,
+        errno.EACCES,
+        errno.EPERM,
+        errno.EROFS,
+        errno.ELOOP,
+        errno.EINVAL,
+    ):
+        return ValidationError(
+            f"path: cannot write a bundle at {target!r} ({exc}); give a file "
+            "path in an existing, writable directory"
+        )
     return StoreError(f"{target}: could not write the bundle ({exc})")
 
 

@@ -351,7 +351,8 @@ class EventChain:
     def __init__(self, log: RecordLog, *, signer: Ed25519Signer | None = None) -> None:
         last: bytes | None = None
         count = 0
-        for last in log.records():
+        for record in log.records():
+            last = record
             count += 1
         if last is None:
             self._setup(log, signer, -1, GENESIS_HASH)

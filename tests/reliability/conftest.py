@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from spector_gpu.kernel.io import set_observer
+from spector_gpu.storage.io import set_observer
 
 from .harness import FaultInjector
 

@@ -1,6 +1,6 @@
 """Power-loss simulator: an ``IOObserver`` that turns a write trace into crash images.
 
-Installed with :func:`spector_gpu.kernel.io.set_observer`, :class:`PowerLossRecorder` sees every
+Installed with :func:`spector_gpu.storage.io.set_observer`, :class:`PowerLossRecorder` sees every
 write, size change, barrier, creation and rename under one directory. It keeps each file's
 content at each barrier (``fdatasync``/``fsync``: durable content and size; a directory fsync:
 durable names) and the operations since. :meth:`PowerLossRecorder.crash_image` then builds what a

@@ -1,4 +1,6 @@
-"""Facade-level workload and checks for the engine reliability suites (issue 5 at ``SpectorMemory``).
+"""Facade-level workload and checks for the engine reliability suites.
+
+This is issue 5 at ``SpectorMemory``.
 
 Turn ``m`` of the workload is a closed-form function of ``m`` (text, session, speaker, tags,
 time, importance), so a writer can resume from whatever a crash left and a checker knows the
@@ -27,7 +29,7 @@ import numpy as np
 
 from spector_gpu import MemoryType, RecallOptions, SpectorMemory
 from spector_gpu.cortex.layouts import FLAG_CONSOLIDATED, PROV_LIVE, PROV_PARTIAL
-from spector_gpu.kernel.tsid import decode_tsid, encode_tsid
+from spector_gpu.storage.tsid import decode_tsid, encode_tsid
 
 __all__ = [
     "CONFIG",
@@ -71,8 +73,14 @@ CONFIG: dict[str, dict[str, Any]] = {
 _SPEAKERS = ("Ann", "Bo", "Cyd", "Dee")
 _CITIES = ("Lisbon", "Porto", "Oslo", "Kyoto", "Quito", "Dakar", "Perth")
 _THINGS = ("cello", "violin", "chess", "tennis", "piano", "sailing")
-QUERIES = ("where did Ann move", "who plays the cello", "Kyoto in spring 1997",
-           "chess on Sundays", "note 7", "Dee sailing Perth")
+QUERIES = (
+    "where did Ann move",
+    "who plays the cello",
+    "Kyoto in spring 1997",
+    "chess on Sundays",
+    "note 7",
+    "Dee sailing Perth",
+)
 DERIVED_RELAYS = ("lexical", "association")  # the relays whose indexes live in derived.snap
 
 
@@ -82,11 +90,19 @@ def item(m: int, sessions: int = SESSIONS) -> dict[str, Any]:
     who = _SPEAKERS[m % len(_SPEAKERS)]
     city = _CITIES[(m * 3) % len(_CITIES)]
     thing = _THINGS[(m * 5) % len(_THINGS)]
-    text = (f"Note {m}: {who} moved to {city} in spring {1990 + m % 30}. "
-            f"Her friend Eva {m} plays the {thing} with Marco every Sunday.")
-    return {"text": text, "session_id": m % sessions, "speaker": who,
-            "timestamp_ms": T0_MS + 1000 * m, "importance": 1.0 + (m % 7) / 2,
-            "tags": [f"t{m % 3}", "workload"], "valence": (m % 11) - 5}
+    text = (
+        f"Note {m}: {who} moved to {city} in spring {1990 + m % 30}. "
+        f"Her friend Eva {m} plays the {thing} with Marco every Sunday."
+    )
+    return {
+        "text": text,
+        "session_id": m % sessions,
+        "speaker": who,
+        "timestamp_ms": T0_MS + 1000 * m,
+        "importance": 1.0 + (m % 7) / 2,
+        "tags": [f"t{m % 3}", "workload"],
+        "valence": (m % 11) - 5,
+    }
 
 
 def items(k: int, size: int, sessions: int = SESSIONS) -> list[dict[str, Any]]:
@@ -102,8 +118,13 @@ def m_of_text(text: str) -> int:
 
 
 # ---- opening and copying -----------------------------------------------------------------
-def open_memory(path: str | os.PathLike[str], *, read_only: bool = False,
-                config: Mapping[str, Mapping[str, Any]] | None = None, **kwargs: Any) -> SpectorMemory:
+def open_memory(
+    path: str | os.PathLike[str],
+    *,
+    read_only: bool = False,
+    config: Mapping[str, Mapping[str, Any]] | None = None,
+    **kwargs: Any,
+) -> SpectorMemory:
     cfg = {s: dict(v) for s, v in CONFIG.items()}
     for s, v in (config or {}).items():
         cfg.setdefault(s, {}).update(v)
@@ -147,24 +168,37 @@ def prov_rows(mem: SpectorMemory) -> np.ndarray:
     return mem._cortex.provenance.rows()
 
 
-def memory_problem(mem: SpectorMemory, memory_id: str, m: int, sessions: int = SESSIONS) -> str | None:
+def memory_problem(
+    mem: SpectorMemory, memory_id: str, m: int, sessions: int = SESSIONS
+) -> str | None:
     """None if ``memory_id`` holds turn ``m`` byte for byte (text and fields)."""
     r = mem.get(memory_id)
     if r is None:
         return f"turn {m} ({memory_id}) is missing"
     want = item(m, sessions)
-    got = {"text": r.text, "session_id": r.session_id, "speaker": r.speaker,
-           "timestamp_ms": r.timestamp_ms, "importance": r.importance, "tags": list(r.tags),
-           "valence": r.valence}
+    got = {
+        "text": r.text,
+        "session_id": r.session_id,
+        "speaker": r.speaker,
+        "timestamp_ms": r.timestamp_ms,
+        "importance": r.importance,
+        "tags": list(r.tags),
+        "valence": r.valence,
+    }
     if got != want or r.memory_type != MemoryType.EPISODIC:
         diff = {k: (got[k], want[k]) for k in want if got[k] != want[k]}
         return f"turn {m} ({memory_id}) differs from what was written: {diff or r.memory_type}"
     if not (1.0 <= r.storage_strength <= 5.0) or not (0.0 <= r.retrieval_strength <= 1.0):
-        return f"turn {m} ({memory_id}) has torn strength S={r.storage_strength} D={r.retrieval_strength}"
+        return (
+            f"turn {m} ({memory_id}) has torn strength "
+            f"S={r.storage_strength} D={r.retrieval_strength}"
+        )
     return None
 
 
-def answers(mem: SpectorMemory, relays: tuple[str, ...] = DERIVED_RELAYS) -> tuple[np.ndarray, np.ndarray]:
+def answers(
+    mem: SpectorMemory, relays: tuple[str, ...] = DERIVED_RELAYS
+) -> tuple[np.ndarray, np.ndarray]:
     """Recall answers on the fixed queries: observe mode, relay scores fused by weight (no
     salience, no cognitive factor), so a function of the stored memories and their indexes
     alone, not of the time. By default only the relays whose indexes are derived (BM25, cues,
@@ -174,8 +208,9 @@ def answers(mem: SpectorMemory, relays: tuple[str, ...] = DERIVED_RELAYS) -> tup
     return batch.ids.copy(), batch.scores.copy()
 
 
-def rebuild_problem(path: Path, got: tuple[np.ndarray, np.ndarray],
-                    relays: tuple[str, ...] = DERIVED_RELAYS) -> str | None:
+def rebuild_problem(
+    path: Path, got: tuple[np.ndarray, np.ndarray], relays: tuple[str, ...] = DERIVED_RELAYS
+) -> str | None:
     """Open a copy of ``path`` without ``derived.snap`` (a fresh rebuild of every derived
     index) and compare its answers with ``got``. ``path`` must not be open for writing."""
     with scratch_dir(path) as d:
@@ -215,12 +250,18 @@ def consolidation_table(mem: SpectorMemory) -> dict[str, Any]:
         key = (turn_m[r.source_uri[4:]], r.text, r.source_span)
         facts.append(key)
         fact_ids[mid] = key
-    return {"facts": facts, "fact_ids": fact_ids, "turn_m": turn_m, "consolidated": consolidated,
-            "prov": prov_rows(mem)}
+    return {
+        "facts": facts,
+        "fact_ids": fact_ids,
+        "turn_m": turn_m,
+        "consolidated": consolidated,
+        "prov": prov_rows(mem),
+    }
 
 
-def reference_facts(turns: Sequence[int], *, passes: Sequence[Sequence[int]] | None = None,
-                    near: Path) -> Counter[FactKey]:
+def reference_facts(
+    turns: Sequence[int], *, passes: Sequence[Sequence[int]] | None = None, near: Path
+) -> Counter[FactKey]:
     """Facts an uninterrupted run makes of turns ``turns`` (remembered in that order, one
     consolidation per group of ``passes`` if given, else one at the end)."""
     groups = list(passes) if passes is not None else [list(turns)]
@@ -243,10 +284,15 @@ def facts_problems(mem: SpectorMemory, expected: Counter[FactKey]) -> list[str]:
     if lost:
         out.append(f"{sum(lost.values())} fact(s) lost, e.g. {next(iter(lost))}")
     if extra:
-        out.append(f"{sum(extra.values())} fact(s) duplicated or invented, e.g. {next(iter(extra))}")
+        out.append(
+            f"{sum(extra.values())} fact(s) duplicated or invented, e.g. {next(iter(extra))}"
+        )
     prov = table["prov"]
     if (prov["flags"] == PROV_PARTIAL).any():
-        out.append(f"{int((prov['flags'] == PROV_PARTIAL).sum())} PARTIAL record(s) left after a completed run")
+        out.append(
+            f"{int((prov['flags'] == PROV_PARTIAL).sum())} PARTIAL record(s) "
+            "left after a completed run"
+        )
     live = prov[prov["flags"] == PROV_LIVE]
     targets = Counter(live["target_tsid"].tolist())
     fact_tsids = {decode_tsid(f) for f in table["fact_ids"]}
@@ -283,16 +329,27 @@ def all_or_nothing_problems(mem: SpectorMemory) -> list[str]:
             out.append(f"session {session} pass {pass_no}: mixed record states {states}")
             continue
         if len(rows) != int(rows[0]["batch_count"]):
-            out.append(f"session {session} pass {pass_no}: {len(rows)} of {int(rows[0]['batch_count'])} records")
+            out.append(
+                f"session {session} pass {pass_no}: "
+                f"{len(rows)} of {int(rows[0]['batch_count'])} records"
+            )
         present = [int(r["target_tsid"]) in id_map for r in rows]
         if any(present) and not all(present):
-            out.append(f"session {session} pass {pass_no}: only {sum(present)} of {len(rows)} facts written")
+            out.append(
+                f"session {session} pass {pass_no}: "
+                f"only {sum(present)} of {len(rows)} facts written"
+            )
         turns = c.session_turns(session, int(rows[0]["first_seq"]), int(rows[0]["last_seq"]))
         marked = [bool(int(c.cols.headers["flags"][o]) & FLAG_CONSOLIDATED) for o in turns]
         if any(marked) and not all(marked):
-            out.append(f"session {session} pass {pass_no}: only {sum(marked)} of {len(marked)} parents marked")
+            out.append(
+                f"session {session} pass {pass_no}: "
+                f"only {sum(marked)} of {len(marked)} parents marked"
+            )
         if all(marked) and marked and not all(present):
-            out.append(f"session {session} pass {pass_no}: parents marked before the facts were written")
+            out.append(
+                f"session {session} pass {pass_no}: parents marked before the facts were written"
+            )
         if states == {PROV_LIVE} and not (all(present) and all(marked)):
             out.append(f"session {session} pass {pass_no}: LIVE before facts and marks")
     return out
@@ -308,7 +365,9 @@ def planned_ids(mem: SpectorMemory) -> set[str]:
 def turns_in(mem: SpectorMemory) -> list[int]:
     """Turn numbers of the stored episodes in commit order."""
     c = mem._cortex
-    return [m_of_text(c.text_of(o)) for o, t in enumerate(store_types(mem)) if t == MemoryType.EPISODIC]
+    return [
+        m_of_text(c.text_of(o)) for o, t in enumerate(store_types(mem)) if t == MemoryType.EPISODIC
+    ]
 
 
 Check = Callable[[SpectorMemory], list[str]]
@@ -327,15 +386,34 @@ def fact_records(mem: SpectorMemory) -> Counter[tuple[Any, ...]]:
         if f is None:
             out[("missing fact", fid)] += 1
             continue
-        out[(f.source_uri, f.text, f.source_span, f.session_id, int(r["pass_number"]),
-             int(r["fact_index"]), int(r["batch_count"]), int(r["first_seq"]), int(r["last_seq"]),
-             int(r["turn_count"]), f.importance, f.valence, f.arousal, f.tags, f.timestamp_ms,
-             f.memory_type, int(f.source), int(f.provenance))] += 1
+        out[
+            (
+                f.source_uri,
+                f.text,
+                f.source_span,
+                f.session_id,
+                int(r["pass_number"]),
+                int(r["fact_index"]),
+                int(r["batch_count"]),
+                int(r["first_seq"]),
+                int(r["last_seq"]),
+                int(r["turn_count"]),
+                f.importance,
+                f.valence,
+                f.arousal,
+                f.tags,
+                f.timestamp_ms,
+                f.memory_type,
+                int(f.source),
+                int(f.provenance),
+            )
+        ] += 1
     return out
 
 
-def exact_problems(mem: SpectorMemory, reference: Counter[tuple[Any, ...]],
-                   planned: set[str]) -> list[str]:
+def exact_problems(
+    mem: SpectorMemory, reference: Counter[tuple[Any, ...]], planned: set[str]
+) -> list[str]:
     """After a rerun: facts equal the reference run's exactly (texts, lineage, per-session
     counts, no duplicates), every record LIVE, every parent marked, and every fact id a
     committed plan named kept."""
@@ -343,8 +421,10 @@ def exact_problems(mem: SpectorMemory, reference: Counter[tuple[Any, ...]],
     got = fact_records(mem)
     lost, extra = reference - got, got - reference
     if lost or extra:
-        out.append(f"facts differ from an uninterrupted run: lost {sorted(lost)[:2]}, "
-                   f"extra {sorted(extra)[:2]}")
+        out.append(
+            f"facts differ from an uninterrupted run: lost {sorted(lost)[:2]}, "
+            f"extra {sorted(extra)[:2]}"
+        )
     per_session = Counter(k[3] for k in got.elements())
     want_session = Counter(k[3] for k in reference.elements())
     if per_session != want_session:
@@ -370,8 +450,9 @@ def consolidate_and_flush(path: str) -> None:
         mem.flush()
 
 
-def prefill(path: Path, turns: range, *, batch: int = 4, sessions: int = SESSIONS,
-            consolidate: bool = False) -> None:
+def prefill(
+    path: Path, turns: range, *, batch: int = 4, sessions: int = SESSIONS, consolidate: bool = False
+) -> None:
     with open_memory(path) as mem:
         for a in range(turns.start, turns.stop, batch):
             mem.remember_batch([item(m, sessions) for m in range(a, min(a + batch, turns.stop))])
@@ -404,12 +485,19 @@ def recover_and_check(store: Path) -> tuple[list[str], set[str]]:
         with open_memory(image) as fresh:
             want = answers(fresh)
     if not ((got[0] == want[0]).all() and (got[1] == want[1]).all()):
-        problems.append(f"recall after recovery differs from a fresh rebuild:\n{got[0]}\nvs\n{want[0]}")
+        problems.append(
+            f"recall after recovery differs from a fresh rebuild:\n{got[0]}\nvs\n{want[0]}"
+        )
     return problems, planned
 
 
-def rerun_problems(store: Path, reference: Counter[tuple[Any, ...]], planned: set[str],
-                   *, also: Check | None = None) -> list[str]:
+def rerun_problems(
+    store: Path,
+    reference: Counter[tuple[Any, ...]],
+    planned: set[str],
+    *,
+    also: Check | None = None,
+) -> list[str]:
     """Reopen, rerun ``consolidate()`` and compare with an uninterrupted run
     (:func:`exact_problems`); ``also(mem)`` adds checks right after the rerun; ``check()`` last."""
     with open_memory(store) as mem:

@@ -32,7 +32,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -93,14 +93,15 @@ def arm_killpoint(armed: str) -> None:
     ``killpoint`` already imported from it sees the new setting."""
     import importlib
 
-    from spector_gpu.kernel import killpoints
+    from spector_gpu.storage import killpoints
 
     os.environ["SPECTOR_KILLPOINT"] = armed
     importlib.reload(killpoints)
 
 
-def _child_main(target: Callable[..., None], args: tuple[Any, ...], armed: str | None,
-                errors: str) -> None:
+def _child_main(
+    target: Callable[..., None], args: tuple[Any, ...], armed: str | None, errors: str
+) -> None:
     """Child: run ``target(*args)``; a Python exception's traceback goes to the file ``errors``
     (the parent shows it: a child's captured stderr is otherwise lost)."""
     try:
@@ -122,14 +123,26 @@ def _server_context() -> Any:
     as armed children exiting 1 before their kill point, only after other suites had run. A
     fresh interpreter per child ("spawn") is as clean but costs ~1.5 s per child."""
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["torch", "spector_gpu", "spector_gpu.kernels.dense",
-                                "spector_gpu.pathways.reflect", __name__,
-                                f"{__package__}.engine_workload"])
+    ctx.set_forkserver_preload(
+        [
+            "torch",
+            "spector_gpu",
+            "spector_gpu.kernels.dense",
+            "spector_gpu.pathways.reflect",
+            __name__,
+            f"{__package__}.engine_workload",
+        ]
+    )
     return ctx
 
 
-def run_child(target: Callable[..., None], *args: Any, armed: str | None = None,
-              kill_after_s: float | None = None, timeout_s: float = 120.0) -> int | None:
+def run_child(
+    target: Callable[..., None],
+    *args: Any,
+    armed: str | None = None,
+    kill_after_s: float | None = None,
+    timeout_s: float = 120.0,
+) -> int | None:
     """Run ``target(*args)`` (a module-level function) in a child process, with killpoint
     ``armed`` if given, and return its exit code (0, or ``-SIGKILL``); ``kill_after_s``
     SIGKILLs it after that many seconds if still running. Any other exit raises
@@ -144,10 +157,8 @@ def run_child(target: Callable[..., None], *args: Any, armed: str | None = None,
         if kill_after_s is not None:
             proc.join(kill_after_s)
             if proc.exitcode is None and proc.pid is not None:
-                try:
+                with suppress(ProcessLookupError):
                     os.kill(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
         proc.join(timeout_s)
         if proc.exitcode is None:
             proc.kill()
@@ -247,10 +258,8 @@ def kill_one_writer(
     else:
         time.sleep(rng.uniform(0.0, 0.004))
     if proc.pid is not None:
-        try:
+        with suppress(ProcessLookupError):
             os.kill(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     proc.join(30)
     buf += read_to_end(r)
     return unpack_acks(bytes(buf)), proc.exitcode, waited
@@ -264,8 +273,9 @@ class Reader(Protocol):
     def report(self) -> dict[str, Any]: ...
 
 
-def read_until_stopped(check: Reader, stop: Any, fd: int,
-                       failure: Callable[[Exception], str | None]) -> None:
+def read_until_stopped(
+    check: Reader, stop: Any, fd: int, failure: Callable[[Exception], str | None]
+) -> None:
     """Reader child: ``check.step()`` until ``stop`` is set or five problems are found. An
     exception ``failure`` describes becomes a problem (one it answers None for propagates);
     at the end ``check.report()`` goes to the pipe ``fd`` as JSON."""
@@ -280,8 +290,12 @@ def read_until_stopped(check: Reader, stop: Any, fd: int,
     os.write(fd, json.dumps(check.report()).encode())
 
 
-def _run_writer_for(directory: Path, seconds: float, writer: Callable[[str, int], None],
-                    open_writer: Callable[[Path], Any]) -> list[int]:
+def _run_writer_for(
+    directory: Path,
+    seconds: float,
+    writer: Callable[[str, int], None],
+    open_writer: Callable[[Path], Any],
+) -> list[int]:
     """Run a forked ``writer(directory, fd)`` for ``seconds``, check a second writer is
     refused, SIGKILL it; returns its acknowledgements."""
     r, w = os.pipe()
@@ -343,7 +357,7 @@ def run_readers_under_writer(
 
 # ---- I/O faults ----------------------------------------------------------------------------------
 class HookObserver:
-    """An ``IOObserver`` (``spector_gpu.kernel.io``) that funnels every hook into
+    """An ``IOObserver`` (``spector_gpu.storage.io``) that funnels every hook into
     :meth:`on_call` with the hook's name and file (a replace reports its destination)."""
 
     def on_call(self, hook: str, path: str) -> None:
@@ -420,7 +434,7 @@ def unprivileged_tree(prefix: str) -> Iterator[Path]:
         os.chmod(base, 0o755)
         yield base
     finally:
-        for root, dirs, files in os.walk(base):
+        for root, _dirs, files in os.walk(base):
             os.chmod(root, 0o755)
             for f in files:
                 os.chmod(os.path.join(root, f), 0o644)

@@ -22,11 +22,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spector_gpu.errors import CorruptionError, StoreClosedError, StoreLockedError
-from spector_gpu.kernel.io import set_observer
-from spector_gpu.kernel.journal import coalesce
-from spector_gpu.kernel.partition import Partition
-from spector_gpu.kernel.preamble import PREAMBLE_SIZE, SHAPE_RECORD
-from spector_gpu.kernel.region import Region, RegionSpec
+from spector_gpu.storage.io import set_observer
+from spector_gpu.storage.journal import coalesce
+from spector_gpu.storage.partition import Partition
+from spector_gpu.storage.preamble import PREAMBLE_SIZE, SHAPE_RECORD
+from spector_gpu.storage.region import Region, RegionSpec
 
 from .harness import (
     HookObserver,
@@ -70,7 +70,7 @@ class ReaderCheck:
 
     def __init__(self, directory: str) -> None:
         self.p = open_store(directory, W, writable=False)
-        self.counts = {name: 0 for name in (LOG, STRENGTH, INDEX)}
+        self.counts = dict.fromkeys((LOG, STRENGTH, INDEX), 0)
         self.recalled = np.zeros(0, dtype=np.int64)
         self.reads = 0
         self.problems: list[str] = []
@@ -125,8 +125,12 @@ def test_readers_never_see_torn_or_backward_state(tmp_path: Path, soak: int) -> 
         commit(p, W, k)
     p.close()
     acks, reports = run_readers_under_writer(
-        tmp_path, readers=READERS, reader=_reader, writer=_writer,
-        open_writer=lambda d: open_store(d, W), seconds=seconds,
+        tmp_path,
+        readers=READERS,
+        reader=_reader,
+        writer=_writer,
+        open_writer=lambda d: open_store(d, W),
+        seconds=seconds,
     )
     p = open_store(tmp_path, W)
     acked = max(acks)
@@ -158,7 +162,7 @@ def _child_uses_parent_handle(p: Any, fd: int) -> None:
             outcome.append("no error")
         except StoreClosedError:
             outcome.append("StoreClosedError")
-        except Exception as exc:  # noqa: BLE001 - reported to the parent
+        except Exception as exc:
             outcome.append(type(exc).__name__)
     os.write(fd, ",".join(outcome).encode())
     time.sleep(1.5)  # stay alive (never closing) while the parent closes and reopens

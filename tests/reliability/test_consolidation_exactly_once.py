@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from spector_gpu import SpectorMemory
-from spector_gpu.kernel.killpoints import KILLPOINTS
+from spector_gpu.storage.killpoints import KILLPOINTS
 
 from .engine_workload import (
     consolidate_and_flush,
@@ -61,8 +61,9 @@ def two_pass_template(path: Path, sessions: int, per_session: int) -> np.ndarray
     return first
 
 
-def final_problems(store: Path, reference: Counter[tuple[Any, ...]], planned: set[str],
-                   first: np.ndarray) -> list[str]:
+def final_problems(
+    store: Path, reference: Counter[tuple[Any, ...]], planned: set[str], first: np.ndarray
+) -> list[str]:
     """The rerun finishes whatever the last kill left; then a further run has nothing to do
     and pass-1 records are untouched."""
 
@@ -74,8 +75,11 @@ def final_problems(store: Path, reference: Counter[tuple[Any, ...]], planned: se
             problems.append(f"a consolidation after a completed run did work: {report}")
         if prov[: len(first)].tobytes() != first.tobytes():
             problems.append("pass-1 provenance records were overwritten")
-        if not (prov["pass_number"][len(first):] == 2).all():
-            problems.append(f"second-batch records are not pass 2: {set(prov['pass_number'][len(first):].tolist())}")
+        if not (prov["pass_number"][len(first) :] == 2).all():
+            problems.append(
+                "second-batch records are not pass 2: "
+                f"{set(prov['pass_number'][len(first) :].tolist())}"
+            )
         return problems
 
     return rerun_problems(store, reference, planned, also=completed)
@@ -104,8 +108,9 @@ def test_kill_at_every_step_of_a_second_pass(point: str, workdir: Path) -> None:
         problems = final_problems(store, reference, planned, first)
         assert not problems, f"{point}:{hit}: " + "; ".join(problems)
     assert kills >= SESSIONS + 1  # every hit killed, and at least one resume killed again
-    record_figure("exactly_once_points", point=point, sessions=SESSIONS, kills=kills, lost=0,
-                  duplicated=0)
+    record_figure(
+        "exactly_once_points", point=point, sessions=SESSIONS, kills=kills, lost=0, duplicated=0
+    )
 
 
 def test_random_kill9_during_consolidation_then_rerun(workdir: Path, soak: int) -> None:
@@ -138,10 +143,21 @@ def test_random_kill9_during_consolidation_then_rerun(workdir: Path, soak: int) 
         problems = final_problems(store, reference, planned, first)
         assert not problems, f"round {rounds} ({attempt} kills): " + "; ".join(problems)
         rounds += 1
-    record_figure("exactly_once_random", kills=kills, rounds=rounds, sessions=RANDOM_SESSIONS,
-                  facts=sum(reference.values()), mid_run_kills=resumed, lost=0, duplicated=0,
-                  seed=seed, run_ms=round(span * 1e3, 1))
-    print(f"{kills} random kill -9 during consolidate over {RANDOM_SESSIONS} sessions ({resumed} "
-          f"after a plan was committed), {rounds} rounds rerun to completion: 0 facts lost, 0 "
-          f"duplicated (uninterrupted run {span * 1e3:.0f} ms)")
+    record_figure(
+        "exactly_once_random",
+        kills=kills,
+        rounds=rounds,
+        sessions=RANDOM_SESSIONS,
+        facts=sum(reference.values()),
+        mid_run_kills=resumed,
+        lost=0,
+        duplicated=0,
+        seed=seed,
+        run_ms=round(span * 1e3, 1),
+    )
+    print(
+        f"{kills} random kill -9 during consolidate over {RANDOM_SESSIONS} sessions ({resumed} "
+        f"after a plan was committed), {rounds} rounds rerun to completion: 0 facts lost, 0 "
+        f"duplicated (uninterrupted run {span * 1e3:.0f} ms)"
+    )
     assert resumed >= kills // 4, "most kills should land inside the consolidation itself"

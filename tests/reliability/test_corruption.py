@@ -29,10 +29,10 @@ from spector_gpu.cortex.layouts import (
     vector_dtype,
 )
 from spector_gpu.errors import CorruptionError, StoreFormatError
-from spector_gpu.kernel.crc import crc32c, verify_rows
-from spector_gpu.kernel.partition import Partition
-from spector_gpu.kernel.preamble import PREAMBLE_SIZE, SHAPE_RECORD, Preamble
-from spector_gpu.kernel.region import Region, RegionSpec
+from spector_gpu.storage.crc import crc32c, verify_rows
+from spector_gpu.storage.partition import Partition
+from spector_gpu.storage.preamble import PREAMBLE_SIZE, SHAPE_RECORD, Preamble
+from spector_gpu.storage.region import Region, RegionSpec
 
 from .crashsim import SECTOR, materialize
 from .verify import reopen_outcome, walk_episodes

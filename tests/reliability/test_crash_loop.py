@@ -91,7 +91,7 @@ def run_crash_loop(
         t0 = time.perf_counter()
         try:
             p = open_store(store, w)
-        except Exception as exc:  # noqa: BLE001 - the contract: opens without manual steps
+        except Exception as exc:
             stats.failures.append(f"cycle {cycle}: reopen failed: {type(exc).__name__}: {exc}")
             stats.corrupt += 1
             continue

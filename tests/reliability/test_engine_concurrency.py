@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from spector_gpu import MemoryType, RecallOptions, SpectorError
-from spector_gpu.kernel.tsid import decode_tsid, encode_tsid
+from spector_gpu.storage.tsid import decode_tsid, encode_tsid
 
 from .engine_workload import QUERIES, items, m_of_text, memory_problem, open_memory, prefill
 from .harness import child_init, read_until_stopped, run_readers_under_writer
@@ -103,8 +103,12 @@ class ReaderCheck:
         self.reads += 1
 
     def report(self) -> dict[str, Any]:
-        return {"reads": self.reads, "problems": self.problems, "count": self.count,
-                "seen": len(self.seen)}
+        return {
+            "reads": self.reads,
+            "problems": self.problems,
+            "count": self.count,
+            "seen": len(self.seen),
+        }
 
 
 def _failed(exc: Exception) -> str:
@@ -123,8 +127,13 @@ def test_engine_readers_never_see_torn_or_backward_state(workdir: Path, soak: in
     store = workdir / "store"
     prefill(store, range(8 * BATCH), batch=BATCH)
     acks, reports = run_readers_under_writer(
-        store, readers=READERS, reader=_reader, writer=_writer, open_writer=open_memory,
-        seconds=seconds, settle_s=0.2,  # let the readers see the recovered store
+        store,
+        readers=READERS,
+        reader=_reader,
+        writer=_writer,
+        open_writer=open_memory,
+        seconds=seconds,
+        settle_s=0.2,  # let the readers see the recovered store
     )
     with open_memory(store) as mem:
         report = mem.check()
@@ -132,17 +141,29 @@ def test_engine_readers_never_see_torn_or_backward_state(workdir: Path, soak: in
         lost = []
         for mid in map(encode_tsid, acks):
             hit = mem.get(mid)
-            why = memory_problem(mem, mid, m_of_text(hit.text)) if hit is not None else f"{mid} lost"
+            why = (
+                memory_problem(mem, mid, m_of_text(hit.text)) if hit is not None else f"{mid} lost"
+            )
             if why:
                 lost.append(why)
         assert not lost, lost[:3]
         total = mem.count()
     reads = sum(r["reads"] for r in reports)
     problems = [q for r in reports for q in r["problems"]]
-    record_figure("engine_concurrency", readers=READERS, seconds=seconds, reads=reads,
-                  memories=total, acked=len(acks), violations=len(problems), seed=base_seed())
-    print(f"{READERS} readers + 1 writer (killed and recovered) for {seconds:.0f} s: {reads} reader "
-          f"steps, {len(acks)} acknowledged memories ({total} with facts), {len(problems)} violations")
+    record_figure(
+        "engine_concurrency",
+        readers=READERS,
+        seconds=seconds,
+        reads=reads,
+        memories=total,
+        acked=len(acks),
+        violations=len(problems),
+        seed=base_seed(),
+    )
+    print(
+        f"{READERS} readers + 1 writer (killed and recovered) for {seconds:.0f} s: {reads} reader "
+        f"steps, {len(acks)} acknowledged memories ({total} with facts), {len(problems)} violations"
+    )
     assert not problems, problems[:5]
     assert all(r["reads"] > 3 and r["seen"] > 0 for r in reports), reports
 
@@ -153,7 +174,7 @@ class TornOnce:
     half of one row (or of an episode's header) differs from what is on disk, once."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, filename: str, *, at: int = 0) -> None:
-        from spector_gpu.kernel.region import Region
+        from spector_gpu.storage.region import Region
 
         self.armed, self.hits, self.filename, self.at = False, 0, filename, at
         real_rows, real_view = Region.rows, Region.view
@@ -169,7 +190,12 @@ class TornOnce:
 
         def view(region: Region, offset: int, length: int) -> Any:
             data = real_view(region, offset, length)
-            if torn.armed and region.spec.filename == filename and offset == torn.at and length >= 96:
+            if (
+                torn.armed
+                and region.spec.filename == filename
+                and offset == torn.at
+                and length >= 96
+            ):
                 torn.armed, torn.hits = False, torn.hits + 1
                 raw = bytearray(data)
                 raw[32 + 4] ^= 0x08  # the header's consolidated bit, without its new CRC
@@ -193,8 +219,9 @@ def _busy_store(store: Path) -> tuple[list[str], str]:
 
 
 @pytest.mark.parametrize("region", ["strength.rec", "provenance.rec", "episodic.log"])
-def test_reader_rereads_a_copy_caught_mid_rewrite(region: str, workdir: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reader_rereads_a_copy_caught_mid_rewrite(
+    region: str, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A reader that copies a row while the writer rewrites it in place sees a CRC mismatch
     that is not damage: it must re-read (never raise, never adopt the torn values)."""
     store = workdir / "store"
@@ -202,15 +229,21 @@ def test_reader_rereads_a_copy_caught_mid_rewrite(region: str, workdir: Path,
     with open_memory(store, read_only=True) as mem:
         c = mem._cortex
         o = c.id_map[decode_tsid(ids[0])]
-        at = {"strength.rec": o, "provenance.rec": 0,
-              "episodic.log": int(c.cols.index["record_offset"][o])}[region]
+        at = {
+            "strength.rec": o,
+            "provenance.rec": 0,
+            "episodic.log": int(c.cols.index["record_offset"][o]),
+        }[region]
+
         def summary() -> Any:
             r = mem.get(ids[0])
             return None if r is None else (r.text, r.storage_strength, r.consolidated, r.valence)
 
         ops: dict[str, Callable[[], Any]] = {
             "get": summary,
-            "recall": lambda: mem.recall_batch(["Marco Sunday"], RecallOptions(k=4, mode="observe")).id_lists(),
+            "recall": lambda: mem.recall_batch(
+                ["Marco Sunday"], RecallOptions(k=4, mode="observe")
+            ).id_lists(),
             "explain": lambda: mem.explain(fact),
             "session_provenance": lambda: mem.session_provenance(0),
             "check": lambda: str(mem.check()),

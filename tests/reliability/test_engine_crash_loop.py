@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from spector_gpu import MemoryType, RecallOptions
-from spector_gpu.kernel.tsid import decode_tsid, encode_tsid
+from spector_gpu.storage.tsid import decode_tsid, encode_tsid
 
 from .engine_workload import (
     QUERIES,
@@ -109,8 +109,14 @@ class ReferenceFacts:
         return Counter({k: v for k, v in self.by_turn.items() if k[0] < n})
 
 
-def verify_cycle(store: Path, variant: str, acked: list[str], acked_facts: set[str],
-                 ref: ReferenceFacts, stats: EngineLoopStats) -> list[str]:
+def verify_cycle(
+    store: Path,
+    variant: str,
+    acked: list[str],
+    acked_facts: set[str],
+    ref: ReferenceFacts,
+    stats: EngineLoopStats,
+) -> list[str]:
     """Reopen the killed writer's store and check it; returns problems (empty = fine)."""
     size = BATCH[variant]
     with scratch_dir(store) as d:
@@ -119,7 +125,7 @@ def verify_cycle(store: Path, variant: str, acked: list[str], acked_facts: set[s
         t0 = time.perf_counter()
         try:
             mem = open_memory(store)
-        except Exception as exc:  # noqa: BLE001 - the contract: opens without manual steps
+        except Exception as exc:
             stats.corrupt += 1
             return [f"reopen failed: {type(exc).__name__}: {exc}"]
         stats.recovery_ms.append((time.perf_counter() - t0) * 1e3)
@@ -133,14 +139,18 @@ def verify_cycle(store: Path, variant: str, acked: list[str], acked_facts: set[s
             episodes = [i for i, t in zip(store_ids(mem), types) if t == MemoryType.EPISODIC]
             if episodes[: len(acked)] != acked:
                 stats.lost += sum(1 for i in acked if i not in set(episodes))
-                problems.append(f"acknowledged turns are not a prefix of the store ({len(acked)} acked, "
-                                f"{len(episodes)} stored)")
+                problems.append(
+                    f"acknowledged turns are not a prefix of the store ({len(acked)} acked, "
+                    f"{len(episodes)} stored)"
+                )
             # a batch is one commit: whole batches only, at most one beyond the acknowledged
             # ids (the writer may die between a commit and its acks, or amid its acks)
             whole = -(-len(acked) // size) * size
             if len(episodes) % size or not whole <= len(episodes) <= whole + size:
-                problems.append(f"{len(episodes)} turns stored for {len(acked)} acknowledged "
-                                f"(batches of {size})")
+                problems.append(
+                    f"{len(episodes)} turns stored for {len(acked)} acknowledged "
+                    f"(batches of {size})"
+                )
             for m, mid in enumerate(episodes):
                 why = memory_problem(mem, mid, m)
                 if why:
@@ -162,17 +172,20 @@ def verify_cycle(store: Path, variant: str, acked: list[str], acked_facts: set[s
         with open_memory(image) as fresh:
             want = answers(fresh)
         if not ((got[0] == want[0]).all() and (got[1] == want[1]).all()):
-            problems.append(f"after recovery, recall differs from a fresh rebuild:\n{got[0]}\nvs\n{want[0]}")
+            problems.append(
+                f"after recovery, recall differs from a fresh rebuild:\n{got[0]}\nvs\n{want[0]}"
+            )
         if variant == "consolidate":
             why = rebuild_problem(store, final)
             if why:
                 problems.append(f"after the rerun: {why}")
-        acked += episodes[len(acked):]  # the recovered unacknowledged batch is now history
+        acked += episodes[len(acked) :]  # the recovered unacknowledged batch is now history
     return problems
 
 
-def run_engine_crash_loop(variant: str, *, cycles: int, seed: int, directory: Path,
-                          max_delay_s: float = 0.02) -> EngineLoopStats:
+def run_engine_crash_loop(
+    variant: str, *, cycles: int, seed: int, directory: Path, max_delay_s: float = 0.02
+) -> EngineLoopStats:
     rng = random.Random(f"{seed}:engine:{variant}")
     stats = EngineLoopStats(variant)
     ref = ReferenceFacts(directory / "ref")
@@ -181,11 +194,14 @@ def run_engine_crash_loop(variant: str, *, cycles: int, seed: int, directory: Pa
     for cycle in range(cycles):
         if cycle % RESET_EVERY == 0:
             store, acked, acked_facts = directory / f"{variant}-{cycle // RESET_EVERY}", [], set()
-        acks, code, _ = kill_one_writer(store, Workload(variant), rng, writer=engine_writer,
-                                        max_delay_s=max_delay_s)
+        acks, code, _ = kill_one_writer(
+            store, Workload(variant), rng, writer=engine_writer, max_delay_s=max_delay_s
+        )
         stats.cycles += 1
         if code != -signal.SIGKILL:
-            stats.failures.append(f"cycle {cycle}: writer exited with {code} instead of being killed")
+            stats.failures.append(
+                f"cycle {cycle}: writer exited with {code} instead of being killed"
+            )
             break
         new = [encode_tsid(a) for a in acks if a > 0]
         acked_facts |= {encode_tsid(-a) for a in acks if a < 0}
@@ -202,21 +218,35 @@ def run_engine_crash_loop(variant: str, *, cycles: int, seed: int, directory: Pa
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_engine_kill9_loop_keeps_every_acknowledged_memory(variant: str, soak: int,
-                                                           workdir: Path) -> None:
+def test_engine_kill9_loop_keeps_every_acknowledged_memory(
+    variant: str, soak: int, workdir: Path
+) -> None:
     seed = base_seed()
-    stats = run_engine_crash_loop(variant, cycles=CYCLES_PER_VARIANT * scale(soak), seed=seed,
-                                  directory=workdir)
-    record_figure("engine_crash_loop", variant=variant, cycles=stats.cycles,
-                  acked_memories=stats.acked_memories, acked_facts=stats.acked_facts,
-                  lost=stats.lost, corrupt=stats.corrupt, resumed_runs=stats.resumed_runs,
-                  replayed_cycles=stats.replayed_cycles, partial_snapshots=stats.partial_snapshots,
-                  p50_recovery_ms=round(stats.p50_ms, 3) if stats.recovery_ms else None,
-                  p95_recovery_ms=round(stats.p95_ms, 3), seed=seed, durability="flush")
-    print(f"{variant}: {stats.cycles} kill -9 cycles, {stats.acked_memories} acknowledged memories, "
-          f"{stats.acked_facts} acknowledged facts, {stats.lost} lost, {stats.corrupt} corrupt, "
-          f"{stats.replayed_cycles} journal replays, {stats.resumed_runs} resumed consolidations, "
-          f"{stats.partial_snapshots} half-written snapshots, p50 recovery {stats.p50_ms:.1f} ms")
+    stats = run_engine_crash_loop(
+        variant, cycles=CYCLES_PER_VARIANT * scale(soak), seed=seed, directory=workdir
+    )
+    record_figure(
+        "engine_crash_loop",
+        variant=variant,
+        cycles=stats.cycles,
+        acked_memories=stats.acked_memories,
+        acked_facts=stats.acked_facts,
+        lost=stats.lost,
+        corrupt=stats.corrupt,
+        resumed_runs=stats.resumed_runs,
+        replayed_cycles=stats.replayed_cycles,
+        partial_snapshots=stats.partial_snapshots,
+        p50_recovery_ms=round(stats.p50_ms, 3) if stats.recovery_ms else None,
+        p95_recovery_ms=round(stats.p95_ms, 3),
+        seed=seed,
+        durability="flush",
+    )
+    print(
+        f"{variant}: {stats.cycles} kill -9 cycles, {stats.acked_memories} acknowledged memories, "
+        f"{stats.acked_facts} acknowledged facts, {stats.lost} lost, {stats.corrupt} corrupt, "
+        f"{stats.replayed_cycles} journal replays, {stats.resumed_runs} resumed consolidations, "
+        f"{stats.partial_snapshots} half-written snapshots, p50 recovery {stats.p50_ms:.1f} ms"
+    )
     assert not stats.failures, "\n".join(stats.failures[:3])
     assert stats.lost == 0 and stats.corrupt == 0
     # the loop must exercise something: most cycles acknowledge memories

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from spector_gpu import ReadOnlyStoreError, SpectorMemory, StoreError, StoreFailedError
-from spector_gpu.kernel.io import set_observer
+from spector_gpu.storage.io import set_observer
 
 from .engine_workload import (
     copy_store,
@@ -73,8 +73,20 @@ def _close(mem: SpectorMemory, acked: list[str]) -> None:
 Op = Callable[[SpectorMemory, list[str]], None]
 # name: (hook, errno, file name part, nth call, operation)
 FAULTS: dict[str, tuple[str, int, str, int, Op]] = {
-    "remember/enospc-reserve-log": ("reserve", errno.ENOSPC, "episodic", 1, _remember_until_failure),
-    "remember/enospc-reserve-journal": ("reserve", errno.ENOSPC, "journal", 1, _remember_until_failure),
+    "remember/enospc-reserve-log": (
+        "reserve",
+        errno.ENOSPC,
+        "episodic",
+        1,
+        _remember_until_failure,
+    ),
+    "remember/enospc-reserve-journal": (
+        "reserve",
+        errno.ENOSPC,
+        "journal",
+        1,
+        _remember_until_failure,
+    ),
     "remember/enospc-write-journal": ("write", errno.ENOSPC, "journal", 4, _remember_until_failure),
     "remember/eio-write-journal": ("write", errno.EIO, "journal", 6, _remember_until_failure),
     "remember/eio-write-region": ("write", errno.EIO, "index", 5, _remember_until_failure),
@@ -93,12 +105,14 @@ FAULTS: dict[str, tuple[str, int, str, int, Op]] = {
 
 
 def _refusals(mem: SpectorMemory, acked: list[str]) -> list[Callable[[], Any]]:
-    return [lambda: mem.remember("one more turn about Lisbon"),
-            lambda: mem.remember_batch(items(900, 2)),
-            mem.consolidate,
-            lambda: mem.reinforce(acked[0]),
-            lambda: mem.forget(acked[0]),
-            mem.flush]
+    return [
+        lambda: mem.remember("one more turn about Lisbon"),
+        lambda: mem.remember_batch(items(900, 2)),
+        mem.consolidate,
+        lambda: mem.reinforce(acked[0]),
+        lambda: mem.forget(acked[0]),
+        mem.flush,
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(FAULTS))
@@ -153,21 +167,31 @@ def test_io_fault_fails_the_handle_and_reopen_recovers(name: str, injector, work
             assert not exact_problems(again, reference, set())
         new = again.remember_batch([item(5000)])  # and the store takes writes again
         assert again.get(new[0]) is not None
-    record_figure("engine_faults", fault=name, error=type(error).__name__,
-                  acked=len(acked), recovered=episodes, retried_io_calls=0)
+    record_figure(
+        "engine_faults",
+        fault=name,
+        error=type(error).__name__,
+        acked=len(acked),
+        recovered=episodes,
+        retried_io_calls=0,
+    )
 
 
-@pytest.mark.parametrize("hook,err,match,expected", [
-    ("create", errno.EROFS, "episodic", ReadOnlyStoreError),
-    ("create", errno.EACCES, "journal", ReadOnlyStoreError),
-    ("create", errno.EROFS, "store.json", ReadOnlyStoreError),
-    ("write", errno.ENOSPC, "store.json", StoreFailedError),
-    ("write", errno.ENOSPC, "config.json", StoreFailedError),
-    ("replace", errno.EIO, "config.json", StoreFailedError),
-    ("dir_sync", errno.EIO, "", StoreFailedError),
-])
-def test_fault_while_creating_a_store_is_a_library_error(hook: str, err: int, match: str,
-                                                         expected: type, injector, workdir: Path) -> None:
+@pytest.mark.parametrize(
+    "hook,err,match,expected",
+    [
+        ("create", errno.EROFS, "episodic", ReadOnlyStoreError),
+        ("create", errno.EACCES, "journal", ReadOnlyStoreError),
+        ("create", errno.EROFS, "store.json", ReadOnlyStoreError),
+        ("write", errno.ENOSPC, "store.json", StoreFailedError),
+        ("write", errno.ENOSPC, "config.json", StoreFailedError),
+        ("replace", errno.EIO, "config.json", StoreFailedError),
+        ("dir_sync", errno.EIO, "", StoreFailedError),
+    ],
+)
+def test_fault_while_creating_a_store_is_a_library_error(
+    hook: str, err: int, match: str, expected: type, injector, workdir: Path
+) -> None:
     inj = FaultInjector(hook, err, match)
     injector.append(inj)
     set_observer(inj)
@@ -181,7 +205,9 @@ def test_fault_while_creating_a_store_is_a_library_error(hook: str, err: int, ma
         assert mem.count() == 2
 
 
-def test_config_write_fault_on_an_existing_store_is_a_library_error(injector, workdir: Path) -> None:
+def test_config_write_fault_on_an_existing_store_is_a_library_error(
+    injector, workdir: Path
+) -> None:
     prefill(workdir / "s", PREFILL)
     inj = FaultInjector("write", errno.ENOSPC, "config.json")
     injector.append(inj)
@@ -205,7 +231,7 @@ def _try_open(path: str, read_only: bool) -> str:
     try:
         with open_memory(path, read_only=read_only) as mem:
             return f"ok:{mem.count()}:{len(mem.recall('Lisbon'))}:{mem.check().ok}"
-    except Exception as exc:  # noqa: BLE001 - reported to the parent
+    except Exception as exc:
         lib = "lib" if isinstance(exc, StoreError) else "RAW"
         return f"{lib}:{type(exc).__name__}:{exc}"
 
@@ -219,15 +245,25 @@ def test_permissions_give_clear_library_errors_and_readers_still_work() -> None:
         for name in os.listdir(unwritable):
             os.chmod(unwritable / name, 0o444)
         os.chmod(unreadable, 0o700)  # root's: nobody may not even list it
-        out = run_unprivileged(_as_nobody, [(str(unwritable), False), (str(unwritable), True),
-                                            (str(unreadable), True), (str(unreadable), False),
-                                            (str(base / "new"), False)], join_s=60)
+        out = run_unprivileged(
+            _as_nobody,
+            [
+                (str(unwritable), False),
+                (str(unwritable), True),
+                (str(unreadable), True),
+                (str(unreadable), False),
+                (str(base / "new"), False),
+            ],
+            join_s=60,
+        )
         writer, reader, closed_ro, closed_rw, create = out
         assert writer.startswith("lib:ReadOnlyStoreError:") and "read-only" in writer, writer
         assert reader == f"ok:{len(PREFILL)}:{min(10, len(PREFILL))}:True", reader
         for line in (closed_ro, closed_rw):
             assert line.startswith("lib:") and "permission denied" in line, line
-        assert create.startswith("lib:ReadOnlyStoreError:") and "permission denied" in create, create
+        assert create.startswith("lib:ReadOnlyStoreError:") and "permission denied" in create, (
+            create
+        )
 
 
 @pytest.fixture
@@ -236,13 +272,20 @@ def read_only_fs(workdir: Path) -> Iterator[Path]:
     allowed (the observer-simulated EROFS cases above cover those machines)."""
     mnt = workdir / "mnt"
     mnt.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)],
-                                           capture_output=True, check=False).returncode:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)],
+            capture_output=True,
+            check=False,
+        ).returncode
+    ):
         pytest.skip("cannot mount a tmpfs here")
     try:
         prefill(mnt / "store", PREFILL)
-        if subprocess.run(["mount", "-o", "remount,ro", str(mnt)], capture_output=True,
-                          check=False).returncode:
+        if subprocess.run(
+            ["mount", "-o", "remount,ro", str(mnt)], capture_output=True, check=False
+        ).returncode:
             pytest.skip("cannot remount the tmpfs read-only")
         yield mnt / "store"
     finally:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from spector_gpu.kernel.killpoints import KILLPOINTS
+from spector_gpu.storage.killpoints import KILLPOINTS
 
 from .engine_workload import (
     SESSIONS,
@@ -41,12 +41,19 @@ TURNS = range(6 * SESSIONS)  # 6 turns (12 facts) per session
 
 def test_engine_kill_points_are_the_expected_ones() -> None:
     assert set(ENGINE_POINTS) == {
-        "snapshot.after_partial", "snapshot.after_replace", "consolidate.after_partial",
-        "consolidate.after_facts", "consolidate.after_mark", "consolidate.after_live"}
+        "snapshot.after_partial",
+        "snapshot.after_replace",
+        "consolidate.after_partial",
+        "consolidate.after_facts",
+        "consolidate.after_mark",
+        "consolidate.after_live",
+    }
 
 
 @pytest.mark.parametrize("point", ENGINE_POINTS)
-def test_engine_kill_point_then_rerun_equals_an_uninterrupted_run(point: str, workdir: Path) -> None:
+def test_engine_kill_point_then_rerun_equals_an_uninterrupted_run(
+    point: str, workdir: Path
+) -> None:
     template = workdir / "template"
     prefill(template, TURNS)
     reference = reference_records(template)
@@ -65,5 +72,10 @@ def test_engine_kill_point_then_rerun_equals_an_uninterrupted_run(point: str, wo
             assert planned, f"{point}:{hit}: the killed run's plan should be committed"
         problems = rerun_problems(store, reference, planned)
         assert not problems, f"{point}:{hit} after the rerun: " + "; ".join(problems)
-    record_figure("engine_killpoints", point=point, hits=list(HITS), sessions=SESSIONS,
-                  facts=sum(reference.values()))
+    record_figure(
+        "engine_killpoints",
+        point=point,
+        hits=list(HITS),
+        sessions=SESSIONS,
+        facts=sum(reference.values()),
+    )

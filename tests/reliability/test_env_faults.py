@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from spector_gpu.errors import ReadOnlyStoreError, StoreError, StoreFailedError
-from spector_gpu.kernel.io import set_observer
+from spector_gpu.storage.io import set_observer
 
 from .harness import FaultInjector, drop_privileges, run_unprivileged, unprivileged_tree
 from .verify import reopen_outcome
@@ -157,7 +157,7 @@ def _as_nobody(directory: str, fd: int) -> None:
             p = open_store(directory, W, writable=writable)
             results.append(f"ok:{commits_in(p, W)}")
             p.close()
-        except Exception as exc:  # noqa: BLE001 - reported to the parent
+        except Exception as exc:
             results.append(f"{type(exc).__name__}:{exc}")
     os.write(fd, "\n".join(results).encode())
 

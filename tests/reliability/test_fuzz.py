@@ -62,16 +62,23 @@ def _build_template(path: Path) -> list[str]:
     prefill(path, range(12))
     with open_memory(path) as mem:
         mem.consolidate()
-        mem.remember("Deploy: build, test, ship.", type="procedural", skill_name="deploy",
-                     steps=["build", "test", "ship"])
-        mem.remember("Eva plays the cello.", type=MemoryType.SEMANTIC,
-                     citations=[Citation("uri:https://example.org/eva", "2026-11-29T10:00:00Z")])
+        mem.remember(
+            "Deploy: build, test, ship.",
+            type="procedural",
+            skill_name="deploy",
+            steps=["build", "test", "ship"],
+        )
+        mem.remember(
+            "Eva plays the cello.",
+            type=MemoryType.SEMANTIC,
+            citations=[Citation("uri:https://example.org/eva", "2026-11-29T10:00:00Z")],
+        )
         hits = mem.recall("Lisbon cello")
         mem.reinforce(hits[0].id)
         mem.forget(hits[-1].id)
         mem.flush()
         c = mem._cortex
-        from spector_gpu.kernel.tsid import encode_tsid
+        from spector_gpu.storage.tsid import encode_tsid
 
         return [encode_tsid(int(v)) for v in c.cols.ids[: c.n].tolist()]
 
@@ -82,7 +89,7 @@ def _attempt(bad: list[str], fn: Callable[..., Any], *args: Any, **kwargs: Any) 
         return fn(*args, **kwargs)
     except SpectorError:
         return None
-    except BaseException:  # noqa: BLE001 - a non-library exception is the failure we look for
+    except BaseException:
         bad.append(traceback.format_exc(limit=6))
         return None
 
@@ -96,7 +103,9 @@ def _exercise(path: str, ids: list[str]) -> list[str]:
             continue
         _attempt(bad, mem.count)
         _attempt(bad, str, _attempt(bad, mem.check))
-        batch = _attempt(bad, mem.recall_batch, list(QUERIES[:3]), RecallOptions(k=5, mode="observe"))
+        batch = _attempt(
+            bad, mem.recall_batch, list(QUERIES[:3]), RecallOptions(k=5, mode="observe")
+        )
         for i in range(len(batch) if batch is not None else 0):
             _attempt(bad, batch.results, i)
         for mid in ids:
@@ -176,7 +185,9 @@ class Worker:
 
 
 @pytest.fixture(scope="module")
-def fuzz_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[str], Worker]]:
+def fuzz_template(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Path, list[str], Worker]]:
     base = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else tmp_path_factory.mktemp("fuzz")
     root = Path(__import__("tempfile").mkdtemp(prefix="spector-fuzz-", dir=base))
     ids = _build_template(root / "template")
@@ -197,13 +208,27 @@ def _used(path: Path) -> int:
     return max(len(data), 1)
 
 
-_NAMES = ["journal.jrn", "episodic.log", "semantic.slots", "procedural.slots", "text.pool",
-          "strength.rec", "vectors.slab", "provenance.rec", "events.log", "index.midx",
-          "derived.snap", "store.json", "config.json"]
+_NAMES = [
+    "journal.jrn",
+    "episodic.log",
+    "semantic.slots",
+    "procedural.slots",
+    "text.pool",
+    "strength.rec",
+    "vectors.slab",
+    "provenance.rec",
+    "events.log",
+    "index.midx",
+    "derived.snap",
+    "store.json",
+    "config.json",
+]
 _name = st.sampled_from(_NAMES)
 _pos = st.integers(0, 1 << 30)
 MUTATION = st.one_of(
-    st.tuples(st.just("flip"), _name, st.lists(st.tuples(_pos, st.integers(0, 7)), min_size=1, max_size=8)),
+    st.tuples(
+        st.just("flip"), _name, st.lists(st.tuples(_pos, st.integers(0, 7)), min_size=1, max_size=8)
+    ),
     st.tuples(st.just("truncate"), _name, _pos),
     st.tuples(st.just("zero"), _name, _pos, st.integers(1, 4096)),
     st.tuples(st.just("splice"), _name, _name, _pos, _pos, st.integers(1, 512)),
@@ -226,7 +251,7 @@ def apply_mutation(store: Path, m: tuple[Any, ...]) -> None:
             if data:
                 data[pos % used % len(data)] ^= 1 << bit
     elif kind == "truncate":
-        del data[m[2] % (used + 1):]
+        del data[m[2] % (used + 1) :]
     elif kind == "zero":
         start = m[2] % used
         data[start : start + m[3]] = bytes(len(data[start : start + m[3]]))
@@ -254,8 +279,12 @@ def test_mutated_stores_give_library_errors_or_valid_results(fuzz_template, soak
     found: list[str] = []
 
     @seed(base_seed())
-    @settings(max_examples=STORE_EXAMPLES * scale(soak), deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        max_examples=STORE_EXAMPLES * scale(soak),
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
     @given(st.lists(MUTATION, min_size=1, max_size=3))
     def mutated(mutations: list[tuple[Any, ...]]) -> None:
         with scratch_dir(template) as d:
@@ -268,18 +297,34 @@ def test_mutated_stores_give_library_errors_or_valid_results(fuzz_template, soak
         assert not bad, f"{mutations!r}:\n{bad[0]}"
 
     mutated()
-    record_figure("fuzz_stores", examples=worker.runs, failures=len(found), seed=base_seed(),
-                  memory_limit_mib=MEMORY_LIMIT >> 20, time_limit_s=TIME_LIMIT_S)
+    record_figure(
+        "fuzz_stores",
+        examples=worker.runs,
+        failures=len(found),
+        seed=base_seed(),
+        memory_limit_mib=MEMORY_LIMIT >> 20,
+        time_limit_s=TIME_LIMIT_S,
+    )
 
 
 HOSTILE_CONFIGS = [
-    '{"store": 5}', '[]', '{"store": {"durability": 5}}', '{"store": {"snapshot_every": -1}}',
-    '{"embedder": {"name": "st:/nonexistent"}}', '{"embedder": {"name": "hashing:100000000"}}',
-    '{"dense": {"device": "cuda:99"}}', '{"store": {"provenance_capacity": 1000000000000}}',
-    '{"store": {"checkpoint_mb": 1e30}}', '{"recall": {"k": 0}}', '{"lexical": {"k1": NaN}}',
-    '{"association": {"hops": 100000000}}', '{"association": {"temporal_window": 1000000000}}',
-    '{"recall": {"candidates": 1000000000000}}', '{"strength": {"decay_unit_s": 0}}',
-    '{"reflect": {"max_facts_per_session": 100000000}}', '{"nosuch": {}}',
+    '{"store": 5}',
+    "[]",
+    '{"store": {"durability": 5}}',
+    '{"store": {"snapshot_every": -1}}',
+    '{"embedder": {"name": "st:/nonexistent"}}',
+    '{"embedder": {"name": "hashing:100000000"}}',
+    '{"dense": {"device": "cuda:99"}}',
+    '{"store": {"provenance_capacity": 1000000000000}}',
+    '{"store": {"checkpoint_mb": 1e30}}',
+    '{"recall": {"k": 0}}',
+    '{"lexical": {"k1": NaN}}',
+    '{"association": {"hops": 100000000}}',
+    '{"association": {"temporal_window": 1000000000}}',
+    '{"recall": {"candidates": 1000000000000}}',
+    '{"strength": {"decay_unit_s": 0}}',
+    '{"reflect": {"max_facts_per_session": 100000000}}',
+    '{"nosuch": {}}',
 ]
 
 
@@ -295,8 +340,9 @@ def test_hostile_saved_configs(text: str, fuzz_template) -> None:
     assert not bad, bad[0]
 
 
-def test_the_worker_reports_crashes_and_non_library_errors(fuzz_template,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_worker_reports_crashes_and_non_library_errors(
+    fuzz_template, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The harness can fail: a worker killed mid-run is reported, and so is a raw exception."""
     template, ids, _ = fuzz_template
     w = Worker(ids)
@@ -335,13 +381,26 @@ def _lib_or_value(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[st
 
 
 EDGE_TEXTS = {
-    "lone-surrogate": "a\ud800b", "low-surrogate": "\udfff", "nul": "a\x00b", "only-nul": "\x00",
-    "rtl": "\u202eabc \u05e9\u05dc\u05d5\u05dd", "emoji-zwj": "\U0001f469\u200d\U0001f469\u200d\U0001f467 hi",
-    "combining": "e\u0301\u0301\u0301", "bom": "\ufeffhello", "zero-width": "\u200b\u200c\u200d",
-    "controls": "\x01\x1f\x7f text", "crlf": "line\r\nline", "private-use": "\ue000\U000f0000",
-    "noncharacter": "\ufffe\uffff", "whitespace": " \t\n", "empty": "",
-    "1MiB": "x" * (1 << 20), "1MiB+1": "x" * ((1 << 20) + 1), "1MiB-emoji": "\U0001f600" * (1 << 18),
-    "4MiB-emoji": "\U0001f600" * (1 << 20), "long-token": "y" * 100_000,
+    "lone-surrogate": "a\ud800b",
+    "low-surrogate": "\udfff",
+    "nul": "a\x00b",
+    "only-nul": "\x00",
+    "rtl": "\u202eabc \u05e9\u05dc\u05d5\u05dd",
+    "emoji-zwj": "\U0001f469\u200d\U0001f469\u200d\U0001f467 hi",
+    "combining": "e\u0301\u0301\u0301",
+    "bom": "\ufeffhello",
+    "zero-width": "\u200b\u200c\u200d",
+    "controls": "\x01\x1f\x7f text",
+    "crlf": "line\r\nline",
+    "private-use": "\ue000\U000f0000",
+    "noncharacter": "\ufffe\uffff",
+    "whitespace": " \t\n",
+    "empty": "",
+    "1MiB": "x" * (1 << 20),
+    "1MiB+1": "x" * ((1 << 20) + 1),
+    "1MiB-emoji": "\U0001f600" * (1 << 18),
+    "4MiB-emoji": "\U0001f600" * (1 << 20),
+    "long-token": "y" * 100_000,
 }
 
 
@@ -354,8 +413,12 @@ def test_unicode_edge_cases(name: str, mem: SpectorMemory) -> None:
         assert got is not None and got.text == text and got.speaker == "Ann"
     else:
         assert isinstance(value, ValidationError), value
-    for fn in (lambda: mem.recall(text[:100_000]), lambda: mem.remember(f"speaker {name}", speaker=text[:1000]),
-               lambda: mem.remember(f"tag {name}", tags=[text[:1000]]), lambda: mem.recall_batch([text[:1000], ""])):
+    for fn in (
+        lambda: mem.recall(text[:100_000]),
+        lambda: mem.remember(f"speaker {name}", speaker=text[:1000]),
+        lambda: mem.remember(f"tag {name}", tags=[text[:1000]]),
+        lambda: mem.recall_batch([text[:1000], ""]),
+    ):
         _lib_or_value(fn)
 
 
@@ -364,35 +427,57 @@ _ANY_TEXT = st.text(st.characters(exclude_categories=()), max_size=40)
 
 def test_api_text_fields_fuzz(mem: SpectorMemory, soak: int) -> None:
     runs: list[int] = []
+
     @seed(base_seed())
     @settings(max_examples=API_EXAMPLES * scale(soak), deadline=None, database=None)
-    @given(text=_ANY_TEXT, speaker=_ANY_TEXT, tags=st.lists(_ANY_TEXT, max_size=3),
-           session=st.integers(-(2**64), 2**64), external=st.none() | _ANY_TEXT,
-           kind=st.sampled_from(["episodic", "semantic", "procedural", "working", "bogus"]))
-    def one(text: str, speaker: str, tags: list[str], session: int, external: str | None, kind: str) -> None:
+    @given(
+        text=_ANY_TEXT,
+        speaker=_ANY_TEXT,
+        tags=st.lists(_ANY_TEXT, max_size=3),
+        session=st.integers(-(2**64), 2**64),
+        external=st.none() | _ANY_TEXT,
+        kind=st.sampled_from(["episodic", "semantic", "procedural", "working", "bogus"]),
+    )
+    def one(
+        text: str, speaker: str, tags: list[str], session: int, external: str | None, kind: str
+    ) -> None:
         runs.append(1)
-        fields: dict[str, Any] = {"text": text, "speaker": speaker, "tags": tags, "session_id": session,
-                                  "external_id": external, "type": kind}
+        fields: dict[str, Any] = {
+            "text": text,
+            "speaker": speaker,
+            "tags": tags,
+            "session_id": session,
+            "external_id": external,
+            "type": kind,
+        }
         if kind == "procedural":
             fields.update(skill_name=speaker or "s", steps=tags)
         status, value = _lib_or_value(lambda: mem.remember_batch([fields]))
         if status == "ok":
             got = mem.get(value[0])
-            assert got is not None and (got.text, got.speaker, got.session_id) == (text, speaker, session)
+            assert got is not None and (got.text, got.speaker, got.session_id) == (
+                text,
+                speaker,
+                session,
+            )
             assert list(got.tags) == list(dict.fromkeys(tags))
         _lib_or_value(lambda: mem.recall(text, RecallOptions(k=3, tags=frozenset(tags) or None)))
         _lib_or_value(lambda: mem.get(text))
         assert mem.explain(text) is None or len(text) == 13
 
     one()
-    record_figure("fuzz_api", target="remember/recall/get text fields", examples=len(runs), failures=0)
+    record_figure(
+        "fuzz_api", target="remember/recall/get text fields", examples=len(runs), failures=0
+    )
 
 
 def _vector_store(path: Path, vectors: dict[str, Any]) -> SpectorMemory:
     def fn(texts: list[str]) -> Any:
         return vectors["next"](len(texts))
 
-    return SpectorMemory.open(path, embedder=CallableEmbedder(fn, name="fuzz-vectors", dim=8), device="cpu")
+    return SpectorMemory.open(
+        path, embedder=CallableEmbedder(fn, name="fuzz-vectors", dim=8), device="cpu"
+    )
 
 
 _F32 = st.floats(width=32, allow_nan=True, allow_infinity=True, allow_subnormal=True)
@@ -404,39 +489,58 @@ def test_nan_inf_zero_huge_vectors(workdir: Path, soak: int) -> None:
     stored: list[str] = []
     runs: list[int] = []
     try:
+
         @seed(base_seed())
         @settings(max_examples=API_EXAMPLES * scale(soak), deadline=None, database=None)
-        @given(hnp.arrays(np.float32, (2, 8), elements=_F32), hnp.arrays(np.float32, (1, 8), elements=_F32))
+        @given(
+            hnp.arrays(np.float32, (2, 8), elements=_F32),
+            hnp.arrays(np.float32, (1, 8), elements=_F32),
+        )
         def one(docs: np.ndarray, query: np.ndarray) -> None:
             runs.append(1)
             vectors["next"] = lambda n: docs[:n]
-            status, value = _lib_or_value(lambda: m.remember_batch([f"doc {len(stored)} a", f"doc {len(stored)} b"]))
+            status, value = _lib_or_value(
+                lambda: m.remember_batch([f"doc {len(stored)} a", f"doc {len(stored)} b"])
+            )
             if status == "ok":
                 assert np.isfinite(docs).all()
                 stored.extend(value)
             else:
                 assert not np.isfinite(docs).all(), value  # only non-finite vectors are refused
             vectors["next"] = lambda n: np.repeat(query, n, axis=0)
-            status, hits = _lib_or_value(lambda: m.recall("doc", RecallOptions(k=4, mode="observe")))
+            status, hits = _lib_or_value(
+                lambda: m.recall("doc", RecallOptions(k=4, mode="observe"))
+            )
             if status == "ok":
                 assert all(np.isfinite(h.score) for h in hits)
                 assert {h.id for h in hits} <= set(stored)
 
         one()
-        for special in (np.zeros((1, 8)), np.full((1, 8), 3.0e38), np.full((1, 8), 1e-45), -np.zeros((1, 8))):
+        for special in (
+            np.zeros((1, 8)),
+            np.full((1, 8), 3.0e38),
+            np.full((1, 8), 1e-45),
+            -np.zeros((1, 8)),
+        ):
             vectors["next"] = lambda n, s=special: np.repeat(s, n, axis=0).astype(np.float32)
             assert m.get(m.remember("a special vector")) is not None
         assert m.check().ok
     finally:
         m.close()
     assert stored
-    record_figure("fuzz_api", target="NaN/inf/zero/huge embedding vectors", examples=len(runs), failures=0)
+    record_figure(
+        "fuzz_api", target="NaN/inf/zero/huge embedding vectors", examples=len(runs), failures=0
+    )
 
 
 @pytest.mark.parametrize("output", ["strings", "none", "ragged", "3d"])
 def test_embedder_returning_non_vectors_is_a_validation_error(output: str, workdir: Path) -> None:
-    make = {"strings": lambda n: [["a"] * 8] * n, "none": lambda n: None,
-            "ragged": lambda n: [[1.0] * 8] * n + [[1.0] * 3], "3d": lambda n: np.ones((n, 8, 1))}[output]
+    make = {
+        "strings": lambda n: [["a"] * 8] * n,
+        "none": lambda n: None,
+        "ragged": lambda n: [[1.0] * 8] * n + [[1.0] * 3],
+        "3d": lambda n: np.ones((n, 8, 1)),
+    }[output]
     m = _vector_store(workdir / "vec", {"next": make})
     try:
         with pytest.raises(ValidationError):
@@ -447,18 +551,41 @@ def test_embedder_returning_non_vectors_is_a_validation_error(output: str, workd
         m.close()
 
 
-HOSTILE_IDS: list[Any] = ["../..", "", "0" * 13, "ZZZZZZZZZZZZZ", "8000000000000", "FZZZZZZZZZZZZ",
-                          "UUUUUUUUUUUUU", "\x00" * 13, "a" * 12, "a" * 14, "ilo0ilo0ilo0i", "\ud800" * 13,
-                          "../../etc/pas", 2**64, -1, None, b"0000000000000", 1.5, ["x"]]
+HOSTILE_IDS: list[Any] = [
+    "../..",
+    "",
+    "0" * 13,
+    "ZZZZZZZZZZZZZ",
+    "8000000000000",
+    "FZZZZZZZZZZZZ",
+    "UUUUUUUUUUUUU",
+    "\x00" * 13,
+    "a" * 12,
+    "a" * 14,
+    "ilo0ilo0ilo0i",
+    "\ud800" * 13,
+    "../../etc/pas",
+    2**64,
+    -1,
+    None,
+    b"0000000000000",
+    1.5,
+    ["x"],
+]
 
 
 @pytest.mark.parametrize("hostile", HOSTILE_IDS, ids=repr)
 def test_hostile_ids(hostile: Any, mem: SpectorMemory, workdir: Path) -> None:
     real = mem.remember("a real memory about Lisbon")
-    for fn in (lambda: mem.get(hostile), lambda: mem.explain(hostile), lambda: mem.reinforce(hostile),
-               lambda: mem.forget(hostile), lambda: mem.session_provenance(hostile),
-               lambda: mem.export_bundle(hostile, workdir / "b.tar"),
-               lambda: mem.remember("a memory with a chosen id", id=hostile)):
+    for fn in (
+        lambda: mem.get(hostile),
+        lambda: mem.explain(hostile),
+        lambda: mem.reinforce(hostile),
+        lambda: mem.forget(hostile),
+        lambda: mem.session_provenance(hostile),
+        lambda: mem.export_bundle(hostile, workdir / "b.tar"),
+        lambda: mem.remember("a memory with a chosen id", id=hostile),
+    ):
         _lib_or_value(fn)
     assert mem.get(real) is not None and mem.count() >= 1
 
@@ -466,7 +593,7 @@ def test_hostile_ids(hostile: Any, mem: SpectorMemory, workdir: Path) -> None:
 @given(st.text(max_size=20) | st.integers() | st.binary(max_size=16))
 @settings(max_examples=100, deadline=None, database=None)
 def test_hostile_ids_fuzz(hostile: Any) -> None:
-    from spector_gpu.kernel.tsid import decode_tsid, is_tsid
+    from spector_gpu.storage.tsid import decode_tsid, is_tsid
 
     status, _ = _lib_or_value(decode_tsid, hostile)
     assert (status == "ok") == is_tsid(hostile)
@@ -477,7 +604,11 @@ OVERSIZED: dict[str, dict[str, Any]] = {
     "tag-2000-chars": {"tags": ["x" * 2000]},
     "steps-257": {"type": "procedural", "skill_name": "s", "steps": ["z"] * 257},
     "step-2000-chars": {"type": "procedural", "skill_name": "s", "steps": ["z" * 2000]},
-    "citations-65": {"citations": [{"uri": f"uri:x{i}", "accessed_at": "2026-01-01T00:00:00Z"} for i in range(65)]},
+    "citations-65": {
+        "citations": [
+            {"uri": f"uri:x{i}", "accessed_at": "2026-01-01T00:00:00Z"} for i in range(65)
+        ]
+    },
     "source-uri-5000": {"source_uri": "uri:" + "a" * 5000},
     "external-id-5000": {"external_id": "e" * 5000},
     "speaker-5000": {"speaker": "s" * 5000},
@@ -517,8 +648,15 @@ def test_hostile_paths(workdir: Path, mem: SpectorMemory) -> None:
     fifo = workdir / "a-fifo"
     os.mkfifo(fifo)
     fid = mem.remember("a memory to export")
-    hostile = ["", "\x00", "a\x00b", str(plain / "sub"), str(fifo), "/" + "x" * 5000,
-               str(workdir / ("y" * 300))]
+    hostile = [
+        "",
+        "\x00",
+        "a\x00b",
+        str(plain / "sub"),
+        str(fifo),
+        "/" + "x" * 5000,
+        str(workdir / ("y" * 300)),
+    ]
     for p in [*hostile, str(plain)]:
         for read_only in (False, True):
             status, value = _lib_or_value(SpectorMemory.open, p, read_only=read_only)
@@ -550,11 +688,19 @@ def test_a_damaged_header_value_never_reaches_recall(where: str, workdir: Path) 
     ids = _build_template(store)
     with open_memory(store, read_only=True) as mem:
         c = mem._cortex
-        o = next(i for i, t in enumerate(c.cols.index["type"][: c.n].tolist()) if t == MemoryType.SEMANTIC)
+        o = next(
+            i
+            for i, t in enumerate(c.cols.index["type"][: c.n].tolist())
+            if t == MemoryType.SEMANTIC
+        )
         victim = ids[o]
         slot = int(c.cols.index["record_offset"][o])
     if where == "semantic-importance":
-        _poke(store / "semantic.slots", 64 + slot * c.semantic.region.spec.stride + 4, struct.pack("<f", float("nan")))
+        _poke(
+            store / "semantic.slots",
+            64 + slot * c.semantic.region.spec.stride + 4,
+            struct.pack("<f", float("nan")),
+        )
     else:
         _poke(store / "strength.rec", 64 + o * 96 + 80, struct.pack("<f", float("inf")))
     for read_only in (True, False):
@@ -569,14 +715,14 @@ def test_a_damaged_header_value_never_reaches_recall(where: str, workdir: Path) 
 
 
 def test_store_identity_that_is_not_an_object_is_corruption(workdir: Path) -> None:
-    prefill(workdir / "s", range(0, 4))
+    prefill(workdir / "s", range(4))
     (workdir / "s" / "store.json").write_text("0")
     with pytest.raises(SpectorError, match="not a JSON object"):
         open_memory(workdir / "s")
 
 
 def test_a_damaged_journal_seq_does_not_overflow_recovery(workdir: Path) -> None:
-    prefill(workdir / "s", range(0, 4))
+    prefill(workdir / "s", range(4))
     journal = workdir / "s" / "journal.jrn"
     _poke(journal, 60, b"\xff")  # the preamble's CRC: recovery falls back to the first record
     _poke(journal, 64, struct.pack("<IIQ", 0x4A524543, 32, 1 << 63))
@@ -588,7 +734,11 @@ def test_check_reports_an_index_entry_pointing_anywhere(workdir: Path) -> None:
     ids = _build_template(workdir / "s")
     with open_memory(workdir / "s", read_only=True) as mem:
         c = mem._cortex
-        o = next(i for i, t in enumerate(c.cols.index["type"][: c.n].tolist()) if t == MemoryType.SEMANTIC)
+        o = next(
+            i
+            for i, t in enumerate(c.cols.index["type"][: c.n].tolist())
+            if t == MemoryType.SEMANTIC
+        )
     _poke(workdir / "s" / "index.midx", 64 + o * 48 + 16, struct.pack("<q", -(1 << 62)))
     with open_memory(workdir / "s") as mem:  # point in time: the entries before the damage
         report = mem.check()
@@ -596,13 +746,14 @@ def test_check_reports_an_index_entry_pointing_anywhere(workdir: Path) -> None:
         assert mem.get(ids[0]) is not None
 
 
-def test_a_damaged_preamble_costs_a_reader_a_few_rereads(workdir: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_damaged_preamble_costs_a_reader_a_few_rereads(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Readers re-read a preamble that fails its CRC (a writer may be mid-update); damage on
     disk once cost 200 re-reads and ~10 s on every refresh, like a hang."""
-    from spector_gpu.kernel import region
+    from spector_gpu.storage import region
 
-    prefill(workdir / "s", range(0, 4))
+    prefill(workdir / "s", range(4))
     _poke(workdir / "s" / "strength.rec", 60, b"\xff")
     sleeps: list[float] = []
     monkeypatch.setattr(region.time, "sleep", sleeps.append)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from spector_gpu.kernel.killpoints import KILLPOINTS
+from spector_gpu.storage.killpoints import KILLPOINTS
 
 from .harness import arm_killpoint, fork_process, read_to_end
 from .verify import check_store
@@ -85,7 +85,9 @@ def run_armed(
     if fresh_interpreter:
         return _run_subprocess(directory, w, f"{point}:{hit}", max_commits)
     r, wfd = os.pipe()
-    proc = fork_process(_armed_child, str(directory), w.to_json(), f"{point}:{hit}", max_commits, wfd)
+    proc = fork_process(
+        _armed_child, str(directory), w.to_json(), f"{point}:{hit}", max_commits, wfd
+    )
     os.close(wfd)
     buf = read_to_end(r)
     proc.join(60)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from spector_gpu.kernel.io import atomic_write, set_observer
+from spector_gpu.storage.io import atomic_write, set_observer
 
 from .crashsim import PowerLossRecorder, materialize
 from .verify import check_store
@@ -117,11 +117,11 @@ def verify_image(
     materialize(image, directory)
     try:
         p = open_store(directory, w, durability="none")  # no barriers needed to check
-    except Exception as exc:  # noqa: BLE001 - any failure to open is a contract violation
+    except Exception as exc:
         return -1, f"open failed: {type(exc).__name__}: {exc}"
     try:
         return check_store(p, w, model, acked=acked, started=started, snap_acked=snap_acked)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return -1, f"reading failed: {type(exc).__name__}: {exc}"
     finally:
         p.close()
@@ -211,7 +211,7 @@ def test_simulator_produces_lossy_images(workdir: Path) -> None:
     rec = PowerLossRecorder(d)
     set_observer(rec)
     try:
-        from spector_gpu.kernel.io import File, fsync_dir
+        from spector_gpu.storage.io import File, fsync_dir
 
         f = File(d / "a", writable=True, create=True)
         f.reserve(1024)

@@ -18,9 +18,9 @@ import numpy as np
 
 from spector_gpu.cortex.layouts import EPIS_MAGIC
 from spector_gpu.errors import CorruptionError
-from spector_gpu.kernel.crc import crc32c
-from spector_gpu.kernel.partition import Partition
-from spector_gpu.kernel.preamble import PREAMBLE_SIZE, SHAPE_RECORD
+from spector_gpu.storage.crc import crc32c
+from spector_gpu.storage.partition import Partition
+from spector_gpu.storage.preamble import PREAMBLE_SIZE, SHAPE_RECORD
 
 from .workload import INDEX, LOG, SNAPSHOT, SPECS, Model, Workload, open_store
 
@@ -74,13 +74,13 @@ def reopen_outcome(
         p = open_store(directory, w, durability="none")
     except CorruptionError as exc:
         return "named", -1, f"{type(exc).__name__}: {exc}"
-    except Exception as exc:  # noqa: BLE001 - classified, not swallowed
+    except Exception as exc:
         return "bad", -1, f"open raised {type(exc).__name__}: {exc}"
     try:
         j, problem = check_store(p, w, model, acked=acked, started=started)
     except CorruptionError as exc:
         return "named", -1, f"{type(exc).__name__}: {exc}"
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return "bad", -1, f"reading raised {type(exc).__name__}: {exc}"
     finally:
         p.close()

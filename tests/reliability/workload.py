@@ -1,6 +1,6 @@
 """A deterministic kernel-level workload, its byte-exact model, and the store verifier.
 
-The workload drives :class:`~spector_gpu.kernel.partition.Partition` the way the memory stores
+The workload drives :class:`~spector_gpu.storage.partition.Partition` the way the memory stores
 do: commit ``k`` appends ``batch`` episodes to an append log (WalkPrefix + EncodingHeader +
 payload, CRC'd), one 96-byte strength row and one 48-byte index entry per memory (index last in
 publish order). Variants add in-place strength updates (recall), a two-commit consolidation
@@ -37,11 +37,11 @@ from spector_gpu.cortex.layouts import (
     WALK_PREFIX_DTYPE,
     seal,
 )
-from spector_gpu.kernel.crc import crc32c
-from spector_gpu.kernel.io import atomic_write
-from spector_gpu.kernel.partition import Partition
-from spector_gpu.kernel.preamble import PREAMBLE_SIZE, SHAPE_APPEND, SHAPE_RECORD, RegionId
-from spector_gpu.kernel.region import RegionSpec
+from spector_gpu.storage.crc import crc32c
+from spector_gpu.storage.io import atomic_write
+from spector_gpu.storage.partition import Partition
+from spector_gpu.storage.preamble import PREAMBLE_SIZE, SHAPE_APPEND, SHAPE_RECORD, RegionId
+from spector_gpu.storage.region import RegionSpec
 
 __all__ = [
     "INDEX",
@@ -206,8 +206,14 @@ class Workload:
     def sweep(cls, name: str) -> Workload:
         """The crash-image sweeps' workload (truncation, corruption): in-place updates and
         consolidation on, batches of 2, a checkpoint threshold no sweep reaches."""
-        return cls(name, durability="flush", recall=True, consolidate=True, batch=2,
-                   checkpoint_bytes=1 << 20)
+        return cls(
+            name,
+            durability="flush",
+            recall=True,
+            consolidate=True,
+            batch=2,
+            checkpoint_bytes=1 << 20,
+        )
 
 
 class Model:
@@ -321,8 +327,8 @@ def pending_journal_image(
     every state up to ``settled + pending``."""
     import random
 
-    from spector_gpu.kernel.io import set_observer
-    from spector_gpu.kernel.journal import decode_records
+    from spector_gpu.storage.io import set_observer
+    from spector_gpu.storage.journal import decode_records
 
     from .crashsim import PowerLossRecorder
 

@@ -1,0 +1,94 @@
+"""Strength updates: onRecall (deferred), reinforce and forget (committed at once).
+
+onRecall changes soft state on every recall; making each recall a durable commit would put a
+disk barrier on the read path. Updated rows are applied to the in-memory columns at once and
+written with the next commit of the store (any write, a checkpoint, ``flush()``, or close) or
+when ``flush_interval_s`` has passed at the next recall — like SQLite's synchronous=NORMAL for
+this one kind of state. A crash can lose at most that window of recall counts, never a memory.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..cortex.cortex import Cortex
+from ..cortex.layouts import STRENGTH_DTYPE
+from ..cortex.strength import decayed
+from ..storage.partition import Transaction
+
+__all__ = ["StrengthUpdater"]
+
+
+class StrengthUpdater:
+    def __init__(self, cortex: Cortex, *, flush_interval_s: float = 1.0) -> None:
+        self.cortex = cortex
+        self.flush_interval_s = flush_interval_s
+        self.pending: dict[int, np.ndarray] = {}
+        self._last_flush = time.monotonic()
+        cortex.pre_commit.append(self._stage)
+
+    def rows(self, ordinals: np.ndarray) -> np.ndarray:
+        c = self.cortex
+        rows = c.strength.read(ordinals)
+        for k, o in enumerate(ordinals.tolist()):
+            if o in self.pending:
+                rows[k] = self.pending[o]
+        return rows
+
+    def current_d(self, ordinals: np.ndarray, rows: np.ndarray, now: int) -> np.ndarray:
+        h = self.cortex.cols.headers[ordinals]
+        return decayed(rows, now, h["flags"], h["arousal"], self.cortex.config.strength)
+
+    def _adopt(self, ordinals: np.ndarray, rows: np.ndarray) -> None:
+        c = self.cortex.cols
+        c.d_event[ordinals] = rows["retrieval_strength"]
+        c.last_event_ms[ordinals] = rows["last_recall_ms"]
+        c.storage[ordinals] = rows["storage_strength"]
+
+    def on_recall(self, ordinals: np.ndarray) -> None:
+        c = self.cortex
+        if c.read_only or c.part.failed is not None:
+            return  # a read-only handle observes only
+        now = int(time.time() * 1000)
+        rows = self.rows(ordinals)
+        d = self.current_d(ordinals, rows, now)
+        new = c.strength.on_recall(rows, now, c.cols.created_ms[ordinals], d)
+        self._adopt(ordinals, new)
+        for o, row in zip(ordinals.tolist(), new):
+            self.pending[o] = row
+        if time.monotonic() - self._last_flush >= self.flush_interval_s:
+            self.flush()
+
+    def apply_now(self, ordinals: np.ndarray, kind: str, valence: int = 0) -> np.ndarray:
+        """reinforce / forget: computed and committed immediately; returns the new rows."""
+        c = self.cortex
+        now = int(time.time() * 1000)
+        rows = self.rows(ordinals)
+        d = self.current_d(ordinals, rows, now)
+        if kind == "reinforce":
+            new = c.strength.reinforce(rows, now, d, valence)
+        else:
+            new = c.strength.forget(rows, now, d)
+        for o, row in zip(ordinals.tolist(), new):
+            self.pending[o] = row
+        tx = c.transaction()
+        c.commit(tx)
+        self._adopt(ordinals, new)
+        return new
+
+    def _stage(self, tx: Transaction) -> None:
+        if not self.pending:
+            return
+        ordinals = np.fromiter(self.pending, dtype=np.int64, count=len(self.pending))
+        rows = np.array([self.pending[o] for o in ordinals.tolist()], dtype=STRENGTH_DTYPE)
+        self.cortex.strength.write(tx, ordinals, rows)
+        self.pending.clear()
+        self._last_flush = time.monotonic()
+
+    def flush(self) -> None:
+        c = self.cortex
+        if not self.pending or c.read_only or c.part.failed is not None:
+            return
+        c.commit(c.transaction())

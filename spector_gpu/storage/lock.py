@@ -1,0 +1,63 @@
+"""The writer lock of a store directory, and what happens to it across ``fork``.
+
+One writer per directory: ``fcntl.flock`` on ``LOCK`` (never ``lockf``: an flock belongs to the
+open file description, so a forked child cannot silently release it). A forked child does
+inherit the descriptor, though, and would keep the lock held after the parent closes; so every
+writer handle is tracked and its lock descriptor closed in the child right after ``fork``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import time
+import weakref
+from pathlib import Path
+from typing import Any
+
+from ..errors import StoreLockedError
+
+__all__ = ["acquire_writer_lock", "track_writer"]
+
+_WRITERS: weakref.WeakSet[Any] = weakref.WeakSet()
+_at_fork_registered = False
+
+
+def acquire_writer_lock(directory: Path) -> int:
+    """Take ``directory/LOCK`` exclusively (non-blocking); returns the descriptor holding it."""
+    path = directory / "LOCK"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise StoreLockedError(
+                f"{directory}: another process holds the writer lock; open with read_only=True "
+                "or close the other writer"
+            ) from exc
+        raise
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()} {int(time.time())}\n".encode())
+    return fd
+
+
+def track_writer(handle: Any) -> None:
+    """Remember a writer handle (with a ``_lock_fd`` attribute) for the after-fork cleanup."""
+    global _at_fork_registered
+    if not _at_fork_registered and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_drop_inherited_locks)
+        _at_fork_registered = True
+    _WRITERS.add(handle)
+
+
+def _drop_inherited_locks() -> None:
+    """In a forked child: close inherited lock descriptors. The parent keeps its lock (same
+    open file description); the child's handle is unusable anyway (``StoreClosedError``)."""
+    for handle in list(_WRITERS):
+        if handle._lock_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(handle._lock_fd)
+            handle._lock_fd = None

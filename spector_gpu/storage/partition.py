@@ -1,0 +1,420 @@
+"""A partition: one store directory of region files, its writer lock and its redo journal.
+
+One writer process per directory (``fcntl.flock`` on ``LOCK``, never ``lockf``: flock locks
+belong to the open file, so a forked child cannot silently inherit and release them); any
+number of read-only processes, which take no lock and are never blocked (as in LMDB).
+
+Writes are grouped in a :class:`Transaction`; :meth:`Partition.commit` appends them to the
+journal, makes that durable per the durability level, then applies them to the regions —
+data first, each region's preamble (its committed count) after, in spec order, so a reader
+that sees a count sees the bytes behind it. Durability levels: ``none`` (no barrier: survives
+a process crash, not power loss), ``flush`` (``fdatasync`` of the journal at each commit) and
+``fsync`` (``fsync`` of the journal and of the directory when files were created).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Literal
+
+from ..errors import (
+    ReadOnlyStoreError,
+    SpectorError,
+    StoreClosedError,
+    StoreError,
+    StoreFailedError,
+    StoreFormatError,
+    StoreLockedError,
+    ValidationError,
+)
+from .io import fsync_dir
+from .journal import coalesce, decode_records, encode_record_parts
+from .killpoints import killpoint
+from .lock import acquire_writer_lock, track_writer
+from .preamble import PREAMBLE_SIZE, SHAPE_APPEND, SHAPE_RECORD, Preamble, RegionId
+from .region import Region, RegionSpec, remove_partial_files
+
+__all__ = [
+    "DURABILITY_LEVELS",
+    "JOURNAL_SPEC",
+    "Durability",
+    "Partition",
+    "Transaction",
+    "open_failure",
+]
+
+log = logging.getLogger(__name__)
+
+Durability = Literal["none", "flush", "fsync"]
+DURABILITY_LEVELS: tuple[str, ...] = ("none", "flush", "fsync")
+JOURNAL_SPEC = RegionSpec(0, "journal.jrn", SHAPE_APPEND, RegionId.JOURNAL, "JRNL")
+_DEFAULT_CHECKPOINT_BYTES = 16 << 20
+
+
+class Transaction:
+    """Pending writes of one commit. Appends land past each region's committed end."""
+
+    def __init__(self, partition: Partition) -> None:
+        self._p = partition
+        self.writes: list[tuple[int, int, bytes]] = []
+        self.counts: dict[int, int] = {}
+
+    def count(self, region: Region) -> int:
+        """The region's count including this transaction's appends."""
+        return self.counts.get(region.spec.file_no, region.count)
+
+    def append(self, region: Region, data: bytes) -> int:
+        """Append ``data``; returns the first slot (RECORD) or the absolute byte offset (APPEND)."""
+        spec = region.spec
+        count = self.count(region)
+        if spec.shape == SHAPE_RECORD:
+            if len(data) % spec.stride:
+                raise ValueError(
+                    f"{spec.filename}: append of {len(data)} bytes is not whole records"
+                )
+            offset = PREAMBLE_SIZE + count * spec.stride
+            new_count = count + len(data) // spec.stride
+            result = count
+        else:
+            offset = PREAMBLE_SIZE + count
+            new_count = count + len(data)
+            result = offset
+        try:
+            region.ensure_bytes(offset + len(data))
+        except OSError as exc:  # ENOSPC/EIO reserving space: the handle fails, like a commit
+            self._p.failed = exc
+            raise StoreFailedError(
+                f"{region.path}: could not reserve space ({exc}); the store is now read-only — "
+                "free space, then close and reopen it (the last durable state is kept)"
+            ) from exc
+        self.writes.append((spec.file_no, offset, bytes(data)))
+        self.counts[spec.file_no] = new_count
+        return result
+
+    def write(self, region: Region, offset: int, data: bytes) -> None:
+        """Overwrite bytes in place (a committed record update)."""
+        if offset < PREAMBLE_SIZE or offset + len(data) > region.mapped_size:
+            raise ValueError(f"{region.spec.filename}: in-place write outside the data area")
+        self.writes.append((region.spec.file_no, offset, bytes(data)))
+
+    def __bool__(self) -> bool:
+        return bool(self.writes)
+
+
+class Partition:
+    """The open region files of one store directory."""
+
+    def __init__(
+        self,
+        directory: Path,
+        regions: dict[int, Region],
+        *,
+        writable: bool,
+        durability: Durability,
+        lock_fd: int | None,
+        checkpoint_bytes: int,
+    ) -> None:
+        self.directory = directory
+        self.regions = regions
+        self.by_name = {r.spec.filename: r for r in regions.values()}
+        self.writable = writable
+        self.durability = durability
+        self.checkpoint_bytes = checkpoint_bytes
+        self._lock_fd = lock_fd
+        self._pid = os.getpid()
+        self._closed = False
+        self.failed: BaseException | None = None
+        self.replayed_records = 0
+        journal = regions[0]
+        self._next_seq = journal.count
+        self._journal_end = PREAMBLE_SIZE
+
+    # ---- opening -----------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        directory: str | os.PathLike[str],
+        specs: Sequence[RegionSpec],
+        *,
+        writable: bool,
+        durability: Durability = "flush",
+        checkpoint_bytes: int = _DEFAULT_CHECKPOINT_BYTES,
+    ) -> Partition:
+        if durability not in DURABILITY_LEVELS:
+            raise ValidationError(
+                f"durability must be one of {DURABILITY_LEVELS}, got {durability!r}"
+            )
+        directory = Path(directory)
+        lock_fd: int | None = None
+        if writable:
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+                lock_fd = acquire_writer_lock(directory)
+            except StoreLockedError:
+                raise
+            except OSError as exc:
+                raise open_failure(directory, exc, writable=True) from exc
+        elif not (directory / JOURNAL_SPEC.filename).exists():
+            raise StoreError(
+                f"{directory}: no spector_gpu store here (open it writable to create one)"
+            )
+        regions: dict[int, Region] = {}
+        created = False
+        try:
+            if writable:
+                remove_partial_files(str(directory))
+            for spec in (JOURNAL_SPEC, *specs):
+                path = str(directory / spec.filename)
+                if os.path.exists(path):
+                    regions[spec.file_no] = Region.open(spec, path, writable=writable)
+                elif writable:
+                    regions[spec.file_no] = Region.create(spec, path)
+                    created = True
+                else:
+                    raise StoreError(f"{path}: region file is missing from the store")
+            part = cls(
+                directory,
+                regions,
+                writable=writable,
+                durability=durability,
+                lock_fd=lock_fd,
+                checkpoint_bytes=checkpoint_bytes,
+            )
+            if lock_fd is not None:
+                track_writer(part)
+            if writable:
+                if created:
+                    for r in regions.values():
+                        r.file.sync("full")
+                    fsync_dir(directory)
+                part._recover()
+            else:
+                part.refresh()  # the per-file reads above ran in file order: re-read safely
+        except BaseException as exc:
+            for r in regions.values():
+                r.close()
+            if lock_fd is not None:
+                os.close(lock_fd)
+            if isinstance(exc, OSError) and not isinstance(exc, SpectorError):
+                raise open_failure(directory, exc, writable=writable) from exc
+            raise
+        return part
+
+    def _recover(self) -> None:
+        """Replay whole journal records past the last checkpoint, then checkpoint."""
+        journal = self.regions[0]
+        data = journal.view(0, journal.mapped_size)
+        base = journal.count
+        try:
+            journal.reload_preamble()
+        except StoreFormatError:
+            # Torn journal preamble: only a checkpoint writes it, after syncing every region,
+            # so replaying whatever contiguous run of records follows is harmless.
+            base = _first_seq(data)
+            log.warning("%s: journal preamble damaged; replaying from seq %d", self.directory, base)
+        records = []
+        self._next_seq = base
+        for end, seq, writes in decode_records(data, base, path=journal.path):
+            records.append(writes)
+            self._next_seq = seq + 1
+            self._journal_end = end
+        del data
+        # Each byte once, with its final value: readers of a store being recovered never see
+        # an older count or record version come back (re-applying record by record would).
+        self._apply(coalesce(records))
+        replayed = len(records)
+        self.replayed_records = replayed
+        if replayed:
+            log.info("%s: replayed %d journal record(s)", self.directory, replayed)
+        for r in self.regions.values():
+            if r is not journal:  # the checkpoint below rewrites (and reloads) the journal's
+                r.reload_preamble()
+        self.checkpoint(force=True)
+
+    # ---- guards ------------------------------------------------------------------------
+    def check_usable(self) -> None:
+        if self._closed:
+            raise StoreClosedError(f"{self.directory}: store handle is closed")
+        if os.getpid() != self._pid:
+            raise StoreClosedError(
+                f"{self.directory}: store handle was opened in process {self._pid} and cannot be "
+                "used in a forked child; open the store again in the child"
+            )
+
+    def check_writable(self) -> None:
+        self.check_usable()
+        if self.failed is not None:
+            raise StoreFailedError(
+                f"{self.directory}: an earlier write failed ({self.failed}); the store is now "
+                "read-only. Close and reopen it to recover the last durable state"
+            ) from self.failed
+        if not self.writable:
+            raise ReadOnlyStoreError(f"{self.directory}: store is open read-only")
+
+    # ---- writing -----------------------------------------------------------------------
+    def transaction(self) -> Transaction:
+        self.check_writable()
+        return Transaction(self)
+
+    def commit(self, tx: Transaction, *, order: Sequence[Region] = ()) -> None:
+        """Make ``tx`` durable (journal), then apply it. ``order`` lists regions whose
+        preamble update must come last, in that order (e.g. the id index)."""
+        self.check_writable()
+        if not tx.writes and not tx.counts:
+            return
+        writes = list(tx.writes)
+        published: list[tuple[Region, Preamble]] = []
+        for file_no in sorted(tx.counts, key=_publish_key(order)):
+            region = self.regions[file_no]
+            pre = region.preamble.with_count(tx.counts[file_no], _capacity(region))
+            published.append((region, pre))
+            writes.append((file_no, 0, pre.pack()))
+        parts = encode_record_parts(self._next_seq, writes)
+        journal = self.regions[0]
+        try:
+            end = self._journal_end + sum(len(b) for b in parts)
+            journal.ensure_bytes(end)
+            journal.file.pwritev(parts, self._journal_end)
+            killpoint("journal.after_append")
+            if self.durability == "flush":
+                journal.file.sync("data")
+            elif self.durability == "fsync":
+                journal.file.sync("full")
+            killpoint("journal.after_sync")
+            self._journal_end = end
+            self._next_seq += 1
+            self._apply(writes, killable=True)
+            killpoint("commit.after_apply")
+            for region, pre in published:  # what was just written: no need to read it back
+                region.preamble = pre
+            if self._journal_end - PREAMBLE_SIZE > self.checkpoint_bytes:
+                self.checkpoint()
+        except StoreFailedError:
+            raise  # from checkpoint(): already a library error (it subclasses OSError)
+        except OSError as exc:
+            self.failed = exc
+            raise StoreFailedError(
+                f"{self.directory}: write failed ({exc}); the store is now read-only — close and "
+                "reopen it to recover the last durable state"
+            ) from exc
+
+    def _apply(self, writes: Sequence[tuple[int, int, bytes]], *, killable: bool = False) -> None:
+        half = len(writes) // 2
+        for i, (file_no, offset, data) in enumerate(writes):
+            region = self.regions.get(file_no)
+            if region is None:
+                raise StoreError(f"{self.directory}: journal names unknown region file {file_no}")
+            region.ensure_bytes(offset + len(data))
+            region.file.pwrite(data, offset)
+            if killable and i == half:
+                killpoint("commit.mid_apply")
+
+    def checkpoint(self, *, force: bool = False) -> None:
+        """Sync every region, then restart the journal at the next sequence number."""
+        if not self.writable:
+            return
+        journal = self.regions[0]
+        if not force and self._journal_end == PREAMBLE_SIZE:
+            return
+        try:
+            if self.durability != "none":
+                for r in self.regions.values():
+                    if r is not journal:
+                        r.file.sync("data" if self.durability == "flush" else "full")
+            killpoint("checkpoint.after_region_sync")
+            journal.file.pwrite(
+                journal.preamble.with_count(self._next_seq, _capacity(journal)).pack(), 0
+            )
+            if self.durability != "none":
+                journal.file.sync("data" if self.durability == "flush" else "full")
+            killpoint("checkpoint.after_reset")
+            journal.reload_preamble()
+            self._journal_end = PREAMBLE_SIZE
+        except OSError as exc:
+            self.failed = exc
+            raise StoreFailedError(
+                f"{self.directory}: checkpoint failed ({exc}); the store is now read-only — close "
+                "and reopen it to recover the last durable state"
+            ) from exc
+
+    # ---- reading -----------------------------------------------------------------------
+    def refresh(self, *, order: Sequence[Region] = ()) -> None:
+        """Readers: re-read every preamble to see commits made since open.
+
+        Preambles are read in the reverse of the writer's publish order (``order`` as given to
+        :meth:`commit`, last-published first, then the other regions by descending file
+        number), so a count seen in one region implies that every region published before it
+        is at least as new: an index entry never points past its records' committed counts.
+        """
+        self.check_usable()
+        for file_no in sorted(self.regions, key=_publish_key(order), reverse=True):
+            if file_no:
+                self.regions[file_no].reload_preamble()
+
+    def region(self, filename: str) -> Region:
+        return self.by_name[filename]
+
+    # ---- closing -----------------------------------------------------------------------
+    def close(self) -> None:
+        if self._closed:
+            return
+        try:
+            if self.writable and self.failed is None and os.getpid() == self._pid:
+                self.checkpoint()
+                if self.durability == "fsync":
+                    fsync_dir(self.directory)
+        finally:
+            self._closed = True
+            for r in self.regions.values():
+                r.close()
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+                self._lock_fd = None
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+
+def _publish_key(order: Sequence[Region]) -> Callable[[int], tuple[bool, int]]:
+    """Sort key of the order in which a commit publishes counts: file number, ``order`` last."""
+    late = [r.spec.file_no for r in order]
+    return lambda n: (n in late, late.index(n) if n in late else n)
+
+
+def open_failure(directory: Path, exc: OSError, *, writable: bool) -> StoreError:
+    """The library error for an ``OSError`` met while opening (or creating, or recovering)."""
+    where = exc.filename or directory
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        why = "the filesystem is read-only" if exc.errno == errno.EROFS else "permission denied"
+        if writable:
+            return ReadOnlyStoreError(
+                f"{where}: cannot open the store for writing: {why}; open it read-only "
+                "(writable=False) or fix the permissions of the store directory and its files"
+            )
+        return StoreError(f"{where}: cannot read the store: {why}")
+    if writable:
+        return StoreFailedError(
+            f"{where}: I/O error while opening or recovering the store ({exc}); nothing durable "
+            "was lost — free space or check the device, then open it again"
+        )
+    return StoreError(f"{where}: I/O error while opening the store ({exc})")
+
+
+def _first_seq(data: memoryview) -> int:
+    import struct
+
+    if len(data) >= PREAMBLE_SIZE + 16:
+        magic, _, seq = struct.unpack_from("<IIQ", data, PREAMBLE_SIZE)
+        if magic == 0x4A524543 and seq < 1 << 62:  # a damaged seq must still fit the preamble
+            return int(seq)
+    return 0
+
+
+def _capacity(region: Region) -> int:
+    room = max(region.mapped_size - PREAMBLE_SIZE, 0)
+    return room // region.spec.stride if region.spec.shape == SHAPE_RECORD else room

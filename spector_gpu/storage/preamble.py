@@ -1,0 +1,161 @@
+"""The 64-byte region preamble every region file starts with (DESIGN §3).
+
+Byte layout (little-endian)::
+
+    0  magic          u32  0x534D4B4D ('SMKM')
+    4  schema_version u32
+    8  shape          u32  RECORD 1, APPEND 2, BLOB 3
+    12 flags          u32  bit0 CRC on; bits 8-15 region id (Spector's RegionId)
+    16 capacity       i64  records (RECORD) or bytes (APPEND/BLOB) the file has room for
+    24 count          i64  committed records (RECORD) / committed bytes after the preamble
+    32 stride         u32  record size in bytes (0 = variable)
+    36 layout_id      u32  FourCC as Spector writes it: the u32 value of the ASCII bytes read
+                           big-endian, e.g. 'PROV' = 0x50524F56
+    40 created_ms     i64
+    48 last_flush_ms  i64
+    56 crc32c         u32  over [0, 56)
+    60 reserved       u32  0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..errors import StoreFormatError
+from .crc import crc32c
+
+__all__ = [
+    "FLAG_CRC",
+    "MAGIC",
+    "PREAMBLE_DTYPE",
+    "PREAMBLE_SIZE",
+    "SCHEMA_VERSION",
+    "SHAPE_APPEND",
+    "SHAPE_BLOB",
+    "SHAPE_RECORD",
+    "Preamble",
+    "RegionId",
+    "fourcc",
+]
+
+PREAMBLE_SIZE = 64
+MAGIC = 0x534D4B4D
+SCHEMA_VERSION = 1
+SHAPE_RECORD, SHAPE_APPEND, SHAPE_BLOB = 1, 2, 3
+FLAG_CRC = 1
+
+PREAMBLE_DTYPE = np.dtype(
+    [
+        ("magic", "<u4"),
+        ("schema_version", "<u4"),
+        ("shape", "<u4"),
+        ("flags", "<u4"),
+        ("capacity", "<i8"),
+        ("count", "<i8"),
+        ("stride", "<u4"),
+        ("layout_id", "<u4"),
+        ("created_ms", "<i8"),
+        ("last_flush_ms", "<i8"),
+        ("crc32c", "<u4"),
+        ("reserved", "<u4"),
+    ]
+)
+assert PREAMBLE_DTYPE.itemsize == PREAMBLE_SIZE  # layout invariant, not input validation
+
+
+def fourcc(code: str) -> int:
+    """u32 value of a four-character layout code, as Spector writes it ('PROV' -> 0x50524F56)."""
+    raw = code.encode("ascii").ljust(4, b"\0")
+    if len(raw) != 4:
+        raise ValueError(f"layout code must be at most 4 ASCII characters: {code!r}")
+    return int.from_bytes(raw, "big")
+
+
+class RegionId:
+    """Spector's region ids (stored in preamble flags bits 8-15)."""
+
+    SEMANTIC = 0
+    EPISODIC = 1
+    PROCEDURAL = 2
+    TEXT = 3
+    STRENGTH = 4
+    VECTOR = 5
+    JOURNAL = 6
+    EVENTS = 7
+    WORKING = 10
+    INDEX = 20
+    BM25 = 22
+    PROVENANCE = 26
+
+
+@dataclass(frozen=True)
+class Preamble:
+    shape: int
+    region_id: int
+    layout_id: int
+    stride: int
+    capacity: int
+    count: int
+    created_ms: int
+    last_flush_ms: int = 0
+    crc_on: bool = True
+    schema_version: int = SCHEMA_VERSION
+
+    def with_count(self, count: int, capacity: int | None = None) -> Preamble:
+        return replace(self, count=count, capacity=self.capacity if capacity is None else capacity)
+
+    def pack(self) -> bytes:
+        arr = np.zeros(1, dtype=PREAMBLE_DTYPE)
+        arr["magic"] = MAGIC
+        arr["schema_version"] = self.schema_version
+        arr["shape"] = self.shape
+        arr["flags"] = (FLAG_CRC if self.crc_on else 0) | ((self.region_id & 0xFF) << 8)
+        arr["capacity"] = self.capacity
+        arr["count"] = self.count
+        arr["stride"] = self.stride
+        arr["layout_id"] = self.layout_id
+        arr["created_ms"] = self.created_ms
+        arr["last_flush_ms"] = self.last_flush_ms
+        raw = bytearray(arr.tobytes())
+        raw[56:60] = crc32c(bytes(raw[:56])).to_bytes(4, "little")
+        return bytes(raw)
+
+    @classmethod
+    def unpack(cls, raw: bytes, *, file: str) -> Preamble:
+        """Parse and validate; ``StoreFormatError`` names the file and what is wrong."""
+        if len(raw) < PREAMBLE_SIZE:
+            raise StoreFormatError(
+                f"{file}: file is shorter than the 64-byte region preamble ({len(raw)} bytes)",
+                file=file,
+            )
+        arr = np.frombuffer(raw[:PREAMBLE_SIZE], dtype=PREAMBLE_DTYPE)[0]
+        if int(arr["magic"]) != MAGIC:
+            raise StoreFormatError(
+                f"{file}: not a spector_gpu region "
+                f"(magic {int(arr['magic']):#010x}, expected 'SMKM')",
+                file=file,
+            )
+        if crc32c(bytes(raw[:56])) != int(arr["crc32c"]) or int(arr["reserved"]) != 0:
+            # reserved [60, 64) lies outside the CRC; requiring zero there means every bit of
+            # the preamble is checked
+            raise StoreFormatError(f"{file}: region preamble CRC mismatch", file=file)
+        if int(arr["schema_version"]) != SCHEMA_VERSION:
+            raise StoreFormatError(
+                f"{file}: schema version {int(arr['schema_version'])} is not supported "
+                f"(this build reads version {SCHEMA_VERSION})",
+                file=file,
+            )
+        flags = int(arr["flags"])
+        return cls(
+            shape=int(arr["shape"]),
+            region_id=(flags >> 8) & 0xFF,
+            layout_id=int(arr["layout_id"]),
+            stride=int(arr["stride"]),
+            capacity=int(arr["capacity"]),
+            count=int(arr["count"]),
+            created_ms=int(arr["created_ms"]),
+            last_flush_ms=int(arr["last_flush_ms"]),
+            crc_on=bool(flags & FLAG_CRC),
+        )
