@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 import os
 import tomllib
@@ -18,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "AssociationConfig",
@@ -29,6 +32,7 @@ __all__ = [
     "ReflectConfig",
     "StoreConfig",
     "StrengthConfig",
+    "WorkingConfig",
     "load_config",
 ]
 
@@ -44,7 +48,6 @@ class StoreConfig:
         16  # journal size that triggers a checkpoint (the journal is reused after it)
     )
     snapshot_every: int = 50_000  # new memories between automatic index snapshots
-    events: bool = True  # hash-chained event log of every write
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,6 @@ class AssociationConfig:
     lineage_weight: float = 1.0
     hops: int = 1
     decay: float = 0.5  # per-hop activation decay
-    seeds: int = 50  # top candidates of the other relays that seed spreading
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,11 @@ class StrengthConfig:
 
 
 @dataclass(frozen=True)
+class WorkingConfig:
+    capacity: int = 100  # thoughts held in volatile working memory (oldest evicted first)
+
+
+@dataclass(frozen=True)
 class ReflectConfig:
     max_facts_per_session: int = 32
     min_sentence_chars: int = 12
@@ -121,6 +128,7 @@ class Config:
     recall: RecallConfig = field(default_factory=RecallConfig)
     strength: StrengthConfig = field(default_factory=StrengthConfig)
     reflect: ReflectConfig = field(default_factory=ReflectConfig)
+    working: WorkingConfig = field(default_factory=WorkingConfig)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         return dataclasses.asdict(self)
@@ -176,6 +184,7 @@ def _section_class(name: str) -> type:
         "recall": RecallConfig,
         "strength": StrengthConfig,
         "reflect": ReflectConfig,
+        "working": WorkingConfig,
     }[name]
 
 
@@ -235,6 +244,7 @@ _POSITIVE = {
     ("store", "snapshot_every"),
     ("reflect", "max_facts_per_session"),
     ("strength", "decay_unit_s"),
+    ("working", "capacity"),
 }
 # Settings that size a loop per recall: a hostile or mistyped config.json must not hang a reader.
 _MAXIMUM = {
@@ -248,6 +258,17 @@ _MAXIMUM = {
     ("association", "tag_weight"): 1e6,
     ("association", "lineage_weight"): 1e6,
     ("association", "decay"): 1e6,
+    # factors and fractions: above 1 they would turn forgetting into strengthening
+    ("strength", "forget_factor"): 1.0,
+    ("strength", "decay_floor"): 1.0,
+    ("lexical", "b"): 1.0,
+    ("working", "capacity"): 1_000_000,
+}
+# Settings that existed once and mean nothing now: a saved config.json (or a user's TOML) that
+# still names them opens with a logged note instead of an error.
+_RETIRED = {
+    ("store", "events"): "the hash-chained event log is always kept (provenance needs it)",
+    ("association", "seeds"): "spreading activation starts from every pool member",
 }
 
 
@@ -264,6 +285,15 @@ def _apply(config: Config, overrides: Mapping[str, Mapping[str, Any]], *, origin
         changes = {}
         names = {f.name for f in fields(current)}
         for key, value in values.items():
+            if (section, key) in _RETIRED:
+                log.info(
+                    "%s: %s.%s is retired and ignored: %s",
+                    origin,
+                    section,
+                    key,
+                    _RETIRED[(section, key)],
+                )
+                continue
             if key not in names:
                 raise ConfigError(
                     f"{origin}: unknown setting {section}.{key}; known: {sorted(names)}"

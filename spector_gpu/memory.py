@@ -1,7 +1,8 @@
 """SpectorMemory: the facade. It wires the cortex and four delegates and holds no logic.
 
 Every public method is one line of delegation (seed ADR-0047); the facade owns the lifetime
-of the cortex (open, share, close).
+of the cortex (open, share, close). Opening — the path, the effective configuration, the event
+chain — is :mod:`.opening`; sharing one handle per directory in a process is :mod:`.handles`.
 """
 
 from __future__ import annotations
@@ -10,79 +11,31 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-from .config import Config, load_config
+import torch
+
+from .config import Config
 from .cortex.cortex import Cortex
 from .cortex.working import WorkingMemory
 from .delegates import MemoryAdminView, MemoryRecall, MemoryReflection, MemoryRemember
-from .errors import StoreClosedError, ValidationError
+from .device import DeviceLike, resolve_device
+from .embedders import Embedder, make_embedder
+from .errors import StoreClosedError
+from .handles import HandleRegistry, Requested, Settings, settings_conflict
+from .opening import ConfigArg, open_chain, resolve_config, store_path
 from .pathways.check import CheckReport
+from .pathways.distill import Distiller
+from .pathways.reflect import BackfillReport, MemoryProvenance, ReflectReport
 from .pathways.reinforcement import StrengthUpdater
-from .provenance.chain import ChainReport, Ed25519Signer, EventChain
+from .provenance.bundle import BundleInfo, BundleReport
+from .provenance.chain import ChainReport, Ed25519Signer
 from .provenance.citations import Citation
 from .storage.tsid import TsidGenerator
-from .types import CognitiveResult, MemoryType, RecallBatch, RecallOptions, Role
+from .types import CognitiveResult, MemoryType, RecallBatch, RecallOptions, Recovery, Role
 
 __all__ = ["SpectorMemory"]
 
-_OPEN: dict[tuple[str, bool], SpectorMemory] = {}
-_OPEN_LOCK = threading.Lock()
-
-
-def _store_path(path: Any) -> str:
-    """The store directory as a str; ValidationError for what no filesystem call should see."""
-    try:
-        raw = os.fspath(path)
-    except TypeError:
-        raise ValidationError(
-            f"path must be a str or os.PathLike, got {type(path).__name__}"
-        ) from None
-    if not isinstance(raw, str) or not raw or "\x00" in raw:
-        raise ValidationError(
-            f"path must be a non-empty str path without NUL characters, got {raw!r}"
-        )
-    return raw
-
-
-def _resolve_config(
-    config: Config | str | os.PathLike[str] | Mapping[str, Any] | None, path: str | os.PathLike[str]
-) -> Config:
-    """Arguments > environment > TOML file > the store's saved config > defaults."""
-    if isinstance(config, Config):
-        return config
-    base = Config.saved(path) if os.path.isdir(path) else None
-    if config is None:
-        return load_config(base=base)
-    if isinstance(config, (str, os.PathLike)):
-        return load_config(config, base=base)
-    if isinstance(config, Mapping):
-        return load_config(overrides=config, base=base)
-    raise ValidationError(
-        "config must be a Config, a TOML path, a dict of overrides or None; "
-        f"got {type(config).__name__}"
-    )
-
-
-def _open_chain(cortex: Cortex, signer: Ed25519Signer | None) -> EventChain:
-    """Continue the event chain; a damaged event log is reported (point-in-time) or, under
-    ``store.strict``, refused. The chain then resumes after the last readable event, and
-    ``verify_chain()`` reports the break."""
-    from .errors import CorruptionError
-    from .provenance.chain import GENESIS_HASH, decode_event, event_hash
-
-    try:
-        return EventChain(cortex.events, signer=signer)
-    except CorruptionError as exc:
-        cortex.report_corruption(exc)
-        last_seq, last_hash = -1, GENESIS_HASH
-        try:
-            for data in cortex.events.records():
-                ev = decode_event(data)
-                last_seq, last_hash = ev.seq, event_hash(ev)
-        except CorruptionError:
-            pass
-        return EventChain.resume(cortex.events, last_seq, last_hash, signer=signer)
+_HANDLES: HandleRegistry[SpectorMemory] = HandleRegistry()
 
 
 class SpectorMemory:
@@ -93,21 +46,18 @@ class SpectorMemory:
     work from many processes at once while one writer appends.
     """
 
-    def __init__(
-        self, cortex: Cortex, *, signer: Ed25519Signer | None, public_key: bytes | None
-    ) -> None:
-        self._public_key = public_key
+    def __init__(self, cortex: Cortex, *, signer: Ed25519Signer | None = None) -> None:
         self._cortex = cortex
+        self._public_key = signer.public_key_bytes if signer is not None else None
         self._lock = threading.RLock()
-        self._refs = 1
-        working = WorkingMemory(capacity=100)
+        working = WorkingMemory(capacity=cortex.config.working.capacity)
         strength = StrengthUpdater(cortex)
         ids = TsidGenerator()
-        chain = _open_chain(cortex, signer)
+        chain = open_chain(cortex, signer)
         self._remember = MemoryRemember(cortex, chain, strength, working, self._lock, ids)
         self._recall = MemoryRecall(cortex, strength, working, self._lock)
-        self._reflection = MemoryReflection(cortex, self._remember, self._lock)
-        self._admin = MemoryAdminView(cortex, strength, working, self._lock, public_key)
+        self._reflection = MemoryReflection(cortex, self._remember.pathway, self._lock)
+        self._admin = MemoryAdminView(cortex, strength, working, self._lock, self._public_key)
 
     # ---- lifetime ------------------------------------------------------------------------
     @classmethod
@@ -115,9 +65,9 @@ class SpectorMemory:
         cls,
         path: str | os.PathLike[str],
         *,
-        config: Config | str | os.PathLike[str] | Mapping[str, Any] | None = None,
-        embedder: Any = None,
-        device: str | None = None,
+        config: ConfigArg = None,
+        embedder: Embedder | str | None = None,
+        device: DeviceLike = None,
         read_only: bool = False,
         signing_key: bytes | None = None,
     ) -> SpectorMemory:
@@ -132,87 +82,61 @@ class SpectorMemory:
             read_only: open without the writer lock (many processes may do this at once).
             signing_key: 32-byte Ed25519 private key to sign every event (extra ``sign``).
         """
-        from .device import resolve_device
-        from .embedders import make_embedder
-
-        path = _store_path(path)
-        cfg = _resolve_config(config, path)
+        where = store_path(path)
+        cfg = resolve_config(config, where)
         if isinstance(embedder, str):  # a spec: remember it, so a plain reopen finds it again
             cfg = cfg.replace({"embedder": {"name": embedder}})
         dev = resolve_device(device if device is not None else cfg.dense.device)
         signer = Ed25519Signer(signing_key) if signing_key is not None else None
-        key = (os.path.realpath(os.fspath(path)), bool(read_only))
-        with _OPEN_LOCK:
-            for k in (key, (key[0], False)):
-                handle = _OPEN.get(k)
-                if handle is not None and handle._usable():
-                    handle._check_same_settings(
-                        cfg,
-                        config is not None,
-                        embedder,
-                        dev if device is not None else None,
-                        signer,
-                    )
-                    handle._refs += 1
-                    return handle
-            emb = make_embedder(embedder if embedder is not None else cfg.embedder.name)
-            cortex = Cortex.open(path, cfg, emb, device=dev, read_only=read_only)
+        want = Requested(
+            config=cfg if config is not None else None,
+            embedder_config=cfg.embedder if isinstance(embedder, str) else None,
+            embedder_name=None
+            if embedder is None or isinstance(embedder, str)
+            else str(getattr(embedder, "name", "")),
+            device=dev if device is not None else None,
+            public_key=signer.public_key_bytes if signer is not None else None,
+        )
+        with _HANDLES.lock:
+            shared = _HANDLES.find(where, read_only)
+            if shared is not None:
+                shared._refuse_other_settings(want)
+                return _HANDLES.acquire(shared)
+            named = embedder is not None and not isinstance(embedder, str)
+            emb = make_embedder(embedder if named else cfg.embedder.name)
+            cortex = Cortex.open(where, cfg, emb, device=dev, read_only=read_only)
             try:
                 if not read_only:
-                    cfg.save(path)
-                mem = cls(
-                    cortex, signer=signer, public_key=signer.public_key_bytes if signer else None
-                )
+                    cfg.save(where)
+                handle = cls(cortex, signer=signer)
             except BaseException:
                 cortex.close()
                 raise
-            _OPEN[key] = mem
-            return mem
+            return _HANDLES.add(where, read_only, handle)
 
-    def _check_same_settings(
-        self,
-        cfg: Config,
-        config_given: bool,
-        embedder: Any,
-        device: Any,
-        signer: Ed25519Signer | None,
-    ) -> None:
+    def _refuse_other_settings(self, want: Requested) -> None:
         """A second ``open`` of a store already open in this process shares its handle: refuse
         explicitly given settings that differ from the handle's, instead of ignoring them."""
-        differs = []
-        if config_given and cfg != self.config:
-            differs.append("config")
-        if (isinstance(embedder, str) and cfg.embedder != self.config.embedder) or (
-            embedder is not None
-            and not isinstance(embedder, str)
-            and getattr(embedder, "name", None) != getattr(self.embedder, "name", None)
-        ):
-            differs.append("embedder")
-        if device is not None and device != self.device:
-            differs.append("device")
-        if signer is not None and signer.public_key_bytes != self._public_key:
-            differs.append("signing key")
+        have = Settings(self.config, self.embedder.name, self.device, self._public_key)
+        differs = settings_conflict(have, want)
         if differs:
+            from .errors import ValidationError
+
             raise ValidationError(
                 f"{self.path}: the store is already open in this process with a different "
                 f"{', '.join(differs)}; opening it again shares that handle — close it first, or "
                 "open it with the same settings (or none)"
             )
 
-    def _usable(self) -> bool:
-        return not self._cortex.part.closed and self._cortex.part._pid == os.getpid()
+    def usable(self) -> bool:
+        """True while this handle is open and this is the process that opened it."""
+        part = self._cortex.part
+        return not part.closed and part.in_this_process()
 
     def close(self) -> None:
         """Release this reference; the last one flushes deferred state and closes the files."""
-        with _OPEN_LOCK:
-            if self._cortex.part.closed:
-                return
-            self._refs -= 1
-            if self._refs > 0:
-                return
-            for k, v in list(_OPEN.items()):
-                if v is self:
-                    del _OPEN[k]
+        if self._cortex.part.closed or not _HANDLES.release(self):
+            return
         with self._lock:
             self._cortex.close()
 
@@ -238,11 +162,11 @@ class SpectorMemory:
         return self._cortex.config
 
     @property
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder:
         return self._cortex.embedder
 
     @property
-    def device(self) -> Any:
+    def device(self) -> torch.device:
         return self._cortex.device
 
     @property
@@ -250,7 +174,8 @@ class SpectorMemory:
         return self._cortex.read_only
 
     @property
-    def recovery(self) -> dict[str, Any]:
+    def recovery(self) -> Recovery:
+        """What opening the store found and did (journal replay, snapshot, damage)."""
         return self._admin.recovery
 
     # ---- remember ------------------------------------------------------------------------
@@ -269,51 +194,28 @@ class SpectorMemory:
         arousal: int = 0,
         tags: Sequence[str] = (),
         external_id: str | None = None,
-        citations: Sequence[Citation | Mapping[str, Any]] = (),
+        citations: Sequence[Citation | Mapping[str, object]] = (),
         source_uri: str | None = None,
         source_span: tuple[int, int] | None = None,
         skill_name: str | None = None,
         steps: Sequence[str] = (),
         pinned: bool = False,
     ) -> str:
-        """Remember one memory (a batch of one); returns its TSID.
+        """Remember one memory (a batch of one); returns its TSID. Fields as in
+        :meth:`remember_batch`."""
+        return self._remember.remember(text, type=type, id=id, session_id=session_id, role=role, speaker=speaker, timestamp_ms=timestamp_ms, importance=importance, valence=valence, arousal=arousal, tags=tags, external_id=external_id, citations=citations, source_uri=source_uri, source_span=source_span, skill_name=skill_name, steps=steps, pinned=pinned)  # fmt: skip  # noqa: E501
 
-        Fields as in :meth:`remember_batch`.
-        """
-        return self._remember.remember(
-            text,
-            type=type,
-            id=id,
-            session_id=session_id,
-            role=role,
-            speaker=speaker,
-            timestamp_ms=timestamp_ms,
-            importance=importance,
-            valence=valence,
-            arousal=arousal,
-            tags=tags,
-            external_id=external_id,
-            citations=citations,
-            source_uri=source_uri,
-            source_span=source_span,
-            skill_name=skill_name,
-            steps=steps,
-            pinned=pinned,
-        )
-
-    def remember_batch(self, items: Sequence[str | Mapping[str, Any]]) -> list[str]:
-        """Remember texts or dicts in one atomic commit; returns TSID strings in input order.
-
-        A dict carries ``text``, ``type``, ``id``, ``session_id``, ``role``, ``speaker``,
-        ``timestamp_ms``, ``importance``, ``valence``, ``arousal``, ``tags``, ``external_id``,
-        ``citations``, ``source_uri``, ``source_span``, ``skill_name``, ``steps``, ``pinned``.
-        """
+    def remember_batch(self, items: Sequence[str | Mapping[str, object]]) -> list[str]:
+        """Remember texts or dicts (``text``, ``type``, ``id``, ``session_id``, ``role``,
+        ``speaker``, ``timestamp_ms``, ``importance``, ``valence``, ``arousal``, ``tags``,
+        ``external_id``, ``citations``, ``source_uri``, ``source_span``, ``skill_name``,
+        ``steps``, ``pinned``) in one atomic commit. Returns TSID strings in input order."""
         return self._remember.remember_batch(items)
 
     def remember_working(
         self, text: str, *, importance: float = 1.0, tags: Sequence[str] = ()
     ) -> str:
-        """Put a thought in volatile working memory (capacity 100, oldest evicted)."""
+        """Put a thought in volatile working memory (``[working] capacity``, oldest evicted)."""
         return self._remember.remember_working(text, importance=importance, tags=tags)
 
     def reinforce(self, memory_id: str, valence: int = 0) -> None:
@@ -344,35 +246,31 @@ class SpectorMemory:
         self,
         *,
         sessions: Sequence[int] | None = None,
-        distiller: Any = None,
+        distiller: Distiller | None = None,
         max_sessions: int | None = None,
-    ) -> Any:
-        """Distil unconsolidated turns into SEMANTIC facts, exactly once (ReflectReport)."""
-        return self._reflection.consolidate(
-            sessions=sessions, distiller=distiller, max_sessions=max_sessions
-        )
+    ) -> ReflectReport:
+        """Distil unconsolidated turns into SEMANTIC facts, exactly once."""
+        return self._reflection.consolidate(sessions=sessions, distiller=distiller, max_sessions=max_sessions)  # fmt: skip  # noqa: E501
 
     def reflect(
         self,
         *,
         sessions: Sequence[int] | None = None,
-        distiller: Any = None,
+        distiller: Distiller | None = None,
         max_sessions: int | None = None,
-    ) -> Any:
+    ) -> ReflectReport:
         """Alias of :meth:`consolidate`."""
-        return self._reflection.consolidate(
-            sessions=sessions, distiller=distiller, max_sessions=max_sessions
-        )
+        return self._reflection.consolidate(sessions=sessions, distiller=distiller, max_sessions=max_sessions)  # fmt: skip  # noqa: E501
 
-    def explain(self, memory_id: str, *, include_parents: bool = False) -> Any:
-        """Lineage of a consolidated memory (MemoryProvenance) or None."""
+    def explain(self, memory_id: str, *, include_parents: bool = False) -> MemoryProvenance | None:
+        """Lineage of a consolidated memory, or None for a memory no consolidation wrote."""
         return self._reflection.explain(memory_id, include_parents=include_parents)
 
-    def session_provenance(self, session_id: int) -> list[Any]:
+    def session_provenance(self, session_id: int) -> list[MemoryProvenance]:
         """Every memory derived from a session, ordered by pass then fact index."""
         return self._reflection.session_provenance(session_id)
 
-    def backfill_provenance(self, *, execute: bool = False) -> Any:
+    def backfill_provenance(self, *, execute: bool = False) -> BackfillReport:
         """Fill unknown record provenance from evidence only (dry run unless ``execute``)."""
         return self._reflection.backfill_provenance(execute=execute)
 
@@ -391,11 +289,11 @@ class SpectorMemory:
 
     def export_bundle(
         self, memory_id: str, path: str | os.PathLike[str], *, include_parents: bool = True
-    ) -> Any:
+    ) -> BundleInfo:
         """Write a deterministic forensic tar of a memory, its lineage and citations."""
         return self._admin.export_bundle(memory_id, path, include_parents=include_parents)
 
-    def verify_bundle(self, path: str | os.PathLike[str]) -> Any:
+    def verify_bundle(self, path: str | os.PathLike[str]) -> BundleReport:
         """Report tampered, missing and extra files of a forensic bundle."""
         return self._admin.verify_bundle(path)
 

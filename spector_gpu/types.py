@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Literal
+from typing import Literal, TypedDict
 
 import numpy as np
 
@@ -90,6 +90,20 @@ def _parse_enum(cls, value, what: str):  # type: ignore[no-untyped-def]
             pass
     choices = ", ".join(m.name.lower() for m in cls)
     raise ValidationError(f"unknown {what} {value!r}; expected one of: {choices}")
+
+
+class Recovery(TypedDict, total=False):
+    """What opening a store found and did (``SpectorMemory.recovery``).
+
+    ``replayed_journal_records``: whole journal records re-applied at open; ``snapshot_covered``:
+    memories the derived-index snapshot covered; ``replayed_memories``: memories indexed from
+    the regions after it; ``corruption``: one message per damage found (point-in-time open).
+    """
+
+    replayed_journal_records: int
+    snapshot_covered: int
+    replayed_memories: int
+    corruption: list[str]
 
 
 @dataclass(frozen=True)

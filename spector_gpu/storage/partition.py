@@ -236,6 +236,10 @@ class Partition:
         self.checkpoint(force=True)
 
     # ---- guards ------------------------------------------------------------------------
+    def in_this_process(self) -> bool:
+        """False in a forked child of the process that opened the partition."""
+        return self._pid == os.getpid()
+
     def check_usable(self) -> None:
         if self._closed:
             raise StoreClosedError(f"{self.directory}: store handle is closed")

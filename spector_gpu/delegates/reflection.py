@@ -1,0 +1,46 @@
+"""Consolidation and lineage behind the facade (see :mod:`spector_gpu.pathways.reflect`)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from ..cortex.cortex import Cortex
+from ..pathways.distill import Distiller
+from ..pathways.reflect import BackfillReport, MemoryProvenance, ReflectPathway, ReflectReport
+from ..pathways.remember import RememberPathway
+
+__all__ = ["MemoryReflection"]
+
+
+class MemoryReflection:
+    """consolidate, explain, session_provenance, backfill_provenance (under the handle's lock)."""
+
+    def __init__(self, cortex: Cortex, remember: RememberPathway, lock: threading.RLock) -> None:
+        self.cortex = cortex
+        self.pathway = ReflectPathway(cortex, remember)
+        self.lock = lock
+
+    def consolidate(
+        self,
+        *,
+        sessions: Sequence[int] | None = None,
+        distiller: Distiller | None = None,
+        max_sessions: int | None = None,
+    ) -> ReflectReport:
+        with self.lock:
+            return self.pathway.consolidate(
+                sessions=sessions, distiller=distiller, max_sessions=max_sessions
+            )
+
+    def explain(self, memory_id: str, *, include_parents: bool = False) -> MemoryProvenance | None:
+        with self.lock:
+            return self.pathway.explain(memory_id, include_parents=include_parents)
+
+    def session_provenance(self, session_id: int) -> list[MemoryProvenance]:
+        with self.lock:
+            return self.pathway.session_provenance(session_id)
+
+    def backfill_provenance(self, *, execute: bool = False) -> BackfillReport:
+        with self.lock:
+            return self.pathway.backfill_provenance(execute=execute)
