@@ -84,6 +84,10 @@ def test_env_names_are_section_double_underscore_key() -> None:
         ({"strength": {"decay_exponent": False}}, "strength.decay_exponent"),
         ({"embedder": {"name": 3}}, "embedder.name"),
         ({"recall": {"nope": 1}}, "recall.nope"),
+        ({"strength": {"forget_factor": 2.0}}, "strength.forget_factor"),
+        ({"strength": {"decay_floor": 1.5}}, "strength.decay_floor"),
+        ({"lexical": {"b": 1.01}}, "lexical.b"),
+        ({"working": {"capacity": 0}}, "working.capacity"),
         ({"nosuch": {"k": 1}}, "nosuch"),
     ],
 )
@@ -92,6 +96,21 @@ def test_bad_values_raise_config_error_naming_the_setting(
 ) -> None:
     with pytest.raises(ConfigError, match=setting.replace(".", r"\.")):
         load_config(overrides=overrides, environ=_no_env())
+
+
+def test_retired_settings_are_ignored_not_refused() -> None:
+    # a config.json saved by an older release still names them: it must keep opening
+    saved = {"store": {"events": True, "durability": "none"}, "association": {"seeds": 50}}
+    cfg = load_config(base=saved, environ=_no_env())
+    assert cfg.store.durability == "none"
+    assert not hasattr(cfg.store, "events") and not hasattr(cfg.association, "seeds")
+
+
+def test_working_memory_capacity_comes_from_the_config(tmp_path: Path) -> None:
+    with SpectorMemory.open(tmp_path / "s", config={"working": {"capacity": 2}}) as mem:
+        ids = [mem.remember_working(f"thought {i}") for i in range(3)]
+        assert mem.get(ids[0]) is None
+        assert mem.get(ids[2]) is not None
 
 
 def test_bad_env_value_names_the_setting_and_origin() -> None:
