@@ -12,6 +12,7 @@ import logging
 import torch
 
 from spector_gpu.errors import DeviceUnavailableError, ValidationError
+from spector_gpu.forksafe import forked_cuda_error
 
 __all__ = ["DeviceLike", "resolve_device"]
 
@@ -68,13 +69,23 @@ def resolve_device(device: DeviceLike = None) -> torch.device:
     raise ValidationError(f"device={device!r} is not supported; use one of {_CHOICES}")
 
 
+def _bad_fork() -> bool:
+    """A child forked after its parent initialised CUDA cannot use CUDA (torch's own flag)."""
+    return bool(getattr(torch.cuda, "_is_in_bad_fork", lambda: False)())
+
+
 def _auto() -> torch.device:
+    if _bad_fork():
+        logger.warning("%s; using the CPU", forked_cuda_error("auto"))
+        return torch.device("cpu")
     if torch.cuda.is_available():
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
 
 
 def _cuda(parsed: torch.device, *, requested: object) -> torch.device:
+    if _bad_fork():
+        raise forked_cuda_error(requested)
     if not torch.cuda.is_available():
         raise DeviceUnavailableError(
             f"device={requested!r} was requested but CUDA is not available here "

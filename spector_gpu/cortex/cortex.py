@@ -20,8 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Config
-from ..errors import CorruptionError, SpectorError, StoreError, StoreFailedError
-from ..storage.io import atomic_write
+from ..errors import CorruptionError, SpectorError, StoreFailedError
 from ..storage.partition import Partition, Transaction, open_failure
 from ..storage.preamble import PREAMBLE_SIZE, SHAPE_APPEND, SHAPE_RECORD, RegionId
 from ..storage.region import RegionSpec
@@ -33,7 +32,7 @@ from .derived import Cues, Links
 from .derived_state import DerivedStateMixin
 from .episodic import EpisodicMemory
 from .event_log import EventLog
-from .identity import STORE_FORMAT, identity_json, verify_identity
+from .identity import STORE_FORMAT, bind_identity, verify_identity
 from .index import IndexMemory
 from .layouts import HEADER_DTYPE, seal, vector_dtype
 from .payload import Payload, decode_payload, decode_text
@@ -42,7 +41,10 @@ from .slots import ProceduralMemory, SemanticMemory, slot_stride
 from .strength import StrengthMemory
 from .textpool import TextPool
 
-__all__ = ["STORE_FORMAT", "Cortex", "EventLog", "region_specs"]
+__all__ = ["STORE_COMPANIONS", "STORE_FORMAT", "Cortex", "EventLog", "region_specs"]
+
+#: The files a store keeps beside its regions (the foreign-directory check knows them).
+STORE_COMPANIONS = ("store.json", "config.json", "derived.snap")
 
 log = logging.getLogger(__name__)
 
@@ -141,11 +143,20 @@ class Cortex(DerivedStateMixin):
         *,
         device: Any,
         read_only: bool,
+        create_in_nonempty: bool = False,
     ) -> Cortex:
         """Open every region of the store at ``path``; any ``OSError`` met on the way (a name
-        too long, a permission, a full disk) is the library error that names the fix."""
+        too long, a permission, a full disk) is the library error that names the fix.
+        ``create_in_nonempty`` allows creating a store in a directory that holds other files."""
         try:
-            return cls._open(Path(path), config, embedder, device=device, read_only=read_only)
+            return cls._open(
+                Path(path),
+                config,
+                embedder,
+                device=device,
+                read_only=read_only,
+                create_in_nonempty=create_in_nonempty,
+            )
         except OSError as exc:
             if isinstance(exc, SpectorError):  # StoreLockedError, StoreFailedError, ...
                 raise
@@ -153,17 +164,23 @@ class Cortex(DerivedStateMixin):
 
     @classmethod
     def _open(
-        cls, path: Path, config: Config, embedder: Any, *, device: Any, read_only: bool
+        cls,
+        path: Path,
+        config: Config,
+        embedder: Any,
+        *,
+        device: Any,
+        read_only: bool,
+        create_in_nonempty: bool = False,
     ) -> Cortex:
         meta_path = path / "store.json"
         analyzer = Analyzer(
             stopwords=config.lexical.stopwords,
             stemming="english" if config.lexical.stemming else None,
         )
-        if meta_path.exists():
-            verify_identity(meta_path, embedder, analyzer)
-        elif read_only:
-            raise StoreError(f"{path}: no spector_gpu store here (open it writable to create one)")
+        stored_id = None
+        if os.path.lexists(meta_path):
+            stored_id = verify_identity(meta_path, embedder, analyzer)
         specs = region_specs(int(embedder.dim), config.store.provenance_capacity)
         part = Partition.open(
             path,
@@ -171,10 +188,13 @@ class Cortex(DerivedStateMixin):
             writable=not read_only,
             durability=config.store.durability,  # type: ignore[arg-type]
             checkpoint_bytes=config.store.checkpoint_mb << 20,
+            companions=STORE_COMPANIONS,
+            create_in_nonempty=create_in_nonempty,
         )
         try:
-            if not meta_path.exists():
-                atomic_write(meta_path, identity_json(embedder, analyzer))
+            damage = bind_identity(meta_path, part, stored_id, embedder, analyzer)
+            if damage is not None:
+                part.damage.append(damage)
             cortex = cls(path, config, embedder, analyzer, part, device, read_only)
             cortex._load()
         except BaseException:
@@ -192,6 +212,8 @@ class Cortex(DerivedStateMixin):
         than its count) exposes the prefix of memories before it and turns the handle
         read-only, so no write can build on it.
         """
+        for exc in self.part.damage:  # files missing, restored or foreign (storage.identity)
+            self.report_corruption(exc, structural=True)
         n = self.index_region.count
         try:
             self._check_tail(n)
@@ -230,6 +252,11 @@ class Cortex(DerivedStateMixin):
         sraw, sok = self.strength.region.read_rows_settled(start, stop)
         srows = sraw.view(self.strength_dtype).reshape(-1)
         self._repeated_ids(entries["id"], bad)
+        # Belonging: a header or a CRC-valid strength row naming another memory (a file
+        # restored from an older copy, or taken from another store) quarantines the entry.
+        good = np.flatnonzero(~bad)
+        bad[good[self._headers(entries[good])["owner"] != entries["id"][good]]] = True
+        bad |= sok & (srows["owner"] != entries["id"])
         unnamed = np.zeros(stop - start, dtype=bool)
         if bad.any():
             unnamed = self._seal_off(entries, bad, srows, sok, start)
@@ -277,7 +304,7 @@ class Cortex(DerivedStateMixin):
         e = self.cols.index[i]
         t = int(e["type"])
         if t == MemoryType.EPISODIC:
-            return self.episodic.read(int(e["record_offset"])).payload
+            return self.episodic.read(int(e["record_offset"]), int(e["id"])).payload
         self._verify_slot(i, verify_slot)
         raw = self.text.read(int(e["text_offset"]), int(e["text_length"]), int(e["id"]))
         return decode_payload(raw, where=f"{self.text.region.path}: memory {i}")
@@ -285,7 +312,7 @@ class Cortex(DerivedStateMixin):
     def text_of(self, i: int) -> str:
         e = self.cols.index[i]
         if int(e["type"]) == MemoryType.EPISODIC:
-            return self.episodic.read(int(e["record_offset"])).payload.text
+            return self.episodic.read(int(e["record_offset"]), int(e["id"])).payload.text
         self._verify_slot(i, True)
         return decode_text(
             self.text.read(int(e["text_offset"]), int(e["text_length"]), int(e["id"]))

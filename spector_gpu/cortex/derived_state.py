@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import CorruptionError, StoreFailedError
+from ..storage.identity import snapshot_binding, snapshot_mismatch
 from ..types import MemoryType
 from .analyzer import Analyzer
 from .bm25 import BM25Index
@@ -63,6 +64,12 @@ class DerivedStateMixin(QuarantineMixin):
                     raise CorruptionError(
                         f"{snap}: snapshot does not match this store", file=str(snap)
                     )
+                last = int(self.cols.ids[covered - 1]) if covered else None
+                why = snapshot_mismatch(meta, self.part.store_id, self.part.generation, last)
+                if why is not None:  # a foreign or future snapshot: damage, then rebuilt
+                    foreign = CorruptionError(f"{snap}: not this store's snapshot: {why}")
+                    self.report_corruption(foreign)
+                    raise foreign
                 bm = {k[5:]: v for k, v in arrays.items() if k.startswith("bm25.")}
                 cue = {k[4:]: v for k, v in arrays.items() if k.startswith("cue.")}
                 bm25 = BM25Index.from_state(bm, analyzer=self.analyzer.name)
@@ -245,7 +252,16 @@ class DerivedStateMixin(QuarantineMixin):
             write_snapshot(
                 self.path / _SNAPSHOT,
                 arrays,
-                {"covered": self.n, "analyzer": self.analyzer.name, "ts": int(time.time() * 1000)},
+                {
+                    "covered": self.n,
+                    "analyzer": self.analyzer.name,
+                    "ts": int(time.time() * 1000),
+                    **snapshot_binding(
+                        self.part.store_id,
+                        self.part.generation,
+                        int(self.cols.ids[self.n - 1]) if self.n else 0,
+                    ),
+                },
                 durable=self.config.store.durability != "none",
             )
         except OSError as exc:

@@ -183,10 +183,21 @@ class EpisodicMemory:
             slot=offset,
         )
 
-    def read(self, offset: int) -> EpisodeRecord:
-        """Read and CRC-verify one record at ``offset`` (a ``Location.record_offset``)."""
+    def read(self, offset: int, owner: int | None = None) -> EpisodeRecord:
+        """Read and CRC-verify one record at ``offset`` (a ``Location.record_offset``). With
+        ``owner`` (the memory id the index entry names), the record's embedded memory id must
+        be that id: a CRC-valid record of another memory (a log restored from an older copy,
+        or taken from another store) raises ``CorruptionError`` instead of lending its text."""
         prefix_raw, head, body = self._verified(offset)
         prefix = np.frombuffer(prefix_raw, dtype=WALK_PREFIX_DTYPE)[0]
+        if owner is not None and int(prefix["memory_id"]) != owner:
+            raise CorruptionError(
+                f"{self.region.path}: episode at offset {offset} belongs to another memory "
+                f"(its id is {int(prefix['memory_id'])}, the index names {owner})",
+                file=self.region.path,
+                region="episodic",
+                slot=offset,
+            )
         header = np.frombuffer(head, dtype=HEADER_DTYPE)[0]
         payload = decode_payload(body, where=f"{self.region.path}: episode at offset {offset}")
         return EpisodeRecord(
@@ -203,8 +214,8 @@ class EpisodicMemory:
         for off in offsets:
             yield self.read(int(off))
 
-    def verify(self, offset: int) -> None:
-        self.read(offset)
+    def verify(self, offset: int, owner: int | None = None) -> None:
+        self.read(offset, owner)
 
     def headers_at(self, offsets: np.ndarray) -> np.ndarray:
         """Headers of the records at ``offsets`` (vectorised gather; no payload decode)."""

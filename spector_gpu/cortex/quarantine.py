@@ -90,7 +90,7 @@ class QuarantineMixin:
         entries, bad = self.index.scan(max(0, n - 8), n)
         for e in entries[~bad]:
             if int(e["type"]) == MemoryType.EPISODIC:
-                self.episodic.verify(int(e["record_offset"]))
+                self.episodic.verify(int(e["record_offset"]), int(e["id"]))
 
     def _verify_slot(self, i: int, verify: bool) -> None:
         if i in self.damaged_entries:
@@ -141,9 +141,9 @@ class QuarantineMixin:
         self.quarantined.update(ords)
         self.report_corruption(
             CorruptionError(
-                f"{self.index_region.path}: {len(ords)} index entries are damaged (CRC, slot, type "
-                f"or location; first: entry {ords[0]}); their memories are quarantined: left out "
-                "of recall, they raise when read",
+                f"{self.index_region.path}: {len(ords)} index entries are damaged (CRC, slot, "
+                f"type, location or owner; first: entry {ords[0]}); their memories are quarantined: "
+                "left out of recall, they raise when read",
                 file=self.index_region.path,
                 region="index",
                 slot=ords[0],

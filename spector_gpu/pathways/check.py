@@ -13,6 +13,7 @@ import numpy as np
 from ..cortex.cortex import Cortex
 from ..cortex.layouts import HEADER_DTYPE, INDEX_DTYPE, PROV_LIVE, PROVENANCE_DTYPE, STRENGTH_DTYPE
 from ..errors import CorruptionError, SpectorError, StoreFormatError
+from ..storage.identity import identity_problem
 from ..storage.preamble import PREAMBLE_SIZE, Preamble
 from ..types import MemoryType
 
@@ -75,7 +76,14 @@ def _preambles_ok(report: CheckReport, c: Cortex) -> None:
                 report.problems.append(
                     Problem(region.path, name, None, "preamble names another layout or region id")
                 )
+            why = identity_problem(region, pre, c.part)
+            if why is not None:
+                report.problems.append(Problem(region.path, name, None, why))
             break
+    for found in c.part.damage:  # found at open: files missing, restored or of another store
+        report.problems.append(
+            Problem(found.file or str(c.path), found.region or "store", None, str(found))
+        )
 
 
 def check_store(c: Cortex) -> CheckReport:

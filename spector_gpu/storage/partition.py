@@ -14,7 +14,6 @@ a process crash, not power loss), ``flush`` (``fdatasync`` of the journal at eac
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import (
+    CorruptionError,
     ReadOnlyStoreError,
     SpectorError,
     StoreClosedError,
@@ -31,12 +31,28 @@ from ..errors import (
     StoreLockedError,
     ValidationError,
 )
+from . import identity
+from .directory import (
+    OpenedRegions,
+    fill_missing,
+    inspect_directory,
+    open_failure,
+    open_regions,
+    remove_partial_files,
+)
 from .io import fsync_dir
 from .journal import coalesce, decode_records, encode_record_parts
 from .killpoints import killpoint
 from .lock import acquire_writer_lock, track_writer
-from .preamble import PREAMBLE_SIZE, SHAPE_APPEND, SHAPE_RECORD, Preamble, RegionId
-from .region import Region, RegionSpec, remove_partial_files
+from .preamble import (
+    LEGACY_SCHEMA_VERSION,
+    PREAMBLE_SIZE,
+    SHAPE_APPEND,
+    SHAPE_RECORD,
+    Preamble,
+    RegionId,
+)
+from .region import Region, RegionSpec
 
 __all__ = [
     "DURABILITY_LEVELS",
@@ -117,6 +133,7 @@ class Partition:
         durability: Durability,
         lock_fd: int | None,
         checkpoint_bytes: int,
+        store_id: int | None,
     ) -> None:
         self.directory = directory
         self.regions = regions
@@ -124,14 +141,23 @@ class Partition:
         self.writable = writable
         self.durability = durability
         self.checkpoint_bytes = checkpoint_bytes
+        self.store_id = store_id  # None only while a format-1 store awaits its upgrade
         self._lock_fd = lock_fd
         self._pid = os.getpid()
         self._closed = False
         self.failed: BaseException | None = None
+        self.damage: list[CorruptionError] = []  # found at open: identity, generation, missing
+        self.created = False  # this open created the store's files
+        self.upgraded_from: int | None = None  # the schema this open upgraded the store from
         self.replayed_records = 0
         journal = regions[0]
         self._next_seq = journal.count
         self._journal_end = PREAMBLE_SIZE
+
+    @property
+    def generation(self) -> int:
+        """Commits applied to the store (the generation every region file carries)."""
+        return self._next_seq
 
     # ---- opening -----------------------------------------------------------------------
     @classmethod
@@ -143,12 +169,25 @@ class Partition:
         writable: bool,
         durability: Durability = "flush",
         checkpoint_bytes: int = _DEFAULT_CHECKPOINT_BYTES,
+        companions: Sequence[str] = (),
+        create_in_nonempty: bool = False,
     ) -> Partition:
+        """Open (a writer: creating, if the directory is new or empty) the store in
+        ``directory``. ``companions`` are the other names the store writes there (for the
+        foreign-directory check); damage found (a file missing, restored from an older copy
+        or from another store) is listed in ``damage`` and leaves a writer read-only."""
         if durability not in DURABILITY_LEVELS:
             raise ValidationError(
                 f"durability must be one of {DURABILITY_LEVELS}, got {durability!r}"
             )
         directory = Path(directory)
+        all_specs = (JOURNAL_SPEC, *specs)
+        names = [s.filename for s in all_specs] + list(companions)
+        exists = inspect_directory(directory, names, create_in_nonempty=create_in_nonempty)
+        if not writable and not exists:
+            raise StoreError(
+                f"{directory}: no spector_gpu store here (open it writable to create one)"
+            )
         lock_fd: int | None = None
         if writable:
             try:
@@ -158,45 +197,40 @@ class Partition:
                 raise
             except OSError as exc:
                 raise open_failure(directory, exc, writable=True) from exc
-        elif not (directory / JOURNAL_SPEC.filename).exists():
-            raise StoreError(
-                f"{directory}: no spector_gpu store here (open it writable to create one)"
-            )
-        regions: dict[int, Region] = {}
-        created = False
+        opened = OpenedRegions()
         try:
             if writable:
-                remove_partial_files(str(directory))
-            for spec in (JOURNAL_SPEC, *specs):
-                path = str(directory / spec.filename)
-                if os.path.exists(path):
-                    regions[spec.file_no] = Region.open(spec, path, writable=writable)
-                elif writable:
-                    regions[spec.file_no] = Region.create(spec, path)
-                    created = True
-                else:
-                    raise StoreError(f"{path}: region file is missing from the store")
+                remove_partial_files(directory, names)
+            opened = open_regions(directory, all_specs, writable=writable)
+            present = list(opened.regions.values())
+            legacy = any(identity.is_legacy(r) for r in present)
+            if legacy and not writable:
+                raise identity.legacy_error(directory)
+            ref = identity.reference_id(present)
+            if ref is None and not legacy:
+                ref = identity.new_store_id()
+            fill_missing(opened, directory, writable=writable, store_id=ref or 0)
             part = cls(
                 directory,
-                regions,
+                opened.regions,
                 writable=writable,
                 durability=durability,
                 lock_fd=lock_fd,
                 checkpoint_bytes=checkpoint_bytes,
+                store_id=ref,
             )
+            part.damage = list(opened.damage)
+            part.created = opened.created
             if lock_fd is not None:
                 track_writer(part)
             if writable:
-                if created:
-                    for r in regions.values():
-                        r.file.sync("full")
-                    fsync_dir(directory)
-                part._recover()
+                part._open_writer(legacy)
             else:
                 part.refresh()  # the per-file reads above ran in file order: re-read safely
+                order = sorted(part.regions, key=_publish_key(()), reverse=True)
+                part.damage += identity.reader_findings([part.regions[n] for n in order], ref)
         except BaseException as exc:
-            for r in regions.values():
-                r.close()
+            opened.close()
             if lock_fd is not None:
                 os.close(lock_fd)
             if isinstance(exc, OSError) and not isinstance(exc, SpectorError):
@@ -204,8 +238,22 @@ class Partition:
             raise
         return part
 
+    def _open_writer(self, legacy: bool) -> None:
+        if self.created:
+            for r in self.regions.values():
+                r.file.sync("full")
+            fsync_dir(self.directory)
+        if self.damage:  # a missing file: write nothing on top of it
+            self.failed = self.damage[0]
+            return
+        self._recover()
+        if legacy and self.failed is None:
+            self._upgrade()
+
     def _recover(self) -> None:
-        """Replay whole journal records past the last checkpoint, then checkpoint."""
+        """Check every file's identity against the journal, replay whole journal records past
+        the last checkpoint, then checkpoint. A file of another store, or one older or newer
+        than the journal allows, is damage: nothing is replayed or written on top of it."""
         journal = self.regions[0]
         data = journal.view(0, journal.mapped_size)
         base = journal.count
@@ -223,6 +271,11 @@ class Partition:
             self._next_seq = seq + 1
             self._journal_end = end
         del data
+        regions = list(self.regions.values())
+        self.damage += identity.writer_findings(regions, self.store_id, base, self._next_seq)
+        if self.damage:
+            self.failed = self.damage[0]
+            return
         # Each byte once, with its final value: readers of a store being recovered never see
         # an older count or record version come back (re-applying record by record would).
         self._apply(coalesce(records))
@@ -230,10 +283,26 @@ class Partition:
         self.replayed_records = replayed
         if replayed:
             log.info("%s: replayed %d journal record(s)", self.directory, replayed)
-        for r in self.regions.values():
+        for r in regions:
             if r is not journal:  # the checkpoint below rewrites (and reloads) the journal's
                 r.reload_preamble()
+                r.torn_preamble = False
+        if self.store_id is None:  # format 1: an upgrade's journaled stamp may have replayed
+            self.store_id = identity.reference_id(regions)
         self.checkpoint(force=True)
+
+    def _upgrade(self) -> None:
+        """Format 1 -> 2 in place: one journaled commit stamps a new store id and the
+        generation on every region's preamble, then the checkpoint stamps the journal's. A
+        crash in between leaves a journal record whose replay finishes the upgrade."""
+        if not any(identity.is_legacy(r) for r in self.regions.values()):
+            return
+        if self.store_id is None:
+            self.store_id = identity.new_store_id()
+        self.commit(Transaction(self), stamp_only=True)
+        self.checkpoint(force=True)
+        self.upgraded_from = LEGACY_SCHEMA_VERSION
+        log.info("%s: upgraded from store format %d", self.directory, LEGACY_SCHEMA_VERSION)
 
     # ---- guards ------------------------------------------------------------------------
     def in_this_process(self) -> bool:
@@ -251,6 +320,12 @@ class Partition:
 
     def check_writable(self) -> None:
         self.check_usable()
+        if isinstance(self.failed, CorruptionError):
+            raise StoreFailedError(
+                f"{self.directory}: the store is read-only: it was opened point-in-time over "
+                f"damage ({self.failed}); no write is built on it — restore the damaged file, "
+                "then reopen"
+            ) from self.failed
         if self.failed is not None:
             raise StoreFailedError(
                 f"{self.directory}: an earlier write failed ({self.failed}); the store is now "
@@ -264,17 +339,32 @@ class Partition:
         self.check_writable()
         return Transaction(self)
 
-    def commit(self, tx: Transaction, *, order: Sequence[Region] = ()) -> None:
-        """Make ``tx`` durable (journal), then apply it. ``order`` lists regions whose
-        preamble update must come last, in that order (e.g. the id index)."""
+    def commit(
+        self, tx: Transaction, *, order: Sequence[Region] = (), stamp_only: bool = False
+    ) -> None:
+        """Make ``tx`` durable (journal), then apply it. Every region's preamble is rewritten
+        with the new generation (and its count); ``order`` lists regions whose preamble
+        update must come last, in that order (e.g. the id index). ``stamp_only`` commits an
+        empty transaction (the format upgrade)."""
         self.check_writable()
-        if not tx.writes and not tx.counts:
+        if not tx.writes and not tx.counts and not stamp_only:
             return
+        assert self.store_id is not None  # set at open; None only before a format upgrade
+        try:
+            self._check_sizes()
+        except CorruptionError as exc:
+            self.failed = exc
+            raise
         writes = list(tx.writes)
         published: list[tuple[Region, Preamble]] = []
-        for file_no in sorted(tx.counts, key=_publish_key(order)):
+        generation = self._next_seq + 1
+        for file_no in sorted(self.regions, key=_publish_key(order)):
+            if not file_no:
+                continue  # the journal's preamble is the checkpoint's
             region = self.regions[file_no]
-            pre = region.preamble.with_count(tx.counts[file_no], _capacity(region))
+            count = tx.counts.get(file_no, region.count)
+            pre = region.preamble.with_count(count, _capacity(region))
+            pre = pre.stamped(self.store_id, generation)
             published.append((region, pre))
             writes.append((file_no, 0, pre.pack()))
         parts = encode_record_parts(self._next_seq, writes)
@@ -306,6 +396,12 @@ class Partition:
                 "reopen it to recover the last durable state"
             ) from exc
 
+    def _check_sizes(self) -> None:
+        """``CorruptionError`` if a file is shorter than this writer made it: another program
+        truncated it under the handle, and appending would build on lost bytes."""
+        for r in self.regions.values():
+            r.check_backed(r.mapped_size)
+
     def _apply(self, writes: Sequence[tuple[int, int, bytes]], *, killable: bool = False) -> None:
         half = len(writes) // 2
         for i, (file_no, offset, data) in enumerate(writes):
@@ -330,9 +426,10 @@ class Partition:
                     if r is not journal:
                         r.file.sync("data" if self.durability == "flush" else "full")
             killpoint("checkpoint.after_region_sync")
-            journal.file.pwrite(
-                journal.preamble.with_count(self._next_seq, _capacity(journal)).pack(), 0
-            )
+            pre = journal.preamble.with_count(self._next_seq, _capacity(journal))
+            if self.store_id is not None:
+                pre = pre.stamped(self.store_id, self._next_seq)
+            journal.file.pwrite(pre.pack(), 0)
             if self.durability != "none":
                 journal.file.sync("data" if self.durability == "flush" else "full")
             killpoint("checkpoint.after_reset")
@@ -357,7 +454,10 @@ class Partition:
         self.check_usable()
         for file_no in sorted(self.regions, key=_publish_key(order), reverse=True):
             if file_no:
-                self.regions[file_no].reload_preamble()
+                region = self.regions[file_no]
+                before = region.preamble
+                region.reload_preamble()
+                identity.check_refresh(region, before.store_id, before.generation)
 
     def region(self, filename: str) -> Region:
         return self.by_name[filename]
@@ -388,25 +488,6 @@ def _publish_key(order: Sequence[Region]) -> Callable[[int], tuple[bool, int]]:
     """Sort key of the order in which a commit publishes counts: file number, ``order`` last."""
     late = [r.spec.file_no for r in order]
     return lambda n: (n in late, late.index(n) if n in late else n)
-
-
-def open_failure(directory: Path, exc: OSError, *, writable: bool) -> StoreError:
-    """The library error for an ``OSError`` met while opening (or creating, or recovering)."""
-    where = exc.filename or directory
-    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        why = "the filesystem is read-only" if exc.errno == errno.EROFS else "permission denied"
-        if writable:
-            return ReadOnlyStoreError(
-                f"{where}: cannot open the store for writing: {why}; open it read-only "
-                "(writable=False) or fix the permissions of the store directory and its files"
-            )
-        return StoreError(f"{where}: cannot read the store: {why}")
-    if writable:
-        return StoreFailedError(
-            f"{where}: I/O error while opening or recovering the store ({exc}); nothing durable "
-            "was lost — free space or check the device, then open it again"
-        )
-    return StoreError(f"{where}: I/O error while opening the store ({exc})")
 
 
 def _first_seq(data: memoryview) -> int:
