@@ -142,8 +142,8 @@ class QuarantineMixin:
         self.report_corruption(
             CorruptionError(
                 f"{self.index_region.path}: {len(ords)} index entries are damaged (CRC, slot, "
-                f"type, location or owner; first: entry {ords[0]}); their memories are quarantined: "
-                "left out of recall, they raise when read",
+                f"type, location or owner; first: entry {ords[0]}); their memories are "
+                "quarantined: left out of recall, they raise when read",
                 file=self.index_region.path,
                 region="index",
                 slot=ords[0],

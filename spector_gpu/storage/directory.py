@@ -22,15 +22,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import CorruptionError, ReadOnlyStoreError, StoreError, StoreFailedError
+from . import identity
+from .lock import acquire_writer_lock
 from .region import Region, RegionSpec
 
 __all__ = [
     "LOCK_NAME",
     "OpenedRegions",
+    "claim_directory",
     "fill_missing",
     "inspect_directory",
     "open_failure",
     "open_regions",
+    "open_store_files",
     "owned_names",
     "remove_partial_files",
 ]
@@ -163,6 +167,53 @@ def fill_missing(out: OpenedRegions, directory: Path, *, writable: bool, store_i
     except BaseException:
         out.close()
         raise
+
+
+def claim_directory(
+    directory: Path, names: Sequence[str], *, writable: bool, create_in_nonempty: bool
+) -> int | None:
+    """Check that a store may be opened (a reader: exists) or created in ``directory``, then
+    (a writer) create the directory if needed and take its writer lock; returns the lock's
+    descriptor (None for a reader)."""
+    exists = inspect_directory(directory, names, create_in_nonempty=create_in_nonempty)
+    if not writable:
+        if not exists:
+            raise StoreError(
+                f"{directory}: no spector_gpu store here (open it writable to create one)"
+            )
+        return None
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        return acquire_writer_lock(directory)
+    except StoreError:
+        raise
+    except OSError as exc:
+        raise open_failure(directory, exc, writable=True) from exc
+
+
+def open_store_files(
+    directory: Path, specs: Sequence[RegionSpec], names: Sequence[str], *, writable: bool
+) -> tuple[OpenedRegions, int | None, bool]:
+    """Open the store's region files: remove a writer's leftover temporaries, open what is
+    there, settle the store id (the files' own, or a new one), create or stand in for what is
+    missing. Returns the regions, the store id (None: a format-1 store, whose upgrade gives
+    it one) and whether the store is in format 1 (a reader refuses it)."""
+    if writable:
+        remove_partial_files(directory, names)
+    opened = open_regions(directory, specs, writable=writable)
+    try:
+        present = list(opened.regions.values())
+        legacy = any(identity.is_legacy(r) for r in present)
+        if legacy and not writable:
+            raise identity.legacy_error(directory)
+        ref = identity.reference_id(present)
+        if ref is None and not legacy:
+            ref = identity.new_store_id()
+        fill_missing(opened, directory, writable=writable, store_id=ref or 0)
+    except BaseException:
+        opened.close()
+        raise
+    return opened, ref, legacy
 
 
 def open_failure(directory: Path, exc: OSError, *, writable: bool) -> StoreError:

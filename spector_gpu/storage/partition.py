@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -28,31 +28,23 @@ from ..errors import (
     StoreError,
     StoreFailedError,
     StoreFormatError,
-    StoreLockedError,
     ValidationError,
 )
 from . import identity
-from .directory import (
-    OpenedRegions,
-    fill_missing,
-    inspect_directory,
-    open_failure,
-    open_regions,
-    remove_partial_files,
-)
+from .directory import OpenedRegions, claim_directory, open_failure, open_store_files
 from .io import fsync_dir
 from .journal import coalesce, decode_records, encode_record_parts
 from .killpoints import killpoint
-from .lock import acquire_writer_lock, track_writer
+from .lock import track_writer
 from .preamble import (
     LEGACY_SCHEMA_VERSION,
     PREAMBLE_SIZE,
     SHAPE_APPEND,
-    SHAPE_RECORD,
     Preamble,
     RegionId,
 )
 from .region import Region, RegionSpec
+from .transaction import Transaction, capacity_of, publish_key
 
 __all__ = [
     "DURABILITY_LEVELS",
@@ -69,56 +61,6 @@ Durability = Literal["none", "flush", "fsync"]
 DURABILITY_LEVELS: tuple[str, ...] = ("none", "flush", "fsync")
 JOURNAL_SPEC = RegionSpec(0, "journal.jrn", SHAPE_APPEND, RegionId.JOURNAL, "JRNL")
 _DEFAULT_CHECKPOINT_BYTES = 16 << 20
-
-
-class Transaction:
-    """Pending writes of one commit. Appends land past each region's committed end."""
-
-    def __init__(self, partition: Partition) -> None:
-        self._p = partition
-        self.writes: list[tuple[int, int, bytes]] = []
-        self.counts: dict[int, int] = {}
-
-    def count(self, region: Region) -> int:
-        """The region's count including this transaction's appends."""
-        return self.counts.get(region.spec.file_no, region.count)
-
-    def append(self, region: Region, data: bytes) -> int:
-        """Append ``data``; returns the first slot (RECORD) or the absolute byte offset (APPEND)."""
-        spec = region.spec
-        count = self.count(region)
-        if spec.shape == SHAPE_RECORD:
-            if len(data) % spec.stride:
-                raise ValueError(
-                    f"{spec.filename}: append of {len(data)} bytes is not whole records"
-                )
-            offset = PREAMBLE_SIZE + count * spec.stride
-            new_count = count + len(data) // spec.stride
-            result = count
-        else:
-            offset = PREAMBLE_SIZE + count
-            new_count = count + len(data)
-            result = offset
-        try:
-            region.ensure_bytes(offset + len(data))
-        except OSError as exc:  # ENOSPC/EIO reserving space: the handle fails, like a commit
-            self._p.failed = exc
-            raise StoreFailedError(
-                f"{region.path}: could not reserve space ({exc}); the store is now read-only — "
-                "free space, then close and reopen it (the last durable state is kept)"
-            ) from exc
-        self.writes.append((spec.file_no, offset, bytes(data)))
-        self.counts[spec.file_no] = new_count
-        return result
-
-    def write(self, region: Region, offset: int, data: bytes) -> None:
-        """Overwrite bytes in place (a committed record update)."""
-        if offset < PREAMBLE_SIZE or offset + len(data) > region.mapped_size:
-            raise ValueError(f"{region.spec.filename}: in-place write outside the data area")
-        self.writes.append((region.spec.file_no, offset, bytes(data)))
-
-    def __bool__(self) -> bool:
-        return bool(self.writes)
 
 
 class Partition:
@@ -183,33 +125,12 @@ class Partition:
         directory = Path(directory)
         all_specs = (JOURNAL_SPEC, *specs)
         names = [s.filename for s in all_specs] + list(companions)
-        exists = inspect_directory(directory, names, create_in_nonempty=create_in_nonempty)
-        if not writable and not exists:
-            raise StoreError(
-                f"{directory}: no spector_gpu store here (open it writable to create one)"
-            )
-        lock_fd: int | None = None
-        if writable:
-            try:
-                directory.mkdir(parents=True, exist_ok=True)
-                lock_fd = acquire_writer_lock(directory)
-            except StoreLockedError:
-                raise
-            except OSError as exc:
-                raise open_failure(directory, exc, writable=True) from exc
+        lock_fd = claim_directory(
+            directory, names, writable=writable, create_in_nonempty=create_in_nonempty
+        )
         opened = OpenedRegions()
         try:
-            if writable:
-                remove_partial_files(directory, names)
-            opened = open_regions(directory, all_specs, writable=writable)
-            present = list(opened.regions.values())
-            legacy = any(identity.is_legacy(r) for r in present)
-            if legacy and not writable:
-                raise identity.legacy_error(directory)
-            ref = identity.reference_id(present)
-            if ref is None and not legacy:
-                ref = identity.new_store_id()
-            fill_missing(opened, directory, writable=writable, store_id=ref or 0)
+            opened, ref, legacy = open_store_files(directory, all_specs, names, writable=writable)
             part = cls(
                 directory,
                 opened.regions,
@@ -227,7 +148,7 @@ class Partition:
                 part._open_writer(legacy)
             else:
                 part.refresh()  # the per-file reads above ran in file order: re-read safely
-                order = sorted(part.regions, key=_publish_key(()), reverse=True)
+                order = sorted(part.regions, key=publish_key(()), reverse=True)
                 part.damage += identity.reader_findings([part.regions[n] for n in order], ref)
         except BaseException as exc:
             opened.close()
@@ -358,12 +279,12 @@ class Partition:
         writes = list(tx.writes)
         published: list[tuple[Region, Preamble]] = []
         generation = self._next_seq + 1
-        for file_no in sorted(self.regions, key=_publish_key(order)):
+        for file_no in sorted(self.regions, key=publish_key(order)):
             if not file_no:
                 continue  # the journal's preamble is the checkpoint's
             region = self.regions[file_no]
             count = tx.counts.get(file_no, region.count)
-            pre = region.preamble.with_count(count, _capacity(region))
+            pre = region.preamble.with_count(count, capacity_of(region))
             pre = pre.stamped(self.store_id, generation)
             published.append((region, pre))
             writes.append((file_no, 0, pre.pack()))
@@ -426,7 +347,7 @@ class Partition:
                     if r is not journal:
                         r.file.sync("data" if self.durability == "flush" else "full")
             killpoint("checkpoint.after_region_sync")
-            pre = journal.preamble.with_count(self._next_seq, _capacity(journal))
+            pre = journal.preamble.with_count(self._next_seq, capacity_of(journal))
             if self.store_id is not None:
                 pre = pre.stamped(self.store_id, self._next_seq)
             journal.file.pwrite(pre.pack(), 0)
@@ -452,7 +373,7 @@ class Partition:
         is at least as new: an index entry never points past its records' committed counts.
         """
         self.check_usable()
-        for file_no in sorted(self.regions, key=_publish_key(order), reverse=True):
+        for file_no in sorted(self.regions, key=publish_key(order), reverse=True):
             if file_no:
                 region = self.regions[file_no]
                 before = region.preamble
@@ -484,12 +405,6 @@ class Partition:
         return self._closed
 
 
-def _publish_key(order: Sequence[Region]) -> Callable[[int], tuple[bool, int]]:
-    """Sort key of the order in which a commit publishes counts: file number, ``order`` last."""
-    late = [r.spec.file_no for r in order]
-    return lambda n: (n in late, late.index(n) if n in late else n)
-
-
 def _first_seq(data: memoryview) -> int:
     import struct
 
@@ -498,8 +413,3 @@ def _first_seq(data: memoryview) -> int:
         if magic == 0x4A524543 and seq < 1 << 62:  # a damaged seq must still fit the preamble
             return int(seq)
     return 0
-
-
-def _capacity(region: Region) -> int:
-    room = max(region.mapped_size - PREAMBLE_SIZE, 0)
-    return room // region.spec.stride if region.spec.shape == SHAPE_RECORD else room
