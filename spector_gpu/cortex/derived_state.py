@@ -65,11 +65,18 @@ class DerivedStateMixin(QuarantineMixin):
                         f"{snap}: snapshot does not match this store", file=str(snap)
                     )
                 last = int(self.cols.ids[covered - 1]) if covered else None
-                why = snapshot_mismatch(meta, self.part.store_id, self.part.generation, last)
-                if why is not None:  # a foreign or future snapshot: damage, then rebuilt
-                    foreign = CorruptionError(f"{snap}: not this store's snapshot: {why}")
-                    self.report_corruption(foreign)
-                    raise foreign
+                why = snapshot_mismatch(
+                    meta,
+                    self.part.store_id,
+                    self.part.generation,
+                    last,
+                    unbound_ok=self.part.upgraded_from is not None,
+                )
+                if why is not None:  # rebuilt; a foreign or future snapshot is also damage
+                    unusable = CorruptionError(f"{snap}: not this store's snapshot: {why[0]}")
+                    if why[1]:
+                        self.report_corruption(unusable)
+                    raise unusable
                 bm = {k[5:]: v for k, v in arrays.items() if k.startswith("bm25.")}
                 cue = {k[4:]: v for k, v in arrays.items() if k.startswith("cue.")}
                 bm25 = BM25Index.from_state(bm, analyzer=self.analyzer.name)
