@@ -61,7 +61,7 @@ def _texts(mem: SpectorMemory) -> list[str]:
 
 def test_a_reader_refuses_a_format_1_store_with_the_fix(tmp_path: Path) -> None:
     store = _extract(tmp_path, "store")
-    with pytest.raises(StoreFormatError, match="format 1.*open it once writable"):
+    with pytest.raises(StoreFormatError, match=r"format 1.*open it once writable"):
         SpectorMemory.open(store, read_only=True)
     assert {v for v, _ in _identity(store)} == {1}  # nothing was written
 
