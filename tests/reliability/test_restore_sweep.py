@@ -6,8 +6,9 @@ earlier in the same store's life), by **another store's** copy (a store written 
 the same byte lengths, so every offset of one is a valid record boundary of the other), or is
 **removed**. Each damaged store is then opened in a forked worker three ways: read-only;
 writable under ``store.strict`` (which must refuse); and writable, which also tries to
-append (the case where old offsets would become valid record boundaries again) and reopens. Every id either store ever held is asked
-for with ``get`` and every recall hit is compared with the text its id was written with.
+append (the case where old offsets would become valid record boundaries again) and reopens.
+Every id either store ever held is asked for with ``get`` and every recall hit is compared
+with the text its id was written with.
 
 Counted: wrong texts, signal deaths, hangs, non-library exceptions (all must be 0); and for
 every case that damages a region file, whether the damage was found at open (it must be).
