@@ -45,6 +45,8 @@ __all__ = ["STORE_COMPANIONS", "STORE_FORMAT", "Cortex", "EventLog", "region_spe
 
 #: The files a store keeps beside its regions (the foreign-directory check knows them).
 STORE_COMPANIONS = ("store.json", "config.json", "derived.snap")
+#: Those only a store writes (a user's folder may well hold a config.json).
+STORE_MARKERS = ("store.json", "derived.snap")
 
 log = logging.getLogger(__name__)
 
@@ -189,6 +191,7 @@ class Cortex(DerivedStateMixin):
             durability=config.store.durability,  # type: ignore[arg-type]
             checkpoint_bytes=config.store.checkpoint_mb << 20,
             companions=STORE_COMPANIONS,
+            markers=STORE_MARKERS,
             create_in_nonempty=create_in_nonempty,
         )
         try:

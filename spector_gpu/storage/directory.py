@@ -52,12 +52,16 @@ def owned_names(files: Iterable[str]) -> frozenset[str]:
 
 
 def inspect_directory(
-    directory: Path, files: Sequence[str], *, create_in_nonempty: bool = False
+    directory: Path,
+    files: Sequence[str],
+    *,
+    markers: Sequence[str] = (),
+    create_in_nonempty: bool = False,
 ) -> bool:
-    """True if a store lives in ``directory`` (one of its ``files`` is there), False if a new
-    store may be created there; ``StoreError`` for a path that is not a directory, or a
-    non-empty directory that holds no store (unless ``create_in_nonempty``), or a file under
-    one of the store's names in such a directory (always)."""
+    """True if a store lives in ``directory`` (one of ``markers`` is there: files only a store
+    writes), False if a new store may be created there; ``StoreError`` for a path that is not
+    a directory, or a non-empty directory that holds no store (unless ``create_in_nonempty``),
+    or a file under one of the store's ``files`` names in such a directory (always)."""
     try:
         entries = set(os.listdir(directory))
     except FileNotFoundError:
@@ -67,7 +71,7 @@ def inspect_directory(
             f"{directory}: is a file, not a directory; a store is a directory — pass the "
             "path of a new or empty directory (or of an existing store)"
         ) from None
-    if entries & set(files):
+    if entries & set(markers):
         return True
     owned = owned_names(files)
     foreign = sorted(entries - {LOCK_NAME} - {n for n in owned if n.endswith(_PARTIAL)})
@@ -170,12 +174,19 @@ def fill_missing(out: OpenedRegions, directory: Path, *, writable: bool, store_i
 
 
 def claim_directory(
-    directory: Path, names: Sequence[str], *, writable: bool, create_in_nonempty: bool
+    directory: Path,
+    names: Sequence[str],
+    markers: Sequence[str],
+    *,
+    writable: bool,
+    create_in_nonempty: bool,
 ) -> int | None:
     """Check that a store may be opened (a reader: exists) or created in ``directory``, then
     (a writer) create the directory if needed and take its writer lock; returns the lock's
     descriptor (None for a reader)."""
-    exists = inspect_directory(directory, names, create_in_nonempty=create_in_nonempty)
+    exists = inspect_directory(
+        directory, names, markers=markers, create_in_nonempty=create_in_nonempty
+    )
     if not writable:
         if not exists:
             raise StoreError(

@@ -112,11 +112,12 @@ class Partition:
         durability: Durability = "flush",
         checkpoint_bytes: int = _DEFAULT_CHECKPOINT_BYTES,
         companions: Sequence[str] = (),
+        markers: Sequence[str] = (),
         create_in_nonempty: bool = False,
     ) -> Partition:
         """Open (a writer: creating, if the directory is new or empty) the store in
-        ``directory``. ``companions`` are the other names the store writes there (for the
-        foreign-directory check); damage found (a file missing, restored from an older copy
+        ``directory``. ``companions`` are the other names the store writes there, ``markers``
+        those of them that only a store writes (a region file or a marker proves a store); damage found (a file missing, restored from an older copy
         or from another store) is listed in ``damage`` and leaves a writer read-only."""
         if durability not in DURABILITY_LEVELS:
             raise ValidationError(
@@ -124,9 +125,14 @@ class Partition:
             )
         directory = Path(directory)
         all_specs = (JOURNAL_SPEC, *specs)
-        names = [s.filename for s in all_specs] + list(companions)
+        regions = [s.filename for s in all_specs]
+        names = regions + list(companions)
         lock_fd = claim_directory(
-            directory, names, writable=writable, create_in_nonempty=create_in_nonempty
+            directory,
+            names,
+            [*regions, *markers],
+            writable=writable,
+            create_in_nonempty=create_in_nonempty,
         )
         opened = OpenedRegions()
         try:
@@ -178,12 +184,13 @@ class Partition:
         journal = self.regions[0]
         data = journal.view(0, journal.mapped_size)
         base = journal.count
+        torn = False
         try:
             journal.reload_preamble()
         except StoreFormatError:
             # Torn journal preamble: only a checkpoint writes it, after syncing every region,
             # so replaying whatever contiguous run of records follows is harmless.
-            base = _first_seq(data)
+            base, torn = _first_seq(data), True
             log.warning("%s: journal preamble damaged; replaying from seq %d", self.directory, base)
         records = []
         self._next_seq = base
@@ -193,6 +200,9 @@ class Partition:
             self._journal_end = end
         del data
         regions = list(self.regions.values())
+        if torn:  # the checkpoint being written when it tore had synced every region first
+            base = 0
+            self._next_seq = max(self._next_seq, *(r.preamble.generation for r in regions))
         self.damage += identity.writer_findings(regions, self.store_id, base, self._next_seq)
         if self.damage:
             self.failed = self.damage[0]
@@ -284,8 +294,7 @@ class Partition:
                 continue  # the journal's preamble is the checkpoint's
             region = self.regions[file_no]
             count = tx.counts.get(file_no, region.count)
-            pre = region.preamble.with_count(count, capacity_of(region))
-            pre = pre.stamped(self.store_id, generation)
+            pre = region.preamble.committed(count, capacity_of(region), self.store_id, generation)
             published.append((region, pre))
             writes.append((file_no, 0, pre.pack()))
         parts = encode_record_parts(self._next_seq, writes)

@@ -26,6 +26,7 @@ writer can upgrade such a store in place.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -72,6 +73,7 @@ PREAMBLE_DTYPE = np.dtype(
     ]
 )
 assert PREAMBLE_DTYPE.itemsize == PREAMBLE_SIZE  # layout invariant, not input validation
+_HEAD = struct.Struct("<IIIIqqIIQQ")  # [0, 56): the fields the CRC covers, as PREAMBLE_DTYPE
 
 
 def fourcc(code: str) -> int:
@@ -121,22 +123,37 @@ class Preamble:
             self, store_id=store_id, generation=generation, schema_version=SCHEMA_VERSION
         )
 
+    def committed(self, count: int, capacity: int, store_id: int, generation: int) -> Preamble:
+        """:meth:`with_count` and :meth:`stamped` at once, without ``dataclasses.replace``
+        (a commit builds one per region)."""
+        return Preamble(
+            self.shape,
+            self.region_id,
+            self.layout_id,
+            self.stride,
+            capacity,
+            count,
+            store_id,
+            generation,
+            self.crc_on,
+            SCHEMA_VERSION,
+        )
+
     def pack(self) -> bytes:
-        arr = np.zeros(1, dtype=PREAMBLE_DTYPE)
-        arr["magic"] = MAGIC
-        arr["schema_version"] = self.schema_version
-        arr["shape"] = self.shape
-        arr["flags"] = (FLAG_CRC if self.crc_on else 0) | ((self.region_id & 0xFF) << 8)
-        arr["capacity"] = self.capacity
-        arr["count"] = self.count
-        arr["stride"] = self.stride
-        arr["layout_id"] = self.layout_id
-        if self.schema_version == SCHEMA_VERSION:
-            arr["store_id"] = self.store_id
-            arr["generation"] = self.generation
-        raw = bytearray(arr.tobytes())
-        raw[56:60] = crc32c(bytes(raw[:56])).to_bytes(4, "little")
-        return bytes(raw)
+        legacy = self.schema_version != SCHEMA_VERSION
+        head = _HEAD.pack(
+            MAGIC,
+            self.schema_version,
+            self.shape,
+            (FLAG_CRC if self.crc_on else 0) | ((self.region_id & 0xFF) << 8),
+            self.capacity,
+            self.count,
+            self.stride,
+            self.layout_id,
+            0 if legacy else self.store_id,
+            0 if legacy else self.generation,
+        )
+        return head + crc32c(head).to_bytes(4, "little") + b"\0\0\0\0"
 
     @classmethod
     def unpack(cls, raw: bytes, *, file: str) -> Preamble:
