@@ -27,22 +27,21 @@ from ..errors import (
     StoreClosedError,
     StoreError,
     StoreFailedError,
-    StoreFormatError,
     ValidationError,
 )
 from . import identity
 from .directory import OpenedRegions, claim_directory, open_failure, open_store_files
 from .io import fsync_dir
-from .journal import coalesce, decode_records, encode_record_parts
+from .journal import encode_record_parts
 from .killpoints import killpoint
 from .lock import track_writer
 from .preamble import (
-    LEGACY_SCHEMA_VERSION,
     PREAMBLE_SIZE,
     SHAPE_APPEND,
     Preamble,
     RegionId,
 )
+from .recovery import open_writer
 from .region import Region, RegionSpec
 from .transaction import Transaction, capacity_of, publish_key
 
@@ -117,8 +116,9 @@ class Partition:
     ) -> Partition:
         """Open (a writer: creating, if the directory is new or empty) the store in
         ``directory``. ``companions`` are the other names the store writes there, ``markers``
-        those of them that only a store writes (a region file or a marker proves a store); damage found (a file missing, restored from an older copy
-        or from another store) is listed in ``damage`` and leaves a writer read-only."""
+        those only a store writes (they, or a region file, prove a store is there). Damage
+        (a file missing, older than the others or from another store) is listed in
+        ``damage`` and leaves a writer read-only (:mod:`.recovery`)."""
         if durability not in DURABILITY_LEVELS:
             raise ValidationError(
                 f"durability must be one of {DURABILITY_LEVELS}, got {durability!r}"
@@ -151,7 +151,7 @@ class Partition:
             if lock_fd is not None:
                 track_writer(part)
             if writable:
-                part._open_writer(legacy)
+                open_writer(part, legacy)
             else:
                 part.refresh()  # the per-file reads above ran in file order: re-read safely
                 order = sorted(part.regions, key=publish_key(()), reverse=True)
@@ -164,76 +164,6 @@ class Partition:
                 raise open_failure(directory, exc, writable=writable) from exc
             raise
         return part
-
-    def _open_writer(self, legacy: bool) -> None:
-        if self.created:
-            for r in self.regions.values():
-                r.file.sync("full")
-            fsync_dir(self.directory)
-        if self.damage:  # a missing file: write nothing on top of it
-            self.failed = self.damage[0]
-            return
-        self._recover()
-        if legacy and self.failed is None:
-            self._upgrade()
-
-    def _recover(self) -> None:
-        """Check every file's identity against the journal, replay whole journal records past
-        the last checkpoint, then checkpoint. A file of another store, or one older or newer
-        than the journal allows, is damage: nothing is replayed or written on top of it."""
-        journal = self.regions[0]
-        data = journal.view(0, journal.mapped_size)
-        base = journal.count
-        torn = False
-        try:
-            journal.reload_preamble()
-        except StoreFormatError:
-            # Torn journal preamble: only a checkpoint writes it, after syncing every region,
-            # so replaying whatever contiguous run of records follows is harmless.
-            base, torn = _first_seq(data), True
-            log.warning("%s: journal preamble damaged; replaying from seq %d", self.directory, base)
-        records = []
-        self._next_seq = base
-        for end, seq, writes in decode_records(data, base, path=journal.path):
-            records.append(writes)
-            self._next_seq = seq + 1
-            self._journal_end = end
-        del data
-        regions = list(self.regions.values())
-        if torn:  # the checkpoint being written when it tore had synced every region first
-            base = 0
-            self._next_seq = max(self._next_seq, *(r.preamble.generation for r in regions))
-        self.damage += identity.writer_findings(regions, self.store_id, base, self._next_seq)
-        if self.damage:
-            self.failed = self.damage[0]
-            return
-        # Each byte once, with its final value: readers of a store being recovered never see
-        # an older count or record version come back (re-applying record by record would).
-        self._apply(coalesce(records))
-        replayed = len(records)
-        self.replayed_records = replayed
-        if replayed:
-            log.info("%s: replayed %d journal record(s)", self.directory, replayed)
-        for r in regions:
-            if r is not journal:  # the checkpoint below rewrites (and reloads) the journal's
-                r.reload_preamble()
-                r.torn_preamble = False
-        if self.store_id is None:  # format 1: an upgrade's journaled stamp may have replayed
-            self.store_id = identity.reference_id(regions)
-        self.checkpoint(force=True)
-
-    def _upgrade(self) -> None:
-        """Format 1 -> 2 in place: one journaled commit stamps a new store id and the
-        generation on every region's preamble, then the checkpoint stamps the journal's. A
-        crash in between leaves a journal record whose replay finishes the upgrade."""
-        if not any(identity.is_legacy(r) for r in self.regions.values()):
-            return
-        if self.store_id is None:
-            self.store_id = identity.new_store_id()
-        self.commit(Transaction(self), stamp_only=True)
-        self.checkpoint(force=True)
-        self.upgraded_from = LEGACY_SCHEMA_VERSION
-        log.info("%s: upgraded from store format %d", self.directory, LEGACY_SCHEMA_VERSION)
 
     # ---- guards ------------------------------------------------------------------------
     def in_this_process(self) -> bool:
@@ -412,13 +342,3 @@ class Partition:
     @property
     def closed(self) -> bool:
         return self._closed
-
-
-def _first_seq(data: memoryview) -> int:
-    import struct
-
-    if len(data) >= PREAMBLE_SIZE + 16:
-        magic, _, seq = struct.unpack_from("<IIQ", data, PREAMBLE_SIZE)
-        if magic == 0x4A524543 and seq < 1 << 62:  # a damaged seq must still fit the preamble
-            return int(seq)
-    return 0

@@ -99,7 +99,7 @@ def test_a_non_empty_directory_without_a_store_is_refused(tmp_path: Path) -> Non
     with pytest.raises(StoreError, match="no spector_gpu store"):
         SpectorMemory.open(project, read_only=True)
     # even when asked: never over a file under one of the store's names
-    with pytest.raises(StoreError, match="'config.json' away"):
+    with pytest.raises(StoreError, match=r"'config\.json' away"):
         SpectorMemory.open(project, config=CONFIG, create_in_nonempty=True)
     assert sorted(p.name for p in project.iterdir()) == ["config.json", "main.py"]
     assert json.loads((project / "config.json").read_text()) == {"user": "settings"}
