@@ -68,7 +68,7 @@ class DerivedStateMixin(QuarantineMixin):
                 why = snapshot_mismatch(
                     meta,
                     self.part.store_id,
-                    self.part.generation,
+                    self.part.generation if self.part.writable else None,
                     last,
                     unbound_ok=self.part.upgraded_from is not None,
                 )

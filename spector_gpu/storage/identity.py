@@ -170,7 +170,7 @@ def snapshot_binding(store_id: int | None, generation: int, last_id: int) -> dic
 def snapshot_mismatch(
     meta: dict[str, object],
     store_id: int | None,
-    generation: int,
+    generation: int | None,
     last_id: int | None,
     *,
     unbound_ok: bool = False,
@@ -178,13 +178,14 @@ def snapshot_mismatch(
     """Why a snapshot's ``meta`` does not describe this store, and whether that is damage
     (another store, a later generation, another memory at its last covered ordinal) rather
     than age (a snapshot from before store identity, usable only right after an upgrade,
-    ``unbound_ok``); None when it describes this store."""
+    ``unbound_ok``); None when it describes this store. ``generation`` None (a reader, whose
+    writer may have moved on since its preambles were read) skips the generation check."""
     if "store_id" not in meta:
         return None if unbound_ok else ("it predates store identity", False)
     if meta.get("store_id") != f"{store_id or 0:016x}":
         return f"it was taken from another store ({meta.get('store_id')})", True
     g = meta.get("generation")
-    if not isinstance(g, int) or g > generation:
+    if not isinstance(g, int) or (generation is not None and g > generation):
         return f"it is newer than the store (generation {g} > {generation})", True
     if last_id is not None and meta.get("last_id") != last_id:
         return "its last memory is not this store's", True
