@@ -91,6 +91,7 @@ class Partition:
         self.created = False  # this open created the store's files
         self.upgraded_from: int | None = None  # the schema this open upgraded the store from
         self.replayed_records = 0
+        self._orders: dict[tuple[int, ...], list[int]] = {}
         journal = regions[0]
         self._next_seq = journal.count
         self._journal_end = PREAMBLE_SIZE
@@ -135,6 +136,7 @@ class Partition:
             create_in_nonempty=create_in_nonempty,
         )
         opened = OpenedRegions()
+        part: Partition | None = None
         try:
             opened, ref, legacy = open_store_files(directory, all_specs, names, writable=writable)
             part = cls(
@@ -158,6 +160,8 @@ class Partition:
                 part.damage += identity.reader_findings([part.regions[n] for n in order], ref)
         except BaseException as exc:
             opened.close()
+            if part is not None:
+                part._lock_fd = None  # closed below: the after-fork hook must not close it again
             if lock_fd is not None:
                 os.close(lock_fd)
             if isinstance(exc, OSError) and not isinstance(exc, SpectorError):
@@ -210,23 +214,25 @@ class Partition:
         self.check_writable()
         if not tx.writes and not tx.counts and not stamp_only:
             return
-        assert self.store_id is not None  # set at open; None only before a format upgrade
+        sid = self.store_id
+        assert sid is not None  # set at open; None only before a format upgrade
         try:
-            self._check_sizes()
+            self._check_sizes({f for f, _, _ in tx.writes} | set(tx.counts))
         except CorruptionError as exc:
             self.failed = exc
             raise
         writes = list(tx.writes)
         published: list[tuple[Region, Preamble]] = []
         generation = self._next_seq + 1
-        for file_no in sorted(self.regions, key=publish_key(order)):
-            if not file_no:
-                continue  # the journal's preamble is the checkpoint's
+        for file_no in self._publish_order(order):
             region = self.regions[file_no]
-            count = tx.counts.get(file_no, region.count)
-            pre = region.preamble.committed(count, capacity_of(region), self.store_id, generation)
-            published.append((region, pre))
-            writes.append((file_no, 0, pre.pack()))
+            if file_no in tx.counts or stamp_only:
+                count = tx.counts.get(file_no, region.count)
+                pre = region.preamble.committed(count, capacity_of(region), sid, generation)
+                published.append((region, pre))
+                writes.append((file_no, 0, pre.pack()))
+            else:  # only the generation changes (the in-memory preamble keeps its count)
+                writes.append((file_no, 0, region.preamble.pack_at(sid, generation)))
         parts = encode_record_parts(self._next_seq, writes)
         journal = self.regions[0]
         try:
@@ -256,11 +262,22 @@ class Partition:
                 "reopen it to recover the last durable state"
             ) from exc
 
-    def _check_sizes(self) -> None:
-        """``CorruptionError`` if a file is shorter than this writer made it: another program
-        truncated it under the handle, and appending would build on lost bytes."""
-        for r in self.regions.values():
+    def _check_sizes(self, touched: set[int]) -> None:
+        """``CorruptionError`` if a file this commit writes (or the journal) is shorter than
+        this writer made it: another program truncated it under the handle, and the commit
+        would build on lost bytes. (A file it only stamps is checked when next read.)"""
+        for file_no in (0, *touched):
+            r = self.regions[file_no]
             r.check_backed(r.mapped_size)
+
+    def _publish_order(self, order: Sequence[Region]) -> list[int]:
+        """The regions a commit stamps (all but the journal), in publish order."""
+        key = tuple(r.spec.file_no for r in order)
+        got = self._orders.get(key)
+        if got is None:
+            got = [n for n in sorted(self.regions, key=publish_key(order)) if n]
+            self._orders[key] = got
+        return got
 
     def _apply(self, writes: Sequence[tuple[int, int, bytes]], *, killable: bool = False) -> None:
         half = len(writes) // 2

@@ -139,6 +139,23 @@ class Preamble:
             SCHEMA_VERSION,
         )
 
+    def pack_at(self, store_id: int, generation: int) -> bytes:
+        """The bytes of this preamble in the current schema at ``store_id`` / ``generation``
+        (what :meth:`committed` would pack, without building it)."""
+        head = _HEAD.pack(
+            MAGIC,
+            SCHEMA_VERSION,
+            self.shape,
+            (FLAG_CRC if self.crc_on else 0) | ((self.region_id & 0xFF) << 8),
+            self.capacity,
+            self.count,
+            self.stride,
+            self.layout_id,
+            store_id,
+            generation,
+        )
+        return head + crc32c(head).to_bytes(4, "little") + b"\0\0\0\0"
+
     def pack(self) -> bytes:
         legacy = self.schema_version != SCHEMA_VERSION
         head = _HEAD.pack(

@@ -79,3 +79,17 @@ def test_a_handle_inherited_across_fork_fails_at_once_with_the_fix(tmp_path: Pat
         check=False,
     )
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
+
+
+def test_cuda_in_a_forked_child_names_spawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child forked after its parent initialised CUDA (torch's bad-fork flag): an explicit
+    CUDA device fails at once naming ``spawn``; ``auto`` runs on the CPU."""
+    import torch
+
+    from spector_gpu import DeviceUnavailableError
+    from spector_gpu.device import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "_is_in_bad_fork", lambda: True, raising=False)
+    with pytest.raises(DeviceUnavailableError, match="'spawn'"):
+        resolve_device("cuda")
+    assert resolve_device("auto").type == "cpu"

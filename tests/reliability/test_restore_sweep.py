@@ -234,3 +234,16 @@ def test_a_foreign_log_bearing_this_stores_identity_still_serves_no_wrong_text(
         )
     assert out["wrong"] == [] and "non_library" not in out
     assert out.get("named", 0) > 0  # the episodes raise: their records name other memories
+
+
+def test_an_older_provenance_file_is_reported_not_silently_served(
+    stores: dict[str, Any], tmp_path: Path
+) -> None:
+    """Issue 15 §4: an older ``provenance.rec`` restored used to leave ``check()`` ok while
+    ``explain()`` returned None for the later facts."""
+    _damage(stores["root"], [("provenance.rec", "older")], tmp_path / "s")
+    with SpectorMemory.open(tmp_path / "s", config=CONFIG) as mem:
+        assert any("provenance.rec" in c for c in mem.recovery["corruption"])
+        report = mem.check()
+        assert not report.ok
+        assert any(p.file.endswith("provenance.rec") for p in report.problems)
