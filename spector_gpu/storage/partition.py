@@ -155,9 +155,7 @@ class Partition:
             if writable:
                 open_writer(part, legacy)
             else:
-                part.refresh()  # the per-file reads above ran in file order: re-read safely
-                order = sorted(part.regions, key=publish_key(()), reverse=True)
-                part.damage += identity.reader_findings([part.regions[n] for n in order], ref)
+                part._open_reader()
         except BaseException as exc:
             opened.close()
             if part is not None:
@@ -168,6 +166,13 @@ class Partition:
                 raise open_failure(directory, exc, writable=writable) from exc
             raise
         return part
+
+    def _open_reader(self) -> None:
+        """Re-read the preambles in the reverse of the publish order (the per-file reads of
+        the open ran in file order), then check identities and generations from them."""
+        self.refresh()
+        order = sorted(self.regions, key=publish_key(()), reverse=True)
+        self.damage += identity.reader_findings([self.regions[n] for n in order], self.store_id)
 
     # ---- guards ------------------------------------------------------------------------
     def in_this_process(self) -> bool:
