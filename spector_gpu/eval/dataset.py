@@ -4,7 +4,9 @@ A :class:`Dataset` is a plain, immutable value: conversations (each a tuple of :
 and questions (each naming its conversation and the turn ids — ``dia_id`` — that hold its
 evidence). Two on-disk formats load into it (see :func:`load_dataset`): the LoCoMo
 ``locomo10.json`` format (:mod:`spector_gpu.eval.locomo`) and a BEIR / ir_measures style
-directory of JSONL + qrels TSV (:mod:`spector_gpu.eval.generic`).
+directory of JSONL + qrels TSV (:mod:`spector_gpu.eval.generic`). A dataset may carry its own
+scoring protocol (``Dataset.scorer``, :mod:`spector_gpu.eval.scorer`); without one, questions
+are scored on their evidence as binary qrels.
 
 Question categories follow LoCoMo: 1–4 are answerable retrieval questions, 5 is adversarial
 (reported apart, never in the overall means); 0 means *uncategorised* (generic datasets without
@@ -15,11 +17,14 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Collection, Literal
+from typing import TYPE_CHECKING, Collection, Literal
 
 from ..errors import DatasetError
+
+if TYPE_CHECKING:
+    from .scorer import Scorer
 
 __all__ = [
     "ADVERSARIAL_CATEGORY",
@@ -29,6 +34,7 @@ __all__ = [
     "Question",
     "Dataset",
     "DatasetFormat",
+    "Role",
     "load_dataset",
     "detect_format",
 ]
@@ -37,6 +43,7 @@ ADVERSARIAL_CATEGORY = 5
 UNCATEGORISED = 0
 
 DatasetFormat = Literal["auto", "locomo", "generic"]
+Role = Literal["user", "assistant"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +53,8 @@ class Turn:
     ``dia_id`` is the turn's id within its conversation (LoCoMo ``"D<session>:<turn>"``; the
     corpus ``_id`` for generic data); ``session`` the 1-based session number (0 when unknown);
     ``timestamp_ms`` epoch milliseconds, UTC (0 when unknown); ``caption`` an image caption
-    (LoCoMo ``blip_caption``) or ``None``.
+    (LoCoMo ``blip_caption``) or ``None``; ``role`` who spoke it, remembered with the turn
+    (``"user"`` unless the data says otherwise, as LongMemEval does).
     """
 
     dia_id: str
@@ -55,6 +63,7 @@ class Turn:
     session: int
     timestamp_ms: int
     caption: str | None = None
+    role: Role = "user"
 
     @property
     def index_text(self) -> str:
@@ -105,11 +114,16 @@ class Question:
 
 @dataclass(frozen=True)
 class Dataset:
-    """Conversations and the questions asked about them."""
+    """Conversations and the questions asked about them.
+
+    ``scorer`` is the dataset's scoring protocol (LongMemEval's official one); ``None`` scores
+    every question on its ``evidence`` (:class:`~spector_gpu.eval.scorer.QrelsScorer`).
+    """
 
     name: str
     conversations: tuple[Conversation, ...]
     questions: tuple[Question, ...]
+    scorer: "Scorer | None" = field(default=None, hash=False, repr=False)
 
     @property
     def n_turns(self) -> int:
@@ -143,6 +157,7 @@ class Dataset:
         """A dataset keeping only the given question categories and/or conversations.
 
         Conversations are kept whole; filtering by conversation also drops their questions.
+        The scorer is kept.
         """
         convs = self.conversations
         if conversations is not None:
@@ -154,7 +169,7 @@ class Dataset:
             for q in self.questions
             if q.conv_id in kept_ids and (categories is None or q.category in categories)
         )
-        return Dataset(self.name, convs, questions)
+        return replace(self, conversations=convs, questions=questions)
 
     def qrels(self) -> dict[str, dict[str, int]]:
         """``{qid: {dia_id: 1}}`` for every question (the standard qrels format)."""
