@@ -2,11 +2,12 @@
 
 A :class:`Dataset` is a plain, immutable value: conversations (each a tuple of :class:`Turn`)
 and questions (each naming its conversation and the turn ids — ``dia_id`` — that hold its
-evidence). Two on-disk formats load into it (see :func:`load_dataset`): the LoCoMo
-``locomo10.json`` format (:mod:`spector_gpu.eval.locomo`) and a BEIR / ir_measures style
-directory of JSONL + qrels TSV (:mod:`spector_gpu.eval.generic`). A dataset may carry its own
-scoring protocol (``Dataset.scorer``, :mod:`spector_gpu.eval.scorer`); without one, questions
-are scored on their evidence as binary qrels.
+evidence). Three on-disk formats load into it (see :func:`load_dataset`): the LoCoMo
+``locomo10.json`` format (:mod:`spector_gpu.eval.locomo`), LongMemEval's JSON
+(:mod:`spector_gpu.eval.longmemeval`) and a BEIR / ir_measures style directory of JSONL + qrels
+TSV (:mod:`spector_gpu.eval.generic`). A dataset may carry its own scoring protocol
+(``Dataset.scorer``, :mod:`spector_gpu.eval.scorer`); without one, questions are scored on their
+evidence as binary qrels.
 
 Question categories follow LoCoMo: 1–4 are answerable retrieval questions, 5 is adversarial
 (reported apart, never in the overall means); 0 means *uncategorised* (generic datasets without
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Collection, Literal
@@ -42,8 +44,13 @@ __all__ = [
 ADVERSARIAL_CATEGORY = 5
 UNCATEGORISED = 0
 
-DatasetFormat = Literal["auto", "locomo", "generic"]
+DatasetFormat = Literal["auto", "locomo", "longmemeval", "generic"]
 Role = Literal["user", "assistant"]
+
+# Keys only a LongMemEval record has; one of them sits near the start of the first record
+# whether its keys are in the release's order (question_id first) or sorted (answer_session_ids).
+_LONGMEMEVAL_KEYS = re.compile(rb'"(question_id|answer_session_ids|haystack_session_ids)"\s*:')
+_SNIFF_BYTES = 65536
 
 
 @dataclass(frozen=True)
@@ -209,9 +216,11 @@ class Dataset:
                 )
 
 
-def detect_format(path: str | Path) -> Literal["locomo", "generic"]:
-    """``"locomo"`` for a ``.json`` file holding a JSON list; ``"generic"`` for a directory
-    with ``corpus.jsonl`` and ``queries.jsonl``. Raises ``DatasetError`` otherwise."""
+def detect_format(path: str | Path) -> Literal["locomo", "longmemeval", "generic"]:
+    """``"longmemeval"`` for a JSON list whose first 64 KiB name a LongMemEval key
+    (``question_id``, ``answer_session_ids`` or ``haystack_session_ids``); ``"locomo"`` for any
+    other JSON list; ``"generic"`` for a directory with ``corpus.jsonl`` and ``queries.jsonl``.
+    Raises ``DatasetError`` otherwise."""
     p = Path(path)
     if not p.exists():
         raise DatasetError(f"dataset path {str(p)!r} does not exist")
@@ -223,30 +232,39 @@ def detect_format(path: str | Path) -> Literal["locomo", "generic"]:
             "dataset needs both plus qrels.tsv or qrels/*.tsv"
         )
     with open(p, "rb") as fh:
-        head = fh.read(4096).lstrip()
+        head = fh.read(_SNIFF_BYTES).lstrip()
     if head.startswith(b"["):
-        return "locomo"
+        return "longmemeval" if _LONGMEMEVAL_KEYS.search(head) else "locomo"
     raise DatasetError(
-        f"cannot tell the format of {str(p)!r}: expected a LoCoMo .json list of samples or a "
-        "generic dataset directory; pass format='locomo' or format='generic'"
+        f"cannot tell the format of {str(p)!r}: expected a LoCoMo or LongMemEval .json list or a "
+        "generic dataset directory; pass format='locomo', 'longmemeval' or 'generic'"
     )
 
 
 def load_dataset(path: str | Path, *, format: DatasetFormat = "auto") -> Dataset:  # noqa: A002
     """Load an evaluation dataset.
 
-    ``format="auto"`` detects it (:func:`detect_format`): a ``.json`` list of LoCoMo samples
-    → LoCoMo; a directory with ``corpus.jsonl`` + ``queries.jsonl`` + qrels → generic.
+    ``format="auto"`` detects it (:func:`detect_format`): a ``.json`` list of LongMemEval
+    questions → LongMemEval (every turn, both roles); any other ``.json`` list → LoCoMo; a
+    directory with ``corpus.jsonl`` + ``queries.jsonl`` + qrels → generic.
     A missing path raises ``DatasetError`` naming it; malformed data raises ``DatasetError``
     naming the file and the record (e.g. ``sample 3 (conv-41) session_2 turn 5: missing
     'dia_id'``).
     """
     p = Path(path)
-    if format not in ("auto", "locomo", "generic"):
-        raise DatasetError(f"unknown dataset format {format!r}; use 'auto', 'locomo' or 'generic'")
+    if format not in ("auto", "locomo", "longmemeval", "generic"):
+        raise DatasetError(
+            f"unknown dataset format {format!r}; use 'auto', 'locomo', 'longmemeval' or 'generic'"
+        )
     if not p.exists():
         raise DatasetError(f"dataset path {str(p)!r} does not exist")
     fmt = detect_format(p) if format == "auto" else format
+    if fmt == "longmemeval":
+        from .longmemeval import load_longmemeval
+
+        if p.is_dir():
+            raise DatasetError(f"LongMemEval dataset {str(p)!r} is a directory; pass the .json file")
+        return load_longmemeval(p)
     if fmt == "locomo":
         from .locomo import load_locomo
 
