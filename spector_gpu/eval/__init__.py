@@ -6,7 +6,7 @@ from .locomo import load_locomo, parse_session_datetime
 from .longmemeval import load_longmemeval, parse_longmemeval, parse_longmemeval_date
 from .longmemeval_protocol import Judgement, LongMemEvalScorer
 from .metrics import evaluate_run, format_table, hit_at_k, mrr, ndcg_at_k, recall_at_k
-from .plots import plot_by_category, plot_recall_at_k
+from .plots import plot_by_category, plot_by_type, plot_recall_at_k
 from .runner import EvalResult, ablation_configs, default_configs, evaluate
 from .scorer import QrelsScorer, Scorer
 from .synthetic import generate_locomo_like, write_synthetic
@@ -40,6 +40,7 @@ __all__ = [
     "parse_longmemeval_date",
     "parse_session_datetime",
     "plot_by_category",
+    "plot_by_type",
     "plot_recall_at_k",
     "recall_at_k",
     "save_generic",
