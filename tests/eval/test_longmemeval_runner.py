@@ -5,6 +5,7 @@ and with the real SpectorMemory."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,7 +24,7 @@ from spector_gpu.eval.longmemeval_protocol import (
     score_question,
     type_table,
 )
-from spector_gpu.eval.runner import evaluate
+from spector_gpu.eval.runner import default_temp_dir, evaluate
 from spector_gpu.eval.synthetic_longmemeval import (
     KINDS,
     generate_longmemeval_like,
@@ -168,3 +169,19 @@ def test_cli_eval_detects_the_format(tmp_path: Path, capsys: pytest.CaptureFixtu
     pytest.importorskip("matplotlib")
     assert (out / "session_recall_all_by_type.png").read_bytes()[:4] == b"\x89PNG"
     assert (out / "turn_recall_all_at_k.png").is_file()
+
+
+def test_temporary_stores_live_in_temp_dir(dataset: Dataset, tmp_path: Path) -> None:
+    seen: list[Path] = []
+
+    @contextmanager
+    def factory(path: Path) -> Iterator[OverlapMemory]:
+        seen.append(path)
+        assert path.parent.exists()
+        yield OverlapMemory({})
+
+    evaluate(dataset, memory_factory=factory, temp_dir=tmp_path, progress=False)
+    assert len(seen) == 4 and all(p.parent.parent == tmp_path for p in seen)
+    assert not any(p.parent.exists() for p in seen)  # each removed after its questions
+    expected = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    assert default_temp_dir() == expected
