@@ -19,9 +19,10 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Collection, Literal
+from typing import TYPE_CHECKING, Literal
 
 from ..errors import DatasetError
 
@@ -31,14 +32,14 @@ if TYPE_CHECKING:
 __all__ = [
     "ADVERSARIAL_CATEGORY",
     "UNCATEGORISED",
-    "Turn",
     "Conversation",
-    "Question",
     "Dataset",
     "DatasetFormat",
+    "Question",
     "Role",
-    "load_dataset",
+    "Turn",
     "detect_format",
+    "load_dataset",
 ]
 
 ADVERSARIAL_CATEGORY = 5
@@ -130,7 +131,7 @@ class Dataset:
     name: str
     conversations: tuple[Conversation, ...]
     questions: tuple[Question, ...]
-    scorer: "Scorer | None" = field(default=None, hash=False, repr=False)
+    scorer: Scorer | None = field(default=None, hash=False, repr=False)
 
     @property
     def n_turns(self) -> int:
@@ -160,7 +161,7 @@ class Dataset:
         *,
         categories: Collection[int] | None = None,
         conversations: Collection[str] | None = None,
-    ) -> "Dataset":
+    ) -> Dataset:
         """A dataset keeping only the given question categories and/or conversations.
 
         Conversations are kept whole; filtering by conversation also drops their questions.
@@ -241,7 +242,7 @@ def detect_format(path: str | Path) -> Literal["locomo", "longmemeval", "generic
     )
 
 
-def load_dataset(path: str | Path, *, format: DatasetFormat = "auto") -> Dataset:  # noqa: A002
+def load_dataset(path: str | Path, *, format: DatasetFormat = "auto") -> Dataset:
     """Load an evaluation dataset.
 
     ``format="auto"`` detects it (:func:`detect_format`): a ``.json`` list of LongMemEval
@@ -263,7 +264,9 @@ def load_dataset(path: str | Path, *, format: DatasetFormat = "auto") -> Dataset
         from .longmemeval import load_longmemeval
 
         if p.is_dir():
-            raise DatasetError(f"LongMemEval dataset {str(p)!r} is a directory; pass the .json file")
+            raise DatasetError(
+                f"LongMemEval dataset {str(p)!r} is a directory; pass the .json file"
+            )
         return load_longmemeval(p)
     if fmt == "locomo":
         from .locomo import load_locomo

@@ -9,8 +9,9 @@ the global backend are never touched — save it with ``ax.figure.savefig(path)`
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import MissingExtraError
 
@@ -23,7 +24,7 @@ __all__ = ["plot_by_category", "plot_by_type", "plot_recall_at_k", "save_plots"]
 logger = logging.getLogger(__name__)
 
 
-def _new_axes() -> "Axes":
+def _new_axes() -> Axes:
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -46,8 +47,8 @@ def _ks(entry: Mapping[str, Any], prefix: str) -> list[int]:
 
 
 def plot_recall_at_k(
-    metrics: Mapping[str, Any], ax: "Axes | None" = None, *, metric: str = "recall"
-) -> "Axes":
+    metrics: Mapping[str, Any], ax: Axes | None = None, *, metric: str = "recall"
+) -> Axes:
     """``<metric>@k`` against k, one line per configuration (overall means): ``"recall"``
     (LoCoMo, categories 1–4) or a LongMemEval key such as ``"session/recall_all"``."""
     ax = _new_axes() if ax is None else ax
@@ -67,8 +68,8 @@ def plot_recall_at_k(
 
 
 def plot_by_category(
-    metrics: Mapping[str, Any], ax: "Axes | None" = None, *, metric: str | None = None
-) -> "Axes":
+    metrics: Mapping[str, Any], ax: Axes | None = None, *, metric: str | None = None
+) -> Axes:
     """Grouped bars of ``metric`` (default ``recall@10``, else the largest recall@k) per
     question category (5 included when present), one bar per configuration."""
     ax = _new_axes() if ax is None else ax
@@ -99,8 +100,8 @@ def plot_by_category(
 
 
 def plot_by_type(
-    metrics: Mapping[str, Any], ax: "Axes | None" = None, *, metric: str = "session/recall_all@10"
-) -> "Axes":
+    metrics: Mapping[str, Any], ax: Axes | None = None, *, metric: str = "session/recall_all@10"
+) -> Axes:
     """Grouped bars of ``metric`` per LongMemEval ``question_type`` (``by_type``), one bar per
     configuration; the tick labels carry the number of scored questions."""
     ax = _new_axes() if ax is None else ax
@@ -126,8 +127,7 @@ def _drawers(metrics: Mapping[str, Any]) -> list[tuple[str, Any]]:
     if not any("by_type" in e for e in _configs(metrics).values()):
         return [("recall_at_k.png", plot_recall_at_k), ("recall_by_category.png", plot_by_category)]
     return [
-        ("session_recall_all_at_k.png",
-         lambda m: plot_recall_at_k(m, metric="session/recall_all")),
+        ("session_recall_all_at_k.png", lambda m: plot_recall_at_k(m, metric="session/recall_all")),
         ("turn_recall_all_at_k.png", lambda m: plot_recall_at_k(m, metric="turn/recall_all")),
         ("session_recall_all_by_type.png", plot_by_type),
     ]

@@ -40,7 +40,7 @@ class EvalResult:
 
     metrics: dict[str, Any]
     per_question: list[dict[str, Any]]
-    options: Mapping[str, "RecallOptions"] = field(default_factory=dict, repr=False)
+    options: Mapping[str, RecallOptions] = field(default_factory=dict, repr=False)
     scorer: Scorer = field(default_factory=QrelsScorer, repr=False)
     timing: dict[str, float | int] = field(default_factory=dict)
 

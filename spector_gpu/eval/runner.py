@@ -27,10 +27,11 @@ import os
 import re
 import tempfile
 import time
-from contextlib import ExitStack
+from collections.abc import Callable, Collection, Mapping, Sequence
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Collection, ContextManager, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SpectorError, ValidationError
 from .dataset import ADVERSARIAL_CATEGORY, UNCATEGORISED, Conversation, Dataset, Question
@@ -52,18 +53,18 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-MemoryFactory = Callable[[Path], ContextManager[Any]]
+MemoryFactory = Callable[[Path], AbstractContextManager[Any]]
 """Opens a store at a path; the context value needs ``remember_batch`` and ``recall_batch``."""
 
 
-def default_configs(k_max: int = 20) -> dict[str, "RecallOptions"]:
+def default_configs(k_max: int = 20) -> dict[str, RecallOptions]:
     """``{"default": RecallOptions(k=k_max, mode="observe")}`` — the library defaults."""
     from ..types import RecallOptions
 
     return {"default": RecallOptions(k=k_max, mode="observe")}
 
 
-def ablation_configs(k_max: int = 20) -> dict[str, "RecallOptions"]:
+def ablation_configs(k_max: int = 20) -> dict[str, RecallOptions]:
     """Per-relay and per-fusion ablations, each otherwise at the library defaults.
 
     Relays (default fusion): ``lexical``, ``dense``, ``lexical+dense``, ``+association``
@@ -90,7 +91,7 @@ def evaluate(
     dataset: Dataset,
     *,
     out_dir: str | Path | None = None,
-    configs: Mapping[str, "RecallOptions"] | None = None,
+    configs: Mapping[str, RecallOptions] | None = None,
     ablations: bool = False,
     ks: Sequence[int] | None = None,
     k_max: int | None = None,
@@ -125,8 +126,9 @@ def evaluate(
     """
     scorer: Scorer = dataset.scorer or QrelsScorer()
     k_max = scorer.default_depth if k_max is None else k_max
-    ks = _check_args(scorer.cutoffs(k_max) if ks is None and _positive(k_max) else ks, k_max,
-                     batch_size)
+    ks = _check_args(
+        scorer.cutoffs(k_max) if ks is None and _positive(k_max) else ks, k_max, batch_size
+    )
     options = _effective_configs(configs, ablations, k_max)
     questions = _select_questions(dataset, categories)
     factory = memory_factory or _default_factory(config=config, embedder=embedder, device=device)
@@ -168,8 +170,8 @@ def _check_args(ks: Sequence[int] | None, k_max: int, batch_size: int) -> tuple[
 
 
 def _effective_configs(
-    configs: Mapping[str, "RecallOptions"] | None, ablations: bool, k_max: int
-) -> dict[str, "RecallOptions"]:
+    configs: Mapping[str, RecallOptions] | None, ablations: bool, k_max: int
+) -> dict[str, RecallOptions]:
     out = dict(default_configs(k_max) if configs is None else configs)
     if ablations:
         out.update(ablation_configs(k_max))
@@ -179,7 +181,10 @@ def _effective_configs(
         if opts.k != k_max or opts.mode != "observe":
             logger.info(
                 "config %r: using k=%d, mode='observe' (was k=%d, mode=%r)",
-                name, k_max, opts.k, opts.mode,
+                name,
+                k_max,
+                opts.k,
+                opts.mode,
             )
         out[name] = replace(opts, k=k_max, mode="observe")
     return out
@@ -188,7 +193,8 @@ def _effective_configs(
 def _select_questions(dataset: Dataset, categories: Collection[int] | None) -> list[Question]:
     always = (ADVERSARIAL_CATEGORY, UNCATEGORISED)
     keep = [
-        q for q in dataset.questions
+        q
+        for q in dataset.questions
         if categories is None or q.category in categories or q.category in always
     ]
     if not any(q.category != ADVERSARIAL_CATEGORY for q in keep):
@@ -201,7 +207,7 @@ def _select_questions(dataset: Dataset, categories: Collection[int] | None) -> l
 def _default_factory(*, config: Any, embedder: Any, device: Any) -> MemoryFactory:
     from ..memory import SpectorMemory  # the facade; imported lazily so this module stands alone
 
-    def factory(path: Path) -> ContextManager[Any]:
+    def factory(path: Path) -> AbstractContextManager[Any]:
         return SpectorMemory.open(path, config=config, embedder=embedder, device=device)
 
     return factory
@@ -239,8 +245,13 @@ def _store_path(root: Path | None, conv_id: str, stack: ExitStack, temp_dir: str
 def _ingest_records(conv: Conversation) -> list[dict[str, Any]]:
     records = []
     for t in conv.turns:
-        rec: dict[str, Any] = {"text": t.index_text, "session_id": t.session, "speaker": t.speaker,
-                               "role": t.role, "external_id": t.dia_id}
+        rec: dict[str, Any] = {
+            "text": t.index_text,
+            "session_id": t.session,
+            "speaker": t.speaker,
+            "role": t.role,
+            "external_id": t.dia_id,
+        }
         if t.timestamp_ms:  # 0 = unknown: let the engine stamp it
             rec["timestamp_ms"] = t.timestamp_ms
         records.append(rec)
@@ -251,7 +262,7 @@ def _ingest_records(conv: Conversation) -> list[dict[str, Any]]:
 class _Job:
     """What every conversation of one ``evaluate`` call shares."""
 
-    options: Mapping[str, "RecallOptions"]
+    options: Mapping[str, RecallOptions]
     factory: MemoryFactory
     root: Path | None
     temp_dir: str | None
