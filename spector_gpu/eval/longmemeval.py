@@ -200,7 +200,7 @@ def _parse_record(
     qtype = _field(record, "question_type", str, where)
     text = _field(record, "question", str, where)
     answer = _field(record, "answer", (str, int), where)
-    _date(_field(record, "question_date", str, where), f"{where} 'question_date'")
+    asked_ms = _date(_field(record, "question_date", str, where), f"{where} 'question_date'")
     ids = _strings(record, "haystack_session_ids", where)
     dates = _strings(record, "haystack_dates", where)
     sessions = _field(record, "haystack_sessions", list, where)
@@ -223,6 +223,7 @@ def _parse_record(
         qid=qid,
         question_type=qtype,
         abstention="_abs" in qid,
+        question_date_ms=asked_ms,
         positions=hay.positions,
         session_ids=tuple(ids),
         session_corpus=tuple(hay.session_corpus),

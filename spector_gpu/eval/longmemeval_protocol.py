@@ -81,12 +81,15 @@ class Judgement:
     ``session_corpus`` its session-level corpus id; ``turn_ids`` maps the ``dia_id`` of every
     remembered user turn to its turn id; ``turn_corpus`` lists the turn id of every user turn of
     the haystack, remembered or not (an empty turn is skipped but stays in the code's corpus);
-    ``session_gold`` / ``turn_gold`` are the gold ids; ``answer_session_ids`` the record's own.
+    ``session_gold`` / ``turn_gold`` are the gold ids; ``answer_session_ids`` the record's own;
+    ``question_date_ms`` when the question is asked (epoch ms, UTC; evidence can be dated later
+    on the same day).
     """
 
     qid: str
     question_type: str
     abstention: bool
+    question_date_ms: int
     positions: Mapping[str, int] = field(repr=False)
     session_ids: tuple[str, ...] = field(repr=False)
     session_corpus: tuple[str, ...] = field(repr=False)

@@ -218,10 +218,10 @@ def default_temp_dir() -> str | None:
     directory, else ``None`` (the system temporary directory).
 
     A throwaway store's fixed cost is file creation and syncs (17 opens, 25 fsyncs and 21
-    fdatasyncs per store, whatever the durability level): measured on this project's CPU
-    machine, 20 ms per store on disk against 4 ms in RAM, and on disk it grows tenfold when
-    other work keeps the disk busy (``benchmarks/bench_eval_stores.py``). Only one store
-    exists at a time, and only while its questions are answered.
+    fdatasyncs per store, whatever the durability level): on this project's CPU machine 20 ms
+    per store on disk against 4 ms in RAM, and up to ten times more on disk while other work
+    keeps it busy (``benchmarks/bench_eval_stores.py``). Only one store exists at a time, and
+    only while its questions are answered.
     """
     shm = "/dev/shm"
     return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
