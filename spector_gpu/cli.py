@@ -171,17 +171,14 @@ def _embedder(spec: str | None) -> Any:
 def _cmd_eval(args: argparse.Namespace) -> int:
     from .config import load_config
     from .eval import evaluate, load_dataset
-    from .eval.metrics import DEFAULT_KS
 
     dataset = load_dataset(args.path, format=args.format)
-    if args.k < 1:
+    if args.k is not None and args.k < 1:
         raise ValidationError(f"--k must be >= 1, got {args.k}")
-    ks = sorted({k for k in DEFAULT_KS if k <= args.k} | {args.k})
-    result = evaluate(
+    result = evaluate(  # cut-offs: the dataset's (1,5,10,20 ≤ k and k; LongMemEval's official)
         dataset,
         out_dir=args.out,
         ablations=args.ablations,
-        ks=ks,
         k_max=args.k,
         batch_size=args.batch_size,
         device=args.device,
@@ -378,10 +375,10 @@ def _sub(
 def _data_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--format",
-        choices=("auto", "locomo", "generic"),
+        choices=("auto", "locomo", "longmemeval", "generic"),
         default="auto",
-        help="dataset format (default: detected: a LoCoMo .json list or a generic "
-        "corpus.jsonl + queries.jsonl + qrels directory)",
+        help="dataset format (default: detected: a LoCoMo or LongMemEval .json list or a "
+        "generic corpus.jsonl + queries.jsonl + qrels directory)",
     )
     p.add_argument("--config", metavar="TOML", help="engine configuration file (configs/*.toml)")
     p.add_argument("--device", default=None, help="auto (default) | cpu | cuda | cuda:N")
@@ -414,13 +411,17 @@ def build_parser() -> argparse.ArgumentParser:
         "batched offline recall evaluation of a dataset",
         "example: spector-gpu eval locomo10-dev.json --out runs/dev --ablations",
     )
-    p.add_argument("path", help="LoCoMo .json file or generic dataset directory")
+    p.add_argument("path", help="LoCoMo or LongMemEval .json file or generic dataset directory")
     p.add_argument(
         "--out", required=True, metavar="DIR", help="writes metrics.json, per_question.jsonl, plots"
     )
     _data_options(p)
     p.add_argument(
-        "--k", type=int, default=20, help="deepest cut-off (k_max); metrics at 1,5,10,20 ≤ k and k"
+        "--k",
+        type=int,
+        default=None,
+        help="memories recalled per question (k_max; default "
+        "20, LongMemEval 1000); metrics at 1,5,10,20 ≤ k and k (LongMemEval: 1,3,5,10,30,50 ≤ k)",
     )
     p.add_argument(
         "--ablations", action="store_true", help="add per-relay and per-fusion configurations"

@@ -2,9 +2,12 @@
 
 A :class:`Dataset` is a plain, immutable value: conversations (each a tuple of :class:`Turn`)
 and questions (each naming its conversation and the turn ids — ``dia_id`` — that hold its
-evidence). Two on-disk formats load into it (see :func:`load_dataset`): the LoCoMo
-``locomo10.json`` format (:mod:`spector_gpu.eval.locomo`) and a BEIR / ir_measures style
-directory of JSONL + qrels TSV (:mod:`spector_gpu.eval.generic`).
+evidence). Three on-disk formats load into it (see :func:`load_dataset`): the LoCoMo
+``locomo10.json`` format (:mod:`spector_gpu.eval.locomo`), LongMemEval's JSON
+(:mod:`spector_gpu.eval.longmemeval`) and a BEIR / ir_measures style directory of JSONL + qrels
+TSV (:mod:`spector_gpu.eval.generic`). A dataset may carry its own scoring protocol
+(``Dataset.scorer``, :mod:`spector_gpu.eval.scorer`); without one, questions are scored on their
+evidence as binary qrels.
 
 Question categories follow LoCoMo: 1–4 are answerable retrieval questions, 5 is adversarial
 (reported apart, never in the overall means); 0 means *uncategorised* (generic datasets without
@@ -15,28 +18,40 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+import re
+from collections.abc import Collection
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Collection, Literal
+from typing import TYPE_CHECKING, Literal
 
 from ..errors import DatasetError
+
+if TYPE_CHECKING:
+    from .scorer import Scorer
 
 __all__ = [
     "ADVERSARIAL_CATEGORY",
     "UNCATEGORISED",
-    "Turn",
     "Conversation",
-    "Question",
     "Dataset",
     "DatasetFormat",
-    "load_dataset",
+    "Question",
+    "Role",
+    "Turn",
     "detect_format",
+    "load_dataset",
 ]
 
 ADVERSARIAL_CATEGORY = 5
 UNCATEGORISED = 0
 
-DatasetFormat = Literal["auto", "locomo", "generic"]
+DatasetFormat = Literal["auto", "locomo", "longmemeval", "generic"]
+Role = Literal["user", "assistant"]
+
+# Keys only a LongMemEval record has; one of them sits near the start of the first record
+# whether its keys are in the release's order (question_id first) or sorted (answer_session_ids).
+_LONGMEMEVAL_KEYS = re.compile(rb'"(question_id|answer_session_ids|haystack_session_ids)"\s*:')
+_SNIFF_BYTES = 65536
 
 
 @dataclass(frozen=True)
@@ -46,7 +61,8 @@ class Turn:
     ``dia_id`` is the turn's id within its conversation (LoCoMo ``"D<session>:<turn>"``; the
     corpus ``_id`` for generic data); ``session`` the 1-based session number (0 when unknown);
     ``timestamp_ms`` epoch milliseconds, UTC (0 when unknown); ``caption`` an image caption
-    (LoCoMo ``blip_caption``) or ``None``.
+    (LoCoMo ``blip_caption``) or ``None``; ``role`` who spoke it, remembered with the turn
+    (``"user"`` unless the data says otherwise, as LongMemEval does).
     """
 
     dia_id: str
@@ -55,6 +71,7 @@ class Turn:
     session: int
     timestamp_ms: int
     caption: str | None = None
+    role: Role = "user"
 
     @property
     def index_text(self) -> str:
@@ -105,11 +122,16 @@ class Question:
 
 @dataclass(frozen=True)
 class Dataset:
-    """Conversations and the questions asked about them."""
+    """Conversations and the questions asked about them.
+
+    ``scorer`` is the dataset's scoring protocol (LongMemEval's official one); ``None`` scores
+    every question on its ``evidence`` (:class:`~spector_gpu.eval.scorer.QrelsScorer`).
+    """
 
     name: str
     conversations: tuple[Conversation, ...]
     questions: tuple[Question, ...]
+    scorer: Scorer | None = field(default=None, hash=False, repr=False)
 
     @property
     def n_turns(self) -> int:
@@ -139,10 +161,11 @@ class Dataset:
         *,
         categories: Collection[int] | None = None,
         conversations: Collection[str] | None = None,
-    ) -> "Dataset":
+    ) -> Dataset:
         """A dataset keeping only the given question categories and/or conversations.
 
         Conversations are kept whole; filtering by conversation also drops their questions.
+        The scorer is kept.
         """
         convs = self.conversations
         if conversations is not None:
@@ -154,11 +177,11 @@ class Dataset:
             for q in self.questions
             if q.conv_id in kept_ids and (categories is None or q.category in categories)
         )
-        return Dataset(self.name, convs, questions)
+        return replace(self, conversations=convs, questions=questions)
 
     def qrels(self) -> dict[str, dict[str, int]]:
         """``{qid: {dia_id: 1}}`` for every question (the standard qrels format)."""
-        return {q.qid: {e: 1 for e in q.evidence} for q in self.questions}
+        return {q.qid: dict.fromkeys(q.evidence, 1) for q in self.questions}
 
     def categories(self) -> dict[str, int]:
         """``{qid: category}`` for every question."""
@@ -194,9 +217,11 @@ class Dataset:
                 )
 
 
-def detect_format(path: str | Path) -> Literal["locomo", "generic"]:
-    """``"locomo"`` for a ``.json`` file holding a JSON list; ``"generic"`` for a directory
-    with ``corpus.jsonl`` and ``queries.jsonl``. Raises ``DatasetError`` otherwise."""
+def detect_format(path: str | Path) -> Literal["locomo", "longmemeval", "generic"]:
+    """``"longmemeval"`` for a JSON list whose first 64 KiB name a LongMemEval key
+    (``question_id``, ``answer_session_ids`` or ``haystack_session_ids``); ``"locomo"`` for any
+    other JSON list; ``"generic"`` for a directory with ``corpus.jsonl`` and ``queries.jsonl``.
+    Raises ``DatasetError`` otherwise."""
     p = Path(path)
     if not p.exists():
         raise DatasetError(f"dataset path {str(p)!r} does not exist")
@@ -208,30 +233,41 @@ def detect_format(path: str | Path) -> Literal["locomo", "generic"]:
             "dataset needs both plus qrels.tsv or qrels/*.tsv"
         )
     with open(p, "rb") as fh:
-        head = fh.read(4096).lstrip()
+        head = fh.read(_SNIFF_BYTES).lstrip()
     if head.startswith(b"["):
-        return "locomo"
+        return "longmemeval" if _LONGMEMEVAL_KEYS.search(head) else "locomo"
     raise DatasetError(
-        f"cannot tell the format of {str(p)!r}: expected a LoCoMo .json list of samples or a "
-        "generic dataset directory; pass format='locomo' or format='generic'"
+        f"cannot tell the format of {str(p)!r}: expected a LoCoMo or LongMemEval .json list or a "
+        "generic dataset directory; pass format='locomo', 'longmemeval' or 'generic'"
     )
 
 
-def load_dataset(path: str | Path, *, format: DatasetFormat = "auto") -> Dataset:  # noqa: A002
+def load_dataset(path: str | Path, *, format: DatasetFormat = "auto") -> Dataset:
     """Load an evaluation dataset.
 
-    ``format="auto"`` detects it (:func:`detect_format`): a ``.json`` list of LoCoMo samples
-    → LoCoMo; a directory with ``corpus.jsonl`` + ``queries.jsonl`` + qrels → generic.
+    ``format="auto"`` detects it (:func:`detect_format`): a ``.json`` list of LongMemEval
+    questions → LongMemEval (every turn, both roles); any other ``.json`` list → LoCoMo; a
+    directory with ``corpus.jsonl`` + ``queries.jsonl`` + qrels → generic.
     A missing path raises ``DatasetError`` naming it; malformed data raises ``DatasetError``
     naming the file and the record (e.g. ``sample 3 (conv-41) session_2 turn 5: missing
     'dia_id'``).
     """
     p = Path(path)
-    if format not in ("auto", "locomo", "generic"):
-        raise DatasetError(f"unknown dataset format {format!r}; use 'auto', 'locomo' or 'generic'")
+    if format not in ("auto", "locomo", "longmemeval", "generic"):
+        raise DatasetError(
+            f"unknown dataset format {format!r}; use 'auto', 'locomo', 'longmemeval' or 'generic'"
+        )
     if not p.exists():
         raise DatasetError(f"dataset path {str(p)!r} does not exist")
     fmt = detect_format(p) if format == "auto" else format
+    if fmt == "longmemeval":
+        from .longmemeval import load_longmemeval
+
+        if p.is_dir():
+            raise DatasetError(
+                f"LongMemEval dataset {str(p)!r} is a directory; pass the .json file"
+            )
+        return load_longmemeval(p)
     if fmt == "locomo":
         from .locomo import load_locomo
 

@@ -7,9 +7,10 @@ and that a plain BM25 baseline scored through the metrics and the runner is far 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
