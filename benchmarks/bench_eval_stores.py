@@ -59,7 +59,7 @@ OPEN_STEPS: tuple[tuple[str, str, str, str | None, str | None], ...] = (
     ("  store.json (atomic_write, durable)", "io.py", "atomic_write", "cortex.py", "_open"),
     ("  config.json (Config.save)", "config.py", "save", None, None),
     ("  derived indexes at open (Cortex._load)", "cortex.py", "_load", None, None),
-    ("  embedder construction (make_embedder)", "embedders.py", "make_embedder", None, None),
+    ("  embedder construction (make_embedder)", "registry.py", "make_embedder", None, None),
     ("remember_batch (one memory)", "memory.py", "remember_batch", None, None),
     ("  journal commit", "partition.py", "commit", None, None),
     ("close (all of it)", "memory.py", "close", None, None),
@@ -69,7 +69,7 @@ OPEN_STEPS: tuple[tuple[str, str, str, str | None, str | None], ...] = (
 TURN_STEPS: tuple[tuple[str, str, str, str | None, str | None], ...] = (
     ("remember_batch (all of it)", "memory.py", "remember_batch", None, None),
     ("  validate records", "remember.py", "validate", None, None),
-    ("  embedder (embed)", "embedders.py", "embed", None, None),
+    ("  embedder (embed)", "hashing.py", "embed", None, None),
     ("  derived indexes (Cortex.adopt)", "cortex.py", "adopt", None, None),
     ("    analyzer (tokenise + stem)", "analyzer.py", "tokens_batch", "cortex.py", "adopt"),
     ("      stemming cache misses (_resolve)", "analyzer.py", "_resolve", None, None),

@@ -1,12 +1,14 @@
 """Batched offline recall evaluation: datasets, metrics, the runner and plots."""
 
-from .dataset import Conversation, Dataset, Question, Turn, load_dataset
+from .dataset import Dataset
 from .generic import load_generic, save_generic
+from .loaders import load_dataset
 from .locomo import load_locomo, parse_session_datetime
 from .longmemeval import load_longmemeval, parse_longmemeval, parse_longmemeval_date
 from .longmemeval_protocol import Judgement, LongMemEvalScorer
 from .metrics import evaluate_run, format_table, hit_at_k, mrr, ndcg_at_k, recall_at_k
 from .plots import plot_by_category, plot_by_type, plot_recall_at_k
+from .records import Conversation, Question, Turn
 from .runner import EvalResult, ablation_configs, default_configs, evaluate
 from .scorer import QrelsScorer, Scorer
 from .synthetic import generate_locomo_like, write_synthetic

@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError, ValidationError
-from .dataset import UNCATEGORISED, Conversation, Dataset, Question, Turn, write_atomic
+from .dataset import Dataset
+from .files import write_atomic
+from .records import UNCATEGORISED, Conversation, Question, Turn
 
 __all__ = ["DEFAULT_CONVERSATION", "load_generic", "read_qrels", "save_generic"]
 

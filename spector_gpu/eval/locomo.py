@@ -37,7 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError
-from .dataset import Conversation, Dataset, Question, Turn, read_json
+from .dataset import Dataset
+from .files import read_json
+from .records import Conversation, Question, Turn
 
 __all__ = [
     "canonical_dia_id",

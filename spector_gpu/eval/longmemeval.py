@@ -17,7 +17,7 @@ Mapping to :class:`~spector_gpu.eval.dataset.Dataset`:
 
 - one conversation per question (``conv_id`` = ``question_id``): the runner builds one store per
   question from that question's own haystack;
-- every turn of every haystack session becomes a :class:`~spector_gpu.eval.dataset.Turn`, user
+- every turn of every haystack session becomes a :class:`~spector_gpu.eval.records.Turn`, user
   and assistant alike (``roles`` narrows that): ``dia_id`` ``"S<p>:<n>"`` with ``p`` the
   session's 1-based position in the haystack and ``n`` the turn's 1-based number in its session;
   ``session`` = ``p``, so a session id that repeats inside one haystack stays two sessions;
@@ -48,8 +48,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError
-from .dataset import UNCATEGORISED, Conversation, Dataset, Question, Role, Turn, read_json
+from .dataset import Dataset
+from .files import read_json
 from .longmemeval_protocol import Judgement, LongMemEvalScorer
+from .records import UNCATEGORISED, Conversation, Question, Role, Turn
 
 __all__ = ["ROLES", "load_longmemeval", "parse_longmemeval", "parse_longmemeval_date"]
 

@@ -52,7 +52,7 @@ from .longmemeval_metrics import (
 )
 
 if TYPE_CHECKING:
-    from .dataset import Question
+    from .records import Question
 
 __all__ = [
     "DEFAULT_DEPTH",

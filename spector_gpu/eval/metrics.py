@@ -29,7 +29,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ..errors import ValidationError
-from .dataset import ADVERSARIAL_CATEGORY, UNCATEGORISED
+from .records import ADVERSARIAL_CATEGORY, UNCATEGORISED
 
 __all__ = [
     "DEFAULT_KS",

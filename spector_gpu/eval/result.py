@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MissingExtraError
-from .dataset import write_atomic
+from .files import write_atomic
 from .scorer import QrelsScorer, Scorer
 
 if TYPE_CHECKING:

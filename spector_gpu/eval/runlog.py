@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import SpectorError
 
 if TYPE_CHECKING:
-    from .dataset import Question
+    from .records import Question
     from .scorer import Scorer
 
 __all__ = ["PHASES", "RunLog"]

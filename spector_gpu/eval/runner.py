@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SpectorError, ValidationError
-from .dataset import ADVERSARIAL_CATEGORY, UNCATEGORISED, Conversation, Dataset, Question
+from .dataset import Dataset
+from .records import ADVERSARIAL_CATEGORY, UNCATEGORISED, Conversation, Question
 from .result import EvalResult
 from .runlog import RunLog
 from .scorer import QrelsScorer, Scorer
@@ -131,19 +132,15 @@ def evaluate(
     )
     options = _effective_configs(configs, ablations, k_max)
     questions = _select_questions(dataset, categories)
-    factory = memory_factory or _default_factory(config=config, embedder=embedder, device=device)
-    root = None if store_root is None else Path(store_root)
-    scratch = default_temp_dir() if temp_dir is None else str(temp_dir)
-    log = RunLog(list(options))
-    by_conv: dict[str, list[Question]] = {}
-    for q in questions:
-        by_conv.setdefault(q.conv_id, []).append(q)
-    total = len(questions) * len(options)
-    with _progress(total, progress, dataset.name) as bar:
-        job = _Job(options, factory, root, scratch, batch_size, log, bar)
-        for conv in dataset.conversations:
-            if conv.conv_id in by_conv:
-                job.conversation(conv, by_conv[conv.conv_id])
+    job = _Job(
+        options,
+        memory_factory or _default_factory(config=config, embedder=embedder, device=device),
+        None if store_root is None else Path(store_root),
+        default_temp_dir() if temp_dir is None else str(temp_dir),
+        batch_size,
+        RunLog(list(options)),
+    )
+    log = job.run(dataset, questions, progress=progress)
     metrics = _assemble(dataset, questions, ks, log, scorer, (device, embedder))
     rows = log.rows(questions, ks, scorer)
     result = EvalResult(metrics, rows, options, scorer, log.timing_report())
@@ -268,7 +265,21 @@ class _Job:
     temp_dir: str | None
     batch_size: int
     log: RunLog
-    bar: Any
+    bar: Any = None  # the progress bar, while run() runs
+
+    def run(self, dataset: Dataset, questions: list[Question], *, progress: bool) -> RunLog:
+        """Every conversation of ``dataset`` that ``questions`` ask about, in dataset order,
+        under one progress bar; returns the filled :class:`RunLog`."""
+        by_conv: dict[str, list[Question]] = {}
+        for q in questions:
+            by_conv.setdefault(q.conv_id, []).append(q)
+        total = len(questions) * len(self.options)
+        with _progress(total, progress, dataset.name) as bar:
+            self.bar = bar
+            for conv in dataset.conversations:
+                if conv.conv_id in by_conv:
+                    self.conversation(conv, by_conv[conv.conv_id])
+        return self.log
 
     def conversation(self, conv: Conversation, questions: list[Question]) -> None:
         """Ingest ``conv`` into a fresh store, then recall ``questions`` per configuration."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .metrics import DEFAULT_KS, evaluate_run, format_table, per_question
 
 if TYPE_CHECKING:
-    from .dataset import Question
+    from .records import Question
 
 __all__ = ["QrelsScorer", "Rankings", "Scorer"]
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ValidationError
-from .dataset import write_atomic
+from .files import write_atomic
 
 __all__ = ["KINDS", "generate_longmemeval_like", "write_longmemeval_like"]
 

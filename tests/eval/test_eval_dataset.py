@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from spector_gpu.errors import DatasetError, ValidationError
-from spector_gpu.eval.dataset import Dataset, Turn, detect_format, load_dataset
+from spector_gpu.eval.dataset import Dataset, Turn
 from spector_gpu.eval.generic import load_generic, save_generic
+from spector_gpu.eval.loaders import detect_format, load_dataset
 from spector_gpu.eval.locomo import normalize_evidence, parse_locomo, parse_session_datetime
 from spector_gpu.eval.synthetic import generate_locomo_like
 

@@ -17,7 +17,8 @@ import pytest
 import Stemmer
 from rank_bm25 import BM25Okapi
 
-from spector_gpu.eval.dataset import Dataset, load_dataset
+from spector_gpu.eval.dataset import Dataset
+from spector_gpu.eval.loaders import load_dataset
 from spector_gpu.eval.metrics import evaluate_run
 from spector_gpu.eval.runner import evaluate
 from spector_gpu.types import RecallBatch, RecallOptions

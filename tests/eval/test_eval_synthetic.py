@@ -12,7 +12,8 @@ import Stemmer
 from rank_bm25 import BM25Okapi
 
 from spector_gpu.errors import ValidationError
-from spector_gpu.eval.dataset import Dataset, load_dataset
+from spector_gpu.eval.dataset import Dataset
+from spector_gpu.eval.loaders import load_dataset
 from spector_gpu.eval.locomo import parse_locomo, parse_session_datetime
 from spector_gpu.eval.synthetic import (
     BUNDLED_SAMPLE_KWARGS,

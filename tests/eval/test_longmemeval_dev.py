@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from spector_gpu.eval.dataset import Dataset, load_dataset
+from spector_gpu.eval.dataset import Dataset
+from spector_gpu.eval.loaders import load_dataset
 from spector_gpu.eval.longmemeval_protocol import OFFICIAL_KS, LongMemEvalScorer
 
 pytestmark = pytest.mark.longmemeval

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from spector_gpu.errors import DatasetError
-from spector_gpu.eval.dataset import detect_format, load_dataset
+from spector_gpu.eval.loaders import detect_format, load_dataset
 from spector_gpu.eval.longmemeval import load_longmemeval, parse_longmemeval, parse_longmemeval_date
 from spector_gpu.eval.longmemeval_protocol import LongMemEvalScorer
 from spector_gpu.eval.synthetic import generate_locomo_like
