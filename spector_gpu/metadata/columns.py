@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .codebook import Codebook
+
 __all__ = [
     "EXACT_FLOAT_INT",
     "TAG_FALSE",
@@ -45,7 +47,6 @@ __all__ = [
     "TAG_OBJECT",
     "TAG_STRING",
     "TAG_TRUE",
-    "Codebook",
     "Column",
 ]
 
@@ -66,45 +67,6 @@ def grown(arr: Array, need: int, fill: Any) -> Array:
     out = np.full(max(need, 2 * len(arr), 16), fill, dtype=arr.dtype)
     out[: len(arr)] = arr
     return out
-
-
-class Codebook:
-    """Dictionary encoding of a column's strings and lists: equality key → int32 code."""
-
-    __slots__ = ("_is_str", "_strs", "codes", "keys")
-
-    def __init__(self) -> None:
-        self.codes: dict[Hashable, int] = {}
-        self.keys: list[Hashable] = []
-        self._strs: Array = np.empty(0, dtype=object)  # code -> its string ("" for lists)
-        self._is_str: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def code(self, key: Hashable) -> int:
-        """The code of ``key``, adding it if new."""
-        found = self.codes.get(key)
-        if found is not None:
-            return found
-        new = len(self.keys)
-        self.codes[key] = new
-        self.keys.append(key)
-        self._strs = grown(self._strs, new + 1, "")
-        self._is_str = grown(self._is_str, new + 1, False)
-        if isinstance(key, str):
-            self._strs[new] = key
-            self._is_str[new] = True
-        return new
-
-    def ordered(self, op: Any, bound: str) -> npt.NDArray[np.bool_]:
-        """bool (codes + 1,): ``op(string, bound)`` per code, False for lists and for the
-        extra last slot (so indexing with code -1, "no string", gives False)."""
-        d = len(self.keys)
-        out = np.zeros(d + 1, dtype=np.bool_)
-        if d:
-            out[:d] = op(self._strs[:d], bound) & self._is_str[:d]
-        return out
 
 
 class Column:
@@ -157,23 +119,56 @@ class Column:
 
     # -- appending ---------------------------------------------------------------------
 
-    def add(self, row: int, tag: int, payload: Any) -> None:
-        """Queue one value: a number, a string, a list's equality key, or None (other tags)."""
+    def add_string(self, row: int, text: str) -> None:
+        """Queue a string value of ``row``."""
+        self._p_rows.append(row)
+        self._p_tags.append(TAG_STRING)
+        code = self.book.codes.get(text)
+        self._p_vals.append(self.book.code(text) if code is None else code)
+
+    def add_number(self, row: int, tag: int, value: int | float) -> None:
+        """Queue a number (``tag`` TAG_INT or TAG_FLOAT) of ``row``."""
         self._p_rows.append(row)
         self._p_tags.append(tag)
-        if tag in (TAG_INT, TAG_FLOAT):
-            if tag == TAG_INT and not -EXACT_FLOAT_INT <= payload <= EXACT_FLOAT_INT:
-                self._p_big.append((len(self._p_rows) - 1, payload))
-            self._p_vals.append(payload)
-        elif tag == TAG_STRING:
-            self._p_vals.append(self.book.code(payload))
-        elif tag == TAG_LIST:
-            self._p_vals.append(self.book.code(payload))
-            for element in payload[1]:
-                self._p_mem_rows.append(row)
-                self._p_mem_elems.append(self._elem_code(element))
-        else:
-            self._p_vals.append(0)
+        self._p_vals.append(value)
+        if tag == TAG_INT and not -EXACT_FLOAT_INT <= value <= EXACT_FLOAT_INT:
+            self._p_big.append((len(self._p_rows) - 1, int(value)))
+
+    def add_list(self, row: int, key: tuple[str, tuple[Hashable, ...]]) -> None:
+        """Queue a list of ``row``, given as its equality key ``("list", element keys)``."""
+        self._p_rows.append(row)
+        self._p_tags.append(TAG_LIST)
+        self._p_vals.append(self.book.code(key))
+        elems = self.elems
+        for element in key[1]:
+            code = elems.get(element)
+            if code is None:
+                code = elems[element] = len(self.elem_keys)
+                self.elem_keys.append(element)
+            self._p_mem_rows.append(row)
+            self._p_mem_elems.append(code)
+
+    def add_tag(self, row: int, tag: int) -> None:
+        """Queue a value that its tag says all about (null, true, false, an object)."""
+        self._p_rows.append(row)
+        self._p_tags.append(tag)
+        self._p_vals.append(0)
+
+    def discard_queued(self, first_row: int) -> None:
+        """Drop queued values of rows ``>= first_row`` (an append that failed half-way)."""
+        keep = len(self._p_rows)
+        while keep and self._p_rows[keep - 1] >= first_row:
+            keep -= 1
+        del self._p_rows[keep:], self._p_tags[keep:], self._p_vals[keep:]
+        self._p_big = [(pos, v) for pos, v in self._p_big if pos < keep]
+        keep = len(self._p_mem_rows)
+        while keep and self._p_mem_rows[keep - 1] >= first_row:
+            keep -= 1
+        del self._p_mem_rows[keep:], self._p_mem_elems[keep:]
+
+    def is_empty(self) -> bool:
+        """No stored and no queued values."""
+        return self.count == 0 and not self._p_rows
 
     def _elem_code(self, key: Hashable) -> int:
         found = self.elems.get(key)
@@ -184,6 +179,8 @@ class Column:
 
     def flush(self) -> None:
         """Move queued values into the arrays (vectorised) and rebalance dense/sparse."""
+        if not self._p_rows:
+            return
         if self._p_mem_rows:
             end = self.mem_size + len(self._p_mem_rows)
             self.mem_rows = grown(self.mem_rows, end, 0)
@@ -192,8 +189,6 @@ class Column:
             self.mem_elems[self.mem_size : end] = self._p_mem_elems
             self.mem_size = end
             self._p_mem_rows, self._p_mem_elems = [], []
-        if not self._p_rows:
-            return
         rows = np.array(self._p_rows, dtype=np.int64)
         tags = np.array(self._p_tags, dtype=np.uint8)
         vals = np.array(self._p_vals, dtype=np.float64)

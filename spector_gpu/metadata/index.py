@@ -29,10 +29,8 @@ from .columns import (
     TAG_FALSE,
     TAG_FLOAT,
     TAG_INT,
-    TAG_LIST,
     TAG_NULL,
     TAG_OBJECT,
-    TAG_STRING,
     TAG_TRUE,
     Column,
 )
@@ -51,7 +49,6 @@ from .values import (
 __all__ = ["MAX_ROWS", "MetadataIndex"]
 
 MAX_ROWS = 2**31 - 1  # rows are int32 ordinals
-_Leaf = tuple[tuple[str, ...], int, Any]
 Mask = npt.NDArray[np.bool_]
 
 
@@ -84,44 +81,78 @@ class MetadataIndex:
         ``metadata`` should have passed
         :func:`~spector_gpu.metadata.values.validate_metadata` (the engine validates once at
         its API boundary); this re-checks what would corrupt the columns (JSON types, finite
-        floats, the int64 range, valid UTF-8, nesting depth) and raises before writing
-        anything, but not the size and key-name rules.
+        floats, the int64 range, valid UTF-8, nesting depth) and on a failure leaves the
+        index as it was, but does not re-check the size and key-name rules.
 
         Raises:
             ValidationError: an invalid value, or the index already holds :data:`MAX_ROWS`.
         """
-        row = self._n
-        if row >= MAX_ROWS:
-            raise ValidationError(f"metadata index is full ({MAX_ROWS} rows)")
-        leaves = _flatten(metadata, f"metadata[{row}]")
-        self._write(row, leaves)
-        self._n = row + 1
-        return row
+        return self.extend((metadata,)).start
 
     def extend(self, metadatas: Iterable[Mapping[str, Any] | None]) -> range:
-        """Append several rows, all or none (every row is checked before any is written).
+        """Append several rows, all or none (a failure leaves the index as it was).
 
         Returns:
             The ordinals given to the new rows.
         """
-        start = self._n
-        batch = [_flatten(m, f"metadata[{start + i}]") for i, m in enumerate(metadatas)]
-        if start + len(batch) > MAX_ROWS:
-            raise ValidationError(f"metadata index is full ({MAX_ROWS} rows)")
-        for i, leaves in enumerate(batch):
-            self._write(start + i, leaves)
-        self._n = start + len(batch)
-        return range(start, self._n)
+        start = row = self._n
+        try:
+            for metadata in metadatas:
+                if row >= MAX_ROWS:
+                    raise ValidationError(f"metadata index is full ({MAX_ROWS} rows)")
+                if metadata is not None:
+                    self._add_row(row, metadata, f"metadata[{row}]")
+                row += 1
+        except BaseException:
+            self._discard_queued(start)
+            raise
+        self._n = row
+        return range(start, row)
 
-    def _write(self, row: int, leaves: list[_Leaf]) -> None:
-        columns = self._columns
-        queued = self._queued
-        for path, tag, payload in leaves:
-            col = columns.get(path)
-            if col is None:
-                col = columns[path] = Column()
-            col.add(row, tag, payload)
-            queued.add(col)
+    def _add_row(self, row: int, metadata: Mapping[str, Any], field: str) -> None:
+        """Queue every value of ``metadata`` into its path's column (one walk, no recursion)."""
+        if not isinstance(metadata, Mapping):
+            raise ValidationError(f"{field}: must be a dict or None, got {type(metadata).__name__}")
+        columns, queued = self._columns, self._queued
+        stack: list[tuple[tuple[str, ...], Mapping[str, Any]]] = [((), metadata)]
+        while stack:
+            prefix, obj = stack.pop()
+            for key, value in obj.items():
+                if type(key) is not str or not key.isascii():
+                    key = _checked_key(key, field, prefix)
+                path = (*prefix, key)
+                col = columns.get(path)
+                if col is None:
+                    col = columns[path] = Column()
+                queued.add(col)
+                kind = type(value)
+                if kind is str:
+                    if not value.isascii():
+                        check_text(value, field, path)
+                    col.add_string(row, value)
+                elif kind is int:
+                    if not INT_MIN <= value <= INT_MAX:
+                        raise ValidationError(
+                            f"{render_path(field, path)}: int outside the int64 range"
+                        )
+                    col.add_number(row, TAG_INT, value)
+                elif kind is float:
+                    if value - value != 0.0:  # NaN and ±inf: x - x is NaN
+                        raise ValidationError(f"{render_path(field, path)}: float must be finite")
+                    col.add_number(row, TAG_FLOAT, value)
+                elif kind is dict or (kind is not list and isinstance(value, Mapping)):
+                    if len(path) >= MAX_DEPTH:
+                        raise ValidationError(f"{render_path(field, path)}: nested too deep")
+                    col.add_tag(row, TAG_OBJECT)
+                    stack.append((path, value))
+                else:
+                    _add_other(col, row, path, value, field)
+
+    def _discard_queued(self, first_row: int) -> None:
+        for col in self._queued:
+            col.discard_queued(first_row)
+        for path in [p for p, col in self._columns.items() if col.is_empty()]:
+            self._queued.discard(self._columns.pop(path))
 
     def _flush(self) -> None:
         for col in self._queued:
@@ -161,7 +192,6 @@ class MetadataIndex:
         """
         compiled = compile_filter(where)
         _check_rows(n, self._n, "mask(n)")
-        self._flush()
         if compiled.matches_everything:
             return np.ones(n, dtype=np.bool_)
         return self._eval(compiled.root, n)
@@ -171,6 +201,7 @@ class MetadataIndex:
             col = self._columns.get(node.path)
             if col is None:
                 return np.zeros(n, dtype=np.bool_)
+            col.flush()  # only the columns a filter reads pay for queued appends
             if isinstance(node, Compare):
                 return predicates.compare(col, node.op, node.value, n)
             if isinstance(node, OneOf):
@@ -226,63 +257,32 @@ def _check_rows(n: object, have: int, what: str) -> None:
         raise ValidationError(f"{what}: must be an int in [0, {have}] (rows in the index)")
 
 
-def _flatten(metadata: Mapping[str, Any] | None, field: str) -> list[_Leaf]:
-    """(path, tag, payload) for every value in ``metadata``; raises before anything is kept."""
-    if metadata is None:
-        return []
-    if not isinstance(metadata, Mapping):
-        raise ValidationError(f"{field}: must be a dict or None, got {type(metadata).__name__}")
-    leaves: list[_Leaf] = []
-    stack: list[tuple[tuple[str, ...], Mapping[str, Any]]] = [((), metadata)]
-    while stack:
-        prefix, obj = stack.pop()
-        for key, value in obj.items():
-            if type(key) is not str:
-                if not isinstance(key, str):
-                    raise ValidationError(f"{render_path(field, prefix)}: keys must be str")
-                key = str(key)
-            if not key.isascii():
-                check_text(key, field, prefix)
-            path = (*prefix, key)
-            kind = type(value)
-            if kind is str:
-                if not value.isascii():
-                    check_text(value, field, path)
-                leaves.append((path, TAG_STRING, value))
-            elif kind is float or kind is int:
-                leaves.append(_number(path, value, field))
-            elif kind is dict or (kind is not list and isinstance(value, Mapping)):
-                if len(path) >= MAX_DEPTH:
-                    raise ValidationError(f"{render_path(field, path)}: nested too deep")
-                leaves.append((path, TAG_OBJECT, None))
-                stack.append((path, value))
-            else:
-                leaves.append(_other(path, value, field))
-    return leaves
+def _checked_key(key: object, field: str, prefix: tuple[str, ...]) -> str:
+    if not isinstance(key, str):
+        raise ValidationError(f"{render_path(field, prefix)}: keys must be str")
+    check_text(key, field, prefix)
+    return str(key)
 
 
-def _number(path: tuple[str, ...], value: Any, field: str) -> _Leaf:
-    if type(value) is int:
-        if not INT_MIN <= value <= INT_MAX:
-            raise ValidationError(f"{render_path(field, path)}: int outside the int64 range")
-        return (path, TAG_INT, value)
-    if value - value != 0.0:  # NaN and ±inf: x - x is NaN
-        raise ValidationError(f"{render_path(field, path)}: float must be finite")
-    return (path, TAG_FLOAT, value)
-
-
-def _other(path: tuple[str, ...], value: Any, field: str) -> _Leaf:
+def _add_other(col: Column, row: int, path: tuple[str, ...], value: Any, field: str) -> None:
     if value is None:
-        return (path, TAG_NULL, None)
-    if value is True or value is False:
-        return (path, TAG_TRUE if value else TAG_FALSE, None)
-    if isinstance(value, list):
+        col.add_tag(row, TAG_NULL)
+    elif value is True or value is False:
+        col.add_tag(row, TAG_TRUE if value else TAG_FALSE)
+    elif isinstance(value, list):
         try:
             key = equality_key(value, field="", depth=len(path))
         except ValidationError as exc:  # equality_key names the place inside the list
             raise ValidationError(f"{render_path(field, path)}{exc}") from None
-        return (path, TAG_LIST, key)
-    clean = scalar_value(value, field, path)  # str/int/float subclasses, or a ValidationError
-    if isinstance(clean, str):
-        return (path, TAG_STRING, clean)
-    return _number(path, clean, field)
+        col.add_list(row, key)  # type: ignore[arg-type]  # a list's key is ("list", keys)
+    else:  # str/int/float subclasses become the base type; anything else is refused
+        clean = scalar_value(value, field, path)
+        if isinstance(clean, str):
+            col.add_string(row, clean)
+        elif isinstance(clean, int):
+            col.add_number(row, TAG_INT, clean)
+        else:
+            assert isinstance(clean, float)  # scalar_value returned no None or bool here
+            if clean - clean != 0.0:
+                raise ValidationError(f"{render_path(field, path)}: float must be finite")
+            col.add_number(row, TAG_FLOAT, clean)

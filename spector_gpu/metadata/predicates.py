@@ -52,7 +52,7 @@ def compare(col: Column, op: CompareOp, value: FilterValue, n: int) -> Mask:
     if op == "eq":
         hit = _equal(col, k, value)
     elif isinstance(v, str):
-        hit = None if col.code is None else col.book.ordered(_OPS[op], v)[col.code[:k]]
+        hit = None if col.code is None else col.book.ordered(op, v)[col.code[:k]]
     else:
         assert isinstance(v, (int, float))  # compile_filter admits only numbers and strings
         hit = _numeric(col, k, op, v)

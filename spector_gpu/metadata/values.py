@@ -288,6 +288,12 @@ def equality_key(value: object, *, field: str = "value", depth: int = 0) -> Hash
 
 
 def _key(value: object, field: str, path: FieldPath, depth: int) -> Hashable:
+    if type(value) is str:  # the common cases first: list elements are mostly str and int
+        if not value.isascii():
+            check_text(value, field, path)
+        return value
+    if type(value) is int and INT_MIN <= value <= INT_MAX:
+        return value
     if isinstance(value, list):
         if depth >= MAX_DEPTH:
             raise _fail(field, path, f"nested deeper than {MAX_DEPTH} levels")

@@ -385,3 +385,32 @@ def test_truncate_then_regrow_leaves_no_stale_values(
             assert index.mask(compile_filter(doc), len(model)).tolist() == expected(
                 doc, model, len(model)
             ), doc
+
+
+short_text = st.text(alphabet="ab\x00é😀", max_size=3)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.one_of(short_text, st.just(["a"]), st.integers(0, 2)), max_size=12), max_size=5
+    ),
+    st.lists(
+        st.tuples(st.sampled_from(["$gt", "$gte", "$lt", "$lte"]), short_text),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_string_ranges_while_the_codebook_grows(
+    chunks: list[list[Any]], ranges: list[tuple[str, str]]
+) -> None:
+    # new strings arrive between queries, so the sorted view is merged incrementally
+    index, rows = MetadataIndex(), list[dict[str, Any]]()
+    for chunk in chunks:
+        index.extend({"s": v} for v in chunk)
+        rows.extend({"s": v} for v in chunk)
+        for op, bound in ranges:
+            doc = {"s": {op: bound}}
+            assert index.mask(compile_filter(doc), len(rows)).tolist() == expected(
+                doc, rows, len(rows)
+            ), doc
