@@ -165,9 +165,7 @@ def bench_appends(rows: list[dict[str, Any]], rounds: int) -> None:
         base.mask(f, len(base))
         times.append(time.perf_counter() - t0)
     each = statistics.median(times)
-    print(
-        f"remember-then-recall (append 1 + 3-clause mask, {len(rows)} rows): {each * 1e3:.3f} ms p50"
-    )
+    print(f"remember-then-recall (append 1 + 3-clause mask): {each * 1e3:.3f} ms p50")
 
 
 def bench_memory(rows: list[dict[str, Any]]) -> None:
