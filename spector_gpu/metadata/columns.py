@@ -23,8 +23,8 @@ when a mask is built; sparse keeps rare paths at O(entries) memory.
 List values also feed a membership list (``mem_rows`` int32 ascending, ``mem_elems`` int32
 codes of the elements' equality keys) for ``$contains``.
 
-Appends go to Python lists first (``add`` is a few list appends) and are moved into the
-arrays in bulk by :meth:`Column.flush`, which the index calls before it reads.
+Appends go to Python lists first (each ``add_*`` is a few list appends) and are moved into
+the arrays in bulk by :meth:`Column.flush`, which the index calls before it reads a column.
 """
 
 from __future__ import annotations
@@ -83,7 +83,6 @@ class Column:
         "code",
         "count",
         "dense",
-        "elem_keys",
         "elems",
         "ival",
         "mem_elems",
@@ -105,8 +104,7 @@ class Column:
         self.code: npt.NDArray[np.int32] | None = None
         self.ival: npt.NDArray[np.int64] | None = None
         self.book = Codebook()
-        self.elems: dict[Hashable, int] = {}
-        self.elem_keys: list[Hashable] = []
+        self.elems: dict[Hashable, int] = {}  # list element equality key -> element code
         self.mem_rows: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
         self.mem_elems: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
         self.mem_size = 0
@@ -143,8 +141,7 @@ class Column:
         for element in key[1]:
             code = elems.get(element)
             if code is None:
-                code = elems[element] = len(self.elem_keys)
-                self.elem_keys.append(element)
+                code = elems[element] = len(elems)
             self._p_mem_rows.append(row)
             self._p_mem_elems.append(code)
 
@@ -173,8 +170,7 @@ class Column:
     def _elem_code(self, key: Hashable) -> int:
         found = self.elems.get(key)
         if found is None:
-            found = self.elems[key] = len(self.elem_keys)
-            self.elem_keys.append(key)
+            found = self.elems[key] = len(self.elems)
         return found
 
     def flush(self) -> None:

@@ -245,7 +245,9 @@ class MetadataIndex:
 
         Raises:
             CorruptionError: the arrays are inconsistent (names the array and rule).
+            ValidationError: ``n`` is not an int in [0, MAX_ROWS].
         """
+        _check_rows(n, MAX_ROWS, "from_state(n)")
         index = cls()
         index._columns = snapshot.decode(state, n)
         index._n = n
