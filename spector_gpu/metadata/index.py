@@ -63,7 +63,6 @@ class MetadataIndex:
     def __init__(self) -> None:
         self._n = 0
         self._columns: dict[tuple[str, ...], Column] = {}
-        self._queued: set[Column] = set()
 
     def __len__(self) -> int:
         return self._n
@@ -113,7 +112,7 @@ class MetadataIndex:
         """Queue every value of ``metadata`` into its path's column (one walk, no recursion)."""
         if not isinstance(metadata, Mapping):
             raise ValidationError(f"{field}: must be a dict or None, got {type(metadata).__name__}")
-        columns, queued = self._columns, self._queued
+        columns = self._columns
         stack: list[tuple[tuple[str, ...], Mapping[str, Any]]] = [((), metadata)]
         while stack:
             prefix, obj = stack.pop()
@@ -124,7 +123,6 @@ class MetadataIndex:
                 col = columns.get(path)
                 if col is None:
                     col = columns[path] = Column()
-                queued.add(col)
                 kind = type(value)
                 if kind is str:
                     if not value.isascii():
@@ -149,15 +147,15 @@ class MetadataIndex:
                     _add_other(col, row, path, value, field)
 
     def _discard_queued(self, first_row: int) -> None:
-        for col in self._queued:
+        for path in list(self._columns):
+            col = self._columns[path]
             col.discard_queued(first_row)
-        for path in [p for p, col in self._columns.items() if col.is_empty()]:
-            self._queued.discard(self._columns.pop(path))
+            if col.is_empty():
+                del self._columns[path]
 
     def _flush(self) -> None:
-        for col in self._queued:
+        for col in self._columns.values():
             col.flush()
-        self._queued.clear()
 
     def truncate(self, n: int) -> None:
         """Keep rows ``[0, n)`` only (e.g. to roll back appends that were not committed)."""
