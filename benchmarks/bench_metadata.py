@@ -5,8 +5,9 @@ a year (int 2015-2025), a language (8), a float score, a tag list (1-4 of 60), a
 source object (app, version), an author (2,000 values), a unique title, and optional keys
 (``pinned`` bool 30 %, ``rating`` float 50 %, a nested ``geo`` object 20 %).
 
-Measured through the public API only, each figure a median over repeats (the machine is
-shared: quote medians, not minima):
+Measured through the public API only, each figure a median over repeats, as wall time and
+as process CPU time (on a shared machine the CPU time of these single-threaded loops is the
+steadier figure; quote medians, not minima):
   * mask latency per filter (p50 of single ``mask`` calls), against a plain-Python loop
     that evaluates the same filter over the rows' dicts (the alternative an adapter without
     an index would run), with the ratio;

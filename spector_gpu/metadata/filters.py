@@ -73,7 +73,7 @@ MAX_FILTER_DEPTH = 32  # nested $and / $or / $not levels
 
 CompareOp: TypeAlias = Literal["eq", "gt", "gte", "lt", "lte", "contains"]
 _ORDER_OPS: dict[str, CompareOp] = {"$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
-_FIELD_OPS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists")
+_FIELD_OPS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$contains")
 _SYMBOL = {"eq": "==", "gt": ">", "gte": ">=", "lt": "<", "lte": "<=", "contains": "contains"}
 
 
@@ -227,7 +227,9 @@ def _field(path: tuple[str, ...], spec: object, where: str, depth: int) -> list[
     if not isinstance(spec, Mapping):
         return [Compare(path, "eq", _literal(spec, where))]
     keys = [k for k in spec if isinstance(k, str) and k.startswith("$")]
-    if not spec or len(keys) != len(spec):
+    if keys and len(keys) != len(spec):
+        raise ValidationError(f"{where}: mixes operators and keys; use one or the other")
+    if not keys:
         raise ValidationError(
             f"{where}: an object is not a filter value; write an operator document "
             f'({{"$gte": 1}}) or address nested keys by dotted path ("a.b": 1)'
