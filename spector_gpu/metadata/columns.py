@@ -163,11 +163,30 @@ class Column:
             keep -= 1
         del self._p_mem_rows[keep:], self._p_mem_elems[keep:]
 
+    def queued_values(self) -> list[tuple[int, int, Any]]:
+        """(row, tag, payload) of every queued value: the number, the string, the list's
+        equality key, or None."""
+        out: list[tuple[int, int, Any]] = []
+        for row, tag, val in zip(self._p_rows, self._p_tags, self._p_vals):
+            coded = tag in (TAG_STRING, TAG_LIST)
+            numeric = tag in (TAG_INT, TAG_FLOAT)
+            out.append((row, tag, self.book.keys[int(val)] if coded else val if numeric else None))
+        return out
+
+    def arrays(self) -> list[Array]:
+        """The allocated per-entry arrays (``rows`` when sparse, ``tags``, ``num``, ``code``,
+        ``ival``), for edits that shift entries."""
+        out: list[Array] = [] if self.dense else [self.rows]
+        out.append(self.tags)
+        out.extend(a for a in (self.num, self.code, self.ival) if a is not None)
+        return out
+
     def is_empty(self) -> bool:
         """No stored and no queued values."""
         return self.count == 0 and not self._p_rows
 
-    def _elem_code(self, key: Hashable) -> int:
+    def elem_code(self, key: Hashable) -> int:
+        """The element code of a list element's equality key, adding it if new."""
         found = self.elems.get(key)
         if found is None:
             found = self.elems[key] = len(self.elems)
@@ -211,7 +230,7 @@ class Column:
         if self.code is None and coded.any():
             self.code = np.full(len(self.tags), -1, dtype=np.int32)
         if self.ival is None and big:
-            self._start_ival()
+            self.start_ival()
         if self.dense:
             at: Any = rows
             self.size = max(self.size, int(rows[-1]) + 1)
@@ -219,7 +238,7 @@ class Column:
         else:
             at = slice(self.size, self.size + len(rows))
             end = self.size = self.size + len(rows)
-        self._reserve(end)
+        self.reserve(end)
         if not self.dense:
             self.rows[at] = rows
         self.tags[at] = tags
@@ -230,15 +249,17 @@ class Column:
         if self.ival is not None:
             self.ival[at] = _exact_ints(tags, vals, big)
         self.count += len(rows)
-        self._rebalance()
+        self.rebalance()
 
-    def _start_ival(self) -> None:
+    def start_ival(self) -> None:
+        """Allocate ``ival`` (the first int beyond ±2**53 is about to be stored)."""
         self.ival = np.zeros(len(self.tags), dtype=np.int64)
         if self.num is not None:  # every int stored so far is within ±2**53: exact in num
             ints = np.flatnonzero(self.tags[: self.size] == TAG_INT)
             self.ival[ints] = self.num[ints].astype(np.int64)
 
-    def _reserve(self, end: int) -> None:
+    def reserve(self, end: int) -> None:
+        """Capacity for ``end`` entries (sparse) or rows (dense) in every allocated array."""
         self.tags = grown(self.tags, end, 0)
         if not self.dense:
             self.rows = grown(self.rows, end, 0)
@@ -257,7 +278,8 @@ class Column:
             return self.size
         return int(self.rows[self.size - 1]) + 1 if self.size else 0
 
-    def _rebalance(self) -> None:
+    def rebalance(self) -> None:
+        """Switch between dense and sparse storage when the density crossed a threshold."""
         extent = self.extent()
         if not self.dense and self.count >= _MIN_DENSE and self.count * _DENSE_AT >= extent:
             self._to_dense(extent)
@@ -303,7 +325,7 @@ class Column:
         else:
             self.size = self.count = self.entries_below(n)
         self.mem_size = int(np.searchsorted(self.mem_rows[: self.mem_size], n))
-        self._rebalance()
+        self.rebalance()
 
     # -- reading -----------------------------------------------------------------------
 
@@ -350,28 +372,6 @@ class Column:
         code = self.code[sel].copy() if self.code is not None else np.full(k, -1, np.int32)
         ival = self.ival[sel].copy() if self.ival is not None else None
         return rows, self.tags[sel].copy(), num, code, ival
-
-    def derive_members(self) -> None:
-        """Rebuild the membership list from the stored list values (after a restore).
-
-        One pass over the codebook in Python; the expansion to rows is vectorised.
-        """
-        rows, tags, _, code, _ = self.entries()
-        is_list = tags == TAG_LIST
-        list_rows, list_codes = rows[is_list], code[is_list]
-        starts = np.zeros(len(self.book) + 1, dtype=np.int64)
-        flat: list[int] = []
-        for j, key in enumerate(self.book.keys):
-            if isinstance(key, tuple):  # a list's equality key: ("list", element keys)
-                flat.extend(self._elem_code(e) for e in key[1])
-            starts[j + 1] = len(flat)
-        counts = (starts[1:] - starts[:-1])[list_codes]
-        total = int(counts.sum())
-        skip = np.repeat(np.cumsum(counts) - counts, counts)
-        first = np.repeat(starts[:-1][list_codes], counts)
-        self.mem_rows = np.repeat(list_rows, counts).astype(np.int32)
-        self.mem_elems = np.asarray(flat, dtype=np.int32)[first + np.arange(total) - skip]
-        self.mem_size = total
 
     def members(self, n: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
         """(rows, element codes) of list elements in rows < n, rows ascending."""

@@ -9,9 +9,10 @@ numpy operations, never by visiting memories in Python, into a bool (n,) mask th
 gates apply before top-k.
 
 Appends are amortised O(1) (a few Python list appends per leaf, moved into the arrays in bulk
-before the next read). Deletion is the engine's gate; :meth:`MetadataIndex.truncate` and
-:meth:`MetadataIndex.from_list` cover rollback and rebuild. Not thread-safe: the engine
-serialises writers and readers of one index.
+when a filter next reads the column). Deletion is the engine's gate;
+:meth:`MetadataIndex.replace` rewrites one row in place (an update that keeps the ordinal),
+:meth:`MetadataIndex.truncate` and :meth:`MetadataIndex.from_list` cover rollback and
+rebuild. Not thread-safe: the engine serialises writers and readers of one index.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import numpy.typing as npt
 
 from spector_gpu.errors import ValidationError
 
-from . import predicates, snapshot
+from . import predicates, rowedit, snapshot
 from .columns import (
     TAG_FALSE,
     TAG_FLOAT,
@@ -145,6 +146,29 @@ class MetadataIndex:
                     stack.append((path, value))
                 else:
                     _add_other(col, row, path, value, field)
+
+    def replace(self, row: int, metadata: Mapping[str, Any] | None) -> None:
+        """Give row ``row`` new metadata (``None``: none), e.g. for an update that keeps the
+        memory's ordinal. Checked like :meth:`append` before anything changes.
+
+        Costs O(columns + entries of the paths involved), not O(rows in Python): fine for
+        updates, not a bulk path (rebuild with :meth:`from_list` for those).
+        """
+        _check_rows(row, self._n - 1, "replace(row)")
+        scratch = MetadataIndex()
+        if metadata is not None:
+            scratch._add_row(0, metadata, f"metadata[{row}]")
+        self._flush()
+        for col in self._columns.values():
+            rowedit.clear_row(col, row)
+        for path, new in scratch._columns.items():
+            target = self._columns.get(path)
+            if target is None:
+                target = self._columns[path] = Column()
+            for _, tag, payload in new.queued_values():
+                rowedit.put_value(target, row, tag, payload)
+        for path in [p for p, col in self._columns.items() if col.is_empty()]:
+            del self._columns[path]
 
     def _discard_queued(self, first_row: int) -> None:
         for path in list(self._columns):

@@ -24,9 +24,12 @@ key                    dtype    shape   content
 ``code_text_offsets``  int64    (D+1,)  text offsets into ``code_blob``
 =====================  =======  ======  ===================================================
 
-The ``$contains`` membership lists are not stored: :meth:`Column.derive_members` rebuilds
-them from the list codes. :func:`decode` checks every structural rule above and raises a
-:class:`~spector_gpu.errors.CorruptionError` naming the array.
+Only codes that some row holds are written (renumbered densely), so a snapshot never
+carries a value that no row has: rows truncated away and rolled-back appends leave nothing
+behind in it. The ``$contains`` membership lists are not stored:
+:func:`_derive_members` rebuilds them from the list codes. :func:`decode` checks every
+structural rule above and raises a :class:`~spector_gpu.errors.CorruptionError` naming the
+array.
 """
 
 from __future__ import annotations
@@ -73,6 +76,11 @@ def encode(columns: Mapping[tuple[str, ...], Column], n: int) -> dict[str, Array
     for path in paths:
         col = columns[path]
         rows, tags, num, code, ival = col.entries()
+        # only codes that some row holds: a value truncated away or rolled back is not written
+        used = np.unique(code[code >= 0])
+        remap = np.full(len(col.book) + 1, -1, dtype=np.int32)  # last slot maps -1 to -1
+        remap[used] = np.arange(len(used), dtype=np.int32)
+        code = remap[code]
         for name, arr in (("rows", rows), ("tags", tags), ("num", num), ("code", code)):
             parts[name].append(arr)
         if ival is not None:
@@ -81,12 +89,12 @@ def encode(columns: Mapping[tuple[str, ...], Column], n: int) -> dict[str, Array
             )
             parts["bge"].append(big + base)
             parts["bgv"].append(ival[big])
-        for key in col.book.keys:
-            kind, text = _code_text(key)
+        for c in used.tolist():
+            kind, text = _code_text(col.book.keys[c])
             kinds.append(kind)
             texts.append(text)
         counts.append(len(rows))
-        code_counts.append(len(col.book))
+        code_counts.append(len(used))
         base += len(rows)
     paths_blob, paths_offsets = _blob([json.dumps(list(p)).encode("ascii") for p in paths])
     code_blob, code_text_offsets = _blob(texts)
@@ -189,7 +197,7 @@ def decode(state: Mapping[str, Array], n: int) -> dict[tuple[str, ...], Column]:
         pick = (big_at >= lo) & (big_at < hi)
         big = list(zip((big_at[pick] - lo).tolist(), big_values[pick].tolist()))
         col.store(rows[seg].astype(np.int64), tags[seg].copy(), vals, big)
-        col.derive_members()
+        _derive_members(col)
         columns[path] = col
     return columns
 
@@ -267,3 +275,26 @@ def _big(arrays: _Arrays, tags: Array, num: Array) -> tuple[Array, Array]:
     if not np.isin(beyond, at).all():
         raise _corrupt("an int beyond ±2**53 has no exact value in 'big_values'")
     return at, values
+
+
+def _derive_members(col: Column) -> None:
+    """Rebuild ``col``'s ``$contains`` membership list from its list values.
+
+    One pass over the codebook in Python; the expansion to rows is vectorised.
+    """
+    rows, tags, _, code, _ = col.entries()
+    is_list = tags == TAG_LIST
+    list_rows, list_codes = rows[is_list], code[is_list]
+    starts = np.zeros(len(col.book) + 1, dtype=np.int64)
+    flat: list[int] = []
+    for j, key in enumerate(col.book.keys):
+        if isinstance(key, tuple):  # a list's equality key: ("list", element keys)
+            flat.extend(col.elem_code(e) for e in key[1])
+        starts[j + 1] = len(flat)
+    counts = (starts[1:] - starts[:-1])[list_codes]
+    total = int(counts.sum())
+    skip = np.repeat(np.cumsum(counts) - counts, counts)
+    first = np.repeat(starts[:-1][list_codes], counts)
+    col.mem_rows = np.repeat(list_rows, counts).astype(np.int32)
+    col.mem_elems = np.asarray(flat, dtype=np.int32)[first + np.arange(total) - skip]
+    col.mem_size = total

@@ -227,3 +227,33 @@ def test_dense_and_sparse_columns_give_the_same_masks() -> None:
     want = [i for i in range(0, 3000, 500) if i % 7 != 3]
     assert rows_of(index, {"common": {"$ne": 3}, "rare": {"$exists": True}}) == want
     assert cols[("common",)].dense and not cols[("rare",)].dense and not cols[("half",)].dense
+
+
+def test_replace_rewrites_one_row_in_place(index: MetadataIndex) -> None:
+    index.replace(1, {"topic": "travel", "tags": ["z"], "year": 2**63 - 1})
+    assert rows_of(index, {"topic": "travel"}) == [0, 1, 2]
+    assert rows_of(index, {"lang": "pt"}) == []  # the old keys are gone
+    assert rows_of(index, {"ok": {"$exists": True}}) == [2]
+    assert rows_of(index, {"tags": {"$contains": "b"}}) == [0, 2]
+    assert rows_of(index, {"tags": {"$contains": "z"}}) == [1]
+    assert rows_of(index, {"year": 2**63 - 1}) == [1]
+    index.replace(3, {"brand": "new"})  # was None
+    index.replace(0, None)
+    assert rows_of(index, {"brand": "new"}) == [3]
+    assert rows_of(index, {"geo.city": {"$exists": True}}) == [4]
+    assert "brand" in index.paths()
+    index.replace(3, {})
+    assert "brand" not in index.paths()  # a path no row holds any more is dropped
+    index.append({"topic": "travel"})
+    assert rows_of(index, {"topic": "travel"}) == [1, 2, 7]
+
+
+def test_replace_checks_before_changing_anything(index: MetadataIndex) -> None:
+    before = [rows_of(index, {"topic": "travel"}), rows_of(index, {"year": {"$exists": True}})]
+    with pytest.raises(ValidationError, match=r"^metadata\[2\]\.year: float must be finite"):
+        index.replace(2, {"topic": "x", "year": float("nan")})
+    after = [rows_of(index, {"topic": "travel"}), rows_of(index, {"year": {"$exists": True}})]
+    assert after == before
+    for bad in (-1, len(index), "0"):
+        with pytest.raises(ValidationError, match=r"replace\(row\)"):
+            index.replace(bad, {})  # type: ignore[arg-type]

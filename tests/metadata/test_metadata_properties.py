@@ -414,3 +414,62 @@ def test_string_ranges_while_the_codebook_grows(
             assert index.mask(compile_filter(doc), len(rows)).tolist() == expected(
                 doc, rows, len(rows)
             ), doc
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(metadata, min_size=1, max_size=20), st.data())
+def test_replace_rewrites_rows_like_a_list(rows: list[Any], data: st.DataObject) -> None:
+    with mock.patch.object(columns_module, "_MIN_DENSE", data.draw(st.sampled_from([1, 4, 64]))):
+        index = MetadataIndex.from_list(rows)
+        model = list(rows)
+        docs = data.draw(st.lists(filter_docs(seen_pairs(rows)), min_size=1, max_size=2))
+        for _ in range(data.draw(st.integers(1, 8))):
+            if model and data.draw(st.integers(0, 3)) > 0:
+                i = data.draw(st.integers(0, len(model) - 1))
+                md = data.draw(st.one_of(metadata, st.sampled_from(model)))
+                index.replace(i, md)
+                model[i] = md
+            else:
+                md = data.draw(metadata)
+                index.append(md)
+                model.append(md)
+            if data.draw(st.booleans()):
+                doc = docs[0]
+                assert index.mask(compile_filter(doc), len(model)).tolist() == expected(
+                    doc, model, len(model)
+                )
+        docs += data.draw(st.lists(filter_docs(seen_pairs(model)), min_size=1, max_size=2))
+        restored = MetadataIndex.from_state(index.state(), len(model))
+        for doc in docs:
+            want = expected(doc, model, len(model))
+            assert index.mask(compile_filter(doc), len(model)).tolist() == want, doc
+            assert restored.mask(compile_filter(doc), len(model)).tolist() == want, doc
+
+
+@settings(max_examples=200, deadline=None)
+@given(one_field_rows.filter(bool), st.lists(field_op, min_size=1, max_size=3), st.data())
+def test_replace_on_one_field_keeps_every_operator_right(
+    rows: list[Any], ops: list[tuple[str, Any]], data: st.DataObject
+) -> None:
+    with mock.patch.object(columns_module, "_MIN_DENSE", data.draw(st.sampled_from([1, 64]))):
+        index, model = MetadataIndex.from_list(rows), list(rows)
+        for _ in range(data.draw(st.integers(1, 6))):
+            i = data.draw(st.integers(0, len(model) - 1))
+            md = data.draw(st.one_of(pool_value.map(lambda v: {"a": v}), st.just({}), st.none()))
+            index.replace(i, md)
+            model[i] = md
+        ops = [*ops, ("$contains", "a"), ("$contains", 1)]
+        n = data.draw(st.integers(0, len(model)))
+        for op, arg in ops:
+            doc = {"a": {op: arg}}
+            f = compile_filter(doc)
+            assert index.mask(f, len(model)).tolist() == expected(doc, model, len(model)), doc
+            assert index.mask(f, n).tolist() == expected(doc, model, n), (doc, n)
+        index.truncate(n)
+        index.append({"a": ["a", 1]})
+        model[n:] = [{"a": ["a", 1]}]
+        for op, arg in ops:
+            doc = {"a": {op: arg}}
+            assert index.mask(compile_filter(doc), n + 1).tolist() == expected(doc, model, n + 1), (
+                doc
+            )

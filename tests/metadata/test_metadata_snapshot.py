@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from spector_gpu.errors import CorruptionError
+from spector_gpu.errors import CorruptionError, ValidationError
 from spector_gpu.metadata import MetadataIndex, compile_filter
 
 ROWS: list[Any] = [
@@ -76,6 +76,23 @@ def test_state_of_an_empty_index_and_after_truncate() -> None:
     # a state may cover fewer rows than the engine has (rows without metadata at the end)
     wider = MetadataIndex.from_state(index.state(), 10)
     assert masks(wider, 3) == masks(index, 3)
+
+
+def test_state_keeps_no_value_that_no_row_holds() -> None:
+    index = MetadataIndex.from_list(
+        [{"s": "keep", "l": ["kept"]}, {"s": "TOKEN-1", "l": ["TOKEN-2"]}]
+    )
+    index.truncate(1)
+    with pytest.raises(ValidationError):
+        index.extend([{"s": "TOKEN-3"}, {"s": float("nan")}])  # rolled back
+    index.append({"s": "later"})
+    state = index.state()
+    everything = b"".join(a.tobytes() for a in state.values())
+    assert b"keep" in everything and b"later" in everything
+    assert b"TOKEN" not in everything
+    restored = MetadataIndex.from_state(state, 2)
+    assert restored.mask(compile_filter({"s": "later"}), 2).tolist() == [False, True]
+    assert restored.mask(compile_filter({"l": {"$contains": "kept"}}), 2).tolist() == [True, False]
 
 
 def test_state_with_many_sparse_paths() -> None:
