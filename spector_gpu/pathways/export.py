@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cortex.cortex import Cortex
+from ..cortex import Cortex
 from ..errors import UnknownIdError, ValidationError
 from ..provenance.bundle import BundleInfo, write_bundle
 from ..storage.tsid import decode_tsid, encode_tsid
