@@ -1,15 +1,12 @@
 """The cortex: every store and index of one memory directory, opened and closed together.
 
-The facade owns its lifetime; pathways share it. Memory ordinal ``i`` (insertion order) is the
-memory's row in the index region, the strength region, the vector slab, the BM25 index and the
-association links; ``Location`` says which typed store holds its header and payload.
-
-:class:`Cortex` is a small composition: :class:`~.stores.Stores` (the region-backed stores and
-their codecs), :class:`~.columns.Columns` (what gates read, one row per ordinal),
-:class:`~.derived_indexes.DerivedIndexes` (BM25, cues, links, the dense index; snapshot and
-replay) and :class:`~.quarantine.Quarantine` (damage found, reported and contained). It
-opens and loads them, refreshes a reader, hydrates a memory and writes a
-:class:`~.batch.WriteBatch` — transaction, commit and adoption in one call.
+The facade owns its lifetime; pathways share it. Memory ordinal ``i`` (insertion order) is its
+row in every per-memory structure; ``Location`` says which typed store holds its payload.
+:class:`Cortex` composes :class:`~.stores.Stores` (the region-backed stores, their codecs),
+:class:`~.columns.Columns` (what gates read), :class:`~.derived_indexes.DerivedIndexes` (BM25,
+cues, links, the dense index; snapshot and replay) and :class:`~.quarantine.Quarantine`
+(damage found, reported and contained). It opens and loads them, refreshes a reader, hydrates
+a memory and writes a :class:`~.batch.WriteBatch`: transaction, commit and adoption in one.
 """
 
 from __future__ import annotations
@@ -23,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from ..config import Config
-from ..errors import CorruptionError, SpectorError, StoreError, StoreFailedError
+from ..errors import CorruptionError, SpectorError, StoreError, StoreFailedError, ValidationError
 from ..storage.io import atomic_write
-from ..storage.partition import open_failure
+from ..storage.partition import Transaction, open_failure
 from ..types import Location, MemoryType
 from .analyzer import Analyzer
 from .batch import NewMemories, WriteBatch
@@ -50,7 +47,7 @@ log = logging.getLogger(__name__)
 
 #: A source of deferred strength rows, asked at every commit: ``(ordinals int64 (m,), rows
 #: STRENGTH_DTYPE (m,))`` to write with it, or None (see ``pathways.reinforcement``).
-DeferredStrength = Callable[[], "tuple[np.ndarray, np.ndarray] | None"]
+DeferredStrength = Callable[[], tuple[np.ndarray, np.ndarray] | None]
 
 
 class Cortex:
@@ -319,10 +316,12 @@ class Cortex:
         if batch.lineage_live is not None:
             self.link_lineage()
 
-    def _stage_headers(self, tx: Any, batch: WriteBatch) -> dict[int, np.ndarray]:
+    def _stage_headers(self, tx: Transaction, batch: WriteBatch) -> dict[int, np.ndarray]:
         consolidate = set(batch.consolidate)
         out: dict[int, np.ndarray] = {}
         for o in batch.header_updates():
+            if not 0 <= o < self.n:
+                raise ValidationError(f"header update of ordinal {o}: no such memory (n={self.n})")
             header = self.cols.headers[o : o + 1]
             if o in consolidate:
                 header = with_consolidated(header)
@@ -338,7 +337,7 @@ class Cortex:
         self.derived.dense.add(staged.q, staged.scale)
         self.derived.append(new.types, new.payloads, np.asarray(new.sequences).tolist())
 
-    def rewrite_header(self, tx: Any, i: int, header: np.ndarray) -> None:
+    def rewrite_header(self, tx: Transaction, i: int, header: np.ndarray) -> None:
         """Stage, in ``tx``, ordinal ``i``'s header (HEADER_DTYPE (1,)) rewritten in place; a
         quarantined memory's in-memory header is not trustworthy and is never written back
         (``CorruptionError``). Prefer :meth:`write`; this is the transaction-level step."""
@@ -346,11 +345,11 @@ class Cortex:
             raise self.quarantine_error(i)
         self.stores.rewrite_header(tx, self.cols.index[i], header)
 
-    def transaction(self) -> Any:
+    def transaction(self) -> Transaction:
         """A raw transaction for :meth:`rewrite_header` / :meth:`commit` (prefer :meth:`write`)."""
         return self.stores.transaction()
 
-    def commit(self, tx: Any) -> None:
+    def commit(self, tx: Transaction) -> None:
         """Commit ``tx`` with the deferred strength rows and the queued events (no adoption:
         :meth:`write` does both). Takes an automatic snapshot every ``store.snapshot_every``
         memories."""

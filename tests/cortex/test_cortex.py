@@ -187,6 +187,8 @@ def test_a_malformed_batch_is_refused_and_nothing_is_written(cortex: Cortex) -> 
     with pytest.raises(ValidationError, match="EPISODIC, SEMANTIC or PROCEDURAL"):
         cortex.write(WriteBatch(memories=bad_types))
     assert cortex.n == 0 and {n: r.count for n, r in cortex.part.by_name.items()} == counts
+    with pytest.raises(ValidationError, match="ordinal 0: no such memory"):
+        cortex.write(WriteBatch(consolidate=[0]))
 
 
 def test_a_quarantined_memory_header_is_never_written_back(cortex: Cortex) -> None:
