@@ -391,7 +391,7 @@ class Cortex:
         if self.part.closed:
             return
         try:
-            if not self.read_only and self.part.failed is None and os.getpid() == self.part._pid:
+            if not self.read_only and self.part.failed is None and self.part.in_this_process():
                 if self._deferred:
                     self.write(WriteBatch())
                 self.save_snapshot()
