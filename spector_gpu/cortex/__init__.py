@@ -5,6 +5,8 @@ cortex's stores and columns; nothing above this layer encodes a record or names 
 offset. Re-exports only (no work at import time).
 """
 
+# the crash-test kill points a pathway names its own steps with (SPECTOR_KILLPOINT)
+from ..storage.killpoints import killpoint
 from .analyzer import Analyzer
 from .batch import NewMemories, WriteBatch
 from .bm25 import BM25Index
@@ -16,6 +18,7 @@ from .episodic import EpisodeRecord, EpisodicMemory
 from .event_log import EventLog
 from .fixed import FixedStrideStore
 from .header import encode_headers, is_consolidated, is_tombstoned, tag_bloom
+from .ids import TsidGenerator, decode_tsid, encode_tsid, encode_tsids, ids_digest
 from .index import IndexMemory
 from .links import Links
 from .payload import Payload, attributed, decode_payload, encode_payload
@@ -56,16 +59,22 @@ __all__ = [
     "StrengthMemory",
     "TextPool",
     "Thought",
+    "TsidGenerator",
     "VectorSlab",
     "WorkingMemory",
     "WriteBatch",
     "attributed",
     "decayed",
     "decode_payload",
+    "decode_tsid",
     "encode_headers",
     "encode_payload",
+    "encode_tsid",
+    "encode_tsids",
+    "ids_digest",
     "is_consolidated",
     "is_tombstoned",
+    "killpoint",
     "region_specs",
     "tag_bloom",
 ]

@@ -12,11 +12,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..cortex import Cortex, WriteBatch
+from ..cortex import Cortex, WriteBatch, encode_tsid, ids_digest
 from ..provenance.chain import EventChain
 from ..provenance.record import RecordProvenance
-from ..storage.crc import crc32c
-from ..storage.tsid import encode_tsid
 from ..types import MemoryType, Source
 
 __all__ = ["BackfillReport", "backfill_provenance"]
@@ -106,7 +104,7 @@ def backfill_provenance(c: Cortex, chain: EventChain, *, execute: bool = False) 
         event = {
             "count": len(written),
             **{f"filled_{k}": n for k, n in sorted(counts.items())},
-            "ids_crc32c": crc32c(np.asarray(c.cols.ids[sorted(written)], dtype="<i8").tobytes()),
+            "ids_crc32c": ids_digest(c.cols.ids[sorted(written)]),
         }
         c.write(
             WriteBatch(record_provenance={o: int(v) for o, v in written.items()}),

@@ -15,10 +15,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..cortex import Payload
+from ..cortex import Payload, decode_tsid
 from ..errors import CitationError, ValidationError
 from ..provenance.citations import validate_citations, validate_source_uri, validate_span
-from ..storage.tsid import decode_tsid
 from ..types import MemoryType, Role
 
 __all__ = ["ITEM_FIELDS", "Item", "parse_item"]

@@ -12,9 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..cortex import Cortex
+from ..cortex import Cortex, decode_tsid, encode_tsid
 from ..errors import ValidationError
-from ..storage.tsid import decode_tsid, encode_tsid
 
 __all__ = ["MemoryProvenance", "explain", "session_provenance"]
 

@@ -28,13 +28,20 @@ from typing import Any
 
 import numpy as np
 
-from ..cortex import Cortex, LineageRun, WriteBatch, is_consolidated, is_tombstoned
+from ..cortex import (
+    Cortex,
+    LineageRun,
+    WriteBatch,
+    decode_tsid,
+    encode_tsid,
+    is_consolidated,
+    is_tombstoned,
+    killpoint,
+)
 from ..errors import CorruptionError, ValidationError
 from ..provenance.chain import decode_event
 from ..provenance.citations import find_span
 from ..provenance.record import RecordProvenance
-from ..storage.killpoints import killpoint
-from ..storage.tsid import decode_tsid, encode_tsid
 from ..types import MemoryType, Source
 from .backfill import BackfillReport, backfill_provenance
 from .distill import ExtractiveDistiller, FactDraft, TurnView, as_callable, normalise_drafts

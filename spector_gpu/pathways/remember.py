@@ -13,11 +13,20 @@ from typing import Any
 
 import numpy as np
 
-from ..cortex import Cortex, NewMemories, WriteBatch, attributed, tag_bloom
+from ..cortex import (
+    Cortex,
+    NewMemories,
+    TsidGenerator,
+    WriteBatch,
+    attributed,
+    encode_tsid,
+    encode_tsids,
+    ids_digest,
+    tag_bloom,
+)
 from ..errors import DuplicateIdError, ValidationError
 from ..provenance.chain import EventChain
 from ..provenance.record import RecordProvenance
-from ..storage.tsid import TsidGenerator, encode_tsid, encode_tsids
 from ..types import MemoryType, Source
 from .items import ITEM_FIELDS, Item, parse_item
 
@@ -177,7 +186,7 @@ class RememberPathway:
             "count": len(parsed),
             "first_id": strs[0],
             "last_id": strs[-1],
-            "ids_crc32c": _ids_digest(ids),
+            "ids_crc32c": ids_digest(ids),
         }
         c.write(
             WriteBatch(memories=batch),
@@ -195,9 +204,3 @@ def _stamp(item: Item, provenance: RecordProvenance | None) -> int:
     if item.type == MemoryType.EPISODIC:
         return int(RecordProvenance.VERBATIM)
     return int(RecordProvenance.USER_AUTHORED)
-
-
-def _ids_digest(ids: np.ndarray) -> int:
-    from ..storage.crc import crc32c
-
-    return crc32c(ids.astype("<i8").tobytes())

@@ -40,23 +40,14 @@ PENDING = {
     "lengths": {
         "spector_gpu.cortex.analyzer",
         "spector_gpu.cortex.bm25",
-        "spector_gpu.cortex.cortex",
         "spector_gpu.kernels.dense",
         "spector_gpu.kernels.fused",
-        "spector_gpu.pathways.check",
         "spector_gpu.pathways.recall",
-        "spector_gpu.pathways.reflect",
-        "spector_gpu.pathways.remember",
         "spector_gpu.storage.partition",
     },
-    "all": {"spector_gpu.cortex", "spector_gpu.pathways", "spector_gpu.storage"},
+    "all": {"spector_gpu.pathways", "spector_gpu.storage"},
     "storage": {
-        "spector_gpu.pathways.check",
-        "spector_gpu.pathways.export",
         "spector_gpu.pathways.recall",
-        "spector_gpu.pathways.reflect",
-        "spector_gpu.pathways.reinforcement",
-        "spector_gpu.pathways.remember",
     },
 }
 
