@@ -26,12 +26,9 @@ typecheck: $(STAMP)
 	$(PY) -m mypy
 
 LINT_PATHS := spector_gpu kernels tests benchmarks
-# eval/ is mid-rework on its own branch; it joins the lint when that lands
-LINT_EXCLUDE := --exclude spector_gpu/eval --exclude tests/eval
-
 lint: $(STAMP)
-	$(VENV)/bin/ruff check $(LINT_PATHS) $(LINT_EXCLUDE)
-	$(VENV)/bin/ruff format --check $(LINT_PATHS) $(LINT_EXCLUDE)
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 
 test: $(STAMP) lint
 	$(PY) -m mypy

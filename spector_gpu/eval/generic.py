@@ -23,13 +23,16 @@ without ``conv_id`` goes to the one conversation holding all its evidence, else 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from ..errors import DatasetError, ValidationError
-from .dataset import UNCATEGORISED, Conversation, Dataset, Question, Turn, write_atomic
+from .dataset import Dataset
+from .files import write_atomic
+from .records import UNCATEGORISED, Conversation, Question, Turn
 
-__all__ = ["load_generic", "save_generic", "read_qrels", "DEFAULT_CONVERSATION"]
+__all__ = ["DEFAULT_CONVERSATION", "load_generic", "read_qrels", "save_generic"]
 
 DEFAULT_CONVERSATION = "corpus"
 
@@ -189,9 +192,9 @@ def _is_number(text: str) -> bool:
 
 def save_generic(dataset: Dataset, path: str | Path) -> Path:
     """Write ``dataset`` as a generic directory (``corpus.jsonl``, ``queries.jsonl``,
-    ``qrels.tsv`` with header). Every field is written, so :func:`load_generic` returns an
-    equal dataset (conversation, turn and question order kept; conversations without turns are
-not written). Ids holding tabs or newlines raise ``ValidationError``. Returns the path.
+        ``qrels.tsv`` with header). Every field is written, so :func:`load_generic` returns an
+        equal dataset (conversation, turn and question order kept; conversations without turns are
+    not written). Ids holding tabs or newlines raise ``ValidationError``. Returns the path.
     """
     root = Path(path)
     for q in dataset.questions:
@@ -204,15 +207,25 @@ not written). Ids holding tabs or newlines raise ``ValidationError``. Returns th
     root.mkdir(parents=True, exist_ok=True)
     corpus = [
         {
-            "_id": t.dia_id, "text": t.text, "conv_id": c.conv_id, "session": t.session,
-            "speaker": t.speaker, "timestamp_ms": t.timestamp_ms, "caption": t.caption,
+            "_id": t.dia_id,
+            "text": t.text,
+            "conv_id": c.conv_id,
+            "session": t.session,
+            "speaker": t.speaker,
+            "timestamp_ms": t.timestamp_ms,
+            "caption": t.caption,
         }
         for c in dataset.conversations
         for t in c.turns
     ]
     queries = [
-        {"_id": q.qid, "text": q.text, "conv_id": q.conv_id, "category": q.category,
-         "answer": q.answer}
+        {
+            "_id": q.qid,
+            "text": q.text,
+            "conv_id": q.conv_id,
+            "category": q.category,
+            "answer": q.answer,
+        }
         for q in dataset.questions
     ]
     write_atomic(root / "corpus.jsonl", _jsonl_text(corpus))

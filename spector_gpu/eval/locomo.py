@@ -32,18 +32,21 @@ from __future__ import annotations
 import calendar
 import logging
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from ..errors import DatasetError
-from .dataset import Conversation, Dataset, Question, Turn, read_json
+from .dataset import Dataset
+from .files import read_json
+from .records import Conversation, Question, Turn
 
 __all__ = [
+    "canonical_dia_id",
     "load_locomo",
+    "normalize_evidence",
     "parse_locomo",
     "parse_session_datetime",
-    "normalize_evidence",
-    "canonical_dia_id",
 ]
 
 logger = logging.getLogger(__name__)

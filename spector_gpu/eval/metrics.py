@@ -25,24 +25,25 @@ Category 5 (LoCoMo's adversarial questions) is reported apart and kept out of th
 from __future__ import annotations
 
 import math
-from typing import Any, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
 from ..errors import ValidationError
-from .dataset import ADVERSARIAL_CATEGORY, UNCATEGORISED
+from .records import ADVERSARIAL_CATEGORY, UNCATEGORISED
 
 __all__ = [
-    "Run",
-    "Qrels",
     "DEFAULT_KS",
-    "rank_documents",
-    "recall_at_k",
+    "Qrels",
+    "Run",
+    "evaluate_run",
+    "format_table",
     "hit_at_k",
+    "mean_metrics",
     "mrr",
     "ndcg_at_k",
     "per_question",
-    "mean_metrics",
-    "evaluate_run",
-    "format_table",
+    "rank_documents",
+    "recall_at_k",
 ]
 
 Run = Mapping[str, Mapping[str, float]]

@@ -1,133 +1,71 @@
 """Batched offline recall evaluation: ingest each conversation, recall every question, score.
 
-For each conversation with questions, a store is opened (a temporary directory, or
+For each conversation with questions, a store is opened (a temporary directory — on
+``/dev/shm`` when that is a writable directory, see :func:`default_temp_dir` — or
 ``store_root/<conv_id>``) through the public API, every turn is remembered in one
-``remember_batch`` (``text`` = ``Turn.index_text``, ``external_id`` = the turn's ``dia_id``),
-and the questions are recalled with ``recall_batch`` in batches of ``batch_size`` for every
-configuration. All recalls use ``mode="observe"`` so evaluating never changes strengths (and the
-order of configurations cannot bias the results); ``k`` is forced to ``k_max``. Returned TSIDs
-map back to ``dia_id`` through ``remember_batch``'s return; an id that is no turn (e.g. a fact
-the engine made) keeps its TSID and counts as a miss.
+``remember_batch`` (``text`` = ``Turn.index_text``, ``role`` = ``Turn.role``, ``external_id`` =
+the turn's ``dia_id``), and the questions are recalled with ``recall_batch`` in batches of
+``batch_size`` for every configuration. All recalls use ``mode="observe"`` so evaluating never
+changes strengths (and the order of configurations cannot bias the results); ``k`` is forced to
+``k_max``. Returned TSIDs map back to ``dia_id`` through ``remember_batch``'s return; an id that
+is no turn (e.g. a fact the engine made) keeps its TSID and counts as a miss.
 
-Metrics are scored on the engine's ranking exactly as returned (:mod:`.metrics` with run
-scores ``k_max - rank``, so its tie rule never reorders the engine's output); the real scores
-are kept in the per-question records. Latency: each batch's wall time (``time.perf_counter``)
-divided by its size gives the per-query latency of its queries; ``latency_ms_p50/p95`` are
-percentiles over those, ``queries_per_s`` is questions / total recall time. One untimed warm-up
-recall per store keeps one-off loading out of the figures.
+The dataset's scorer (:mod:`.scorer`; LoCoMo and generic data: qrels over the evidence,
+LongMemEval: its official protocol) scores the engine's ranking exactly as returned; the real
+scores are kept in the per-question records. Latency: each batch's wall time
+(``time.perf_counter``) divided by its size gives the per-query latency of its queries;
+``latency_ms_p50/p95`` are percentiles over those, ``queries_per_s`` is questions / total recall
+time. One untimed warm-up recall per store keeps one-off loading out of the figures. Building the
+stores is timed apart (``EvalResult.timing``: seconds spent opening, remembering into and
+closing the stores, recalling, and removing temporary stores).
 """
 
 from __future__ import annotations
 
-import json
 import logging
+import os
 import re
 import tempfile
 import time
-from contextlib import ExitStack
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Collection, Mapping, Sequence
+from contextlib import AbstractContextManager, ExitStack
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Collection, ContextManager, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from ..errors import MissingExtraError, SpectorError, ValidationError
-from .dataset import (
-    ADVERSARIAL_CATEGORY,
-    UNCATEGORISED,
-    Conversation,
-    Dataset,
-    Question,
-    write_atomic,
-)
-from .metrics import DEFAULT_KS, evaluate_run, format_table, per_question
+from ..errors import SpectorError, ValidationError
+from .dataset import Dataset
+from .records import ADVERSARIAL_CATEGORY, UNCATEGORISED, Conversation, Question
+from .result import EvalResult
+from .runlog import RunLog
+from .scorer import QrelsScorer, Scorer
 
 if TYPE_CHECKING:
     from ..types import Fusion, RecallOptions
 
-__all__ = ["evaluate", "default_configs", "ablation_configs", "MemoryFactory", "EvalResult"]
+__all__ = [
+    "EvalResult",
+    "MemoryFactory",
+    "ablation_configs",
+    "default_configs",
+    "default_temp_dir",
+    "evaluate",
+]
 
 logger = logging.getLogger(__name__)
 
-MemoryFactory = Callable[[Path], ContextManager[Any]]
+MemoryFactory = Callable[[Path], AbstractContextManager[Any]]
 """Opens a store at a path; the context value needs ``remember_batch`` and ``recall_batch``."""
 
 
-@dataclass
-class EvalResult:
-    """Results of :func:`evaluate`.
-
-    ``metrics``: ``{"configs": {name: {"recall@k", "hit@k", "ndcg@k", "mrr", "by_category",
-    "category_5", "latency_ms_p50", "latency_ms_p95", "queries_per_s", "n_questions",
-    "n_skipped"}}, "config": <engine config dict>, "dataset", "device", "embedder"}``;
-    ``per_question``: one dict per (configuration, question) with the retrieved ``dia_id`` list,
-    their scores, the rank of the first evidence and the question's metrics.
-    """
-
-    metrics: dict[str, Any]
-    per_question: list[dict[str, Any]]
-    options: Mapping[str, "RecallOptions"] = field(default_factory=dict, repr=False)
-
-    def records(self) -> list[dict[str, Any]]:
-        """One flat dict per configuration (dataframe-ready): ``config``, ``relays``,
-        ``fusion``, every overall metric, and ``cat<c>.<metric>`` per category (5 included)."""
-        rows = []
-        for name, m in self.metrics["configs"].items():
-            row: dict[str, Any] = {"config": name, "dataset": self.metrics["dataset"]}
-            if name in self.options:
-                row["relays"] = "+".join(self.options[name].relays)
-                row["fusion"] = self.options[name].fusion
-            for key, value in m.items():
-                if key == "by_category":
-                    for c, sub in value.items():
-                        row.update({f"cat{c}.{k}": v for k, v in sub.items()})
-                elif key == "category_5":
-                    row.update({f"cat5.{k}": v for k, v in value.items()})
-                else:
-                    row[key] = value
-            rows.append(row)
-        return rows
-
-    def table(self) -> str:
-        """A text table: configurations × recall@k, hit@10, MRR, nDCG@10, p50 ms/query."""
-        return format_table(self.metrics["configs"])
-
-    def save(self, out_dir: str | Path, *, plots: bool | None = None) -> list[Path]:
-        """Write ``metrics.json`` (sorted keys, indent 2), ``per_question.jsonl`` and, with
-        matplotlib, ``recall_at_k.png`` and ``recall_by_category.png``. ``plots=None`` skips
-        the plots with a logged warning when matplotlib is missing; ``True`` then raises
-        ``MissingExtraError``; ``False`` never plots. Returns the paths written."""
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        metrics = json.dumps(self.metrics, sort_keys=True, indent=2) + "\n"
-        paths = [write_atomic(out / "metrics.json", metrics)]
-        lines = "".join(
-            json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in self.per_question
-        )
-        paths.append(write_atomic(out / "per_question.jsonl", lines))
-        if plots is False:
-            return paths
-        from . import plots as plotting
-
-        try:
-            paths += plotting.save_plots(self.metrics, out)
-        except MissingExtraError:
-            if plots:
-                raise
-            logger.warning(
-                "matplotlib is not installed; skipping plots (pip install 'spector-gpu[plot]')"
-            )
-        return paths
-
-
-def default_configs(k_max: int = 20) -> dict[str, "RecallOptions"]:
+def default_configs(k_max: int = 20) -> dict[str, RecallOptions]:
     """``{"default": RecallOptions(k=k_max, mode="observe")}`` — the library defaults."""
     from ..types import RecallOptions
 
     return {"default": RecallOptions(k=k_max, mode="observe")}
 
 
-def ablation_configs(k_max: int = 20) -> dict[str, "RecallOptions"]:
+def ablation_configs(k_max: int = 20) -> dict[str, RecallOptions]:
     """Per-relay and per-fusion ablations, each otherwise at the library defaults.
 
     Relays (default fusion): ``lexical``, ``dense``, ``lexical+dense``, ``+association``
@@ -154,15 +92,16 @@ def evaluate(
     dataset: Dataset,
     *,
     out_dir: str | Path | None = None,
-    configs: Mapping[str, "RecallOptions"] | None = None,
+    configs: Mapping[str, RecallOptions] | None = None,
     ablations: bool = False,
-    ks: Sequence[int] = DEFAULT_KS,
-    k_max: int = 20,
+    ks: Sequence[int] | None = None,
+    k_max: int | None = None,
     batch_size: int = 64,
     device: Any = None,
     embedder: Any = None,
     config: Any = None,
     store_root: str | Path | None = None,
+    temp_dir: str | Path | None = None,
     progress: bool = True,
     categories: Collection[int] | None = (1, 2, 3, 4),
     memory_factory: MemoryFactory | None = None,
@@ -172,44 +111,53 @@ def evaluate(
 
     ``configs`` maps names to ``RecallOptions`` (``k`` and ``mode`` are overridden to
     ``k_max`` / ``"observe"``); default ``{"default": <library defaults>}``; ``ablations``
-    adds :func:`ablation_configs`. ``ks`` are the metric cut-offs (each ≤ ``k_max``).
+    adds :func:`ablation_configs`. ``k_max`` is the ranking depth (memories per question;
+    default the scorer's: 20 for qrels, 1000 for LongMemEval, whose session-level cut-offs need
+    the whole haystack ranked); ``ks`` are the metric cut-offs (each ≤ ``k_max``; default the
+    scorer's: 1, 5, 10, 20 and ``k_max`` for qrels, LongMemEval's official 1, 3, 5, 10, 30, 50).
     ``categories`` selects the question categories in the overall means and ``by_category``
     (``None``: all); category 5 is always scored apart and uncategorised (0) questions always
     count overall. ``device``, ``embedder`` and ``config`` go to ``SpectorMemory.open``;
     ``memory_factory`` replaces it (``factory(path)`` → context manager yielding a memory).
     ``store_root`` keeps the stores (``store_root/<conv_id>``, which must not hold files yet);
-    otherwise each lives in a temporary directory removed afterwards. With ``out_dir``,
+    otherwise each lives in a temporary directory under ``temp_dir`` (default
+    :func:`default_temp_dir`), removed as soon as its questions are answered. With ``out_dir``,
     :meth:`EvalResult.save` writes ``metrics.json``, ``per_question.jsonl`` and (``plots``:
     ``None`` = when matplotlib is importable, ``True`` = required) the PNG plots.
     """
-    ks = _check_args(ks, k_max, batch_size)
+    scorer: Scorer = dataset.scorer or QrelsScorer()
+    k_max = scorer.default_depth if k_max is None else k_max
+    ks = _check_args(
+        scorer.cutoffs(k_max) if ks is None and _positive(k_max) else ks, k_max, batch_size
+    )
     options = _effective_configs(configs, ablations, k_max)
     questions = _select_questions(dataset, categories)
-    factory = memory_factory or _default_factory(config=config, embedder=embedder, device=device)
-    root = None if store_root is None else Path(store_root)
-    state = _RunState(names=list(options), k_max=k_max)
-    by_conv: dict[str, list[Question]] = {}
-    for q in questions:
-        by_conv.setdefault(q.conv_id, []).append(q)
-    total = len(questions) * len(options)
-    with _progress(total, progress, dataset.name) as bar:
-        job = _Job(options, factory, root, batch_size, state, bar)
-        for conv in dataset.conversations:
-            if conv.conv_id in by_conv:
-                job.conversation(conv, by_conv[conv.conv_id])
-    metrics = _assemble(dataset, questions, ks, state, device, embedder)
-    rows = state.rows_for(questions, ks)
-    result = EvalResult(metrics=metrics, per_question=rows, options=options)
+    job = _Job(
+        options,
+        memory_factory or _default_factory(config=config, embedder=embedder, device=device),
+        None if store_root is None else Path(store_root),
+        default_temp_dir() if temp_dir is None else str(temp_dir),
+        batch_size,
+        RunLog(list(options)),
+    )
+    log = job.run(dataset, questions, progress=progress)
+    metrics = _assemble(dataset, questions, ks, log, scorer, (device, embedder))
+    rows = log.rows(questions, ks, scorer)
+    result = EvalResult(metrics, rows, options, scorer, log.timing_report())
     if out_dir is not None:
         result.save(out_dir, plots=plots)
     return result
 
 
-def _check_args(ks: Sequence[int], k_max: int, batch_size: int) -> tuple[int, ...]:
+def _positive(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _check_args(ks: Sequence[int] | None, k_max: int, batch_size: int) -> tuple[int, ...]:
     for name, value in (("k_max", k_max), ("batch_size", batch_size)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        if not _positive(value):
             raise ValidationError(f"evaluate: {name} must be an int >= 1, got {value!r}")
-    ks = tuple(ks)
+    ks = tuple(ks or ())
     bad = [k for k in ks if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= k_max]
     if not ks or bad:
         raise ValidationError(
@@ -219,8 +167,8 @@ def _check_args(ks: Sequence[int], k_max: int, batch_size: int) -> tuple[int, ..
 
 
 def _effective_configs(
-    configs: Mapping[str, "RecallOptions"] | None, ablations: bool, k_max: int
-) -> dict[str, "RecallOptions"]:
+    configs: Mapping[str, RecallOptions] | None, ablations: bool, k_max: int
+) -> dict[str, RecallOptions]:
     out = dict(default_configs(k_max) if configs is None else configs)
     if ablations:
         out.update(ablation_configs(k_max))
@@ -230,7 +178,10 @@ def _effective_configs(
         if opts.k != k_max or opts.mode != "observe":
             logger.info(
                 "config %r: using k=%d, mode='observe' (was k=%d, mode=%r)",
-                name, k_max, opts.k, opts.mode,
+                name,
+                k_max,
+                opts.k,
+                opts.mode,
             )
         out[name] = replace(opts, k=k_max, mode="observe")
     return out
@@ -239,7 +190,8 @@ def _effective_configs(
 def _select_questions(dataset: Dataset, categories: Collection[int] | None) -> list[Question]:
     always = (ADVERSARIAL_CATEGORY, UNCATEGORISED)
     keep = [
-        q for q in dataset.questions
+        q
+        for q in dataset.questions
         if categories is None or q.category in categories or q.category in always
     ]
     if not any(q.category != ADVERSARIAL_CATEGORY for q in keep):
@@ -252,65 +204,31 @@ def _select_questions(dataset: Dataset, categories: Collection[int] | None) -> l
 def _default_factory(*, config: Any, embedder: Any, device: Any) -> MemoryFactory:
     from ..memory import SpectorMemory  # the facade; imported lazily so this module stands alone
 
-    def factory(path: Path) -> ContextManager[Any]:
+    def factory(path: Path) -> AbstractContextManager[Any]:
         return SpectorMemory.open(path, config=config, embedder=embedder, device=device)
 
     return factory
 
 
-class _RunState:
-    """Runs, scores and timings gathered across conversations."""
+def default_temp_dir() -> str | None:
+    """Where :func:`evaluate` puts its temporary stores: ``/dev/shm`` when it is a writable
+    directory, else ``None`` (the system temporary directory).
 
-    def __init__(self, names: list[str], k_max: int) -> None:
-        self.k_max = k_max
-        self.runs: dict[str, dict[str, dict[str, float]]] = {n: {} for n in names}
-        self.ranked: dict[str, dict[str, tuple[list[str], list[float]]]] = {n: {} for n in names}
-        self.latency_ms: dict[str, list[float]] = {n: [] for n in names}
-        self.seconds: dict[str, float] = {n: 0.0 for n in names}
-        self.described: dict[str, Any] | None = None
-
-    def add(
-        self, name: str, qids: list[str], batch: Any, to_doc: Mapping[str, str], seconds: float
-    ) -> None:
-        """Record one ``RecallBatch`` (ids ``<U13`` (n, k), scores float32 (n, k), counts)."""
-        ids, scores = np.asarray(batch.ids), np.asarray(batch.scores)
-        counts = np.asarray(batch.counts)
-        if ids.shape[0] != len(qids):
-            raise SpectorError(f"recall_batch returned {ids.shape[0]} rows for {len(qids)} queries")
-        for i, qid in enumerate(qids):
-            docs: list[str] = []
-            vals: list[float] = []
-            for j in range(int(counts[i])):
-                tsid = str(ids[i, j])
-                doc = to_doc.get(tsid, tsid)
-                if tsid and doc not in docs:
-                    docs.append(doc)
-                    vals.append(float(scores[i, j]))
-            self.ranked[name][qid] = (docs, vals)
-            self.runs[name][qid] = {d: float(self.k_max - r) for r, d in enumerate(docs)}
-        self.latency_ms[name] += [seconds * 1000.0 / len(qids)] * len(qids)
-        self.seconds[name] += seconds
-
-    def rows_for(self, questions: list[Question], ks: Sequence[int]) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = []
-        qrels = {q.qid: {e: 1 for e in q.evidence} for q in questions}
-        for name, run in self.runs.items():
-            scored = per_question(run, qrels, ks=ks)
-            for q in questions:
-                docs, vals = self.ranked[name].get(q.qid, ([], []))
-                first = next((r for r, d in enumerate(docs, 1) if d in q.evidence), None)
-                rows.append({
-                    "config": name, "qid": q.qid, "conv_id": q.conv_id, "category": q.category,
-                    "question": q.text, "answer": q.answer, "evidence": list(q.evidence),
-                    "retrieved": docs, "scores": vals, "first_evidence_rank": first,
-                    **scored.get(q.qid, {}),
-                })
-        return rows
+    A throwaway store's fixed cost is file creation and syncs (17 opens, 25 fsyncs and 21
+    fdatasyncs per store, whatever the durability level): on this project's CPU machine 20 ms
+    per store on disk against 4 ms in RAM, and up to ten times more on disk while other work
+    keeps it busy (``benchmarks/bench_eval_stores.py``). Only one store exists at a time, and
+    only while its questions are answered.
+    """
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
 
 
-def _store_path(root: Path | None, conv_id: str, stack: ExitStack) -> Path:
+def _store_path(root: Path | None, conv_id: str, stack: ExitStack, temp_dir: str | None) -> Path:
     if root is None:
-        temp = stack.enter_context(tempfile.TemporaryDirectory(prefix="spector-eval-"))
+        temp = stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="spector-eval-", dir=temp_dir)
+        )
         return Path(temp) / "store"
     path = root / re.sub(r"[^A-Za-z0-9._-]", "_", conv_id)
     if path.exists() and any(path.iterdir()):
@@ -324,8 +242,13 @@ def _store_path(root: Path | None, conv_id: str, stack: ExitStack) -> Path:
 def _ingest_records(conv: Conversation) -> list[dict[str, Any]]:
     records = []
     for t in conv.turns:
-        rec: dict[str, Any] = {"text": t.index_text, "session_id": t.session, "speaker": t.speaker,
-                               "role": "user", "external_id": t.dia_id}
+        rec: dict[str, Any] = {
+            "text": t.index_text,
+            "session_id": t.session,
+            "speaker": t.speaker,
+            "role": t.role,
+            "external_id": t.dia_id,
+        }
         if t.timestamp_ms:  # 0 = unknown: let the engine stamp it
             rec["timestamp_ms"] = t.timestamp_ms
         records.append(rec)
@@ -336,35 +259,64 @@ def _ingest_records(conv: Conversation) -> list[dict[str, Any]]:
 class _Job:
     """What every conversation of one ``evaluate`` call shares."""
 
-    options: Mapping[str, "RecallOptions"]
+    options: Mapping[str, RecallOptions]
     factory: MemoryFactory
     root: Path | None
+    temp_dir: str | None
     batch_size: int
-    state: _RunState
-    bar: Any
+    log: RunLog
+    bar: Any = None  # the progress bar, while run() runs
+
+    def run(self, dataset: Dataset, questions: list[Question], *, progress: bool) -> RunLog:
+        """Every conversation of ``dataset`` that ``questions`` ask about, in dataset order,
+        under one progress bar; returns the filled :class:`RunLog`."""
+        by_conv: dict[str, list[Question]] = {}
+        for q in questions:
+            by_conv.setdefault(q.conv_id, []).append(q)
+        total = len(questions) * len(self.options)
+        with _progress(total, progress, dataset.name) as bar:
+            self.bar = bar
+            for conv in dataset.conversations:
+                if conv.conv_id in by_conv:
+                    self.conversation(conv, by_conv[conv.conv_id])
+        return self.log
 
     def conversation(self, conv: Conversation, questions: list[Question]) -> None:
         """Ingest ``conv`` into a fresh store, then recall ``questions`` per configuration."""
+        log = self.log
         with ExitStack() as stack:
-            mem = stack.enter_context(self.factory(_store_path(self.root, conv.conv_id, stack)))
-            tsids = list(mem.remember_batch(_ingest_records(conv)))
-            if len(tsids) != len(conv.turns):
-                raise SpectorError(
-                    f"remember_batch returned {len(tsids)} ids for {len(conv.turns)} turns"
-                )
-            to_doc = {str(t): turn.dia_id for t, turn in zip(tsids, conv.turns, strict=True)}
-            if self.state.described is None:
-                self.state.described = _describe(mem)
-            mem.recall_batch([questions[0].text], next(iter(self.options.values())))  # warm-up
-            self.bar.set_postfix_str(conv.conv_id)
-            for name, opts in self.options.items():
-                for start in range(0, len(questions), self.batch_size):
-                    chunk = questions[start : start + self.batch_size]
-                    t0 = time.perf_counter()
-                    batch = mem.recall_batch([q.text for q in chunk], opts)
-                    seconds = time.perf_counter() - t0
-                    self.state.add(name, [q.qid for q in chunk], batch, to_doc, seconds)
-                    self.bar.update(len(chunk))
+            path = _store_path(self.root, conv.conv_id, stack, self.temp_dir)
+            t_open = time.perf_counter()
+            with self.factory(path) as mem:
+                log.timing["open_s"] += time.perf_counter() - t_open
+                with log.phase("remember"):
+                    tsids = list(mem.remember_batch(_ingest_records(conv)))
+                log.stores += 1
+                if len(tsids) != len(conv.turns):
+                    raise SpectorError(
+                        f"remember_batch returned {len(tsids)} ids for {len(conv.turns)} turns"
+                    )
+                to_doc = {str(t): turn.dia_id for t, turn in zip(tsids, conv.turns, strict=True)}
+                if log.described is None:
+                    log.described = _describe(mem)
+                with log.phase("recall"):
+                    self._recall(mem, questions, to_doc)
+                t_close = time.perf_counter()
+            t_cleanup = time.perf_counter()
+            log.timing["close_s"] += t_cleanup - t_close
+        log.timing["cleanup_s"] += time.perf_counter() - t_cleanup
+
+    def _recall(self, mem: Any, questions: list[Question], to_doc: Mapping[str, str]) -> None:
+        mem.recall_batch([questions[0].text], next(iter(self.options.values())))  # warm-up
+        self.bar.set_postfix_str(questions[0].conv_id)
+        for name, opts in self.options.items():
+            for start in range(0, len(questions), self.batch_size):
+                chunk = questions[start : start + self.batch_size]
+                t0 = time.perf_counter()
+                batch = mem.recall_batch([q.text for q in chunk], opts)
+                seconds = time.perf_counter() - t0
+                self.log.add(name, [q.qid for q in chunk], batch, to_doc, seconds)
+                self.bar.update(len(chunk))
 
 
 def _describe(mem: Any) -> dict[str, Any]:
@@ -386,28 +338,21 @@ def _assemble(
     dataset: Dataset,
     questions: list[Question],
     ks: Sequence[int],
-    state: _RunState,
-    device: Any,
-    embedder: Any,
+    log: RunLog,
+    scorer: Scorer,
+    asked: tuple[Any, Any],
 ) -> dict[str, Any]:
-    qrels = {q.qid: {e: 1 for e in q.evidence} for q in questions}
-    cats = {q.qid: q.category for q in questions}
-    configs: dict[str, Any] = {}
-    for name, run in state.runs.items():
-        entry = evaluate_run(run, qrels, ks=ks, categories=cats)
-        lat = np.asarray(state.latency_ms[name], dtype=np.float64)
-        entry["latency_ms_p50"] = float(np.percentile(lat, 50)) if lat.size else None
-        entry["latency_ms_p95"] = float(np.percentile(lat, 95)) if lat.size else None
-        secs = state.seconds[name]
-        entry["queries_per_s"] = lat.size / secs if secs > 0 else None
-        configs[name] = entry
-    described = state.described or {"config": {}, "embedder": None, "device": None}
+    """``metrics.json``'s content; ``asked`` is the (device, embedder) the caller passed, used
+    where the memory does not say."""
+    device, embedder = asked
+    described = log.described or {"config": {}, "embedder": None, "device": None}
     return {
-        "configs": configs,
+        "configs": log.summaries(questions, ks, scorer),
         "config": described["config"],
         "dataset": dataset.name,
         "device": described["device"] or (None if device is None else str(device)),
         "embedder": described["embedder"] or _name(embedder),
+        **scorer.describe(),
     }
 
 

@@ -194,7 +194,7 @@ def test_engram_slot_golden_bytes() -> None:
     q = np.array([[1, -1, 127, -128]], dtype=np.int8)
     body = HEADER_GOLDEN + h("01 FF 7F 80")
     assert slot_stride(dim) == 64 + 4 + 4
-    assert slots.encode(_header(), q) == body + crc(body)
+    assert slots.encode(slots.slot_records(_header(), q)) == body + crc(body)
 
 
 # ---- Strength record, 96 B -------------------------------------------------------------------

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 from spector_gpu.errors import DatasetError, ValidationError
-from spector_gpu.eval.dataset import Dataset, Turn, detect_format, load_dataset
+from spector_gpu.eval.dataset import Dataset, Turn
 from spector_gpu.eval.generic import load_generic, save_generic
+from spector_gpu.eval.loaders import detect_format, load_dataset
 from spector_gpu.eval.locomo import normalize_evidence, parse_locomo, parse_session_datetime
 from spector_gpu.eval.synthetic import generate_locomo_like
 
@@ -186,7 +188,7 @@ def test_missing_and_unreadable_paths(tmp_path: Path) -> None:
         load_dataset(obj)
     with pytest.raises(DatasetError, match="holds a JSON list"):
         load_dataset(obj, format="locomo")
-    with pytest.raises(DatasetError, match="lacks corpus.jsonl"):
+    with pytest.raises(DatasetError, match=r"lacks corpus\.jsonl"):
         load_dataset(tmp_path)
 
 
@@ -246,7 +248,7 @@ def test_generic_errors(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match=r"qrels.tsv line 2"):
         load_generic(root)
     (root / "qrels.tsv").write_text("q9\td1\t1\n")
-    with pytest.raises(DatasetError, match="absent from queries.jsonl"):
+    with pytest.raises(DatasetError, match=r"absent from queries\.jsonl"):
         load_generic(root)
     (root / "qrels.tsv").unlink()
     with pytest.raises(DatasetError, match="no qrels found"):

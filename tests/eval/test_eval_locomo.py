@@ -7,16 +7,18 @@ and that a plain BM25 baseline scored through the metrics and the runner is far 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
 import Stemmer
 from rank_bm25 import BM25Okapi
 
-from spector_gpu.eval.dataset import Dataset, load_dataset
+from spector_gpu.eval.dataset import Dataset
+from spector_gpu.eval.loaders import load_dataset
 from spector_gpu.eval.metrics import evaluate_run
 from spector_gpu.eval.runner import evaluate
 from spector_gpu.types import RecallBatch, RecallOptions

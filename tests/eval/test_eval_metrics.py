@@ -100,7 +100,7 @@ def _random_case(seed: int, n_queries: int = 60) -> tuple[dict, dict]:
         run[f"q{q}"] = {d: s / 100.0 for d, s in zip(docs, scores)}
         pool = [f"d{i}" for i in range(50)]
         rels = rng.sample(pool, rng.randrange(1, 6))
-        qrels[f"q{q}"] = {d: 1 for d in rels}
+        qrels[f"q{q}"] = dict.fromkeys(rels, 1)
         qrels[f"q{q}"][rng.choice([d for d in pool if d not in rels])] = 0  # judged, not relevant
     return run, qrels
 

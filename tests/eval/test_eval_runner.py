@@ -6,10 +6,12 @@ import json
 import logging
 import re
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager as ContextManager
 from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable, ContextManager, Iterator
+from typing import Any
 
 import numpy as np
 import pytest

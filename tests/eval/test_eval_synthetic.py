@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from pathlib import Path
@@ -11,7 +12,8 @@ import Stemmer
 from rank_bm25 import BM25Okapi
 
 from spector_gpu.errors import ValidationError
-from spector_gpu.eval.dataset import Dataset, load_dataset
+from spector_gpu.eval.dataset import Dataset
+from spector_gpu.eval.loaders import load_dataset
 from spector_gpu.eval.locomo import parse_locomo, parse_session_datetime
 from spector_gpu.eval.synthetic import (
     BUNDLED_SAMPLE_KWARGS,
@@ -21,10 +23,46 @@ from spector_gpu.eval.synthetic import (
 )
 
 _STEM = Stemmer.Stemmer("english")
-_STOP = set(
-    "a an the is are was were what which where when who did does do has have their they to of in "
-    "on at for and or by i my me it its this that how now any".split()
-)
+_STOP = {
+    "a",
+    "an",
+    "the",
+    "is",
+    "are",
+    "was",
+    "were",
+    "what",
+    "which",
+    "where",
+    "when",
+    "who",
+    "did",
+    "does",
+    "do",
+    "has",
+    "have",
+    "their",
+    "they",
+    "to",
+    "of",
+    "in",
+    "on",
+    "at",
+    "for",
+    "and",
+    "or",
+    "by",
+    "i",
+    "my",
+    "me",
+    "it",
+    "its",
+    "this",
+    "that",
+    "how",
+    "now",
+    "any",
+}
 
 
 def _stems(text: str, drop: frozenset[str] | set[str] = frozenset()) -> set[str]:
@@ -62,7 +100,7 @@ def test_exact_locomo_shape() -> None:
             assert [t["dia_id"] for t in turns] == [f"D{s}:{j}" for j in range(1, 10)]
             assert all(t["speaker"] in speakers for t in turns)
             assert all(
-                a["speaker"] != b["speaker"] for a, b in zip(turns, turns[1:])
+                a["speaker"] != b["speaker"] for a, b in itertools.pairwise(turns)
             )  # alternating
         dia_ids = {t["dia_id"] for s in (1, 2, 3) for t in conv[f"session_{s}"]}
         assert len(sample["qa"]) == 12

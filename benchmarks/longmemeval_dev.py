@@ -1,0 +1,339 @@
+"""Retrieval quality on LongMemEval_S (development split) through the public API, as a report.
+
+    python benchmarks/longmemeval_dev.py \
+        [--data ../shared/data/longmemeval/longmemeval_s_cleaned.dev.json] \
+        [--out runs/longmemeval_dev] [--report benchmarks/results/longmemeval_dev.md]
+
+Three evaluations with the library defaults (hashing embedder, no download), one store per
+question, scored by the paper's protocol (:mod:`spector_gpu.eval.longmemeval_protocol`):
+
+1. **baseline reproduction** — the harness of issue 13: user turns only remembered, top 50
+   turns, default recall options; checked against the issue's figures;
+2. **every turn** (user and assistant, the loader's default), depth 1000 (the whole haystack),
+   the defaults and every ablation (``--ablations``), per question type;
+3. **timing** — the baseline harness built with its temporary stores on disk and on
+   ``/dev/shm`` (the evaluator's default when available), seconds per phase.
+
+Writes ``metrics.json`` / ``per_question.jsonl`` / plots under ``--out`` and the markdown report.
+The data is read from its location and never copied.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from spector_gpu.eval.longmemeval import load_longmemeval
+from spector_gpu.eval.longmemeval_protocol import OFFICIAL_KS
+from spector_gpu.eval.runner import EvalResult, default_temp_dir, evaluate
+
+LOAD = os.getloadavg()  # other work on the machine skews the wall times
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+DEFAULT_DATA = REPO.parent / "shared" / "data" / "longmemeval" / "longmemeval_s_cleaned.dev.json"
+# issue 13's table: "spector_gpu defaults today" and the official BM25 baseline
+ISSUE = {
+    "session/recall_any@5": (0.914, 0.735),
+    "session/recall_all@5": (0.735, 0.525),
+    "session/recall_all@10": (0.833, 0.654),
+    "turn/recall_all@10": (0.759, 0.586),
+    "session/ndcg_any@10": (0.689, 0.560),
+}
+HEADLINE = list(ISSUE)
+TYPES = (
+    "single-session-user",
+    "single-session-assistant",
+    "single-session-preference",
+    "multi-session",
+    "knowledge-update",
+    "temporal-reasoning",
+)
+
+
+def _f(value: Any) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+        *("| " + " | ".join(r) + " |" for r in rows),
+    ]
+
+
+def _timed(label: str, **kwargs: Any) -> tuple[EvalResult, float]:
+    t0 = time.perf_counter()
+    result = evaluate(progress=False, **kwargs)
+    wall = time.perf_counter() - t0
+    print(f"{label}: {wall:.1f} s")
+    return result, wall
+
+
+def _reproduction(result: EvalResult) -> list[str]:
+    m = result.metrics["configs"]["default"]
+    rows = [
+        [
+            key,
+            _f(ISSUE[key][0]),
+            _f(m[key]),
+            "yes" if round(m[key], 3) == ISSUE[key][0] else "**no**",
+        ]
+        for key in HEADLINE
+    ]
+    return _table(["metric", "issue 13", "this harness", "equal to 3 decimals"], rows)
+
+
+def _ablations(configs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    cols = [
+        *HEADLINE,
+        "turn/ndcg_any@10",
+        "memory_session/recall_all@5",
+        "vendor/session_hit@5",
+        "vendor/session_hit@10",
+        "latency_ms_p50",
+    ]
+    rows = [
+        [name, *(_f(m.get(c)) if c != "latency_ms_p50" else f"{m[c]:.2f}" for c in cols)]
+        for name, m in configs.items()
+    ]
+    header = [
+        "configuration",
+        "S any@5",
+        "S all@5",
+        "S all@10",
+        "T all@10",
+        "S nDCG@10",
+        "T nDCG@10",
+        "memS all@5",
+        "vendor hit@5",
+        "vendor hit@10",
+        "p50 ms/query",
+    ]
+    return _table(header, rows)
+
+
+def _by_type(entry: Mapping[str, Any]) -> list[str]:
+    rows = []
+    for qtype in (*TYPES, "overall"):
+        sub = entry if qtype == "overall" else entry["by_type"].get(qtype, {})
+        rows.append(
+            [
+                qtype,
+                str(sub.get("n_scored", 0)),
+                *(_f(sub.get(k)) for k in HEADLINE),
+                _f(sub.get("turn/ndcg_any@10")),
+            ]
+        )
+    return _table(
+        [
+            "question type",
+            "scored",
+            "S any@5",
+            "S all@5",
+            "S all@10",
+            "T all@10",
+            "S nDCG@10",
+            "T nDCG@10",
+        ],
+        rows,
+    )
+
+
+def _all_ks(entry: Mapping[str, Any]) -> list[str]:
+    rows = []
+    for level in ("session", "turn", "memory_session"):
+        for metric in ("recall_any", "recall_all", "ndcg_any"):
+            rows.append(
+                [f"{level}/{metric}", *(_f(entry[f"{level}/{metric}@{k}"]) for k in OFFICIAL_KS)]
+            )
+    return _table(["level/metric", *(f"@{k}" for k in OFFICIAL_KS)], rows)
+
+
+def _timing(runs: Mapping[str, tuple[EvalResult, float, float]]) -> list[str]:
+    rows = []
+    for label, (result, wall, load_s) in runs.items():
+        t = result.timing
+        rows.append(
+            [
+                label,
+                f"{load_s:.1f}",
+                f"{t['open_s']:.1f}",
+                f"{t['remember_s']:.1f}",
+                f"{t['close_s']:.1f}",
+                f"{t['cleanup_s']:.1f}",
+                f"{t['build_s'] + t['cleanup_s']:.1f}",
+                f"{t['recall_s']:.1f}",
+                f"{wall:.1f}",
+                f"{1000 * (t['open_s'] + t['close_s'] + t['cleanup_s']) / t['stores']:.0f}",
+                f"{1000 * t['remember_s'] / t['stores']:.0f}",
+            ]
+        )
+    return _table(
+        [
+            "run",
+            "load JSON s",
+            "open s",
+            "remember s",
+            "close s",
+            "rm temp s",
+            "build total s",
+            "recall s",
+            "evaluate wall s",
+            "fixed ms/store (open+close+rm)",
+            "remember ms/store",
+        ],
+        rows,
+    )
+
+
+def _intro(default: Mapping[str, Any], counts: Mapping[str, Any]) -> list[str]:
+    return [
+        "# Retrieval quality on LongMemEval_S (development split)",
+        "",
+        (
+            "Regenerate with `python benchmarks/longmemeval_dev.py` (the CLI gives the same "
+            "figures: `spector-gpu eval <longmemeval_s_cleaned.dev.json> --out DIR --ablations`). "
+            "200 questions of the cleaned LongMemEval_S development split, one store per question "
+            f"built from its own haystack; {default['n_scored']} scored by the paper's protocol "
+            f"({default['n_abstention']} abstention questions and {default['n_no_user_evidence']} "
+            "without user-side evidence excluded). Hashing embedder (no download), library default "
+            "recall options in observe mode. S = `session` (the paper's turn→session figure, what "
+            "issue 13 reports), T = `turn`, memS = `memory_session` (every memory, user or "
+            "assistant, credits its session); vendor = session hit@k over all 200 questions, "
+            "**not** the official figure. Definitions: `spector_gpu/eval/longmemeval_protocol.py`."
+        ),
+        "",
+        (
+            f"Environment: Python {platform.python_version()}, {platform.platform()}, generated "
+            f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; load average (1 min) {LOAD[0]:.1f} at the "
+            f"start, {os.getloadavg()[0]:.1f} at the end. Loader counts: "
+            f"{counts.get('n_turns')} turns "
+            f"in {counts.get('n_sessions')} sessions, {counts.get('n_skipped_empty_turns')} empty "
+            f"turns skipped ({counts.get('n_skipped_empty_user_turns')} of them user turns), "
+            f"{counts.get('n_repeated_session_ids')} session ids repeated inside a haystack."
+        ),
+        "",
+    ]
+
+
+def _best(configs: Mapping[str, Mapping[str, Any]]) -> str:
+    parts = []
+    for key in HEADLINE:
+        top = max(configs[name][key] for name in configs)
+        names = [name for name in configs if configs[name][key] == top]
+        parts.append(f"{key} {top:.3f} ({', '.join(names)})")
+    return "Best per headline metric: " + "; ".join(parts) + "."
+
+
+def _bench_stores(stores: int, questions: int) -> list[str]:
+    sys.path.insert(0, str(HERE))
+    import bench_eval_stores as bench
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        bench.fixed_costs(stores, 3)
+        bench.sync_counts()
+        bench.breakdown(stores)
+        bench.per_turn(questions)
+    return out.getvalue().strip("\n").splitlines()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--out", type=Path, default=REPO / "runs" / "longmemeval_dev")
+    parser.add_argument("--report", type=Path, default=HERE / "results" / "longmemeval_dev.md")
+    parser.add_argument("--repeat", type=int, default=2, help="timing runs per setting (median)")
+    parser.add_argument(
+        "--stores", type=int, default=100, help="stores per fixed-cost run (part 4)"
+    )
+    parser.add_argument("--questions", type=int, default=40, help="haystacks profiled (part 4)")
+    args = parser.parse_args()
+    if not args.data.is_file():
+        raise SystemExit(f"{args.data} not found: the LongMemEval development split is needed")
+    t0 = time.perf_counter()
+    everything = load_longmemeval(args.data)
+    load_all = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    users = load_longmemeval(args.data, roles=("user",))
+    load_users = time.perf_counter() - t0
+    counts = everything.scorer.describe()["protocol"] if everything.scorer else {}
+
+    baseline, _ = _timed(
+        "baseline (user turns, top 50)",
+        dataset=users,
+        k_max=50,
+        out_dir=args.out / "user_turns_top50",
+    )
+    full, full_wall = _timed(
+        "every turn, depth 1000, ablations",
+        dataset=everything,
+        ablations=True,
+        out_dir=args.out / "all_turns",
+    )
+    timing: dict[str, tuple[EvalResult, float, float]] = {}
+    disk = tempfile.gettempdir()
+    for label, temp in (
+        ("user turns, top 50, stores on disk", disk),
+        ("user turns, top 50, stores on /dev/shm", default_temp_dir()),
+    ):
+        if temp is None:
+            continue
+        tries = [_timed(label, dataset=users, k_max=50, temp_dir=temp) for _ in range(args.repeat)]
+        result, wall = sorted(tries, key=lambda t: t[1])[(len(tries) - 1) // 2]
+        timing[label] = (result, wall, load_users)
+    timing["every turn, depth 1000, 9 configurations, /dev/shm"] = (full, full_wall, load_all)
+
+    default = full.metrics["configs"]["default"]
+    lines = [
+        *_intro(default, counts),
+        "## 1. Baseline reproduction (issue 13's harness: user turns only, top 50 turns)",
+        "",
+        *_reproduction(baseline),
+        "",
+        "## 2. Every turn remembered (user and assistant), whole haystack ranked: every ablation",
+        "",
+        *_ablations(full.metrics["configs"]),
+        "",
+        _best(full.metrics["configs"]),
+        "",
+        "### Defaults by question type",
+        "",
+        *_by_type(default),
+        "",
+        "### Defaults at every cut-off",
+        "",
+        *_all_ks(default),
+        "",
+        "### Baseline harness (user turns only, top 50) by question type",
+        "",
+        *_by_type(baseline.metrics["configs"]["default"]),
+        "",
+        "## 3. Wall time (2 CPU cores shared with other work; seconds)",
+        "",
+        *_timing(timing),
+        "",
+        "## 4. Where a store's time goes (`python benchmarks/bench_eval_stores.py`)",
+        "",
+        "```",
+        *_bench_stores(args.stores, args.questions),
+        "```",
+        "",
+    ]
+    args.report.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {args.report}")
+
+
+if __name__ == "__main__":
+    main()

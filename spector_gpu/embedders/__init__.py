@@ -1,0 +1,26 @@
+"""Embedders: text → float32 (n, dim) L2-normalised rows (DESIGN §8).
+
+The default :class:`HashingEmbedder` needs no weights and no network; it is deterministic across
+processes and machines. Model-backed embedders load only local files and never download.
+A store records ``name`` and ``dim`` and refuses an embedder whose name or dim differ.
+
+Layout: :mod:`.protocol` (the :class:`Embedder` protocol), :mod:`.registry`
+(:func:`make_embedder` and its specs), :mod:`.hashing` (:class:`HashingEmbedder`),
+:mod:`.adapters` (:class:`CallableEmbedder`, :class:`SentenceTransformerEmbedder`,
+:class:`MiniLMEmbedder`) and :mod:`.rows` (the input checks and row normalisation they share).
+"""
+
+from .adapters import CallableEmbedder, MiniLMEmbedder, SentenceTransformerEmbedder
+from .hashing import HashingEmbedder
+from .protocol import Embedder
+from .registry import EMBEDDER_CHOICES, make_embedder
+
+__all__ = [
+    "EMBEDDER_CHOICES",
+    "CallableEmbedder",
+    "Embedder",
+    "HashingEmbedder",
+    "MiniLMEmbedder",
+    "SentenceTransformerEmbedder",
+    "make_embedder",
+]

@@ -1,0 +1,233 @@
+"""The default embedder: signed feature hashing of word and character n-grams (no weights).
+
+Deterministic across processes and machines; needs no model files and no network.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+
+import numpy as np
+
+from spector_gpu.errors import ValidationError
+
+from .rows import check_texts, normalise_rows
+
+__all__ = ["HashingEmbedder"]
+
+_P = 0x01000193  # FNV-1 32-bit prime (odd, so invertible mod 2**32)
+_Q = pow(_P, -1, 1 << 32)
+_GOLD = 0x9E3779B9
+_BYTE_MAP = np.arange(256, dtype=np.uint8)
+_BYTE_MAP[ord("A") : ord("Z") + 1] += 32  # ASCII lower-case
+_WORD = np.ones(256, dtype=bool)  # bytes >= 0x80 (non-ASCII UTF-8) count as word bytes
+_WORD[:128] = [chr(c).isalnum() for c in range(128)]
+_BYTE_MAP[:128][~_WORD[:128]] = 0x20  # every ASCII non-word byte reads as one space
+
+
+def _fmix32(h: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 32-bit finaliser, in place on a uint32 array."""
+    h ^= h >> np.uint32(16)
+    h *= np.uint32(0x85EBCA6B)
+    h ^= h >> np.uint32(13)
+    h *= np.uint32(0xC2B2AE35)
+    h ^= h >> np.uint32(16)
+    return h
+
+
+class HashingEmbedder:
+    """Signed feature hashing of word and character n-grams, L2-normalised (no weights).
+
+    Text is NFKC-normalised and lower-cased (ASCII text skips the no-op normalisation). Words are
+    maximal runs of ASCII letters/digits and non-ASCII characters. Features:
+
+    * word n-grams for n in ``word_ngrams`` (inclusive range; ``None`` disables);
+    * character n-grams for n in ``char_ngrams`` over the UTF-8 bytes of each word padded with
+      one space on each side (``" ann "`` → ``" an"``, ``"ann"``, ``"nn "``), like scikit-learn's
+      ``char_wb``.
+
+    Each feature's bytes are hashed with a 32-bit polynomial hash (FNV prime, computed for all
+    substrings at once from prefix sums) salted by kind and length and finished with MurmurHash3's
+    finaliser; the hash picks a bucket in ``[0, dim)`` and a sign. Word and character blocks are
+    L2-normalised separately, weighted, summed and normalised again. Everything is integer
+    arithmetic on numpy arrays: identical on every machine and process (no Python ``hash()``).
+
+    Args:
+        dim: output dimension (> 0).
+        word_ngrams: ``(min_n, max_n)`` for word n-grams, or ``None``.
+        char_ngrams: ``(min_n, max_n)`` for character (UTF-8 byte) n-grams, or ``None``.
+        word_weight, char_weight: weights of the two blocks (≥ 0).
+        chunk_texts: texts hashed per vectorised chunk (bounds temporary memory).
+    """
+
+    def __init__(
+        self,
+        dim: int = 384,
+        *,
+        word_ngrams: tuple[int, int] | None = (1, 2),
+        char_ngrams: tuple[int, int] | None = (3, 5),
+        word_weight: float = 1.0,
+        char_weight: float = 1.0,
+        chunk_texts: int = 4096,
+    ) -> None:
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
+            raise ValidationError(f"dim must be a positive int, got {dim!r}")
+        self.word_ngrams = _check_range(word_ngrams, "word_ngrams")
+        self.char_ngrams = _check_range(char_ngrams, "char_ngrams")
+        if self.word_ngrams is None and self.char_ngrams is None:
+            raise ValidationError("word_ngrams and char_ngrams cannot both be None")
+        for label, w in (("word_weight", word_weight), ("char_weight", char_weight)):
+            if not np.isfinite(w) or w < 0:
+                raise ValidationError(f"{label} must be finite and ≥ 0, got {w!r}")
+        if isinstance(chunk_texts, bool) or not isinstance(chunk_texts, int) or chunk_texts < 1:
+            raise ValidationError(f"chunk_texts must be a positive int, got {chunk_texts!r}")
+        self.dim = dim
+        self.word_weight = float(word_weight)
+        self.char_weight = float(char_weight)
+        self.chunk_texts = chunk_texts
+        wtag = "".join(map(str, self.word_ngrams)) if self.word_ngrams else "0"
+        ctag = "".join(map(str, self.char_ngrams)) if self.char_ngrams else "0"
+        self.name = f"hashing-v1-d{dim}-w{wtag}-c{ctag}"
+        self.fusion_weight = 0.3
+        if (self.word_weight, self.char_weight) != (1.0, 1.0):
+            self.name += f"-ww{self.word_weight:g}-cw{self.char_weight:g}"
+        self._ppow = np.ones(1, dtype=np.uint32)
+        self._qpow = np.ones(1, dtype=np.uint32)
+
+    def __repr__(self) -> str:
+        return f"HashingEmbedder({self.name!r})"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts: float32 (n, dim), rows L2-normalised; all-zero for featureless text."""
+        items = check_texts(texts)
+        out = np.zeros((len(items), self.dim), dtype=np.float32)
+        for lo in range(0, len(items), self.chunk_texts):
+            chunk = items[lo : lo + self.chunk_texts]
+            out[lo : lo + len(chunk)] = self._embed_chunk(chunk)
+        return out
+
+    # -- internals ---------------------------------------------------------------
+    def _powers(self, length: int) -> tuple[np.ndarray, np.ndarray]:
+        if self._ppow.size < length:
+            size = max(length, 2 * self._ppow.size)
+            self._ppow = np.cumprod(
+                np.full(size, _P, dtype=np.uint32), dtype=np.uint32
+            ) * np.uint32(_Q)
+            self._qpow = np.cumprod(
+                np.full(size, _Q, dtype=np.uint32), dtype=np.uint32
+            ) * np.uint32(_P)
+        return self._ppow[:length], self._qpow[:length]
+
+    def _embed_chunk(self, texts: list[str]) -> np.ndarray:
+        n = len(texts)
+        joined = "\x00".join(texts)
+        if not joined.isascii() or joined.count("\x00") != n - 1:
+            joined = "\x00".join(_prep(t) for t in texts)
+        raw = np.frombuffer(b"\x00" + joined.encode("utf-8", "surrogatepass") + b"\x00", np.uint8)
+        doc = np.cumsum(raw == 0, dtype=np.int32) - 1  # text index of every byte
+        word = _WORD[raw]
+        mapped = _BYTE_MAP[raw].astype(np.uint32)
+        ppow, qpow = self._powers(raw.size)
+        prefix = np.zeros(raw.size + 1, dtype=np.uint32)
+        np.cumsum(mapped * qpow, dtype=np.uint32, out=prefix[1:])
+        block = np.zeros((n, self.dim), dtype=np.float32)
+        if self.word_ngrams is not None and self.word_weight > 0:
+            keys = self._word_keys(word, doc, prefix, ppow)
+            block += self.word_weight * self._bucket(keys, n)
+        if self.char_ngrams is not None and self.char_weight > 0:
+            keys = self._char_keys(word, doc, prefix, ppow)
+            block += self.char_weight * self._bucket(keys, n)
+        return normalise_rows(block)
+
+    def _word_keys(
+        self, word: np.ndarray, doc: np.ndarray, prefix: np.ndarray, ppow: np.ndarray
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        lo, hi = self.word_ngrams or (0, 0)
+        edges = np.diff(word.astype(np.int8))
+        starts = np.flatnonzero(edges == 1) + 1
+        ends = np.flatnonzero(edges == -1) + 1
+        uni = (prefix[ends] - prefix[starts]) * ppow[ends - 1]
+        uni = _fmix32(uni ^ (np.uint32(_GOLD) * (ends - starts).astype(np.uint32)))
+        wdoc = doc[starts]
+        out: list[tuple[np.ndarray, np.ndarray]] = []
+        gram = uni
+        for size in range(1, hi + 1):
+            if size > 1:  # n-gram at i = mix(its (n-1)-gram at i, word i+n-1)
+                gram = gram[:-1] * np.uint32(_P) + uni[size - 1 :]
+                gram = _fmix32(gram ^ np.uint32((size * _GOLD) & 0xFFFFFFFF))
+            if size >= lo and gram.size:
+                same = wdoc[: gram.size] == wdoc[size - 1 :]
+                out.append((gram[same], wdoc[: gram.size][same]))
+        return out
+
+    def _char_keys(
+        self, word: np.ndarray, doc: np.ndarray, prefix: np.ndarray, ppow: np.ndarray
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        lo, hi = self.char_ngrams or (0, 0)
+        size = word.size
+        nonword = np.zeros(size + 1, dtype=np.int32)
+        np.cumsum(~word, dtype=np.int32, out=nonword[1:])
+        out: list[tuple[np.ndarray, np.ndarray]] = []
+        for length in range(lo, min(hi, size) + 1):
+            count = size - length + 1
+            # interior bytes p+1 .. p+length-2 must all be word bytes (char_wb windows)
+            ok = (
+                nonword[length - 1 : length - 1 + count] == nonword[1 : 1 + count]
+                if length >= 2
+                else word.copy()
+            )
+            if length <= 2:
+                ok &= (
+                    nonword[length : length + count] - nonword[:count]
+                ) < length  # >= 1 word byte
+                pos = np.flatnonzero(ok)
+                dpos = pos if length == 1 else np.where(word[pos], pos, pos + 1)
+            else:
+                pos = np.flatnonzero(ok)
+                dpos = pos + 1
+            h = (prefix[pos + length] - prefix[pos]) * ppow[pos + length - 1]
+            h = _fmix32(h ^ np.uint32((length * _GOLD) & 0xFFFFFFFF))
+            out.append((h, doc[dpos]))
+        return out
+
+    def _bucket(self, keys: list[tuple[np.ndarray, np.ndarray]], n: int) -> np.ndarray:
+        """Signed bucket counts, L2-normalised per row: float32 (n, dim)."""
+        if not keys:
+            return np.zeros((n, self.dim), dtype=np.float32)
+        h = np.concatenate([k for k, _ in keys])
+        d = np.concatenate([dd for _, dd in keys])
+        width = 2 * self.dim
+        # top bits of h pick one of 2*dim cells: bucket = cell // 2, sign = cell % 2
+        if width <= 1 << 16:  # 16 hash bits suffice and the arithmetic stays in uint32
+            h >>= np.uint32(16)
+            h *= np.uint32(width)
+            h >>= np.uint32(16)
+            cell = h.astype(np.intp)
+        else:
+            cell = ((h.astype(np.uint64) * np.uint64(width)) >> np.uint64(32)).astype(np.intp)
+        flat = d.astype(np.intp) * width
+        flat += cell
+        counts = np.bincount(flat, minlength=n * width).reshape(n, self.dim, 2)
+        block = (counts[:, :, 0] - counts[:, :, 1]).astype(np.float32)
+        return normalise_rows(block)
+
+
+def _check_range(value: tuple[int, int] | None, label: str) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    try:
+        lo, hi = (int(v) for v in value)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"{label} must be (min_n, max_n) or None, got {value!r}") from exc
+    if not 1 <= lo <= hi <= 9:
+        raise ValidationError(f"{label} must satisfy 1 <= min_n <= max_n <= 9, got {value!r}")
+    return (lo, hi)
+
+
+def _prep(text: str) -> str:
+    if "\x00" in text:
+        text = text.replace("\x00", " ")
+    if text.isascii():
+        return text  # NFKC is the identity on ASCII; the byte map lower-cases it
+    return unicodedata.normalize("NFKC", text).lower()

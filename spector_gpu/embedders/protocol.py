@@ -1,0 +1,28 @@
+"""The embedder protocol: text → float32 (n, dim) L2-normalised rows (DESIGN §8)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = ["Embedder"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Anything with a ``name``, a ``dim`` and ``embed(texts) -> float32 (n, dim)``.
+
+    Rows are L2-normalised; an all-zero row is allowed (e.g. for empty text).
+
+    An embedder may also carry ``fusion_weight: float`` — how much its cosine counts against
+    BM25 in recall fusion (multiplied by ``[recall] dense_weight``; 1.0 when absent). Measured
+    on LoCoMo's development split: a weightless hashing embedder is a weak signal (0.3; flat
+    between 0.1 and 0.5), a sentence model a strong one (1.3).
+    """
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...

@@ -1,0 +1,52 @@
+"""Building an embedder from a spec string (``"hashing"``, ``"hashing:<dim>"``, ``"minilm"``,
+``"st:/local/model/path"``)."""
+
+from __future__ import annotations
+
+from spector_gpu.errors import ValidationError
+
+from .adapters import MiniLMEmbedder, SentenceTransformerEmbedder
+from .hashing import HashingEmbedder
+from .protocol import Embedder
+
+__all__ = ["EMBEDDER_CHOICES", "make_embedder"]
+
+EMBEDDER_CHOICES = ('None / "hashing"', '"hashing:<dim>"', '"minilm"', '"st:/local/model/path"')
+
+
+def make_embedder(spec: str | Embedder | None = None) -> Embedder:
+    """Build an embedder from a spec.
+
+    ``None`` or ``"hashing"`` → ``HashingEmbedder(384)``; ``"hashing:<dim>"``; ``"minilm"`` →
+    :class:`MiniLMEmbedder`; ``"st:/local/path"`` → :class:`SentenceTransformerEmbedder`; an
+    object with ``name``, ``dim`` and ``embed`` is returned as is.
+
+    Raises:
+        ValidationError: an unknown spec (the message lists the choices).
+    """
+    if spec is None:
+        return HashingEmbedder()
+    if not isinstance(spec, str):
+        if isinstance(spec, Embedder):
+            return spec
+        raise ValidationError(
+            f"embedder spec {spec!r} is not recognised; use one of {', '.join(EMBEDDER_CHOICES)}"
+        )
+    text = spec.strip()
+    if text == "hashing":
+        return HashingEmbedder()
+    if text.startswith("hashing:"):
+        try:
+            dim = int(text.split(":", 1)[1])
+        except ValueError as exc:
+            raise ValidationError(
+                f"embedder spec {spec!r}: the dim after 'hashing:' must be an int"
+            ) from exc
+        return HashingEmbedder(dim)
+    if text == "minilm":
+        return MiniLMEmbedder()
+    if text.startswith("st:") and len(text) > 3:
+        return SentenceTransformerEmbedder(text[3:])
+    raise ValidationError(
+        f"embedder spec {spec!r} is not recognised; use one of {', '.join(EMBEDDER_CHOICES)}"
+    )

@@ -1,0 +1,171 @@
+"""Reading a forensic bundle back (:mod:`.bundle`): verification against its manifest without
+extracting anything to disk, and the verified files.
+
+Links, devices, directories, sparse members, unsafe names, duplicates and oversized input are
+refused; a truncated or non-tar file is reported, never raised.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import tarfile
+from dataclasses import dataclass, field
+
+from spector_gpu.errors import CorruptionError
+
+from .manifest import (
+    MANIFEST_NAME,
+    MAX_BUNDLE_BYTES,
+    MAX_MEMBER_BYTES,
+    MAX_MEMBERS,
+    name_problem,
+    parse_manifest,
+    sha256_hex,
+)
+
+__all__ = ["BundleReport", "read_bundle", "verify_bundle"]
+
+_REGULAR = (tarfile.REGTYPE, tarfile.AREGTYPE)
+_TYPE_NAMES = {
+    tarfile.SYMTYPE: "symlink",
+    tarfile.LNKTYPE: "hard link",
+    tarfile.DIRTYPE: "directory",
+    tarfile.CHRTYPE: "character device",
+    tarfile.BLKTYPE: "block device",
+    tarfile.FIFOTYPE: "fifo",
+    tarfile.CONTTYPE: "contiguous file",
+    tarfile.GNUTYPE_SPARSE: "sparse file",
+}
+
+
+@dataclass(frozen=True)
+class BundleReport:
+    """Result of :func:`verify_bundle`; ``ok`` is True only when every list is empty.
+
+    Attributes:
+        tampered: files whose bytes differ from the manifest's SHA-256 or size.
+        missing: files the manifest lists that the tar lacks.
+        extra: regular files in the tar that the manifest does not list.
+        errors: everything else (unreadable tar, unsafe or non-regular members, bad manifest).
+    """
+
+    ok: bool
+    tampered: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _scan(
+    path: str, max_bytes: int, max_member_bytes: int
+) -> tuple[dict[str, bytes], list[str], str]:
+    """Regular, safely named members of the tar at ``path``, the problems found, and the
+    SHA-256 hex of the bytes read (one read, so the hash and the members agree)."""
+    members: dict[str, bytes] = {}
+    errors: list[str] = []
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the read forever
+            return {}, [f"{path!r}: not a regular file"], ""
+        with open(path, "rb") as fh:
+            blob = fh.read(max_bytes + 1)
+    except (OSError, ValueError) as exc:  # ValueError: a path with NUL in it
+        return {}, [f"{path!r}: cannot read ({exc})"], ""
+    if len(blob) > max_bytes:
+        return {}, [f"{path}: larger than the {max_bytes}-byte cap"], ""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:", encoding="utf-8") as tf:
+            while (info := tf.next()) is not None:
+                if len(members) + len(errors) >= MAX_MEMBERS:
+                    errors.append(f"more than {MAX_MEMBERS} members; stopped reading")
+                    break
+                problem = name_problem(info.name)
+                if problem is not None:
+                    errors.append(f"member {info.name!r}: unsafe name ({problem})")
+                elif info.type not in _REGULAR:
+                    kind = _TYPE_NAMES.get(info.type, f"type {info.type!r}")
+                    errors.append(f"member {info.name!r}: {kind} not allowed (regular files only)")
+                elif info.name in members:
+                    errors.append(f"member {info.name!r}: duplicate")
+                elif info.size > max_member_bytes:
+                    errors.append(f"member {info.name!r}: {info.size} bytes exceeds the cap")
+                else:
+                    stream = tf.extractfile(info)
+                    members[info.name] = stream.read() if stream is not None else b""
+            if blob[tf.offset :].strip(b"\0"):
+                errors.append(
+                    f"unreadable data at byte {tf.offset} (damaged header or trailing "
+                    "bytes after the end of the archive)"
+                )
+    except (tarfile.TarError, OSError, EOFError, ValueError, UnicodeError) as exc:
+        errors.append(f"{path}: not a readable tar ({type(exc).__name__}: {exc})")
+    return members, errors, sha256_hex(blob)
+
+
+def _verify(
+    target: str, expected_sha256: str | None, max_bytes: int, max_member_bytes: int
+) -> tuple[BundleReport, dict[str, bytes]]:
+    members, errors, digest = _scan(target, max_bytes, max_member_bytes)
+    if expected_sha256 is not None and digest and digest != expected_sha256:
+        errors.append(f"{target}: SHA-256 {digest} differs from expected_sha256")
+    manifest = members.pop(MANIFEST_NAME, None)
+    if manifest is None:
+        if not errors or members:
+            errors.append(f"{MANIFEST_NAME} is missing; no file can be checked")
+        return BundleReport(False, [], [], sorted(members), errors), members
+    entries, manifest_errors = parse_manifest(manifest)
+    errors += manifest_errors
+    tampered, missing = [], []
+    for entry in entries:
+        data = members.get(entry.name)
+        if data is None:
+            missing.append(entry.name)
+        elif len(data) != entry.size or sha256_hex(data) != entry.sha256:
+            tampered.append(entry.name)
+    listed = {e.name for e in entries}
+    extra = sorted(n for n in members if n not in listed)
+    ok = not (tampered or missing or extra or errors)
+    return BundleReport(ok, tampered, missing, extra, errors), members
+
+
+def verify_bundle(
+    path: str | os.PathLike[str],
+    *,
+    expected_sha256: str | None = None,
+    max_bytes: int = MAX_BUNDLE_BYTES,
+    max_member_bytes: int = MAX_MEMBER_BYTES,
+) -> BundleReport:
+    """Check a bundle against its manifest without extracting it; never raises on bad bytes.
+
+    Args:
+        path: the tar file (a missing or unreadable file is reported in ``errors``).
+        expected_sha256: the whole tar's SHA-256 hex as :func:`write_bundle` reported it;
+            a difference is an error (the outside anchor against a rewritten manifest).
+        max_bytes: refuse files larger than this (bytes).
+        max_member_bytes: refuse members larger than this (bytes).
+    """
+    return _verify(os.fspath(path), expected_sha256, max_bytes, max_member_bytes)[0]
+
+
+def read_bundle(
+    path: str | os.PathLike[str], *, expected_sha256: str | None = None
+) -> dict[str, bytes]:
+    """The files of a verified bundle (manifest excluded), as given to :func:`write_bundle`.
+
+    Raises:
+        CorruptionError: the bundle does not verify; the message summarises the report.
+    """
+    target = os.fspath(path)
+    report, members = _verify(target, expected_sha256, MAX_BUNDLE_BYTES, MAX_MEMBER_BYTES)
+    if not report.ok:
+        problems = (
+            [f"tampered {n}" for n in report.tampered]
+            + [f"missing {n}" for n in report.missing]
+            + [f"extra {n}" for n in report.extra]
+            + report.errors
+        )
+        raise CorruptionError(
+            f"bundle {target} does not verify: {'; '.join(problems[:8])}", file=target
+        )
+    return members
