@@ -21,7 +21,6 @@ from .delegates import MemoryAdminView, MemoryRecall, MemoryReflection, MemoryRe
 from .device import DeviceLike, resolve_device
 from .embedders import Embedder, make_embedder
 from .errors import StoreClosedError
-from .forksafe import install as install_fork_hook
 from .handles import HandleRegistry, Requested, Settings, settings_conflict
 from .opening import ConfigArg, open_chain, resolve_config, store_path
 from .pathways.check import CheckReport
@@ -75,9 +74,6 @@ class SpectorMemory:
     ) -> SpectorMemory:
         """Open (creating if needed, unless ``read_only``) the store at ``path``.
 
-        A store is created only in a new or empty directory: a non-empty directory that holds
-        no store is refused (``StoreError``) unless ``create_in_nonempty=True``.
-
         Args:
             config: a :class:`Config`, a TOML path, ``{section: {key: value}}`` overrides, or None
                 (defaults + ``SPECTOR_SECTION__KEY`` environment variables).
@@ -86,10 +82,8 @@ class SpectorMemory:
             device: ``None``/``"auto"`` (CUDA if available), ``"cpu"``, ``"cuda[:N]"``.
             read_only: open without the writer lock (many processes may do this at once).
             signing_key: 32-byte Ed25519 private key to sign every event (extra ``sign``).
-            create_in_nonempty: create the store in a directory that already holds other
-                files (never over a file under one of the store's own names).
+            create_in_nonempty: create a store in a non-empty directory (else ``StoreError``).
         """
-        install_fork_hook()  # forked workers run torch single-threaded (libgomp hangs otherwise)
         where = store_path(path)
         cfg = resolve_config(config, where)
         if isinstance(embedder, str):  # a spec: remember it, so a plain reopen finds it again
@@ -112,14 +106,8 @@ class SpectorMemory:
                 return _HANDLES.acquire(shared)
             named = embedder is not None and not isinstance(embedder, str)
             emb = make_embedder(embedder if named else cfg.embedder.name)
-            cortex = Cortex.open(
-                where,
-                cfg,
-                emb,
-                device=dev,
-                read_only=read_only,
-                create_in_nonempty=create_in_nonempty,
-            )
+            how = {"read_only": read_only, "create_in_nonempty": create_in_nonempty}
+            cortex = Cortex.open(where, cfg, emb, device=dev, **how)
             try:
                 if not read_only:
                     cfg.save(where)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,6 @@ import numpy as np
 
 from ..config import Config
 from ..errors import CorruptionError, SpectorError, StoreFailedError, ValidationError
-from ..storage.identity import snapshot_binding, snapshot_mismatch
 from ..storage.partition import Transaction, open_failure
 from ..types import Location, MemoryType
 from .analyzer import Analyzer
@@ -32,7 +31,7 @@ from .cues import Cues
 from .derived_indexes import SNAPSHOT_NAME, DerivedIndexes
 from .episodic import EpisodeRecord
 from .header import with_consolidated, with_provenance
-from .identity import STORE_FORMAT, bind_identity, verify_identity
+from .identity import STORE_FORMAT, bound_snapshot, open_bound, snapshot_stamp
 from .index import IndexMemory
 from .links import Links
 from .loader import PrimaryLoader
@@ -138,54 +137,29 @@ class Cortex:
         """Open every region of the store at ``path``; any ``OSError`` met on the way (a name
         too long, a permission, a full disk) is the library error that names the fix.
         ``create_in_nonempty`` allows creating a store in a directory that holds other files."""
-        try:
-            return cls._open(
-                Path(path),
-                config,
-                embedder,
-                device=device,
-                read_only=read_only,
-                create_in_nonempty=create_in_nonempty,
-            )
-        except OSError as exc:
-            if isinstance(exc, SpectorError):  # StoreLockedError, StoreFailedError, ...
-                raise
-            raise open_failure(Path(path), exc, writable=not read_only) from exc
-
-    @classmethod
-    def _open(
-        cls,
-        path: Path,
-        config: Config,
-        embedder: Any,
-        *,
-        device: Any,
-        read_only: bool,
-        create_in_nonempty: bool = False,
-    ) -> Cortex:
-        meta_path = path / "store.json"
+        where = Path(path)
         analyzer = Analyzer(
             stopwords=config.lexical.stopwords,
             stemming="english" if config.lexical.stemming else None,
         )
-        stored_id = None
-        if os.path.lexists(meta_path):
-            stored_id = verify_identity(meta_path, embedder, analyzer)
-        dim = int(embedder.dim)
-        stores = Stores.open(
-            path, dim, config, writable=not read_only, create_in_nonempty=create_in_nonempty
-        )
         try:
-            damage = bind_identity(meta_path, stores.part, stored_id, embedder, analyzer)
-            if damage is not None:
-                stores.part.damage.append(damage)
-            derived = DerivedIndexes(config, analyzer, dim, device)
+            stores = open_bound(
+                where / "store.json", embedder, analyzer, read_only, create_in_nonempty, config
+            )
+        except OSError as exc:
+            if isinstance(exc, SpectorError):  # StoreLockedError, StoreFailedError, ...
+                raise
+            raise open_failure(where, exc, writable=not read_only) from exc
+        try:
+            derived = DerivedIndexes(config, analyzer, int(embedder.dim), device)
             cortex = cls(
-                path, config, embedder, stores, derived, device=device, read_only=read_only
+                where, config, embedder, stores, derived, device=device, read_only=read_only
             )
             cortex._load()
-        except BaseException:
+        except BaseException as exc:
             stores.close()
+            if isinstance(exc, OSError) and not isinstance(exc, SpectorError):
+                raise open_failure(where, exc, writable=not read_only) from exc
             raise
         return cortex
 
@@ -227,7 +201,7 @@ class Cortex:
             self._loader.ingest(0, good)
             n = good
         covered = self.derived.load_snapshot(
-            self.path, n, self.cols.index["type"], binding=self._snapshot_binding
+            self.path, n, self.cols.index["type"], binding=bound_snapshot(self)
         )
         self.recovery["snapshot_covered"] = covered
         self.recovery["replayed_memories"] = n - covered
@@ -390,24 +364,6 @@ class Cortex:
                 # next write and says why.
                 log.warning("%s", exc)
 
-    def _snapshot_binding(self, meta: Mapping[str, Any], covered: int) -> None:
-        """``CorruptionError`` unless the snapshot's ``meta`` names this store, a generation
-        not after its own (a writer's; a reader's writer may have moved on) and this store's
-        memory at its last covered ordinal; a foreign or future one is also reported."""
-        part = self.part
-        why = snapshot_mismatch(
-            dict(meta),
-            part.store_id,
-            part.generation if part.writable else None,
-            int(self.cols.ids[covered - 1]) if covered else None,
-            unbound_ok=part.upgraded_from is not None,
-        )
-        if why is not None:
-            unusable = CorruptionError(f"{self.path}/derived.snap: not this store's: {why[0]}")
-            if why[1]:
-                self.quarantine.report(unusable)
-            raise unusable
-
     def save_snapshot(self) -> None:
         """Write the derived-index snapshot. An I/O error fails the handle like a failed
         commit (``StoreFailedError``; no write after it touches the disk): the memories stay
@@ -418,11 +374,7 @@ class Cortex:
             self.derived.save_snapshot(
                 self.path,
                 durable=self.config.store.durability != "none",
-                stamp=snapshot_binding(
-                    self.part.store_id,
-                    self.part.generation,
-                    int(self.cols.ids[self.n - 1]) if self.n else 0,
-                ),
+                stamp=snapshot_stamp(self.part, self.cols.ids, self.n),
             )
         except OSError as exc:
             self.part.failed = exc

@@ -13,19 +13,31 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+import numpy as np
+
+from ..config import Config
 from ..errors import CorruptionError, EmbedderMismatchError, StoreError, StoreFormatError
+from ..forksafe import install as install_fork_hook
+from ..storage.identity import snapshot_binding, snapshot_mismatch
 from ..storage.io import atomic_write, read_regular
 from ..storage.partition import Partition
 from .analyzer import Analyzer
 
+if TYPE_CHECKING:
+    from .stores import Stores
+
 __all__ = [
     "STORE_FORMAT",
     "bind_identity",
+    "bound_snapshot",
     "identity_json",
+    "open_bound",
     "regular_or_refuse",
+    "snapshot_stamp",
     "verify_identity",
 ]
 
@@ -123,3 +135,76 @@ def bind_identity(
             file=str(meta_path),
         )
     return None
+
+
+def open_bound(
+    meta_path: Path,
+    embedder: Any,
+    analyzer: Analyzer,
+    read_only: bool,
+    create_in_nonempty: bool,
+    config: Config,
+) -> Stores:
+    """Check ``store.json``, open the regions, and bind the two (``bind_identity``; damage
+    goes to ``part.damage``, which the cortex reports at load). Installs the after-fork hook
+    (``spector_gpu.forksafe``): a process that opened a store may fork workers."""
+    from .stores import Stores
+
+    install_fork_hook()  # forked workers run torch single-threaded (libgomp hangs otherwise)
+    stored_id = None
+    if os.path.lexists(meta_path):
+        stored_id = verify_identity(meta_path, embedder, analyzer)
+    stores = Stores.open(
+        meta_path.parent,
+        int(embedder.dim),
+        config,
+        writable=not read_only,
+        create_in_nonempty=create_in_nonempty,
+    )
+    try:
+        damage = bind_identity(meta_path, stores.part, stored_id, embedder, analyzer)
+    except BaseException:
+        stores.close()
+        raise
+    if damage is not None:
+        stores.part.damage.append(damage)
+    return stores
+
+
+class _Loaded(Protocol):
+    part: Partition
+    path: Path
+
+    @property
+    def cols(self) -> Any: ...
+
+    def report_corruption(self, exc: CorruptionError, *, structural: bool = False) -> None: ...
+
+
+def snapshot_stamp(part: Partition, ids: np.ndarray, n: int) -> dict[str, object]:
+    """The identity a derived-index snapshot of the first ``n`` memories records."""
+    return snapshot_binding(part.store_id, part.generation, int(ids[n - 1]) if n else 0)
+
+
+def bound_snapshot(cortex: _Loaded) -> Callable[[Mapping[str, Any], int], None]:
+    """The check a snapshot's ``meta`` must pass before it is loaded: this store, a generation
+    not after a writer's own (a reader's writer may have moved on), this store's memory at
+    its last covered ordinal. ``CorruptionError`` otherwise; a foreign or future snapshot is
+    also reported (then rebuilt)."""
+
+    def check(meta: Mapping[str, Any], covered: int) -> None:
+        part = cortex.part
+        why = snapshot_mismatch(
+            dict(meta),
+            part.store_id,
+            part.generation if part.writable else None,
+            int(cortex.cols.ids[covered - 1]) if covered else None,
+            unbound_ok=part.upgraded_from is not None,
+        )
+        if why is not None:
+            unusable = CorruptionError(f"{cortex.path}/derived.snap: not this store's: {why[0]}")
+            if why[1]:
+                cortex.report_corruption(unusable)
+            raise unusable
+
+    return check

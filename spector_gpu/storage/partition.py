@@ -115,25 +115,19 @@ class Partition:
         markers: Sequence[str] = (),
         create_in_nonempty: bool = False,
     ) -> Partition:
-        """Open (a writer: creating, if the directory is new or empty) the store in
-        ``directory``. ``companions`` are the other names the store writes there, ``markers``
-        those only a store writes (they, or a region file, prove a store is there). Damage
-        (a file missing, older than the others or from another store) is listed in
-        ``damage`` and leaves a writer read-only (:mod:`.recovery`)."""
+        """Open (a writer creates, in a new or empty directory) the store in ``directory``:
+        see :func:`.directory.claim_directory` for ``companions`` / ``markers`` (the other
+        names a store writes / those that prove one); ``damage`` lists what the open found."""
         if durability not in DURABILITY_LEVELS:
             raise ValidationError(
                 f"durability must be one of {DURABILITY_LEVELS}, got {durability!r}"
             )
-        directory = Path(directory)
-        all_specs = (JOURNAL_SPEC, *specs)
+        directory, all_specs = Path(directory), (JOURNAL_SPEC, *specs)
         regions = [s.filename for s in all_specs]
         names = regions + list(companions)
+        proof = [*regions, *markers]
         lock_fd = claim_directory(
-            directory,
-            names,
-            [*regions, *markers],
-            writable=writable,
-            create_in_nonempty=create_in_nonempty,
+            directory, names, proof, writable=writable, create_in_nonempty=create_in_nonempty
         )
         opened = OpenedRegions()
         part: Partition | None = None

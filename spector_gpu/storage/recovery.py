@@ -11,19 +11,44 @@ from __future__ import annotations
 
 import logging
 import struct
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
 
-from ..errors import StoreFormatError
+from ..errors import CorruptionError, StoreFormatError
 from . import identity
 from .io import fsync_dir
 from .journal import JREC_MAGIC, coalesce, decode_records
 from .preamble import LEGACY_SCHEMA_VERSION, PREAMBLE_SIZE
+from .region import Region
 from .transaction import Transaction
 
-if TYPE_CHECKING:
-    from .partition import Partition
 
-__all__ = ["first_seq", "open_writer", "recover", "upgrade"]
+class Partition(Protocol):
+    """What recovery uses of :class:`.partition.Partition` (named structurally: the
+    partition imports this module)."""
+
+    directory: Path
+    regions: dict[int, Region]
+    created: bool
+    damage: list[CorruptionError]
+    failed: BaseException | None
+    store_id: int | None
+    upgraded_from: int | None
+    replayed_records: int
+    _next_seq: int
+    _journal_end: int
+
+    def _apply(
+        self, writes: Sequence[tuple[int, int, bytes]], *, killable: bool = False
+    ) -> None: ...
+    def checkpoint(self, *, force: bool = False) -> None: ...
+    def commit(
+        self, tx: Transaction, *, order: Sequence[Region] = (), stamp_only: bool = False
+    ) -> None: ...
+
+
+__all__ = ["Partition", "first_seq", "open_writer", "recover", "upgrade"]
 
 log = logging.getLogger(__name__)
 

@@ -43,9 +43,8 @@ PENDING = {
         "spector_gpu.kernels.dense",
         "spector_gpu.kernels.fused",
         "spector_gpu.pathways.recall",
-        "spector_gpu.storage.partition",
     },
-    "all": {"spector_gpu.pathways", "spector_gpu.storage"},
+    "all": {"spector_gpu.pathways"},
     "storage": {
         "spector_gpu.pathways.recall",
     },
