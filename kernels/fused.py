@@ -34,9 +34,10 @@ import importlib.util
 from typing import Any
 
 import torch
-from spector_gpu.kernels.topk import pack_keys_torch
 
 from spector_gpu.errors import ValidationError
+
+from .topk import pack_keys_torch
 
 __all__ = ["DEFAULT_CONFIG", "TritonConfig", "available", "kernels", "search_packed"]
 
@@ -57,7 +58,8 @@ def kernels() -> tuple[Any, Any]:
     run by Triton's interpreter on CPU tensors when ``TRITON_INTERPRET=1`` was set before
     Triton was first imported (how the CPU tests run them)."""
     import triton
-    from spector_gpu.kernels import _triton_src as src
+
+    from . import _triton_src as src
 
     return triton.jit(src.blockmax_kernel), triton.jit(src.candidates_kernel)
 
@@ -113,7 +115,7 @@ def search_packed(
     n, width = xq.shape
     rows_total = codes.shape[0]
     dev = codes.device
-    best = pack_keys_torch(
+    best: torch.Tensor = pack_keys_torch(
         torch.full((n, k), float("-inf"), dtype=torch.float32, device=dev),
         torch.zeros((n, k), dtype=torch.int64, device=dev),
     )

@@ -25,11 +25,15 @@ import torch
 
 from spector_gpu.errors import ValidationError
 
+from .native import native
+
 __all__ = [
     "merge_blocks_torch",
     "merge_topk",
     "pack_keys_torch",
+    "rows_topk",
     "sort_pairs_torch",
+    "sorted_topk_torch",
     "topk_stable",
     "topk_stable_torch",
     "unpack_keys_torch",
@@ -254,7 +258,7 @@ def merge_blocks_torch(
     if take * block >= rows_total:  # every row would be a candidate: skip the block stage
         cand, ids = keys_t, slots[None, :]
     else:
-        bmax = keys.unflatten(0, (n_blocks, block)).amax(1).t().contiguous()  # (n, T/block)
+        bmax = keys.view(n_blocks, block, n).amax(1).t().contiguous()  # (n, T/block)
         order = pack_keys_torch(bmax, torch.arange(n_blocks, device=keys.device))
         top = torch.topk(order, take, dim=1, sorted=False).indices  # (n, take) block numbers
         offsets = torch.arange(block, device=keys.device)
@@ -310,3 +314,61 @@ def merge_topk(
         np.isneginf(out_s[:, :take]), -1, np.take_along_axis(all_i, order, axis=1)
     )
     return out_s, out_i
+
+
+def sorted_topk_torch(
+    values: torch.Tensor, k: int, *, valid: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Top-k along the last axis of a float tensor of any dtype by one stable descending sort
+    (exact: equal values keep index order). Entries with ``valid`` False (or ``-inf``) are
+    excluded. Returns values (…, k) and int64 indices (…, k), ``(-inf, -1)`` padding; k may
+    exceed the axis."""
+    neg = torch.full_like(values, _NEG_INF)
+    keyed = values if valid is None else torch.where(valid, values, neg)
+    vals, idx = torch.sort(keyed, dim=-1, descending=True, stable=True)
+    take = min(k, vals.shape[-1])
+    vals, idx = vals[..., :take], idx[..., :take]
+    idx = torch.where(vals == _NEG_INF, torch.full_like(idx, -1), idx)
+    if take < k:
+        pad = (*vals.shape[:-1], k - take)
+        vals = torch.cat(
+            [vals, torch.full(pad, _NEG_INF, dtype=vals.dtype, device=vals.device)], -1
+        )
+        idx = torch.cat([idx, torch.full(pad, -1, dtype=idx.dtype, device=idx.device)], -1)
+    return vals, idx
+
+
+def rows_topk(
+    x: torch.Tensor, k: int, *, positive: bool, use_native: bool = True
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exact top-k of each row of a float32 (n, N) tensor, ties to the lower column.
+
+    Args:
+        x: float32 (n, N) on any device; positive: keep only entries > 0 (else finite ones).
+        use_native: on the CPU, the native heap selection (one pass, nothing of size N
+            written); elsewhere a sync-free block-max selection (:func:`merge_blocks_torch`).
+
+    Returns:
+        float32 (n, k) values and int64 (n, k) columns, ``(-inf, -1)`` padding.
+    """
+    k = _check_k(k)
+    n, width = x.shape
+    if x.device.type == "cpu" and use_native and native is not None and n and width:
+        top = np.empty((n, k), dtype=np.float64)
+        cols = np.empty((n, k), dtype=np.int64)
+        count = np.empty(n, dtype=np.int64)
+        bound = 0.0 if positive else _NEG_INF
+        native.rows_topk(np.ascontiguousarray(x.numpy()), width, bound, True, top, cols, count)
+        return torch.from_numpy(top.astype(np.float32)), torch.from_numpy(cols)
+    keep = x > 0 if positive else torch.isfinite(x)
+    keys = torch.where(keep, x, torch.full_like(x, _NEG_INF))
+    block = min(max(1 << round(np.log2(max(1.0, width / k) ** 0.5)), 32), 256)
+    padded = -(-max(width, 1) // block) * block
+    rows = torch.full((padded, n), _NEG_INF, dtype=torch.float32, device=x.device)
+    rows[:width] = keys.t()
+    best = pack_keys_torch(
+        torch.full((n, k), _NEG_INF, dtype=torch.float32, device=x.device),
+        torch.zeros((n, k), dtype=torch.int64, device=x.device),
+    )
+    best = merge_blocks_torch(best, rows, torch.arange(padded, device=x.device), block)
+    return unpack_keys_torch(best)

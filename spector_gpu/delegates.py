@@ -19,10 +19,11 @@ from .cortex.cortex import Cortex
 from .cortex.working import Thought, WorkingMemory
 from .errors import CorruptionError, ReadOnlyStoreError, UnknownIdError, ValidationError
 from .pathways.check import CheckReport, check_store
-from .pathways.recall import RecallPathway
+from .pathways.recall import RecallPathway, retrieval_strength
 from .pathways.reinforcement import StrengthUpdater
 from .pathways.remember import RememberPathway
 from .provenance.chain import ChainBreak, ChainReport, EventChain, verify_chain
+from .provenance.record import RecordProvenance
 from .storage.tsid import TsidGenerator, decode_tsid, encode_tsid
 from .types import CognitiveResult, MemoryType, RecallBatch, RecallOptions
 
@@ -119,7 +120,7 @@ class MemoryRecall:
         lock: threading.RLock,
     ) -> None:
         self.cortex = cortex
-        self.pathway = RecallPathway(cortex, strength)
+        self.pathway = RecallPathway(cortex, strength, lock=lock)
         self.working = working
         self.lock = lock
 
@@ -132,16 +133,7 @@ class MemoryRecall:
         self, queries: Sequence[str], options: RecallOptions | None = None
     ) -> RecallBatch:
         with self.lock:
-            batch = self.pathway.recall_batch(queries, options)
-            # hydrate under the lock on first access too
-            inner = batch._hydrate
-
-            def locked(i: int) -> list[CognitiveResult]:
-                with self.lock:
-                    return inner(i) if inner is not None else []
-
-            batch._hydrate = locked
-            return batch
+            return self.pathway.recall_batch(queries, options)  # hydrates under self.lock
 
     def get(self, memory_id: str) -> CognitiveResult | None:
         with self.lock:
@@ -169,13 +161,11 @@ class MemoryRecall:
                 )
             if o in c.quarantined:
                 raise c.quarantine_error(o, memory_id)
-            d = self.pathway._current_d(np.array([o]), int(time.time() * 1000))
-            return self.pathway.result(o, 0.0, float(d[0]))
+            d = retrieval_strength(c, np.array([o]), int(time.time() * 1000))
+            return self.pathway.hydrator.result(o, 0.0, float(d[0]))
 
 
-def _user_authored():  # type: ignore[no-untyped-def]
-    from .provenance.record import RecordProvenance
-
+def _user_authored() -> RecordProvenance:
     return RecordProvenance.USER_AUTHORED
 
 

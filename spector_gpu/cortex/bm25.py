@@ -233,7 +233,8 @@ class BM25Index:
         n_docs = float(len(self))
         df = self._df.buf[uterms].astype(np.float64)
         if self._method == "lucene":
-            return np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+            lucene: np.ndarray = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+            return lucene
         if self._avg_idf[0] != self._generation:
             all_df = self._df.view().astype(np.float64)
             raw = np.log(n_docs - all_df + 0.5) - np.log(all_df + 0.5)
@@ -247,7 +248,8 @@ class BM25Index:
         dl = self._doc_len.buf[doc].astype(np.float64)
         norm = self._k1 * (1.0 - self._b + self._b * dl / self.avgdl)
         num = tf64 * (self._k1 + 1.0) if self._method == "okapi" else tf64
-        return num / (tf64 + norm)
+        out: np.ndarray = num / (tf64 + norm)
+        return out
 
     def _check_allowed(self, allowed: np.ndarray | None) -> np.ndarray | None:
         if allowed is None:
@@ -276,6 +278,20 @@ class BM25Index:
         return q, sp.csr_matrix((w.astype(np.float32), doc, indptr), shape=(len(uterms), len(self)))
 
     # ------------------------------------------------------------------ scoring API
+    def weights(
+        self, query_tokens: Sequence[Sequence[str]], *, allowed: np.ndarray | None = None
+    ) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+        """The two factors of :meth:`score_batch`: ``score_batch == Q @ W``.
+
+        Returns:
+            ``Q`` float32 csr (n, m): each query's multiplicity of the m distinct known terms
+            of the batch (columns ascending in each row); ``W`` float32 csr (m, N): ``W[j, d]
+            = float32(idf(t_j) · tfc(t_j, d))`` over the allowed documents (slots ascending in
+            each row). A score is ``Σ_j float32(Q[i, j] · W[j, d])`` accumulated in float32 in
+            ascending ``j`` — the order scipy's product uses, which a device twin must keep.
+        """
+        return self._weights(query_tokens, allowed)
+
     def score_batch(
         self, query_tokens: Sequence[Sequence[str]], *, allowed: np.ndarray | None = None
     ) -> sp.csr_matrix:

@@ -1,0 +1,795 @@
+/* spector_gpu.kernels._native: single-threaded CPU kernels of the recall pathway (optional:
+ * every function has a numpy/torch twin in spector_gpu.kernels, used when this is not built).
+ *
+ * int8_topk        exact top-k of float32(dot(q, c_r)) * s_r over the rows of an INT8 matrix,
+ *                  for a few queries, rows read once (the single-query dense relay)
+ * int8_score_rows  the same keys for given (query, row) pairs (pool scoring)
+ * topk_update      merge the keys of a tile of int32 dots (T rows x n queries, from a GEMM)
+ *                  into running per-query top-k heaps; topk_finish sorts them
+ * rows_topk        exact top-k of each row of a float32 or float64 matrix above a bound
+ * decay_topk       exact top-k of w_r / div * float32(d_r * f(bucket(t_r))) (piecewise decay)
+ *
+ * Order everywhere: key descending, then row (slot) ascending; padding is (-inf, -1). Integer
+ * dots are exact (int32); each key is one IEEE float32 multiply, each decayed value the float64
+ * operations of cortex.strength.decayed in its order (build with -ffp-contract=off), so the
+ * results equal the torch and numpy paths bit for bit. The dot product uses AVX-512 VNNI or
+ * AVX2 where the CPU has them (chosen at import by CPUID; `dot_impl()` says which; tests pin
+ * each with `set_dot_impl`), else a portable loop. The GIL is released while computing.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ dot products */
+
+typedef void (*dots_fn)(const int8_t *row, const int8_t *qs, Py_ssize_t m, Py_ssize_t d,
+                        int32_t *out);
+
+static void dots_scalar(const int8_t *row, const int8_t *qs, Py_ssize_t m, Py_ssize_t d,
+                        int32_t *out) {
+    for (Py_ssize_t j = 0; j < m; j++) {
+        const int8_t *q = qs + j * d;
+        int32_t acc = 0;
+        for (Py_ssize_t i = 0; i < d; i++) acc += (int32_t)row[i] * (int32_t)q[i];
+        out[j] = acc;
+    }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HAVE_X86 1
+
+/* |q| * (c * sign(q)) == q * c: the unsigned x signed byte products both instructions take. */
+__attribute__((target("avx2"))) static void dots_avx2(const int8_t *row, const int8_t *qs,
+                                                      Py_ssize_t m, Py_ssize_t d, int32_t *out) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    Py_ssize_t full = d & ~(Py_ssize_t)31;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        const int8_t *q = qs + j * d;
+        __m256i acc = _mm256_setzero_si256();
+        for (Py_ssize_t i = 0; i < full; i += 32) {
+            __m256i c = _mm256_loadu_si256((const __m256i *)(row + i));
+            __m256i x = _mm256_loadu_si256((const __m256i *)(q + i));
+            /* |x| <= 127 and |c| <= 127: pair sums stay below 2^15, no saturation */
+            __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(x), _mm256_sign_epi8(c, x));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
+        }
+        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+        int32_t total = _mm_cvtsi128_si32(s);
+        for (Py_ssize_t i = full; i < d; i++) total += (int32_t)row[i] * (int32_t)q[i];
+        out[j] = total;
+    }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void dots_vnni(
+    const int8_t *row, const int8_t *qs, Py_ssize_t m, Py_ssize_t d, int32_t *out) {
+    const __m512i zero = _mm512_setzero_si512();
+    for (Py_ssize_t j = 0; j < m; j++) {
+        const int8_t *q = qs + j * d;
+        __m512i acc = _mm512_setzero_si512();
+        for (Py_ssize_t i = 0; i < d; i += 64) {
+            Py_ssize_t left = d - i;
+            __mmask64 live = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
+            __m512i c = _mm512_maskz_loadu_epi8(live, row + i);
+            __m512i x = _mm512_maskz_loadu_epi8(live, q + i);
+            __mmask64 neg = _mm512_cmplt_epi8_mask(x, zero);
+            c = _mm512_mask_sub_epi8(c, neg, zero, c); /* c is never -128: negation is exact */
+            acc = _mm512_dpbusd_epi32(acc, _mm512_abs_epi8(x), c);
+        }
+        out[j] = _mm512_reduce_add_epi32(acc);
+    }
+}
+#endif
+
+enum { IMPL_SCALAR = 0, IMPL_AVX2 = 1, IMPL_VNNI = 2 };
+static const char *IMPL_NAMES[] = {"scalar", "avx2", "avx512vnni"};
+static int impl_best = IMPL_SCALAR;
+static int impl_now = IMPL_SCALAR;
+static int simd512 = 0; /* AVX-512F for the float32 selection scans */
+
+static dots_fn dots_for(int impl) {
+#ifdef HAVE_X86
+    if (impl == IMPL_VNNI) return dots_vnni;
+    if (impl == IMPL_AVX2) return dots_avx2;
+#endif
+    (void)impl;
+    return dots_scalar;
+}
+
+static void detect_impl(void) {
+#ifdef HAVE_X86
+    __builtin_cpu_init();
+    simd512 = __builtin_cpu_supports("avx512f");
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vnni"))
+        impl_best = IMPL_VNNI;
+    else if (__builtin_cpu_supports("avx2"))
+        impl_best = IMPL_AVX2;
+#endif
+    impl_now = impl_best;
+}
+
+/* ------------------------------------------------------------------ top-k heaps */
+/* A heap of k (key, slot) pairs with the *worst* pair at its root: worse = lower key, or the
+ * same key and a higher slot. A candidate enters when it is better than the root. */
+
+static inline int worse(double ka, int64_t sa, double kb, int64_t sb) {
+    return ka < kb || (ka == kb && sa > sb);
+}
+
+static void sift_down(double *key, int64_t *slot, Py_ssize_t size, Py_ssize_t i) {
+    for (;;) {
+        Py_ssize_t l = 2 * i + 1, r = l + 1, w = i;
+        if (l < size && worse(key[l], slot[l], key[w], slot[w])) w = l;
+        if (r < size && worse(key[r], slot[r], key[w], slot[w])) w = r;
+        if (w == i) return;
+        double tk = key[i]; key[i] = key[w]; key[w] = tk;
+        int64_t ts = slot[i]; slot[i] = slot[w]; slot[w] = ts;
+        i = w;
+    }
+}
+
+static void sift_up(double *key, int64_t *slot, Py_ssize_t i) {
+    while (i > 0) {
+        Py_ssize_t p = (i - 1) / 2;
+        if (!worse(key[i], slot[i], key[p], slot[p])) return;
+        double tk = key[i]; key[i] = key[p]; key[p] = tk;
+        int64_t ts = slot[i]; slot[i] = slot[p]; slot[p] = ts;
+        i = p;
+    }
+}
+
+/* Offer (k, s) to a heap of capacity cap holding *size pairs. */
+static inline void offer(double *key, int64_t *slot, Py_ssize_t cap, Py_ssize_t *size, double k,
+                         int64_t s) {
+    if (*size < cap) {
+        key[*size] = k;
+        slot[*size] = s;
+        sift_up(key, slot, (*size)++);
+    } else if (worse(key[0], slot[0], k, s)) {
+        key[0] = k;
+        slot[0] = s;
+        sift_down(key, slot, cap, 0);
+    }
+}
+
+/* Sort a heap best first in place (heapsort: repeatedly move the worst to the end). */
+static void heap_sort(double *key, int64_t *slot, Py_ssize_t size) {
+    for (Py_ssize_t end = size - 1; end > 0; end--) {
+        double tk = key[0]; key[0] = key[end]; key[end] = tk;
+        int64_t ts = slot[0]; slot[0] = slot[end]; slot[end] = ts;
+        sift_down(key, slot, end, 0);
+    }
+}
+
+/* Offer every x[i] > bound (columns i ascending) to an empty heap of capacity k; returns
+ * the heap size. Once the heap is full a candidate must beat its root, and since columns
+ * rise an equal value never does: one compare against a running threshold, which AVX-512
+ * makes 16 values at a time. */
+static Py_ssize_t scan_f32_scalar(const float *x, Py_ssize_t n, double bound, double *hk,
+                                  int64_t *hs, Py_ssize_t k) {
+    Py_ssize_t size = 0;
+    double thr = bound;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double v = (double)x[i];
+        if (!(v > thr)) continue; /* NaN never enters */
+        offer(hk, hs, k, &size, v, (int64_t)i);
+        if (size == k) thr = hk[0];
+    }
+    return size;
+}
+
+#ifdef HAVE_X86
+__attribute__((target("avx512f"))) static Py_ssize_t scan_f32_avx512(
+    const float *x, Py_ssize_t n, double bound, double *hk, int64_t *hs, Py_ssize_t k) {
+    Py_ssize_t size = 0;
+    double thr = bound;
+    Py_ssize_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        /* float32(thr) rounded down keeps every value > thr in the mask */
+        float t32 = (float)thr;
+        if ((double)t32 > thr) t32 = nextafterf(t32, -INFINITY);
+        __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), _mm512_set1_ps(t32), _CMP_GT_OQ);
+        while (m) {
+            int lane = __builtin_ctz(m);
+            m &= m - 1;
+            double v = (double)x[i + lane];
+            if (!(v > thr)) continue;
+            offer(hk, hs, k, &size, v, (int64_t)(i + lane));
+            if (size == k) thr = hk[0];
+        }
+    }
+    for (; i < n; i++) {
+        double v = (double)x[i];
+        if (!(v > thr)) continue;
+        offer(hk, hs, k, &size, v, (int64_t)i);
+        if (size == k) thr = hk[0];
+    }
+    return size;
+}
+#endif
+
+
+static Py_ssize_t scan_f32(const float *x, Py_ssize_t n, double bound, double *hk, int64_t *hs,
+                           Py_ssize_t k) {
+#ifdef HAVE_X86
+    if (simd512) return scan_f32_avx512(x, n, bound, hk, hs, k);
+#endif
+    return scan_f32_scalar(x, n, bound, hk, hs, k);
+}
+
+/* ------------------------------------------------------------------ buffer helpers */
+
+typedef struct {
+    Py_buffer view;
+    int held;
+} Buf;
+
+static void release(Buf *b) {
+    if (b->held) PyBuffer_Release(&b->view);
+    b->held = 0;
+}
+
+/* A C-contiguous buffer of `itemsize` bytes per element and format letter `fmt` (or any of
+ * the letters in `fmt`); `count` elements, or any count when count < 0. */
+static int get_buf(PyObject *obj, Buf *b, const char *fmt, Py_ssize_t itemsize,
+                   Py_ssize_t count, int writable, const char *name) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, &b->view, flags) < 0) return -1;
+    b->held = 1;
+    const char *f = b->view.format ? b->view.format : "B";
+    if (*f == '<' || *f == '=' || *f == '|') f++;
+    if (b->view.itemsize != itemsize || strchr(fmt, *f) == NULL || f[1] != '\0') {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd-byte items of type '%s', got '%s'",
+                     name, itemsize, fmt, b->view.format ? b->view.format : "B");
+        release(b);
+        return -1;
+    }
+    if (count >= 0 && b->view.len != count * itemsize) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd elements, got %zd", name, count,
+                     b->view.len / itemsize);
+        release(b);
+        return -1;
+    }
+    return 0;
+}
+
+/* A C-contiguous float32 or float64 buffer. */
+static int get_float_buf(PyObject *obj, Buf *b) {
+    if (PyObject_GetBuffer(obj, &b->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    b->held = 1;
+    const char *f = b->view.format ? b->view.format : "B";
+    if (*f == '<' || *f == '=') f++;
+    if (!((*f == 'f' && b->view.itemsize == 4) || (*f == 'd' && b->view.itemsize == 8)) ||
+        f[1] != '\0') {
+        PyErr_SetString(PyExc_ValueError, "x: expected a float32 or float64 array");
+        release(b);
+        return -1;
+    }
+    return 0;
+}
+
+/* A 1-D strided buffer (e.g. a field of a structured array) of `count` elements. */
+static int get_strided(PyObject *obj, Buf *b, const char *fmt, Py_ssize_t itemsize,
+                       Py_ssize_t count, const char *name) {
+    if (PyObject_GetBuffer(obj, &b->view, PyBUF_STRIDES | PyBUF_FORMAT) < 0) return -1;
+    b->held = 1;
+    const char *f = b->view.format ? b->view.format : "B";
+    if (*f == '<' || *f == '=' || *f == '|') f++;
+    if (b->view.ndim != 1 || b->view.itemsize != itemsize || strchr(fmt, *f) == NULL ||
+        f[1] != '\0' || b->view.shape[0] != count || b->view.strides[0] <= 0) {
+        PyErr_Format(PyExc_ValueError, "%s: expected a 1-D array of %zd '%s' items", name, count,
+                     fmt);
+        release(b);
+        return -1;
+    }
+    return 0;
+}
+
+#define STRIDED(b, type, i) (*(const type *)((const char *)(b).view.buf + (i) * (b).view.strides[0]))
+
+/* ------------------------------------------------------------------ int8_topk */
+
+static PyObject *py_int8_topk(PyObject *self, PyObject *args) {
+    PyObject *o_codes, *o_scales, *o_q, *o_allowed, *o_keys, *o_slots;
+    Py_ssize_t n_rows, dim, stride;
+    if (!PyArg_ParseTuple(args, "OnnnOOOOO", &o_codes, &n_rows, &dim, &stride, &o_scales, &o_q,
+                          &o_allowed, &o_keys, &o_slots))
+        return NULL;
+    Buf codes = {0}, scales = {0}, q = {0}, allowed = {0}, keys = {0}, slots = {0};
+    PyObject *result = NULL;
+    if (n_rows < 0 || dim < 1 || stride < dim) {
+        PyErr_SetString(PyExc_ValueError, "int8_topk: need n_rows >= 0 and 1 <= dim <= stride");
+        return NULL;
+    }
+    if (get_buf(o_codes, &codes, "b", 1, -1, 0, "codes") < 0) goto done;
+    if (codes.view.len < n_rows * stride) {
+        PyErr_SetString(PyExc_ValueError, "int8_topk: codes hold fewer than n_rows rows");
+        goto done;
+    }
+    if (get_buf(o_scales, &scales, "f", 4, -1, 0, "scales") < 0) goto done;
+    if (scales.view.len < n_rows * 4) {
+        PyErr_SetString(PyExc_ValueError, "int8_topk: scales hold fewer than n_rows values");
+        goto done;
+    }
+    if (get_buf(o_q, &q, "b", 1, -1, 0, "queries") < 0) goto done;
+    if (q.view.len % dim) {
+        PyErr_SetString(PyExc_ValueError, "int8_topk: queries must be (m, dim) int8");
+        goto done;
+    }
+    Py_ssize_t m = q.view.len / dim;
+    if (o_allowed != Py_None && get_buf(o_allowed, &allowed, "?bB", 1, n_rows, 0, "allowed") < 0)
+        goto done;
+    if (get_buf(o_keys, &keys, "f", 4, -1, 1, "out_keys") < 0) goto done;
+    if (m == 0 || keys.view.len % (4 * m)) {
+        PyErr_SetString(PyExc_ValueError, "int8_topk: out_keys must be (m, k) float32, m >= 1");
+        goto done;
+    }
+    Py_ssize_t k = keys.view.len / (4 * m);
+    if (k < 1 || get_buf(o_slots, &slots, "lq", 8, m * k, 1, "out_slots") < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "int8_topk: k must be >= 1");
+        goto done;
+    }
+    {
+        double *hk = malloc(sizeof(double) * m * k);
+        int64_t *hs = malloc(sizeof(int64_t) * m * k);
+        Py_ssize_t *size = calloc(m, sizeof(Py_ssize_t));
+        int32_t *dots = malloc(sizeof(int32_t) * m);
+        if (!hk || !hs || !size || !dots) {
+            free(hk); free(hs); free(size); free(dots);
+            PyErr_NoMemory();
+            goto done;
+        }
+        const int8_t *cp = codes.view.buf;
+        const float *sp = scales.view.buf;
+        const uint8_t *ap = allowed.held ? allowed.view.buf : NULL;
+        dots_fn dots_of = dots_for(impl_now);
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t r = 0; r < n_rows; r++) {
+            if (ap && !ap[r]) continue;
+            dots_of(cp + r * stride, q.view.buf, m, dim, dots);
+            for (Py_ssize_t j = 0; j < m; j++) {
+                float key = (float)dots[j] * sp[r];
+                offer(hk + j * k, hs + j * k, k, &size[j], (double)key, (int64_t)r);
+            }
+        }
+        float *ok = keys.view.buf;
+        int64_t *os = slots.view.buf;
+        for (Py_ssize_t j = 0; j < m; j++) {
+            heap_sort(hk + j * k, hs + j * k, size[j]);
+            for (Py_ssize_t i = 0; i < k; i++) {
+                ok[j * k + i] = i < size[j] ? (float)hk[j * k + i] : -INFINITY;
+                os[j * k + i] = i < size[j] ? hs[j * k + i] : -1;
+            }
+        }
+        Py_END_ALLOW_THREADS
+        free(hk); free(hs); free(size); free(dots);
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    release(&codes); release(&scales); release(&q); release(&allowed);
+    release(&keys); release(&slots);
+    return result;
+}
+
+/* ------------------------------------------------------------------ int8_score_rows */
+
+static PyObject *py_int8_score_rows(PyObject *self, PyObject *args) {
+    PyObject *o_codes, *o_scales, *o_q, *o_rows, *o_out;
+    Py_ssize_t n_rows, dim, stride;
+    if (!PyArg_ParseTuple(args, "OnnnOOOO", &o_codes, &n_rows, &dim, &stride, &o_scales, &o_q,
+                          &o_rows, &o_out))
+        return NULL;
+    Buf codes = {0}, scales = {0}, q = {0}, rows = {0}, out = {0};
+    PyObject *result = NULL;
+    if (n_rows < 0 || dim < 1 || stride < dim) {
+        PyErr_SetString(PyExc_ValueError, "int8_score_rows: need 1 <= dim <= stride");
+        return NULL;
+    }
+    if (get_buf(o_codes, &codes, "b", 1, -1, 0, "codes") < 0) goto done;
+    if (get_buf(o_scales, &scales, "f", 4, -1, 0, "scales") < 0) goto done;
+    if (codes.view.len < n_rows * stride || scales.view.len < n_rows * 4) {
+        PyErr_SetString(PyExc_ValueError, "int8_score_rows: codes/scales hold fewer rows");
+        goto done;
+    }
+    if (get_buf(o_q, &q, "b", 1, -1, 0, "queries") < 0) goto done;
+    if (q.view.len % dim || q.view.len == 0) {
+        PyErr_SetString(PyExc_ValueError, "int8_score_rows: queries must be (m, dim), m >= 1");
+        goto done;
+    }
+    Py_ssize_t m = q.view.len / dim;
+    if (get_buf(o_rows, &rows, "lq", 8, -1, 0, "rows") < 0) goto done;
+    if (rows.view.len % (8 * m)) {
+        PyErr_SetString(PyExc_ValueError, "int8_score_rows: rows must be (m, c) int64");
+        goto done;
+    }
+    Py_ssize_t c = rows.view.len / (8 * m);
+    if (get_buf(o_out, &out, "f", 4, m * c, 1, "out") < 0) goto done;
+    {
+        const int64_t *rp = rows.view.buf;
+        for (Py_ssize_t i = 0; i < m * c; i++) {
+            if (rp[i] < -1 || rp[i] >= n_rows) {
+                PyErr_Format(PyExc_ValueError, "int8_score_rows: row %lld outside [-1, %zd)",
+                             (long long)rp[i], n_rows);
+                goto done;
+            }
+        }
+        const int8_t *cp = codes.view.buf;
+        const float *sp = scales.view.buf;
+        const int8_t *qp = q.view.buf;
+        float *op = out.view.buf;
+        dots_fn dots_of = dots_for(impl_now);
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t j = 0; j < m; j++) {
+            for (Py_ssize_t i = 0; i < c; i++) {
+                int64_t r = rp[j * c + i];
+                int32_t dot;
+                if (r < 0) {
+                    op[j * c + i] = -INFINITY;
+                    continue;
+                }
+                dots_of(cp + r * stride, qp + j * dim, 1, dim, &dot);
+                op[j * c + i] = (float)dot * sp[r];
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    release(&codes); release(&scales); release(&q); release(&rows); release(&out);
+    return result;
+}
+
+/* ------------------------------------------------------------------ topk_update / finish */
+/* float32 value <= x (x a float32 value stored as double, or -inf) */
+static inline float below(double x) {
+    float f = (float)x;
+    return (double)f > x ? nextafterf(f, -INFINITY) : f;
+}
+
+/* Offer one tile row's keys (n queries) to the heaps; thr[j] is a float32 bound below which a
+ * key cannot enter heap j (a heap not yet full has -inf). */
+static inline void offer_key(float key, Py_ssize_t j, Py_ssize_t k, int64_t slot, float *thr,
+                             double *kp, int64_t *lp, Py_ssize_t *zp) {
+    double *hk = kp + j * k;
+    if (zp[j] == k && !((double)key > hk[0])) return; /* equal keys: the lower slot stays */
+    offer(hk, lp + j * k, k, &zp[j], (double)key, slot);
+    if (zp[j] == k) thr[j] = below(hk[0]);
+}
+
+static void tile_row_scalar(const int32_t *row, float scale, Py_ssize_t n, Py_ssize_t k,
+                            int64_t slot, float *thr, double *kp, int64_t *lp, Py_ssize_t *zp) {
+    for (Py_ssize_t j = 0; j < n; j++) {
+        float key = (float)row[j] * scale;
+        if (key >= thr[j]) offer_key(key, j, k, slot, thr, kp, lp, zp);
+    }
+}
+
+#ifdef HAVE_X86
+__attribute__((target("avx512f"))) static void tile_row_avx512(
+    const int32_t *row, float scale, Py_ssize_t n, Py_ssize_t k, int64_t slot, float *thr,
+    double *kp, int64_t *lp, Py_ssize_t *zp) {
+    __m512 s = _mm512_set1_ps(scale);
+    Py_ssize_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m512 key = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(row + j)), s);
+        __mmask16 m = _mm512_cmp_ps_mask(key, _mm512_loadu_ps(thr + j), _CMP_GE_OQ);
+        while (m) {
+            int lane = __builtin_ctz(m);
+            m &= m - 1;
+            offer_key((float)row[j + lane] * scale, j + lane, k, slot, thr, kp, lp, zp);
+        }
+    }
+    tile_row_scalar(row + j, scale, n - j, k, slot, thr + j, kp + j * k, lp + j * k, zp + j);
+}
+#endif
+
+static void tile_row(const int32_t *row, float scale, Py_ssize_t n, Py_ssize_t k, int64_t slot,
+                     float *thr, double *kp, int64_t *lp, Py_ssize_t *zp) {
+#ifdef HAVE_X86
+    if (simd512) {
+        tile_row_avx512(row, scale, n, k, slot, thr, kp, lp, zp);
+        return;
+    }
+#endif
+    tile_row_scalar(row, scale, n, k, slot, thr, kp, lp, zp);
+}
+
+/* Heaps live in caller-owned arrays: keys float64 (n, k), slots int64 (n, k), size int64 (n,). */
+
+static PyObject *py_topk_update(PyObject *self, PyObject *args) {
+    PyObject *o_dots, *o_scales, *o_slotmap, *o_gate, *o_hk, *o_hs, *o_size;
+    Py_ssize_t first;
+    if (!PyArg_ParseTuple(args, "OOnOOOOO", &o_dots, &o_scales, &first, &o_slotmap, &o_gate,
+                          &o_hk, &o_hs, &o_size))
+        return NULL;
+    Buf dots = {0}, scales = {0}, slotmap = {0}, gate = {0}, hk = {0}, hs = {0}, size = {0};
+    PyObject *result = NULL;
+    if (get_buf(o_size, &size, "lq", 8, -1, 1, "heap_size") < 0) goto done;
+    Py_ssize_t n = size.view.len / 8;
+    if (get_buf(o_hk, &hk, "d", 8, -1, 1, "heap_keys") < 0) goto done;
+    if (n == 0 || hk.view.len % (8 * n)) {
+        PyErr_SetString(PyExc_ValueError, "topk_update: heap_keys must be (n, k) float64");
+        goto done;
+    }
+    Py_ssize_t k = hk.view.len / (8 * n);
+    if (get_buf(o_hs, &hs, "lq", 8, n * k, 1, "heap_slots") < 0) goto done;
+    if (get_buf(o_dots, &dots, "i", 4, -1, 0, "dots") < 0) goto done;
+    if (dots.view.len % (4 * n)) {
+        PyErr_SetString(PyExc_ValueError, "topk_update: dots must be (T, n) int32");
+        goto done;
+    }
+    Py_ssize_t t = dots.view.len / (4 * n);
+    if (get_buf(o_scales, &scales, "f", 4, t, 0, "scales") < 0) goto done;
+    if (o_slotmap != Py_None && get_buf(o_slotmap, &slotmap, "lq", 8, t, 0, "slots") < 0) goto done;
+    if (o_gate != Py_None && get_buf(o_gate, &gate, "?bB", 1, t, 0, "gate") < 0) goto done;
+    {
+        const int32_t *dp = dots.view.buf;
+        const float *sp = scales.view.buf;
+        const int64_t *mp = slotmap.held ? slotmap.view.buf : NULL;
+        const uint8_t *gp = gate.held ? gate.view.buf : NULL;
+        double *kp = hk.view.buf;
+        int64_t *lp = hs.view.buf;
+        Py_ssize_t *zp = size.view.buf;
+        float *thr = malloc(sizeof(float) * n); /* float32 lower bound of each root */
+        if (!thr) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t j = 0; j < n; j++) thr[j] = zp[j] == k ? below(kp[j * k]) : -INFINITY;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t r = 0; r < t; r++) {
+            if (gp && !gp[r]) continue;
+            int64_t slot = mp ? mp[r] : (int64_t)(first + r);
+            tile_row(dp + r * n, sp[r], n, k, slot, thr, kp, lp, zp);
+        }
+        Py_END_ALLOW_THREADS
+        free(thr);
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    release(&dots); release(&scales); release(&slotmap); release(&gate);
+    release(&hk); release(&hs); release(&size);
+    return result;
+}
+
+static PyObject *py_topk_finish(PyObject *self, PyObject *args) {
+    PyObject *o_hk, *o_hs, *o_size;
+    if (!PyArg_ParseTuple(args, "OOO", &o_hk, &o_hs, &o_size)) return NULL;
+    Buf hk = {0}, hs = {0}, size = {0};
+    PyObject *result = NULL;
+    if (get_buf(o_size, &size, "lq", 8, -1, 1, "heap_size") < 0) goto done;
+    Py_ssize_t n = size.view.len / 8;
+    if (get_buf(o_hk, &hk, "d", 8, -1, 1, "heap_keys") < 0) goto done;
+    if (n == 0 || hk.view.len % (8 * n)) {
+        PyErr_SetString(PyExc_ValueError, "topk_finish: heap_keys must be (n, k) float64");
+        goto done;
+    }
+    Py_ssize_t k = hk.view.len / (8 * n);
+    if (get_buf(o_hs, &hs, "lq", 8, n * k, 1, "heap_slots") < 0) goto done;
+    {
+        double *kp = hk.view.buf;
+        int64_t *lp = hs.view.buf;
+        Py_ssize_t *zp = size.view.buf;
+        for (Py_ssize_t j = 0; j < n; j++) {
+            heap_sort(kp + j * k, lp + j * k, zp[j]);
+            for (Py_ssize_t i = zp[j]; i < k; i++) {
+                kp[j * k + i] = -INFINITY;
+                lp[j * k + i] = -1;
+            }
+        }
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    release(&hk); release(&hs); release(&size);
+    return result;
+}
+
+/* ------------------------------------------------------------------ rows_topk */
+
+static PyObject *py_rows_topk(PyObject *self, PyObject *args) {
+    PyObject *o_x, *o_keys, *o_slots, *o_count;
+    Py_ssize_t width;
+    double bound;
+    int strict;
+    if (!PyArg_ParseTuple(args, "OndpOOO", &o_x, &width, &bound, &strict, &o_keys, &o_slots,
+                          &o_count))
+        return NULL;
+    Buf x = {0}, keys = {0}, slots = {0}, count = {0};
+    PyObject *result = NULL;
+    if (get_float_buf(o_x, &x) < 0) goto done;
+    Py_ssize_t item = x.view.itemsize;
+    if (width < 1 || x.view.len % (item * width)) {
+        PyErr_SetString(PyExc_ValueError, "rows_topk: x must be (n, width), width >= 1");
+        goto done;
+    }
+    Py_ssize_t n = x.view.len / (item * width);
+    if (get_buf(o_count, &count, "lq", 8, n, 1, "out_count") < 0) goto done;
+    if (get_buf(o_keys, &keys, "d", 8, -1, 1, "out_keys") < 0) goto done;
+    if (n == 0 || keys.view.len % (8 * n)) {
+        PyErr_SetString(PyExc_ValueError, "rows_topk: out_keys must be (n, k) float64, n >= 1");
+        goto done;
+    }
+    Py_ssize_t k = keys.view.len / (8 * n);
+    if (k < 1 || get_buf(o_slots, &slots, "lq", 8, n * k, 1, "out_slots") < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "rows_topk: k must be >= 1");
+        goto done;
+    }
+    {
+        double *kp = keys.view.buf;
+        int64_t *lp = slots.view.buf;
+        int64_t *cp = count.view.buf;
+        const char *base = x.view.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t j = 0; j < n; j++) {
+            Py_ssize_t size = 0;
+            double *hk = kp + j * k;
+            int64_t *hs = lp + j * k;
+            if (item == 4 && strict) {
+                size = scan_f32((const float *)base + j * width, width, bound, hk, hs, k);
+            } else {
+                double thr = bound;
+                for (Py_ssize_t i = 0; i < width; i++) {
+                    double v = item == 4 ? (double)((const float *)base)[j * width + i]
+                                         : ((const double *)base)[j * width + i];
+                    if (strict ? !(v > thr) : !(v >= bound)) continue; /* NaN never enters */
+                    if (size == k && !(v > hk[0])) continue;
+                    offer(hk, hs, k, &size, v, (int64_t)i);
+                    if (size == k && strict) thr = hk[0];
+                }
+            }
+            heap_sort(hk, hs, size);
+            for (Py_ssize_t i = size; i < k; i++) {
+                hk[i] = -INFINITY;
+                hs[i] = -1;
+            }
+            cp[j] = size;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    release(&x); release(&keys); release(&slots); release(&count);
+    return result;
+}
+
+/* ------------------------------------------------------------------ decay_topk */
+
+static PyObject *py_decay_topk(PyObject *self, PyObject *args) {
+    PyObject *o_w, *o_flags, *o_arousal, *o_d, *o_last, *o_allowed, *o_edges, *o_factors;
+    PyObject *o_keys, *o_slots;
+    Py_ssize_t n;
+    long long now;
+    double w_div;
+    int freeze_set, need_set;
+    if (!PyArg_ParseTuple(args, "nLdOOOOOOiiOOOO", &n, &now, &w_div, &o_w, &o_flags, &o_arousal,
+                          &o_d, &o_last, &o_allowed, &freeze_set, &need_set, &o_edges,
+                          &o_factors, &o_keys, &o_slots))
+        return NULL;
+    Buf w = {0}, flags = {0}, arousal = {0}, d = {0}, last = {0}, allowed = {0};
+    Buf edges = {0}, factors = {0}, keys = {0}, slots = {0};
+    PyObject *result = NULL;
+    if (get_strided(o_w, &w, "f", 4, n, "weight") < 0) goto done;
+    if (get_strided(o_flags, &flags, "B", 1, n, "flags") < 0) goto done;
+    if (get_strided(o_arousal, &arousal, "B", 1, n, "arousal") < 0) goto done;
+    if (get_strided(o_d, &d, "f", 4, n, "d_event") < 0) goto done;
+    if (get_strided(o_last, &last, "lq", 8, n, "last_event_ms") < 0) goto done;
+    if (o_allowed != Py_None && get_buf(o_allowed, &allowed, "?bB", 1, n, 0, "allowed") < 0)
+        goto done;
+    if (get_buf(o_edges, &edges, "d", 8, -1, 0, "edges") < 0) goto done;
+    Py_ssize_t nb = edges.view.len / 8;
+    if (nb < 1 || get_buf(o_factors, &factors, "d", 8, nb, 0, "factors") < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "decay_topk: no bucket edges");
+        goto done;
+    }
+    if (get_buf(o_keys, &keys, "d", 8, -1, 1, "out_keys") < 0) goto done;
+    Py_ssize_t k = keys.view.len / 8;
+    if (k < 1 || get_buf(o_slots, &slots, "lq", 8, k, 1, "out_slots") < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "decay_topk: k must be >= 1");
+        goto done;
+    }
+    Py_ssize_t size = 0;
+    {
+        const double *ep = edges.view.buf;
+        const double *fp = factors.view.buf;
+        const uint8_t *ap = allowed.held ? allowed.view.buf : NULL;
+        double *hk = keys.view.buf;
+        int64_t *hs = slots.view.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (ap && !ap[i]) continue;
+            int64_t dt = (int64_t)now - STRIDED(last, int64_t, i);
+            double t = (double)(dt > 0 ? dt : 0) / 1000.0;
+            t = t / (1.0 + (double)STRIDED(arousal, uint8_t, i) / 255.0);
+            Py_ssize_t b = 0; /* last edge <= t (edges ascending, edges[0] == 0 <= t) */
+            while (b + 1 < nb && ep[b + 1] <= t) b++;
+            uint8_t fl = STRIDED(flags, uint8_t, i);
+            double f = ((fl & freeze_set) || !(fl & need_set)) ? 1.0 : fp[b];
+            float dnow = (float)((double)STRIDED(d, float, i) * f);
+            double v = ((double)STRIDED(w, float, i) / w_div) * (double)dnow;
+            if (size == k && v < hk[0]) continue;
+            offer(hk, hs, k, &size, v, (int64_t)i);
+        }
+        heap_sort(hk, hs, size);
+        for (Py_ssize_t i = size; i < k; i++) {
+            hk[i] = -INFINITY;
+            hs[i] = -1;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = PyLong_FromSsize_t(size);
+done:
+    release(&w); release(&flags); release(&arousal); release(&d); release(&last);
+    release(&allowed); release(&edges); release(&factors); release(&keys); release(&slots);
+    return result;
+}
+
+/* ------------------------------------------------------------------ implementation choice */
+
+static PyObject *py_dot_impl(PyObject *self, PyObject *noargs) {
+    return PyUnicode_FromString(IMPL_NAMES[impl_now]);
+}
+
+static PyObject *py_dot_impls(PyObject *self, PyObject *noargs) {
+    PyObject *out = PyList_New(0);
+    if (!out) return NULL;
+    for (int i = 0; i <= impl_best; i++) {
+        PyObject *s = PyUnicode_FromString(IMPL_NAMES[i]);
+        if (!s || PyList_Append(out, s) < 0) {
+            Py_XDECREF(s);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(s);
+    }
+    return out;
+}
+
+static PyObject *py_set_dot_impl(PyObject *self, PyObject *args) {
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+    for (int i = 0; i <= impl_best; i++) {
+        if (strcmp(name, IMPL_NAMES[i]) == 0) {
+            impl_now = i;
+            Py_RETURN_NONE;
+        }
+    }
+    PyErr_Format(PyExc_ValueError, "dot implementation %s is not available here", name);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"int8_topk", py_int8_topk, METH_VARARGS,
+     "int8_topk(codes, n_rows, dim, stride, scales, queries, allowed, out_keys, out_slots)"},
+    {"int8_score_rows", py_int8_score_rows, METH_VARARGS,
+     "int8_score_rows(codes, n_rows, dim, stride, scales, queries, rows, out)"},
+    {"topk_update", py_topk_update, METH_VARARGS,
+     "topk_update(dots, scales, first, slots, gate, heap_keys, heap_slots, heap_size)"},
+    {"topk_finish", py_topk_finish, METH_VARARGS, "topk_finish(heap_keys, heap_slots, heap_size)"},
+    {"rows_topk", py_rows_topk, METH_VARARGS,
+     "rows_topk(x, width, bound, strict, out_keys, out_slots, out_count)"},
+    {"decay_topk", py_decay_topk, METH_VARARGS,
+     "decay_topk(n, now, w_div, weight, flags, arousal, d_event, last_ms, allowed, freeze_set, "
+     "need_set, edges, factors, out_keys, out_slots) -> count"},
+    {"dot_impl", py_dot_impl, METH_NOARGS, "name of the dot-product implementation in use"},
+    {"dot_impls", py_dot_impls, METH_NOARGS, "implementations this CPU can run"},
+    {"set_dot_impl", py_set_dot_impl, METH_VARARGS, "pin the dot-product implementation"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    detect_impl();
+    return PyModule_Create(&module);
+}

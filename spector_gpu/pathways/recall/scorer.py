@@ -1,0 +1,250 @@
+"""The batched recall computation: relays → pool → fusion → top-k, as tensor work.
+
+Query-independent and whole-batch work runs once (the salience proposals; the dense relay's
+top list, one GEMM or GPU search for every query), then queries go through in chunks whose
+lexical score block stays bounded: lexical block and proposals, the padded pool and its
+expansion, every relay's exact score of every member, fusion, and the final top-k (a stable
+sort, so ties go to the lower ordinal). Nothing is read back to the host until the chunk's
+top-k is done; on the CPU the pool is trimmed to its widest row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ...cortex.cortex import Cortex
+from ...kernels.topk import sorted_topk_torch
+from ...types import Explanation, RelayExplanation
+from .columns import RecallColumns
+from .fusion import Fused, fuse
+from .gates import active_gates
+from .pool import PAD, expand, union
+from .relays import RecallPlan
+from .relays.association import association_score, neighbours
+from .relays.dense import dense_score, dense_top, slice_queries
+from .relays.lexical import lexical_block, lexical_top
+from .relays.salience import pool_strength, salience_score, salience_top
+from .tables import CueTable, LinkTables
+
+__all__ = ["Scored", "Scorer"]
+
+_CPU_BLOCK = 1 << 22  # lexical scores held per chunk on the CPU (16 MiB of float32)
+_GPU_BLOCK = 1 << 28  # ... on a GPU (1 GiB)
+
+
+@dataclass
+class Scored:
+    """Host results of a batch: ordinals int64 (n, k) (-1 padding), fused float32 (n, k),
+    counts int32 (n,), D and S float64 (n, k), explanations per query or None."""
+
+    ordinals: np.ndarray
+    fused: np.ndarray
+    counts: np.ndarray
+    d: np.ndarray
+    s: np.ndarray
+    explain: list[list[Explanation]] | None
+
+
+class Scorer:
+    """Runs a :class:`RecallPlan` over the store's cached tables (see the module docstring)."""
+
+    def __init__(
+        self, cortex: Cortex, columns: RecallColumns, links: LinkTables, cues: CueTable
+    ) -> None:
+        self.cortex = cortex
+        self.columns = columns
+        self.links = links
+        self.cues = cues
+
+    def dense_proposals(self, plan: RecallPlan) -> torch.Tensor | None:
+        """The dense relay's top list of every query (one GEMM or GPU search for the batch),
+        or None when the relay is off or nothing is allowed."""
+        if "dense" in plan.relays and plan.n_allowed:
+            return dense_top(self.cortex.dense, plan)
+        return None
+
+    def run(self, plan: RecallPlan, den: torch.Tensor | None, *, exact_rounds: bool) -> Scored:
+        """Score every query of ``plan`` given its :meth:`dense_proposals`; ``exact_rounds``
+        forms the lexical block by the device's round-based accumulation (the GPU path)
+        instead of scipy."""
+        n, k = len(plan.tokens), plan.opts.k
+        sal = torch.zeros(0, dtype=torch.int64, device=plan.device)
+        if "salience" in plan.relays and plan.n_allowed:
+            sal = salience_top(self.cortex, self.columns, plan)
+        budget = _GPU_BLOCK if plan.device.type == "cuda" else _CPU_BLOCK
+        step = max(1, budget // max(self.cortex.n, 1))
+        parts = [
+            self._chunk(plan, lo, min(n, lo + step), sal, den, exact_rounds)
+            for lo in range(0, n, step)
+        ]
+        ordinals = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, k), np.int64)
+        fused = np.concatenate([p[1] for p in parts]) if parts else np.zeros((0, k), np.float32)
+        d = np.concatenate([p[2] for p in parts]) if parts else np.zeros((0, k))
+        s = np.concatenate([p[3] for p in parts]) if parts else np.zeros((0, k))
+        explain = [e for p in parts for e in p[4]] if plan.opts.explain else None
+        counts = (ordinals >= 0).sum(axis=1).astype(np.int32)
+        return Scored(ordinals, fused, counts, d, s, explain)
+
+    def _pool(
+        self,
+        plan: RecallPlan,
+        lo: int,
+        hi: int,
+        sal: torch.Tensor,
+        den: torch.Tensor | None,
+        block: torch.Tensor | None,
+    ) -> torch.Tensor:
+        trim = plan.device.type == "cpu"
+        parts = [sal.expand(hi - lo, -1)]
+        if block is not None:
+            parts.append(lexical_top(block, plan))
+        if den is not None:
+            parts.append(den[lo:hi])
+        pool = union(parts, trim=trim)
+        if "association" in plan.relays and pool.shape[1]:
+            nbr, _ = neighbours(self.links, pool, pool < PAD, self.cortex.config.association)
+            pool = expand(pool, nbr, plan.allowed_t, trim=trim)
+        return pool
+
+    def _chunk(
+        self,
+        plan: RecallPlan,
+        lo: int,
+        hi: int,
+        sal: torch.Tensor,
+        den: torch.Tensor | None,
+        exact_rounds: bool,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[list[Explanation]]]:
+        k, m = plan.opts.k, hi - lo
+        block = None
+        if "lexical" in plan.relays and plan.n_allowed:
+            block = lexical_block(self.cortex.bm25, plan.tokens[lo:hi], plan, rounds=exact_rounds)
+            block = block.to(plan.device)
+        pool = self._pool(plan, lo, hi, sal, den, block)
+        if pool.shape[1] == 0:
+            empty = np.zeros((m, k))
+            return (
+                np.full((m, k), -1, np.int64),
+                np.full((m, k), -np.inf, np.float32),
+                empty,
+                empty.copy(),
+                [[] for _ in range(m)],
+            )
+        valid = pool < PAD
+        idx = torch.where(valid, pool, torch.zeros_like(pool))
+        raw: dict[str, torch.Tensor] = {}
+        if block is not None:
+            raw["lexical"] = torch.gather(block, 1, idx).to(torch.float64)
+        if plan.dense is not None:
+            raw["dense"] = dense_score(
+                self.cortex.dense, slice_queries(plan.dense, lo, hi), pool, valid
+            )
+        cols = self.columns.gather(idx)
+        d = pool_strength(cols, plan)
+        if "salience" in plan.relays:
+            raw["salience"] = salience_score(cols, d)
+        fz = self._fuse(plan, lo, hi, pool, valid, raw, (cols.importance, d, cols.s_term))
+        vals, pos = sorted_topk_torch(fz.fused, k)
+        hit = pos >= 0
+        at = pos.clamp(min=0)
+        ordinals = torch.where(hit, torch.gather(pool, 1, at), torch.full_like(at, -1))
+        take = (
+            ordinals,
+            vals.to(torch.float32),
+            torch.gather(d, 1, at),
+            torch.gather(cols.storage, 1, at).to(torch.float64),
+        )
+        o_h, f_h, d_h, s_h = (t.cpu().numpy() for t in take)
+        explain = _explain(plan, fz, at, hit, d_h, s_h) if plan.opts.explain else []
+        return o_h, f_h, d_h, s_h, explain
+
+    def _fuse(
+        self,
+        plan: RecallPlan,
+        lo: int,
+        hi: int,
+        pool: torch.Tensor,
+        valid: torch.Tensor,
+        raw: dict[str, torch.Tensor],
+        strength: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    ) -> Fused:
+        cfg = self.cortex.config
+        assoc = None
+        if "association" in plan.relays:
+            nbr, weight = neighbours(self.links, pool, valid, cfg.association)
+
+            def assoc(base: torch.Tensor) -> torch.Tensor:
+                return association_score(pool, nbr, weight, base, cfg.association)
+
+        def cue_match() -> torch.Tensor | None:
+            table = self.cues.table()
+            if table is None:
+                return None
+            qids = self.cues.query_ids(plan.tokens[lo:hi])
+            ids = table[torch.where(valid, pool, torch.zeros_like(pool))]  # (m, W, C)
+            hit = (ids[..., :, None] == qids[:, None, None, :]) & (ids[..., :, None] >= 0)
+            return hit.any(dim=-1).any(dim=-1)
+
+        return fuse(
+            raw,
+            valid,
+            weights=plan.weights,
+            mode=plan.opts.fusion,
+            k=plan.opts.k,
+            rrf_k=cfg.recall.rrf_k,
+            beta=cfg.recall.cognitive_beta,
+            tau=cfg.recall.tag_tau,
+            strength=strength,
+            association=assoc,
+            cue_match=cue_match,
+            want_ranks=plan.opts.fusion == "rrf" or plan.opts.explain,
+        )
+
+
+def _explain(
+    plan: RecallPlan,
+    fz: Fused,
+    at: torch.Tensor,
+    hit: torch.Tensor,
+    d: np.ndarray,
+    s: np.ndarray,
+) -> list[list[Explanation]]:
+    """Per query, the explanation of each hit (the values the fusion used)."""
+
+    def take(t: torch.Tensor) -> np.ndarray:
+        return torch.gather(t, 1, at).cpu().numpy()
+
+    raw = {name: take(v) for name, v in fz.raw.items()}
+    ranks = {name: take(v) for name, v in fz.ranks.items()}
+    rel, fac, fus = take(fz.relevance), take(fz.factor), take(fz.fused)
+    gates = active_gates(plan.opts)
+    out = []
+    for i, row in enumerate(hit.cpu().numpy()):
+        items = []
+        for j in np.flatnonzero(row).tolist():
+            relays: dict[str, RelayExplanation] = {
+                name: RelayExplanation(
+                    score=float(raw[name][i, j])
+                    if name in raw and np.isfinite(raw[name][i, j])
+                    else None,
+                    rank=int(ranks[name][i, j]) or None if name in ranks else None,
+                    weight=plan.weights[name],
+                )
+                for name in plan.opts.relays
+            }
+            items.append(
+                Explanation(
+                    relays=relays,
+                    relevance=float(rel[i, j]),
+                    cognitive_factor=float(fac[i, j]),
+                    fused=float(fus[i, j]),
+                    retrieval_strength=float(d[i, j]),
+                    storage_strength=float(s[i, j]),
+                    gates=gates,
+                )
+            )
+        out.append(items)
+    return out
