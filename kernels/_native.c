@@ -8,6 +8,7 @@
  *                  into running per-query top-k heaps; topk_finish sorts them
  * rows_topk        exact top-k of each row of a float32 or float64 matrix above a bound
  * decay_topk       exact top-k of w_r / div * float32(d_r * f(bucket(t_r))) (piecewise decay)
+ * bm25_dense       BM25 scores of a few queries as dense rows, from the postings in place
  *
  * Order everywhere: key descending, then row (slot) ascending; padding is (-inf, -1). Integer
  * dots are exact (int32); each key is one IEEE float32 multiply, each decayed value the float64
@@ -27,6 +28,8 @@
 
 typedef void (*dots_fn)(const int8_t *row, const int8_t *qs, Py_ssize_t m, Py_ssize_t d,
                         int32_t *out);
+typedef void (*dots8_fn)(const int8_t *rows, Py_ssize_t stride, const int8_t *q, Py_ssize_t d32,
+                         int32_t *out);
 
 static void dots_scalar(const int8_t *row, const int8_t *qs, Py_ssize_t m, Py_ssize_t d,
                         int32_t *out) {
@@ -84,6 +87,54 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void dots_vnni(
         out[j] = _mm512_reduce_add_epi32(acc);
     }
 }
+/* Eight consecutive rows against one query, the eight sums reduced together (a horizontal-add
+ * tree instead of eight reductions): the single-query scan's inner loop. 32-byte steps; the
+ * dim % 32 tail is added per row by the caller. */
+
+#define REDUCE8(a, out)                                                                 \
+    do {                                                                                \
+        __m256i b0 = _mm256_hadd_epi32(a[0], a[1]), b1 = _mm256_hadd_epi32(a[2], a[3]); \
+        __m256i b2 = _mm256_hadd_epi32(a[4], a[5]), b3 = _mm256_hadd_epi32(a[6], a[7]); \
+        __m256i c0 = _mm256_hadd_epi32(b0, b1), c1 = _mm256_hadd_epi32(b2, b3);         \
+        __m256i lo = _mm256_permute2x128_si256(c0, c1, 0x20);                           \
+        __m256i hi = _mm256_permute2x128_si256(c0, c1, 0x31);                           \
+        _mm256_storeu_si256((__m256i *)(out), _mm256_add_epi32(lo, hi));                \
+    } while (0)
+
+__attribute__((target("avx2"))) static void dots8_avx2(const int8_t *rows, Py_ssize_t stride,
+                                                       const int8_t *q, Py_ssize_t d32,
+                                                       int32_t *out) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i a[8];
+    for (int j = 0; j < 8; j++) {
+        const int8_t *row = rows + j * stride;
+        __m256i acc = _mm256_setzero_si256();
+        for (Py_ssize_t i = 0; i < d32; i += 32) {
+            __m256i x = _mm256_loadu_si256((const __m256i *)(q + i));
+            __m256i c = _mm256_loadu_si256((const __m256i *)(row + i));
+            __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(x), _mm256_sign_epi8(c, x));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
+        }
+        a[j] = acc;
+    }
+    REDUCE8(a, out);
+}
+
+__attribute__((target("avx2,avx512f,avx512vl,avx512vnni"))) static void dots8_vnni(
+    const int8_t *rows, Py_ssize_t stride, const int8_t *q, Py_ssize_t d32, int32_t *out) {
+    __m256i a[8];
+    for (int j = 0; j < 8; j++) {
+        const int8_t *row = rows + j * stride;
+        __m256i acc = _mm256_setzero_si256();
+        for (Py_ssize_t i = 0; i < d32; i += 32) {
+            __m256i x = _mm256_loadu_si256((const __m256i *)(q + i));
+            __m256i c = _mm256_loadu_si256((const __m256i *)(row + i));
+            acc = _mm256_dpbusd_epi32(acc, _mm256_abs_epi8(x), _mm256_sign_epi8(c, x));
+        }
+        a[j] = acc;
+    }
+    REDUCE8(a, out);
+}
 #endif
 
 enum { IMPL_SCALAR = 0, IMPL_AVX2 = 1, IMPL_VNNI = 2 };
@@ -91,6 +142,15 @@ static const char *IMPL_NAMES[] = {"scalar", "avx2", "avx512vnni"};
 static int impl_best = IMPL_SCALAR;
 static int impl_now = IMPL_SCALAR;
 static int simd512 = 0; /* AVX-512F for the float32 selection scans */
+
+static dots8_fn dots8_for(int impl) {
+#ifdef HAVE_X86
+    if (impl == IMPL_VNNI) return dots8_vnni;
+    if (impl == IMPL_AVX2) return dots8_avx2;
+#endif
+    (void)impl;
+    return NULL;
+}
 
 static dots_fn dots_for(int impl) {
 #ifdef HAVE_X86
@@ -165,6 +225,22 @@ static void heap_sort(double *key, int64_t *slot, Py_ssize_t size) {
         int64_t ts = slot[0]; slot[0] = slot[end]; slot[end] = ts;
         sift_down(key, slot, end, 0);
     }
+}
+
+/* float32 value <= x (x a float32 value stored as double, or -inf) */
+static inline float below(double x) {
+    float f = (float)x;
+    return (double)f > x ? nextafterf(f, -INFINITY) : f;
+}
+
+/* Offer one tile row's keys (n queries) to the heaps; thr[j] is a float32 bound below which a
+ * key cannot enter heap j (a heap not yet full has -inf). */
+static inline void offer_key(float key, Py_ssize_t j, Py_ssize_t k, int64_t slot, float *thr,
+                             double *kp, int64_t *lp, Py_ssize_t *zp) {
+    double *hk = kp + j * k;
+    if (zp[j] == k && !((double)key > hk[0])) return; /* equal keys: the lower slot stays */
+    offer(hk, lp + j * k, k, &zp[j], (double)key, slot);
+    if (zp[j] == k) thr[j] = below(hk[0]);
 }
 
 /* Offer every x[i] > bound (columns i ascending) to an empty heap of capacity k; returns
@@ -349,13 +425,38 @@ static PyObject *py_int8_topk(PyObject *self, PyObject *args) {
         const float *sp = scales.view.buf;
         const uint8_t *ap = allowed.held ? allowed.view.buf : NULL;
         dots_fn dots_of = dots_for(impl_now);
+        float *thr = malloc(sizeof(float) * m); /* float32 bound below which a key cannot enter */
+        if (!thr) {
+            free(hk); free(hs); free(size); free(dots);
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t j = 0; j < m; j++) thr[j] = -INFINITY;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t r = 0; r < n_rows; r++) {
+        dots8_fn dots8 = m == 1 ? dots8_for(impl_now) : NULL;
+        Py_ssize_t r = 0;
+        if (dots8) {
+            const int8_t *qp = q.view.buf;
+            Py_ssize_t d32 = dim & ~(Py_ssize_t)31;
+            int32_t d8[8];
+            for (; r + 8 <= n_rows; r += 8) {
+                dots8(cp + r * stride, stride, qp, d32, d8);
+                for (int i = 0; i < 8; i++) {
+                    if (ap && !ap[r + i]) continue;
+                    int32_t dot = d8[i];
+                    for (Py_ssize_t t = d32; t < dim; t++)
+                        dot += (int32_t)cp[(r + i) * stride + t] * (int32_t)qp[t];
+                    float key = (float)dot * sp[r + i];
+                    if (key >= thr[0]) offer_key(key, 0, k, (int64_t)(r + i), thr, hk, hs, size);
+                }
+            }
+        }
+        for (; r < n_rows; r++) {
             if (ap && !ap[r]) continue;
             dots_of(cp + r * stride, q.view.buf, m, dim, dots);
             for (Py_ssize_t j = 0; j < m; j++) {
                 float key = (float)dots[j] * sp[r];
-                offer(hk + j * k, hs + j * k, k, &size[j], (double)key, (int64_t)r);
+                if (key >= thr[j]) offer_key(key, j, k, (int64_t)r, thr, hk, hs, size);
             }
         }
         float *ok = keys.view.buf;
@@ -368,7 +469,7 @@ static PyObject *py_int8_topk(PyObject *self, PyObject *args) {
             }
         }
         Py_END_ALLOW_THREADS
-        free(hk); free(hs); free(size); free(dots);
+        free(hk); free(hs); free(size); free(dots); free(thr);
     }
     result = Py_None;
     Py_INCREF(result);
@@ -448,22 +549,6 @@ done:
 }
 
 /* ------------------------------------------------------------------ topk_update / finish */
-/* float32 value <= x (x a float32 value stored as double, or -inf) */
-static inline float below(double x) {
-    float f = (float)x;
-    return (double)f > x ? nextafterf(f, -INFINITY) : f;
-}
-
-/* Offer one tile row's keys (n queries) to the heaps; thr[j] is a float32 bound below which a
- * key cannot enter heap j (a heap not yet full has -inf). */
-static inline void offer_key(float key, Py_ssize_t j, Py_ssize_t k, int64_t slot, float *thr,
-                             double *kp, int64_t *lp, Py_ssize_t *zp) {
-    double *hk = kp + j * k;
-    if (zp[j] == k && !((double)key > hk[0])) return; /* equal keys: the lower slot stays */
-    offer(hk, lp + j * k, k, &zp[j], (double)key, slot);
-    if (zp[j] == k) thr[j] = below(hk[0]);
-}
-
 static void tile_row_scalar(const int32_t *row, float scale, Py_ssize_t n, Py_ssize_t k,
                             int64_t slot, float *thr, double *kp, int64_t *lp, Py_ssize_t *zp) {
     for (Py_ssize_t j = 0; j < n; j++) {
@@ -705,19 +790,28 @@ static PyObject *py_decay_topk(PyObject *self, PyObject *args) {
         const uint8_t *ap = allowed.held ? allowed.view.buf : NULL;
         double *hk = keys.view.buf;
         int64_t *hs = slots.view.buf;
+        /* v <= (w / div) * d when no factor exceeds 1: once the heap is full, a row whose
+         * bound does not beat the root cannot enter (rows rise, so a tie never does) */
+        int bounded = 1;
+        for (Py_ssize_t e = 0; e < nb; e++) bounded &= fp[e] <= 1.0;
+        double denom[256];
+        for (int a = 0; a < 256; a++) denom[a] = 1.0 + (double)a / 255.0;
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < n; i++) {
             if (ap && !ap[i]) continue;
+            double scaled = (double)STRIDED(w, float, i) / w_div;
+            float d0 = STRIDED(d, float, i);
+            if (bounded && scaled >= 0.0 && size == k && !(scaled * (double)d0 > hk[0])) continue;
             int64_t dt = (int64_t)now - STRIDED(last, int64_t, i);
             double t = (double)(dt > 0 ? dt : 0) / 1000.0;
-            t = t / (1.0 + (double)STRIDED(arousal, uint8_t, i) / 255.0);
-            Py_ssize_t b = 0; /* last edge <= t (edges ascending, edges[0] == 0 <= t) */
-            while (b + 1 < nb && ep[b + 1] <= t) b++;
+            t = t / denom[STRIDED(arousal, uint8_t, i)];
+            Py_ssize_t b = 0; /* the last edge <= t (edges ascending, edges[0] == 0 <= t) */
+            for (Py_ssize_t e = 1; e < nb; e++) b += ep[e] <= t;
             uint8_t fl = STRIDED(flags, uint8_t, i);
             double f = ((fl & freeze_set) || !(fl & need_set)) ? 1.0 : fp[b];
-            float dnow = (float)((double)STRIDED(d, float, i) * f);
-            double v = ((double)STRIDED(w, float, i) / w_div) * (double)dnow;
-            if (size == k && v < hk[0]) continue;
+            float dnow = (float)((double)d0 * f);
+            double v = scaled * (double)dnow;
+            if (size == k && !(v > hk[0])) continue;
             offer(hk, hs, k, &size, v, (int64_t)i);
         }
         heap_sort(hk, hs, size);
@@ -731,6 +825,103 @@ static PyObject *py_decay_topk(PyObject *self, PyObject *args) {
 done:
     release(&w); release(&flags); release(&arousal); release(&d); release(&last);
     release(&allowed); release(&edges); release(&factors); release(&keys); release(&slots);
+    return result;
+}
+
+/* ------------------------------------------------------------------ bm25_dense */
+/* Dense BM25 scores out[i, d] = sum over query i's terms j (ascending) of
+ * float32(count_ij * float32(tfc(tf_jd, dl_d) * idf_j)), accumulated in float32 in that order
+ * -- the sums scipy's csr product Q @ W forms (cortex/bm25.py), read from the postings in place:
+ * term j's main postings main[mlo[j]:mhi[j]) then its tail postings tail[tptr[j]:tptr[j+1]). */
+
+static PyObject *py_bm25_dense(PyObject *self, PyObject *args) {
+    PyObject *o_qptr, *o_qcol, *o_qcnt, *o_idf, *o_mlo, *o_mhi, *o_mdoc, *o_mtf, *o_tptr, *o_tdoc;
+    PyObject *o_ttf, *o_len, *o_allowed, *o_out;
+    double k1, b, avgdl;
+    int okapi;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOdddpO", &o_qptr, &o_qcol, &o_qcnt, &o_idf, &o_mlo,
+                          &o_mhi, &o_mdoc, &o_mtf, &o_tptr, &o_tdoc, &o_ttf, &o_len, &o_allowed,
+                          &k1, &b, &avgdl, &okapi, &o_out))
+        return NULL;
+    Buf qptr = {0}, qcol = {0}, qcnt = {0}, idf = {0}, mlo = {0}, mhi = {0}, mdoc = {0};
+    Buf mtf = {0}, tptr = {0}, tdoc = {0}, ttf = {0}, len = {0}, allowed = {0}, out = {0};
+    PyObject *result = NULL;
+    if (get_buf(o_qptr, &qptr, "lq", 8, -1, 0, "q_indptr") < 0) goto done;
+    Py_ssize_t m = qptr.view.len / 8 - 1;
+    if (get_buf(o_qcol, &qcol, "lq", 8, -1, 0, "q_terms") < 0) goto done;
+    Py_ssize_t nnz = qcol.view.len / 8;
+    if (get_buf(o_qcnt, &qcnt, "f", 4, nnz, 0, "q_counts") < 0) goto done;
+    if (get_buf(o_idf, &idf, "d", 8, -1, 0, "idf") < 0) goto done;
+    Py_ssize_t u = idf.view.len / 8;
+    if (get_buf(o_mlo, &mlo, "lq", 8, u, 0, "main_lo") < 0) goto done;
+    if (get_buf(o_mhi, &mhi, "lq", 8, u, 0, "main_hi") < 0) goto done;
+    if (get_buf(o_tptr, &tptr, "lq", 8, u + 1, 0, "tail_indptr") < 0) goto done;
+    if (get_buf(o_mdoc, &mdoc, "i", 4, -1, 0, "main_doc") < 0) goto done;
+    if (get_buf(o_mtf, &mtf, "i", 4, mdoc.view.len / 4, 0, "main_tf") < 0) goto done;
+    if (get_buf(o_tdoc, &tdoc, "i", 4, -1, 0, "tail_doc") < 0) goto done;
+    if (get_buf(o_ttf, &ttf, "i", 4, tdoc.view.len / 4, 0, "tail_tf") < 0) goto done;
+    if (get_buf(o_len, &len, "i", 4, -1, 0, "doc_len") < 0) goto done;
+    Py_ssize_t n_docs = len.view.len / 4;
+    if (o_allowed != Py_None && get_buf(o_allowed, &allowed, "?bB", 1, n_docs, 0, "allowed") < 0)
+        goto done;
+    if (m < 0 || get_buf(o_out, &out, "f", 4, m * n_docs, 1, "out") < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bm25_dense: bad q_indptr");
+        goto done;
+    }
+    {
+        const int64_t *qp = qptr.view.buf, *qc = qcol.view.buf, *lo = mlo.view.buf;
+        const int64_t *hi = mhi.view.buf, *tp = tptr.view.buf;
+        const float *qn = qcnt.view.buf;
+        const double *ip = idf.view.buf;
+        const int32_t *md = mdoc.view.buf, *mt = mtf.view.buf, *td = tdoc.view.buf;
+        const int32_t *tt = ttf.view.buf, *dl = len.view.buf;
+        const uint8_t *ap = allowed.held ? allowed.view.buf : NULL;
+        int64_t mlen = mdoc.view.len / 4, tlen = tdoc.view.len / 4;
+        if (qp[0] != 0 || qp[m] != nnz) {
+            PyErr_SetString(PyExc_ValueError, "bm25_dense: q_indptr must run from 0 to nnz");
+            goto done;
+        }
+        for (Py_ssize_t e = 0; e < nnz; e++) {
+            int64_t j = qc[e];
+            if (j < 0 || j >= u || lo[j] < 0 || lo[j] > hi[j] || hi[j] > mlen || tp[j] < 0 ||
+                tp[j] > tp[j + 1] || tp[j + 1] > tlen) {
+                PyErr_SetString(PyExc_ValueError, "bm25_dense: a posting range is out of bounds");
+                goto done;
+            }
+        }
+        float *op = out.view.buf;
+        double base = 1.0 - b;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < m; i++) {
+            float *row = op + i * n_docs;
+            for (int64_t e = qp[i]; e < qp[i + 1]; e++) {
+                int64_t j = qc[e];
+                float cnt = qn[e];
+                double w_idf = ip[j];
+                for (int pass = 0; pass < 2; pass++) {
+                    const int32_t *docs = pass ? td : md, *tfs = pass ? tt : mt;
+                    int64_t a = pass ? tp[j] : lo[j], z = pass ? tp[j + 1] : hi[j];
+                    for (int64_t p = a; p < z; p++) {
+                        int32_t d = docs[p];
+                        if ((uint64_t)(uint32_t)d >= (uint64_t)n_docs || (ap && !ap[d])) continue;
+                        double tf = (double)tfs[p];
+                        double norm = k1 * (base + b * (double)dl[d] / avgdl);
+                        double num = okapi ? tf * (k1 + 1.0) : tf;
+                        float w = (float)(num / (tf + norm) * w_idf);
+                        float add = cnt * w;
+                        row[d] = row[d] + add;
+                    }
+                }
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    release(&qptr); release(&qcol); release(&qcnt); release(&idf); release(&mlo); release(&mhi);
+    release(&mdoc); release(&mtf); release(&tptr); release(&tdoc); release(&ttf);
+    release(&len); release(&allowed); release(&out);
     return result;
 }
 
@@ -781,6 +972,9 @@ static PyMethodDef methods[] = {
     {"decay_topk", py_decay_topk, METH_VARARGS,
      "decay_topk(n, now, w_div, weight, flags, arousal, d_event, last_ms, allowed, freeze_set, "
      "need_set, edges, factors, out_keys, out_slots) -> count"},
+    {"bm25_dense", py_bm25_dense, METH_VARARGS,
+     "bm25_dense(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, main_tf, "
+     "tail_indptr, tail_doc, tail_tf, doc_len, allowed, k1, b, avgdl, okapi, out)"},
     {"dot_impl", py_dot_impl, METH_NOARGS, "name of the dot-product implementation in use"},
     {"dot_impls", py_dot_impls, METH_NOARGS, "implementations this CPU can run"},
     {"set_dot_impl", py_set_dot_impl, METH_VARARGS, "pin the dot-product implementation"},

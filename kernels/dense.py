@@ -63,6 +63,7 @@ _SPARSE_GATE = 8  # gather allowed rows when at most 1/8 of the corpus is allowe
 # over 100k x 384: 1.6 ms against 7.7 ms through torch._int_mm on the shared dev box; 3
 # queries: 4.3 ms, where the GEMM starts to pay for its packing).
 NATIVE_SCAN_MAX = 2
+_NATIVE_ROWS_PER_K = 8  # native heaps pay off from 8 k rows (else half the rows enter them)
 
 
 class DenseIndex:
@@ -268,6 +269,18 @@ class DenseIndex:
             self._codes, self._scales, self._dim, self._dpad, dq.xq, dq.qs_t, slots
         )
 
+    def keys_all(self, dq: DenseQueries) -> torch.Tensor:
+        """float32 (n, N) ranking keys ``float32(dot) * cs`` of every row for every query, on
+        the device — the values :meth:`topk` ranks by, for corpora small enough that the
+        whole matrix is cheaper than a search. Torch backend only."""
+        if self._backend != "torch":
+            raise ValidationError("keys_all() needs the torch backend")
+        if self._n == 0 or len(dq) == 0:
+            return torch.zeros((len(dq), self._n), dtype=torch.float32, device=self._device)
+        xt = self._queries_t(dq.xq)
+        dots = torch._int_mm(self._codes[: self._n], xt)[:, : len(dq)]  # (N, n) exact int32
+        return torch.mul(dots, self._scales[: self._n, None]).t()
+
     def search(
         self, queries: npt.ArrayLike, k: int, *, allowed: npt.ArrayLike | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -361,7 +374,7 @@ class DenseIndex:
             gate,
             sparse=self._sparse(gate),
             bufs=bufs,
-            use_native=self._native,
+            use_native=self._native and self._n > _NATIVE_ROWS_PER_K * k,
         )
 
     def _sparse(self, gate: np.ndarray | None) -> bool:

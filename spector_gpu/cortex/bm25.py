@@ -34,6 +34,7 @@ import scipy.sparse as sp
 
 from spector_gpu.errors import ConfigError, ValidationError
 
+from ..kernels.native import native
 from .bm25_postings import Postings
 from .bm25_state import BM25_STATE_VERSION, check_params, encode_state, validated_state
 from .growable import Growable
@@ -291,6 +292,44 @@ class BM25Index:
             ascending ``j`` — the order scipy's product uses, which a device twin must keep.
         """
         return self._weights(query_tokens, allowed)
+
+    def score_dense(
+        self, query_tokens: Sequence[Sequence[str]], *, allowed: np.ndarray | None = None
+    ) -> np.ndarray:
+        """float32 (n, N) BM25 scores of every (query, slot): ``score_batch(...).toarray()``,
+        bit for bit, computed by one native pass over the postings in place when the native
+        kernels are built (no posting is copied and no sparse matrix is formed)."""
+        allowed = self._check_allowed(allowed)
+        if native is None:
+            return np.asarray(self.score_batch(query_tokens, allowed=allowed).toarray())
+        self._maybe_compact()
+        q, uterms = self._query_matrix(query_tokens)
+        out = np.zeros((q.shape[0], len(self)), dtype=np.float32)
+        if len(uterms) == 0 or len(self) == 0:
+            return out
+        post = self._post
+        lo, hi, tptr, tdoc, ttf = post.ranges(uterms)
+        native.bm25_dense(
+            q.indptr.astype(np.int64),
+            q.indices.astype(np.int64),
+            np.ascontiguousarray(q.data, dtype=np.float32),
+            np.ascontiguousarray(self._idf(uterms), dtype=np.float64),
+            lo,
+            hi,
+            post.doc,
+            post.tf,
+            tptr,
+            np.ascontiguousarray(tdoc),
+            np.ascontiguousarray(ttf),
+            self._doc_len.view(),
+            allowed,
+            self._k1,
+            self._b,
+            self.avgdl,
+            self._method == "okapi",
+            out,
+        )
+        return out
 
     def score_batch(
         self, query_tokens: Sequence[Sequence[str]], *, allowed: np.ndarray | None = None

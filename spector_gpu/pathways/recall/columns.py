@@ -70,14 +70,15 @@ class RecallColumns:
         self.mirror = mirror
         self._at: StoreVersion | None = None
         self._cols: dict[str, torch.Tensor] = {}
+        self._host: dict[str, np.ndarray] = {}
         self._cap = 0
         self._n = 0
 
     def sync(self, cortex: Cortex, now: StoreVersion) -> None:
         """Bring the columns up to the store at ``now``."""
         if not self.mirror:
-            host = host_columns(cortex)
-            self._cols = {k: torch.from_numpy(np.asarray(v)) for k, v in host.items()}
+            self._host = host_columns(cortex)
+            self._cols = {k: torch.from_numpy(np.asarray(v)) for k, v in self._host.items()}
             self._n = cortex.n
             self._at = now
             return
@@ -127,9 +128,11 @@ class RecallColumns:
 
     def gather(self, idx: torch.Tensor) -> PoolColumns:
         """Columns at ordinals ``idx`` (int64, any shape, every value in ``[0, n)``)."""
-        got = {name: self._cols[name][idx] for name in _FIELDS}
         if self.mirror:
-            st = self._cols["s_term"][idx]
-        else:
-            st = torch.from_numpy(s_term(got["storage"].numpy()))
-        return PoolColumns(s_term=st, **got)
+            got = {name: self._cols[name][idx] for name in _FIELDS}
+            return PoolColumns(s_term=self._cols["s_term"][idx], **got)
+        # numpy gathers from the strided header fields (torch's strided gather is slow)
+        at = idx.numpy()
+        host = {name: self._host[name][at] for name in _FIELDS}
+        got = {name: torch.from_numpy(v) for name, v in host.items()}
+        return PoolColumns(s_term=torch.from_numpy(s_term(host["storage"])), **got)

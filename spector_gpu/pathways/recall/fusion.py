@@ -76,14 +76,18 @@ def ranks_rows(x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     return torch.where(scored, rank, torch.zeros_like(rank))
 
 
-def rrf_rows(ranks: dict[str, torch.Tensor], weights: dict[str, float], k: int) -> torch.Tensor:
-    """float32 ``sum_r w_r / (k + rank_r)`` over the relays in ``ranks`` (insertion order)."""
+def rrf_rows(
+    ranks: dict[str, torch.Tensor], weights: dict[str, float], k: int, shape: torch.Size
+) -> torch.Tensor:
+    """float32 ``sum_r w_r / (k + rank_r)`` over the relays in ``ranks`` (insertion order);
+    zeros of ``shape`` when no relay scored."""
     total: torch.Tensor | None = None
     for name, r in ranks.items():
         den = (k + r.clamp(min=1)).to(torch.float64)
         term = torch.where(r > 0, torch.full_like(den, weights.get(name, 0.0)) / den, 0.0)
         total = term if total is None else total + term
-    assert total is not None
+    if total is None:
+        return torch.zeros(shape, dtype=torch.float32)
     return total.to(torch.float32)
 
 
@@ -136,8 +140,10 @@ class Fused:
 
 def _kth(partial: torch.Tensor, valid: torch.Tensor, k: int) -> torch.Tensor:
     """Per row, the min(k, members)-th largest ``partial`` over valid entries ((n, 1))."""
-    vals = torch.sort(torch.where(valid, partial, _NEG_INF), dim=1, descending=True).values
-    take = valid.sum(dim=1, keepdim=True).clamp(max=k, min=1) - 1
+    top = min(k, partial.shape[1])
+    vals = torch.topk(torch.where(valid, partial, _NEG_INF), top, dim=1, sorted=False).values
+    vals = torch.sort(vals, dim=1, descending=True).values
+    take = valid.sum(dim=1, keepdim=True).clamp(max=top, min=1) - 1
     return torch.gather(vals, 1, take)
 
 
@@ -186,7 +192,7 @@ def fuse(
     ranks = {n: ranks_rows(v, valid) for n, v in scores.items()} if want_ranks else {}
     factor = torch.ones(valid.shape, dtype=torch.float32, device=valid.device)
     if mode == "rrf":
-        fused = rrf_rows(ranks, weights, rrf_k).to(torch.float64)
+        fused = rrf_rows(ranks, weights, rrf_k, valid.shape).to(torch.float64).to(valid.device)
     elif mode == "cognitive":
         importance, d, s_term = strength
         base_f = _factor(importance, d, s_term, beta).to(torch.float32)

@@ -39,7 +39,7 @@ from .gates import GateCache
 from .hydration import Hydrator, retrieval_strength
 from .relays import RecallPlan
 from .scorer import Scored, Scorer
-from .state import VersionTracker
+from .state import StoreVersion, VersionTracker
 from .tables import CueTable, LinkTables
 
 __all__ = ["RecallPathway", "StrengthWriter", "decay_law"]
@@ -184,7 +184,9 @@ class RecallPathway:
         # weights are relative; clipping keeps sums of weighted [0, 1] scores finite
         return {name: (min(w[name], COEFFICIENT_MAX) if name in opts.relays else 0.0) for name in w}
 
-    def _plan(self, queries: list[str], opts: RecallOptions, now: int, at: Any) -> RecallPlan:
+    def _plan(
+        self, queries: list[str], opts: RecallOptions, now: int, at: StoreVersion
+    ) -> RecallPlan:
         c = self.cortex
         self._columns.sync(c, at)
         self._links.sync(c, at)
@@ -210,6 +212,7 @@ class RecallPathway:
             tokens=c.analyzer.tokens_batch(queries),
             dense=dense,
             native=native is not None and not self._device_path,
+            store=at,
         )
 
     def _batch(self, scored: Scored) -> RecallBatch:

@@ -16,14 +16,14 @@ import numpy as np
 import torch
 
 from ...cortex.cortex import Cortex
-from ...kernels.topk import sorted_topk_torch
+from ...kernels.topk import topk_exact_torch, topk_mask
 from ...types import Explanation, RelayExplanation
 from .columns import RecallColumns
 from .fusion import Fused, fuse
 from .gates import active_gates
-from .pool import PAD, expand, union
+from .pool import Pool, expand, union
 from .relays import RecallPlan
-from .relays.association import association_score, neighbours
+from .relays.association import association_score, neighbour_table, neighbours
 from .relays.dense import dense_score, dense_top, slice_queries
 from .relays.lexical import lexical_block, lexical_top
 from .relays.salience import pool_strength, salience_score, salience_top
@@ -33,6 +33,7 @@ __all__ = ["Scored", "Scorer"]
 
 _CPU_BLOCK = 1 << 22  # lexical scores held per chunk on the CPU (16 MiB of float32)
 _GPU_BLOCK = 1 << 28  # ... on a GPU (1 GiB)
+_DENSE_LAYOUT_MIN = 2048  # stores up to this size always take the dense pool layout
 
 
 @dataclass
@@ -58,11 +59,20 @@ class Scorer:
         self.columns = columns
         self.links = links
         self.cues = cues
+        self._table: tuple[object, tuple[torch.Tensor, torch.Tensor]] | None = None
+
+    def dense_layout(self, plan: RecallPlan) -> bool:
+        """Whether pools cover the whole store (:mod:`.pool`'s dense layout): a store no
+        larger than the candidate lists, whose dense scores are one small GEMM."""
+        cortex = self.cortex
+        limit = max(2 * plan.depth + plan.opts.k, _DENSE_LAYOUT_MIN)
+        return cortex.n <= limit and cortex.dense.backend == "torch"
 
     def dense_proposals(self, plan: RecallPlan) -> torch.Tensor | None:
         """The dense relay's top list of every query (one GEMM or GPU search for the batch),
-        or None when the relay is off or nothing is allowed."""
-        if "dense" in plan.relays and plan.n_allowed:
+        or None when the relay is off, nothing is allowed, or the dense layout scores it per
+        chunk."""
+        if "dense" in plan.relays and plan.n_allowed and not self.dense_layout(plan):
             return dense_top(self.cortex.dense, plan)
         return None
 
@@ -80,13 +90,41 @@ class Scorer:
             self._chunk(plan, lo, min(n, lo + step), sal, den, exact_rounds)
             for lo in range(0, n, step)
         ]
-        ordinals = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, k), np.int64)
-        fused = np.concatenate([p[1] for p in parts]) if parts else np.zeros((0, k), np.float32)
-        d = np.concatenate([p[2] for p in parts]) if parts else np.zeros((0, k))
-        s = np.concatenate([p[3] for p in parts]) if parts else np.zeros((0, k))
-        explain = [e for p in parts for e in p[4]] if plan.opts.explain else None
+        if not parts:
+            empty = np.zeros((0, k))
+            return Scored(
+                np.zeros((0, k), np.int64),
+                np.zeros((0, k), np.float32),
+                np.zeros(0, np.int32),
+                empty,
+                empty,
+                [] if plan.opts.explain else None,
+            )
+        ordinals = np.concatenate([p[0] for p in parts])
         counts = (ordinals >= 0).sum(axis=1).astype(np.int32)
-        return Scored(ordinals, fused, counts, d, s, explain)
+        return Scored(
+            ordinals,
+            np.concatenate([p[1] for p in parts]),
+            counts,
+            np.concatenate([p[2] for p in parts]),
+            np.concatenate([p[3] for p in parts]),
+            [e for p in parts for e in p[4]] if plan.opts.explain else None,
+        )
+
+    def _neighbour_table(self, plan: RecallPlan) -> tuple[torch.Tensor, torch.Tensor]:
+        cfg = self.cortex.config.association
+        key = (plan.store, cfg)
+        if self._table is None or self._table[0] != key:
+            self._table = (key, neighbour_table(self.links, self.cortex.n, plan.device, cfg))
+        return self._table[1]
+
+    def _neighbours(self, plan: RecallPlan, pool: Pool) -> tuple[torch.Tensor, torch.Tensor]:
+        cfg = self.cortex.config.association
+        if not pool.dense:
+            return neighbours(self.links, pool, cfg)
+        nbr, weight = self._neighbour_table(plan)
+        nbr = torch.where(pool.valid[..., None], nbr, torch.full_like(nbr, -1))
+        return nbr, weight.expand_as(nbr)
 
     def _pool(
         self,
@@ -96,18 +134,31 @@ class Scorer:
         sal: torch.Tensor,
         den: torch.Tensor | None,
         block: torch.Tensor | None,
-    ) -> torch.Tensor:
-        trim = plan.device.type == "cpu"
-        parts = [sal.expand(hi - lo, -1)]
-        if block is not None:
-            parts.append(lexical_top(block, plan))
-        if den is not None:
-            parts.append(den[lo:hi])
-        pool = union(parts, trim=trim)
-        if "association" in plan.relays and pool.shape[1]:
-            nbr, _ = neighbours(self.links, pool, pool < PAD, self.cortex.config.association)
-            pool = expand(pool, nbr, plan.allowed_t, trim=trim)
-        return pool
+    ) -> tuple[Pool, torch.Tensor | None]:
+        """The chunk's pool, and in the dense layout the dense relay's scores of every memory."""
+        n, trim, m = self.cortex.n, plan.device.type == "cpu", hi - lo
+        parts, scores = [sal.expand(m, -1)], None
+        if self.dense_layout(plan):
+            masks = []
+            if block is not None:
+                masks.append(topk_mask(block, plan.depth, valid=block > 0))
+            if "dense" in plan.relays and plan.dense is not None and plan.n_allowed:
+                dq = slice_queries(plan.dense, lo, hi)
+                keys = self.cortex.dense.keys_all(dq)
+                k_den = min(plan.depth, max(plan.n_allowed, 1))
+                masks.append(topk_mask(keys, k_den, valid=plan.allowed_t.expand_as(keys)))
+                scores = torch.where(keys == float("-inf"), keys, keys * dq.qs_t[:, None])
+            pool = union(parts, n_store=n, trim=trim, dense=True, masks=masks)
+        else:
+            if block is not None:
+                parts.append(lexical_top(block, plan))
+            if den is not None:
+                parts.append(den[lo:hi])
+            pool = union(parts, n_store=n, trim=trim)
+        if "association" in plan.relays and pool.width:
+            nbr, _ = self._neighbours(plan, pool)
+            pool = expand(pool, nbr, plan.allowed_t, n_store=n, trim=trim)
+        return pool, scores
 
     def _chunk(
         self,
@@ -123,8 +174,8 @@ class Scorer:
         if "lexical" in plan.relays and plan.n_allowed:
             block = lexical_block(self.cortex.bm25, plan.tokens[lo:hi], plan, rounds=exact_rounds)
             block = block.to(plan.device)
-        pool = self._pool(plan, lo, hi, sal, den, block)
-        if pool.shape[1] == 0:
+        pool, dense_all = self._pool(plan, lo, hi, sal, den, block)
+        if pool.width == 0:
             empty = np.zeros((m, k))
             return (
                 np.full((m, k), -1, np.int64),
@@ -133,24 +184,26 @@ class Scorer:
                 empty.copy(),
                 [[] for _ in range(m)],
             )
-        valid = pool < PAD
-        idx = torch.where(valid, pool, torch.zeros_like(pool))
+        valid, idx = pool.valid, pool.index()
         raw: dict[str, torch.Tensor] = {}
         if block is not None:
             raw["lexical"] = torch.gather(block, 1, idx).to(torch.float64)
         if plan.dense is not None:
-            raw["dense"] = dense_score(
-                self.cortex.dense, slice_queries(plan.dense, lo, hi), pool, valid
-            )
+            if dense_all is not None:  # dense layout: column j is memory j
+                raw["dense"] = torch.where(valid, dense_all, float("-inf")).to(torch.float64)
+            else:
+                raw["dense"] = dense_score(
+                    self.cortex.dense, slice_queries(plan.dense, lo, hi), idx, valid
+                )
         cols = self.columns.gather(idx)
         d = pool_strength(cols, plan)
         if "salience" in plan.relays:
             raw["salience"] = salience_score(cols, d)
-        fz = self._fuse(plan, lo, hi, pool, valid, raw, (cols.importance, d, cols.s_term))
-        vals, pos = sorted_topk_torch(fz.fused, k)
+        fz = self._fuse(plan, lo, hi, pool, raw, (cols.importance, d, cols.s_term))
+        vals, pos = topk_exact_torch(fz.fused, k)
         hit = pos >= 0
         at = pos.clamp(min=0)
-        ordinals = torch.where(hit, torch.gather(pool, 1, at), torch.full_like(at, -1))
+        ordinals = torch.where(hit, torch.gather(pool.ordinals, 1, at), torch.full_like(at, -1))
         take = (
             ordinals,
             vals.to(torch.float32),
@@ -166,31 +219,21 @@ class Scorer:
         plan: RecallPlan,
         lo: int,
         hi: int,
-        pool: torch.Tensor,
-        valid: torch.Tensor,
+        pool: Pool,
         raw: dict[str, torch.Tensor],
         strength: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
     ) -> Fused:
         cfg = self.cortex.config
         assoc = None
         if "association" in plan.relays:
-            nbr, weight = neighbours(self.links, pool, valid, cfg.association)
+            nbr, weight = self._neighbours(plan, pool)
 
             def assoc(base: torch.Tensor) -> torch.Tensor:
                 return association_score(pool, nbr, weight, base, cfg.association)
 
-        def cue_match() -> torch.Tensor | None:
-            table = self.cues.table()
-            if table is None:
-                return None
-            qids = self.cues.query_ids(plan.tokens[lo:hi])
-            ids = table[torch.where(valid, pool, torch.zeros_like(pool))]  # (m, W, C)
-            hit = (ids[..., :, None] == qids[:, None, None, :]) & (ids[..., :, None] >= 0)
-            return hit.any(dim=-1).any(dim=-1)
-
         return fuse(
             raw,
-            valid,
+            pool.valid,
             weights=plan.weights,
             mode=plan.opts.fusion,
             k=plan.opts.k,
@@ -199,7 +242,7 @@ class Scorer:
             tau=cfg.recall.tag_tau,
             strength=strength,
             association=assoc,
-            cue_match=cue_match,
+            cue_match=lambda: self.cues.match(pool.index(), plan.tokens[lo:hi]),
             want_ranks=plan.opts.fusion == "rrf" or plan.opts.explain,
         )
 

@@ -212,12 +212,19 @@ class CueTable:
             return None
         return self._ids.tensor()
 
-    def query_ids(self, tokens: list[list[str]]) -> torch.Tensor:
-        """int64 (n_q, T): the cue ids among each query's tokens, ``-1`` padding."""
-        rows = [sorted({self._vocab[t] for t in q if t in self._vocab}) for q in tokens]
-        width = max((len(r) for r in rows), default=0)
-        out = np.full((len(rows), max(width, 1)), -1, dtype=np.int64)
-        for i, r in enumerate(rows):
-            out[i, : len(r)] = r
-        t = torch.from_numpy(out)
-        return t.to(self.device) if self.mirror else t
+    def match(self, members: torch.Tensor, tokens: list[list[str]]) -> torch.Tensor | None:
+        """bool (n_q, W): a cue token of memory ``members[i, j]`` occurs among query i's tokens;
+        None when no memory has a cue. ``members`` int64 (n_q, W), every value in [0, n)."""
+        table = self.table()
+        if table is None:
+            return None
+        vocab = len(self._vocab)  # column `vocab` stands for "no cue" and is never set
+        asked = np.zeros((len(tokens), vocab + 1), dtype=bool)
+        for i, q in enumerate(tokens):
+            asked[i, [self._vocab[t] for t in q if t in self._vocab]] = True
+        mask = torch.from_numpy(asked)
+        if self.mirror:
+            mask = mask.to(self.device)
+        ids = table[members]  # (n_q, W, C)
+        ids = torch.where(ids >= 0, ids, torch.full_like(ids, vocab)).reshape(len(tokens), -1)
+        return torch.gather(mask, 1, ids).reshape(*members.shape, -1).any(dim=-1)

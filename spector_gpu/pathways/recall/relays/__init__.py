@@ -26,6 +26,7 @@ import torch
 from ....kernels.decay import DecayLaw
 from ....kernels.quant import DenseQueries
 from ....types import RecallOptions
+from ..state import StoreVersion
 
 __all__ = ["RecallPlan"]
 
@@ -41,7 +42,8 @@ class RecallPlan:
         allowed: bool (N,) host gate mask, allowed_t: the same on the device, n_allowed: its
             count; device: where the tensors live; law: the decay law of the store;
         tokens: each query's analysed terms; dense: the quantised query vectors or None;
-        native: CPU kernels may be used (False runs the device code path on the CPU).
+        native: CPU kernels may be used (False runs the device code path on the CPU);
+        store: the store version the caches were brought to (keys per-version tables).
     """
 
     opts: RecallOptions
@@ -57,3 +59,4 @@ class RecallPlan:
     tokens: list[list[str]]
     dense: DenseQueries | None
     native: bool
+    store: StoreVersion

@@ -13,18 +13,19 @@ from __future__ import annotations
 import torch
 
 from ....config import AssociationConfig
-from ....kernels.spread import member_positions, spread_max
+from ....kernels.spread import spread_max
+from ..pool import Pool
 from ..tables import LinkTables
 
-__all__ = ["association_score", "neighbours"]
+__all__ = ["association_score", "neighbour_table", "neighbours"]
 
 
 def neighbours(
-    tables: LinkTables, pool: torch.Tensor, valid: torch.Tensor, cfg: AssociationConfig
+    tables: LinkTables, pool: Pool, cfg: AssociationConfig
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(nbr int64 (m, W, E), weight float64 (m, W, E))`` of every pool member, -1 for none."""
     prev, nxt = tables.chain
-    nodes = torch.where(valid, pool, torch.full_like(pool, -1))
+    nodes = torch.where(pool.valid, pool.ordinals, torch.full_like(pool.ordinals, -1))
     none = torch.full_like(nodes, -1)
     steps = []
     for table in (prev, nxt):
@@ -50,14 +51,26 @@ def neighbours(
     return nbr, weight
 
 
+def neighbour_table(
+    tables: LinkTables, n: int, device: torch.device, cfg: AssociationConfig
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(nbr (n, E), weight (n, E))`` of every memory (for pools that cover the store)."""
+    everyone = torch.arange(n, device=device)[None, :]
+    nbr, weight = neighbours(
+        tables, Pool(everyone, torch.ones_like(everyone, dtype=torch.bool), True), cfg
+    )
+    return nbr[0], weight[0]
+
+
 def association_score(
-    pool: torch.Tensor,
+    pool: Pool,
     nbr: torch.Tensor,
     weight: torch.Tensor,
     base: torch.Tensor,
     cfg: AssociationConfig,
 ) -> torch.Tensor:
     """float64 (m, W) activation of every member from the base of its neighbours in the pool."""
-    pos = member_positions(pool, nbr)
-    act: torch.Tensor = spread_max(base, pos, weight, hops=cfg.hops, decay=cfg.decay)
+    act: torch.Tensor = spread_max(
+        base, pool.positions(nbr), weight, hops=cfg.hops, decay=cfg.decay
+    )
     return act

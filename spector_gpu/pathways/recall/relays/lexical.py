@@ -1,12 +1,13 @@
 """The lexical relay: BM25 scores of a chunk of queries as one (m, N) float32 block.
 
-On the CPU the block is scipy's sparse product ``Q @ W`` (:meth:`BM25Index.weights`) expanded
-to a dense array. On a GPU the same sums are formed on the device in *rounds*: round r adds,
-for every query, the postings of its r-th term (``index_add_`` into the flattened block; a
-(query, document) pair occurs once per round, so no two additions race), which keeps the
-float32 accumulation order of scipy's product — ascending term — and with it the exact bits.
-The relay proposes each query's ``depth`` best positive scores and scores any pool member by a
-gather from the block (0 where no term matched).
+On the CPU the block is :meth:`BM25Index.score_dense` — scipy's sparse product ``Q @ W``
+expanded to a dense array, formed by one native pass over the postings in place. On a GPU the
+same sums are formed on the device in *rounds*: round r adds, for every query, the postings of
+its r-th term (``index_add_`` into the flattened block; a (query, document) pair occurs once
+per round, so no two additions race), which keeps the float32 accumulation order of scipy's
+product — ascending term — and with it the exact bits. The relay proposes each query's
+``depth`` best positive scores and scores any pool member by a gather from the block (0 where
+no term matched).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def lexical_block(
 ) -> torch.Tensor:
     """float32 (m, N) BM25 scores of ``tokens`` over the allowed memories, on plan.device."""
     if not rounds:
-        return torch.from_numpy(bm25.score_batch(tokens, allowed=plan.allowed).toarray())
+        return torch.from_numpy(bm25.score_dense(tokens, allowed=plan.allowed))
     q, w = bm25.weights(tokens, allowed=plan.allowed)
     return lexical_block_rounds(q, w, plan.allowed.shape[0], plan.device)
 

@@ -13,7 +13,7 @@ import torch
 
 from ....cortex.cortex import Cortex
 from ....kernels.decay import decay_topk, decayed_torch
-from ....kernels.topk import sorted_topk_torch
+from ....kernels.topk import topk_exact_torch
 from ..columns import PoolColumns, RecallColumns, host_columns
 from . import RecallPlan
 
@@ -51,7 +51,7 @@ def salience_top(cortex: Cortex, columns: RecallColumns, plan: RecallPlan) -> to
     )
     imp = columns.column("importance").to(torch.float64)
     sal = (imp / torch.full_like(imp, 10.0)) * d.to(torch.float64)
-    top: torch.Tensor = sorted_topk_torch(sal, k, valid=plan.allowed_t)[1]
+    top: torch.Tensor = topk_exact_torch(sal, k, valid=plan.allowed_t)[1]
     return top
 
 
