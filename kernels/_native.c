@@ -22,6 +22,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------ dot products */
@@ -757,10 +758,12 @@ static PyObject *py_decay_topk(PyObject *self, PyObject *args) {
     long long now;
     double w_div;
     int freeze_set, need_set;
-    if (!PyArg_ParseTuple(args, "nLdOOOOOOiiOOOO", &n, &now, &w_div, &o_w, &o_flags, &o_arousal,
-                          &o_d, &o_last, &o_allowed, &freeze_set, &need_set, &o_edges,
-                          &o_factors, &o_keys, &o_slots))
+    int horizon = 0;
+    if (!PyArg_ParseTuple(args, "nLdOOOOOOiiOOOO|p", &n, &now, &w_div, &o_w, &o_flags,
+                          &o_arousal, &o_d, &o_last, &o_allowed, &freeze_set, &need_set, &o_edges,
+                          &o_factors, &o_keys, &o_slots, &horizon))
         return NULL;
+    long long next_change = LLONG_MAX; /* earliest ms at which some row may change bucket */
     Buf w = {0}, flags = {0}, arousal = {0}, d = {0}, last = {0}, allowed = {0};
     Buf edges = {0}, factors = {0}, keys = {0}, slots = {0};
     PyObject *result = NULL;
@@ -801,14 +804,23 @@ static PyObject *py_decay_topk(PyObject *self, PyObject *args) {
             if (ap && !ap[i]) continue;
             double scaled = (double)STRIDED(w, float, i) / w_div;
             float d0 = STRIDED(d, float, i);
-            if (bounded && scaled >= 0.0 && size == k && !(scaled * (double)d0 > hk[0])) continue;
+            uint8_t fl = STRIDED(flags, uint8_t, i);
+            int frozen = (fl & freeze_set) || !(fl & need_set);
+            if (!horizon && bounded && scaled >= 0.0 && size == k && !(scaled * (double)d0 > hk[0]))
+                continue;
             int64_t dt = (int64_t)now - STRIDED(last, int64_t, i);
             double t = (double)(dt > 0 ? dt : 0) / 1000.0;
             t = t / denom[STRIDED(arousal, uint8_t, i)];
             Py_ssize_t b = 0; /* the last edge <= t (edges ascending, edges[0] == 0 <= t) */
             for (Py_ssize_t e = 1; e < nb; e++) b += ep[e] <= t;
-            uint8_t fl = STRIDED(flags, uint8_t, i);
-            double f = ((fl & freeze_set) || !(fl & need_set)) ? 1.0 : fp[b];
+            if (horizon && !frozen && b + 1 < nb) {
+                /* t reaches the next edge near last + edge * 1000 * denom ms; 2 ms early covers
+                 * the rounding of the exact test above */
+                double at = (double)STRIDED(last, int64_t, i) + ep[b + 1] * 1000.0 *
+                            denom[STRIDED(arousal, uint8_t, i)] - 2.0;
+                if (at < (double)next_change) next_change = at < -9e18 ? LLONG_MIN : (long long)at;
+            }
+            double f = frozen ? 1.0 : fp[b];
             float dnow = (float)((double)d0 * f);
             double v = scaled * (double)dnow;
             if (size == k && !(v > hk[0])) continue;
@@ -821,7 +833,7 @@ static PyObject *py_decay_topk(PyObject *self, PyObject *args) {
         }
         Py_END_ALLOW_THREADS
     }
-    result = PyLong_FromSsize_t(size);
+    result = horizon ? Py_BuildValue("nL", size, next_change) : PyLong_FromSsize_t(size);
 done:
     release(&w); release(&flags); release(&arousal); release(&d); release(&last);
     release(&allowed); release(&edges); release(&factors); release(&keys); release(&slots);
@@ -971,7 +983,8 @@ static PyMethodDef methods[] = {
      "rows_topk(x, width, bound, strict, out_keys, out_slots, out_count)"},
     {"decay_topk", py_decay_topk, METH_VARARGS,
      "decay_topk(n, now, w_div, weight, flags, arousal, d_event, last_ms, allowed, freeze_set, "
-     "need_set, edges, factors, out_keys, out_slots) -> count"},
+     "need_set, edges, factors, out_keys, out_slots[, horizon]) -> count, or (count, next "
+     "change ms) with horizon"},
     {"bm25_dense", py_bm25_dense, METH_VARARGS,
      "bm25_dense(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, main_tf, "
      "tail_indptr, tail_doc, tail_tf, doc_len, allowed, k1, b, avgdl, okapi, out)"},

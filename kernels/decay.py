@@ -110,7 +110,9 @@ def decay_topk(
     arousal: np.ndarray,
     allowed: np.ndarray | None,
     k: int,
-) -> tuple[np.ndarray, np.ndarray]:
+    *,
+    horizon: bool = False,
+) -> tuple[np.ndarray, np.ndarray, int]:
     """The ``k`` allowed rows with the largest ``v`` (module docstring), best first.
 
     Args:
@@ -118,15 +120,21 @@ def decay_topk(
             (N,) times of the last event; flags, arousal: uint8 (N,) — each may be a strided
             view (a field of a structured array); allowed: bool (N,) or None; k >= 1.
 
+        horizon: also find the earliest time (ms, a lower bound) at which any allowed row's
+            bucket may change: until then the answer stays the same (costs the pruning).
+
     Returns:
-        ``(values float64 (c,), rows int64 (c,))`` with c = min(k, allowed rows).
+        ``(values float64 (c,), rows int64 (c,), until_ms)`` with c = min(k, allowed rows);
+        ``until_ms`` is the horizon, or ``now_ms`` when not asked for (or without the native
+        kernels).
     """
     n = len(d)
     if native is None:
-        return decay_topk_reference(law, now_ms, w_div, w, d, last_ms, flags, arousal, allowed, k)
+        v, r = decay_topk_reference(law, now_ms, w_div, w, d, last_ms, flags, arousal, allowed, k)
+        return v, r, int(now_ms)
     keys = np.empty(k, dtype=np.float64)
     rows = np.empty(k, dtype=np.int64)
-    count = native.decay_topk(
+    got = native.decay_topk(
         n,
         int(now_ms),
         float(w_div),
@@ -142,5 +150,7 @@ def decay_topk(
         law.factors,
         keys,
         rows,
+        horizon,
     )
-    return keys[:count], rows[:count]
+    count, until = got if horizon else (got, now_ms)
+    return keys[:count], rows[:count], int(until)

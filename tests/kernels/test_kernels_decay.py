@@ -77,6 +77,26 @@ def test_topk_equals_reference_on_strided_columns(k: int, gate: str) -> None:
     args = (law, NOW, 10.0, h["importance"], r["d"], r["last"], h["flags"], h["arousal"])
     got = decay_topk(*args, allowed, k)
     want = decay_topk_reference(*args, allowed, k)
+    for horizon in (False, True):
+        again = decay_topk(*args, allowed, k, horizon=horizon)
+        np.testing.assert_array_equal(again[1], want[1])
+        np.testing.assert_array_equal(again[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
     np.testing.assert_array_equal(got[0], want[0])
     assert len(got[1]) == min(k, 257 if allowed is None else int(allowed.sum()))
+
+
+def test_the_horizon_is_a_lower_bound_on_every_change() -> None:
+    r = rows(11, 300)
+    r["last"] = r["last"] - 5000  # every age 5 s past a bucket edge: the next change is ahead
+    law = decay_law(StrengthConfig())
+    h = r["h"]
+    args = (law, NOW, 10.0, h["importance"], r["d"], r["last"], h["flags"], h["arousal"])
+    _, _, until = decay_topk(*args, None, 5, horizon=True)
+    assert NOW < until < NOW + 90 * 86400 * 1000
+    before = decayed_numpy(law, NOW, r["d"], r["last"], h["flags"], h["arousal"])
+    for later in (NOW + 1, (NOW + until) // 2, until):
+        same = decayed_numpy(law, later, r["d"], r["last"], h["flags"], h["arousal"])
+        np.testing.assert_array_equal(same, before)  # nothing changed before the horizon
+    after = decayed_numpy(law, until + 3, r["d"], r["last"], h["flags"], h["arousal"])
+    assert not np.array_equal(after, before)  # ... and something does right after it

@@ -171,3 +171,25 @@ def test_batches_hydrate_under_the_owners_lock(tmp_path: Path) -> None:
         worker.join(timeout=5)
         assert holder == [True]
         assert torch.get_num_threads() >= 1
+
+
+def test_salience_proposals_follow_the_clock(tmp_path: Path) -> None:
+    """The salience relay reuses its scan only until some memory's decay bucket changes: here
+    older, more important memories fall behind newer ones when they cross the 300 s edge."""
+    with SpectorMemory.open(tmp_path / "s", config=FAST) as mem:
+        mem.remember_batch([{"text": f"old note {i}", "importance": 2.0} for i in range(8)])
+        mem.remember_batch([{"text": f"new note {i}", "importance": 1.98} for i in range(8)])
+        c = mem._cortex
+        start = int(c.cols.last_event_ms[: c.n].max())
+        c.cols.last_event_ms[:8] = start - 290_000  # the old ones: 290 s at the start
+        pw = RecallPathway(c, None)
+        opts = RecallOptions(k=4, mode="observe", relays=("salience",))
+        seen = []
+        for offset_s in (0, 5, 9, 11, 30, 59, 61, 3601):
+            pw.clock = lambda offset_s=offset_s: start + offset_s * 1000
+            fresh = RecallPathway(c, None)
+            fresh.clock = pw.clock
+            got = pw.recall_batch(["note"], opts).ids.tolist()
+            assert got == fresh.recall_batch(["note"], opts).ids.tolist(), offset_s
+            seen.append(got[0][0])
+        assert len(set(seen)) >= 2  # the order did change over time

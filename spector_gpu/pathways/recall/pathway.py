@@ -139,6 +139,7 @@ class RecallPathway:
             if len(hit):
                 self.strength_writer.on_recall(hit)
                 self._columns.patch(c, hit)
+                self._scorer.salience.clear()  # strength rows changed in place
                 self._tracker.absorb(c, before)
         return self._batch(scored)
 

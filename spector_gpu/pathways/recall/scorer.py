@@ -26,7 +26,7 @@ from .relays import RecallPlan
 from .relays.association import association_score, neighbour_table, neighbours
 from .relays.dense import dense_score, dense_top, slice_queries
 from .relays.lexical import lexical_block, lexical_top
-from .relays.salience import pool_strength, salience_score, salience_top
+from .relays.salience import SalienceCache, pool_strength, salience_score, salience_top
 from .tables import CueTable, LinkTables
 
 __all__ = ["Scored", "Scorer"]
@@ -60,6 +60,7 @@ class Scorer:
         self.links = links
         self.cues = cues
         self._table: tuple[object, tuple[torch.Tensor, torch.Tensor]] | None = None
+        self.salience = SalienceCache()
 
     def dense_layout(self, plan: RecallPlan) -> bool:
         """Whether pools cover the whole store (:mod:`.pool`'s dense layout): a store no
@@ -83,7 +84,7 @@ class Scorer:
         n, k = len(plan.tokens), plan.opts.k
         sal = torch.zeros(0, dtype=torch.int64, device=plan.device)
         if "salience" in plan.relays and plan.n_allowed:
-            sal = salience_top(self.cortex, self.columns, plan)
+            sal = salience_top(self.cortex, self.columns, plan, self.salience)
         budget = _GPU_BLOCK if plan.device.type == "cuda" else _CPU_BLOCK
         step = max(1, budget // max(self.cortex.n, 1))
         parts = [

@@ -15,20 +15,48 @@ from ....cortex.cortex import Cortex
 from ....kernels.decay import decay_topk, decayed_torch
 from ....kernels.topk import topk_exact_torch
 from ..columns import PoolColumns, RecallColumns, host_columns
+from ..gates import gate_key
 from . import RecallPlan
 
-__all__ = ["pool_strength", "salience_score", "salience_top"]
+__all__ = ["SalienceCache", "pool_strength", "salience_score", "salience_top"]
 
 
-def salience_top(cortex: Cortex, columns: RecallColumns, plan: RecallPlan) -> torch.Tensor:
+class SalienceCache:
+    """The last proposals of the native scan and until when they hold: the same store
+    version, gate setting and k, and no memory's decay bucket changed (the scan's horizon).
+    The pathway clears it when its own onRecall rewrote strength rows."""
+
+    def __init__(self) -> None:
+        self._entry: tuple[object, int, int, torch.Tensor] | None = None  # key, from, until
+
+    def get(self, key: object, now: int) -> torch.Tensor | None:
+        e = self._entry
+        if e is not None and e[0] == key and e[1] <= now < e[2]:
+            return e[3]
+        return None
+
+    def put(self, key: object, now: int, until: int, rows: torch.Tensor) -> None:
+        self._entry = (key, now, until, rows)
+
+    def clear(self) -> None:
+        self._entry = None
+
+
+def salience_top(
+    cortex: Cortex, columns: RecallColumns, plan: RecallPlan, cache: SalienceCache
+) -> torch.Tensor:
     """int64 (c,) the ``min(k, n_allowed)`` most salient allowed ordinals, best first (ties:
     lower ordinal)."""
     k = min(plan.opts.k, plan.n_allowed)
     if k == 0:
         return torch.zeros(0, dtype=torch.int64, device=plan.device)
     if plan.native and plan.device.type == "cpu":
+        key = (plan.store, gate_key(plan.opts), k)
+        hit = cache.get(key, plan.now_ms)
+        if hit is not None:
+            return hit
         h = host_columns(cortex)
-        _, rows = decay_topk(
+        _, rows, until = decay_topk(
             plan.law,
             plan.now_ms,
             10.0,
@@ -39,8 +67,11 @@ def salience_top(cortex: Cortex, columns: RecallColumns, plan: RecallPlan) -> to
             h["arousal"],
             plan.allowed,
             k,
+            horizon=True,
         )
-        return torch.from_numpy(np.ascontiguousarray(rows))
+        top = torch.from_numpy(np.ascontiguousarray(rows))
+        cache.put(key, plan.now_ms, until, top)
+        return top
     d = decayed_torch(
         plan.law,
         plan.now_ms,
