@@ -373,12 +373,12 @@ static int get_strided(PyObject *obj, Buf *b, const char *fmt, Py_ssize_t itemsi
 /* ------------------------------------------------------------------ int8_topk */
 
 static PyObject *py_int8_topk(PyObject *self, PyObject *args) {
-    PyObject *o_codes, *o_scales, *o_q, *o_allowed, *o_keys, *o_slots;
+    PyObject *o_codes, *o_scales, *o_q, *o_allowed, *o_keys, *o_slots, *o_all = Py_None;
     Py_ssize_t n_rows, dim, stride;
-    if (!PyArg_ParseTuple(args, "OnnnOOOOO", &o_codes, &n_rows, &dim, &stride, &o_scales, &o_q,
-                          &o_allowed, &o_keys, &o_slots))
+    if (!PyArg_ParseTuple(args, "OnnnOOOOO|O", &o_codes, &n_rows, &dim, &stride, &o_scales, &o_q,
+                          &o_allowed, &o_keys, &o_slots, &o_all))
         return NULL;
-    Buf codes = {0}, scales = {0}, q = {0}, allowed = {0}, keys = {0}, slots = {0};
+    Buf codes = {0}, scales = {0}, q = {0}, allowed = {0}, keys = {0}, slots = {0}, all = {0};
     PyObject *result = NULL;
     if (n_rows < 0 || dim < 1 || stride < dim) {
         PyErr_SetString(PyExc_ValueError, "int8_topk: need n_rows >= 0 and 1 <= dim <= stride");
@@ -412,7 +412,9 @@ static PyObject *py_int8_topk(PyObject *self, PyObject *args) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "int8_topk: k must be >= 1");
         goto done;
     }
+    if (o_all != Py_None && get_buf(o_all, &all, "f", 4, m * n_rows, 1, "out_all") < 0) goto done;
     {
+        float *kall = all.held ? all.view.buf : NULL; /* every row's key ((m, n_rows); -inf gated) */
         double *hk = malloc(sizeof(double) * m * k);
         int64_t *hs = malloc(sizeof(int64_t) * m * k);
         Py_ssize_t *size = calloc(m, sizeof(Py_ssize_t));
@@ -448,6 +450,7 @@ static PyObject *py_int8_topk(PyObject *self, PyObject *args) {
                     for (Py_ssize_t t = d32; t < dim; t++)
                         dot += (int32_t)cp[(r + i) * stride + t] * (int32_t)qp[t];
                     float key = (float)dot * sp[r + i];
+                    if (kall) kall[r + i] = key;
                     if (key >= thr[0]) offer_key(key, 0, k, (int64_t)(r + i), thr, hk, hs, size);
                 }
             }
@@ -457,6 +460,7 @@ static PyObject *py_int8_topk(PyObject *self, PyObject *args) {
             dots_of(cp + r * stride, q.view.buf, m, dim, dots);
             for (Py_ssize_t j = 0; j < m; j++) {
                 float key = (float)dots[j] * sp[r];
+                if (kall) kall[j * n_rows + r] = key;
                 if (key >= thr[j]) offer_key(key, j, k, (int64_t)r, thr, hk, hs, size);
             }
         }
@@ -476,7 +480,7 @@ static PyObject *py_int8_topk(PyObject *self, PyObject *args) {
     Py_INCREF(result);
 done:
     release(&codes); release(&scales); release(&q); release(&allowed);
-    release(&keys); release(&slots);
+    release(&keys); release(&slots); release(&all);
     return result;
 }
 

@@ -126,6 +126,8 @@ class DenseIndex:
         else:
             self._device = resolve_device(device)
         self._scratch = threading.local()
+        # (query codes, keys of every row) of the last native scan, for score() of a pool
+        self._scanned: tuple[np.ndarray, torch.Tensor] | None = None
         self._init_layout(cuda_layout=self._device.type == "cuda")
 
     def _init_layout(self, *, cuda_layout: bool) -> None:
@@ -232,6 +234,7 @@ class DenseIndex:
         k = int(k)
         gate = self._check_allowed(allowed)
         n = len(dq)
+        self._scanned = None
         if n == 0 or self._n == 0 or (gate is not None and not gate.any()):
             return (
                 torch.full((n, k), _NEG_INF, dtype=torch.float32, device=self._device),
@@ -262,6 +265,12 @@ class DenseIndex:
         """
         if self._backend == "faiss":
             return torch.from_numpy(self._faiss.score_slots(dq.x, slots.cpu().numpy()))
+        scanned = self._scanned
+        if scanned is not None and scanned[0] is dq.xq and slots.shape[0] == len(dq):
+            # the last native scan kept every row's key for these very queries
+            keys = torch.gather(scanned[1], 1, slots.clamp(min=0))
+            keys = torch.where(slots < 0, _NEG_INF, keys)
+            return torch.where(keys == _NEG_INF, keys, keys * dq.qs_t[:, None])
         if self._device.type == "cpu" and self._native and not self._cuda:
             keys = score_rows(self._codes, self._scales, self._n, self._dim, dq.xq, slots.numpy())
             return torch.where(keys == _NEG_INF, keys, keys * dq.qs_t[:, None])
@@ -360,7 +369,11 @@ class DenseIndex:
         if isinstance(xq, torch.Tensor):
             xq = xq.cpu().numpy()
         if self._native and xq.shape[0] <= NATIVE_SCAN_MAX:
-            return scan_topk(self._codes, self._scales, self._n, self._dim, xq, k, gate)
+            keys, slots, every = scan_topk(
+                self._codes, self._scales, self._n, self._dim, xq, k, gate
+            )
+            self._scanned = (xq, every)
+            return keys, slots
         xt = self._queries_t(xq)
         tile = self._tile_rows_for(xq.shape[0])
         bufs = scratch_buffers(self._scratch, min(tile, max(self._n, 1)), xt.shape[1])

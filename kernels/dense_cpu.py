@@ -61,8 +61,11 @@ def scan_topk(
     xq: np.ndarray,
     k: int,
     gate: np.ndarray | None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Native fused scan: float32 (n, k) keys and int64 (n, k) slots, ``(-inf, -1)`` padding.
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Native fused scan: float32 (n, k) keys and int64 (n, k) slots, ``(-inf, -1)`` padding,
+    and the key of every row, float32 (n, n_rows) (``-inf`` for gated rows): written as the
+    scan goes (a sequential 4 bytes per row beside the 384 it reads), it lets the pool be
+    scored by a gather instead of a second pass over the rows.
 
     Args:
         codes: int8 (capacity, stride) CPU corpus codes, the first ``n_rows`` live; scales:
@@ -71,6 +74,7 @@ def scan_topk(
     n = xq.shape[0]
     keys = np.empty((n, k), dtype=np.float32)
     slots = np.empty((n, k), dtype=np.int64)
+    every = np.full((n, n_rows), -np.inf, dtype=np.float32)
     native.int8_topk(
         codes.numpy(),
         n_rows,
@@ -81,8 +85,9 @@ def scan_topk(
         gate,
         keys,
         slots,
+        every,
     )
-    return torch.from_numpy(keys), torch.from_numpy(slots)
+    return torch.from_numpy(keys), torch.from_numpy(slots), torch.from_numpy(every)
 
 
 def score_rows(

@@ -43,8 +43,7 @@ def _tables(pw: RecallPathway) -> dict[str, np.ndarray]:
     out = {name: pw._columns.column(name).cpu().numpy() for name in ("d_event", "last_ms", "flags")}
     if pw._columns.mirror:
         out["s_term"] = pw._columns._cols["s_term"][: pw._columns._n].cpu().numpy()
-    prev, nxt = pw._links.chain
-    out["prev"], out["next"] = prev.cpu().numpy(), nxt.cpu().numpy()
+    out["chain"] = pw._links.chain.cpu().numpy()
     extra = pw._links.extra()
     if extra is not None:
         row_of, nbr, w = (t.cpu().numpy() for t in extra)

@@ -23,7 +23,7 @@ from .fusion import Fused, fuse
 from .gates import active_gates
 from .pool import Pool, expand, union
 from .relays import RecallPlan
-from .relays.association import association_score, neighbour_table, neighbours
+from .relays.association import association_score, neighbours
 from .relays.dense import dense_score, dense_top, slice_queries
 from .relays.lexical import lexical_block, lexical_top
 from .relays.salience import SalienceCache, pool_strength, salience_score, salience_top
@@ -59,7 +59,6 @@ class Scorer:
         self.columns = columns
         self.links = links
         self.cues = cues
-        self._table: tuple[object, tuple[torch.Tensor, torch.Tensor]] | None = None
         self.salience = SalienceCache()
 
     def dense_layout(self, plan: RecallPlan) -> bool:
@@ -112,20 +111,8 @@ class Scorer:
             [e for p in parts for e in p[4]] if plan.opts.explain else None,
         )
 
-    def _neighbour_table(self, plan: RecallPlan) -> tuple[torch.Tensor, torch.Tensor]:
-        cfg = self.cortex.config.association
-        key = (plan.store, cfg)
-        if self._table is None or self._table[0] != key:
-            self._table = (key, neighbour_table(self.links, self.cortex.n, plan.device, cfg))
-        return self._table[1]
-
     def _neighbours(self, plan: RecallPlan, pool: Pool) -> tuple[torch.Tensor, torch.Tensor]:
-        cfg = self.cortex.config.association
-        if not pool.dense:
-            return neighbours(self.links, pool, cfg)
-        nbr, weight = self._neighbour_table(plan)
-        nbr = torch.where(pool.valid[..., None], nbr, torch.full_like(nbr, -1))
-        return nbr, weight.expand_as(nbr)
+        return neighbours(self.links, pool, self.cortex.config.association)
 
     def _pool(
         self,

@@ -1,14 +1,16 @@
 """Padded per-memory tables the batched relays gather from: association links and cue tokens.
 
-* :class:`LinkTables` — the association graph as gatherable tensors: ``prev`` / ``next`` (the
-  same-session chain) and the extra edges (tag and lineage links) as a padded neighbour table,
-  one row per memory that has any (``extra_row`` maps an ordinal to its row, ``-1`` for none).
+* :class:`LinkTables` — the association graph as gatherable tensors: the same-session
+  neighbours within the temporal window (:class:`ChainTable`) and the extra edges (tag and
+  lineage links) as a padded neighbour table, one row per memory that has any (a row map
+  sends an ordinal to its row, ``-1`` for none).
 * :class:`CueTable` — each memory's cue tokens (speaker's first name, tags) as ids into a cue
   vocabulary, padded per memory; queries are mapped to the same ids.
 
-Both are built once and then extended over appended ordinals (see :mod:`.state` for when that
-is allowed): an append adds the new memories' rows and the reverse halves of their edges,
-never a pass over the store. On a GPU each table has a device copy, updated row by row.
+All are built once and then extended over appended ordinals (see :mod:`.state` for when that
+is allowed): an append adds the new memories' rows, the reverse halves of their edges and the
+next-chains of their predecessors, never a pass over the store. On a GPU each table has a
+device copy, updated row by row.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import torch
 from ...cortex.cortex import Cortex
 from .state import StoreVersion
 
-__all__ = ["CueTable", "LinkTables", "PaddedRows"]
+__all__ = ["ChainTable", "CueTable", "LinkTables", "PaddedRows"]
 
 
 class PaddedRows:
@@ -82,6 +84,57 @@ class PaddedRows:
         return self._dev[: self.rows, : self.width]
 
 
+class ChainTable:
+    """Same-session neighbours within ``window`` steps, one row per memory: columns
+    ``0..window-1`` the previous turns (distance 1, 2, …), then the next ones; ``-1`` for none.
+
+    An append computes the new rows and re-walks the ``window`` predecessors of each (the only
+    older rows whose next-chain can change), never the whole store."""
+
+    def __init__(self, window: int, device: torch.device | None) -> None:
+        self.window = window
+        self.device = device
+        self.data = np.full((0, 2 * window), -1, dtype=np.int64)
+        self.n = 0
+        self._dev: torch.Tensor | None = None
+        self._dirty: np.ndarray | None = None
+
+    def _walk(self, prev: np.ndarray, nxt: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        cols = []
+        for table in (prev, nxt):
+            cur = rows
+            for _ in range(self.window):
+                cur = np.where(cur >= 0, table[np.maximum(cur, 0)], -1)
+                cols.append(cur)
+        return np.stack(cols, axis=1) if cols else np.zeros((len(rows), 0), dtype=np.int64)
+
+    def update(self, prev: np.ndarray, nxt: np.ndarray, lo: int, hi: int) -> None:
+        """Rows ``[lo, hi)`` are new (``lo == 0``: build); ``prev`` / ``next`` cover ``[0, hi)``."""
+        if hi > len(self.data):
+            grown = np.full((max(hi, 2 * len(self.data), 1024), 2 * self.window), -1, np.int64)
+            grown[: self.n] = self.data[: self.n]
+            self.data, self._dev = grown, None
+        rows = np.arange(lo, hi, dtype=np.int64)
+        if lo:  # the predecessors whose next-chain now reaches a new row
+            back = self._walk(prev, nxt, rows)[:, : self.window].reshape(-1)
+            rows = np.concatenate([np.unique(back[(back >= 0) & (back < lo)]), rows])
+        self.data[rows] = self._walk(prev, nxt, rows)
+        self.n = hi
+        self._dirty = rows if self._dirty is None else np.concatenate([self._dirty, rows])
+
+    def tensor(self) -> torch.Tensor:
+        """int64 (n, 2·window) on the device (a view of the host table on the CPU)."""
+        if self.device is None:
+            return torch.from_numpy(self.data[: self.n])
+        if self._dev is None or self._dev.shape[0] != self.data.shape[0]:
+            self._dev = torch.from_numpy(self.data).to(self.device)
+        elif self._dirty is not None and len(self._dirty):
+            idx = torch.from_numpy(self._dirty).to(self.device)
+            self._dev[idx] = torch.from_numpy(self.data[self._dirty]).to(self.device)
+        self._dirty = None
+        return self._dev[: self.n]
+
+
 class LinkTables:
     """The association graph of the store (see the module docstring); ``mirror`` keeps device
     copies on ``device`` (a GPU, or the CPU in the tests of the GPU code path)."""
@@ -93,54 +146,26 @@ class LinkTables:
         self._row_of = np.zeros(0, dtype=np.int64)
         self._nbr = PaddedRows(np.int64, -1, device if mirror else None)
         self._w = PaddedRows(np.float64, 0.0, device if mirror else None)
-        self._chain: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._chain: ChainTable | None = None
         self._n = 0
 
     def sync(self, cortex: Cortex, now: StoreVersion) -> None:
         """Bring the tables up to the store at ``now``."""
         if self._at == now:
-            if not self.mirror:
-                self._chain = self._host_chain(cortex)
             return
-        if self._at is not None and now.extends(self._at):
+        links, window = cortex.links, cortex.config.association.temporal_window
+        prev, nxt = links.prev[: now.n], links.next[: now.n]
+        if self._at is not None and now.extends(self._at) and self._chain is not None:
             self._extend_extra(cortex, self._n, now.n)
-            self._extend_chain(cortex, self._n, now.n)
+            self._chain.update(prev, nxt, self._n, now.n)
         else:
             self._row_of = np.full(0, -1, dtype=np.int64)
             self._nbr.clear()
             self._w.clear()
-            self._chain = None
             self._extend_extra(cortex, 0, now.n, rebuild=True)
-            self._extend_chain(cortex, 0, now.n)
+            self._chain = ChainTable(window, self.device if self.mirror else None)
+            self._chain.update(prev, nxt, 0, now.n)
         self._n, self._at = now.n, now
-
-    def _host_chain(self, cortex: Cortex) -> tuple[torch.Tensor, torch.Tensor]:
-        links, n = cortex.links, cortex.n
-        return torch.from_numpy(links.prev[:n]), torch.from_numpy(links.next[:n])
-
-    def _extend_chain(self, cortex: Cortex, lo: int, hi: int) -> None:
-        if not self.mirror:
-            self._chain = self._host_chain(cortex)
-            return
-        links = cortex.links
-        prev_h, next_h = links.prev[:hi], links.next[:hi]
-        if self._chain is None or lo == 0 or self._chain[0].shape[0] < hi:
-            cap = max(hi, 2 * (0 if self._chain is None else self._chain[0].shape[0]), 1024)
-            grown = []
-            for host in (prev_h, next_h):
-                buf = torch.full((cap,), -1, dtype=torch.int64, device=self.device)
-                buf[:hi] = torch.from_numpy(np.ascontiguousarray(host)).to(self.device)
-                grown.append(buf)
-            self._chain = (grown[0], grown[1])
-            return
-        prev_d, next_d = self._chain
-        prev_d[lo:hi] = torch.from_numpy(np.ascontiguousarray(prev_h[lo:hi])).to(self.device)
-        next_d[lo:hi] = torch.from_numpy(np.ascontiguousarray(next_h[lo:hi])).to(self.device)
-        before = prev_h[lo:hi]
-        touched = np.unique(before[(before >= 0) & (before < lo)])  # their next just changed
-        if len(touched):
-            idx = torch.from_numpy(touched).to(self.device)
-            next_d[idx] = torch.from_numpy(next_h[touched]).to(self.device)
 
     def _extend_extra(self, cortex: Cortex, lo: int, hi: int, *, rebuild: bool = False) -> None:
         extra = cortex.links.extra
@@ -166,10 +191,11 @@ class LinkTables:
         self._w.push(row, float(np.float32(weight)))  # the graph hands weights out as float32
 
     @property
-    def chain(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(prev, next)`` int64 (n,) on the device; ``-1`` for none."""
-        assert self._chain is not None, "sync() first"
-        return self._chain
+    def chain(self) -> torch.Tensor:
+        """int64 (n, 2·window): each memory's same-session neighbours (:class:`ChainTable`)."""
+        if self._chain is None:
+            raise RuntimeError("LinkTables.sync() first")
+        return self._chain.tensor()
 
     def extra(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
         """``(row_of (n,), nbr (R, D), weight (R, D))`` of the extra edges, or None without any."""

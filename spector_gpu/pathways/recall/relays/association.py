@@ -17,26 +17,18 @@ from ....kernels.spread import spread_max
 from ..pool import Pool
 from ..tables import LinkTables
 
-__all__ = ["association_score", "neighbour_table", "neighbours"]
+__all__ = ["association_score", "neighbours"]
 
 
 def neighbours(
     tables: LinkTables, pool: Pool, cfg: AssociationConfig
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(nbr int64 (m, W, E), weight float64 (m, W, E))`` of every pool member, -1 for none."""
-    prev, nxt = tables.chain
     nodes = torch.where(pool.valid, pool.ordinals, torch.full_like(pool.ordinals, -1))
     none = torch.full_like(nodes, -1)
-    steps = []
-    for table in (prev, nxt):
-        cur = nodes
-        for _ in range(cfg.temporal_window):
-            cur = torch.where(cur >= 0, table[cur.clamp(min=0)], none)
-            steps.append(cur)
-    if steps:
-        nbr = torch.stack(steps, dim=-1)
-    else:
-        nbr = torch.empty((*nodes.shape, 0), dtype=torch.int64, device=nodes.device)
+    chain = tables.chain
+    nbr = chain[nodes.clamp(min=0)]  # (m, W, 2·window)
+    nbr = torch.where((nodes >= 0)[..., None], nbr, torch.full_like(nbr, -1))
     weight = torch.full(
         nbr.shape, float(cfg.temporal_weight), dtype=torch.float64, device=nbr.device
     )
@@ -49,17 +41,6 @@ def neighbours(
         nbr = torch.cat([nbr, torch.where(has, picked, torch.full_like(picked, -1))], dim=-1)
         weight = torch.cat([weight, e_w[row.clamp(min=0)]], dim=-1)
     return nbr, weight
-
-
-def neighbour_table(
-    tables: LinkTables, n: int, device: torch.device, cfg: AssociationConfig
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(nbr (n, E), weight (n, E))`` of every memory (for pools that cover the store)."""
-    everyone = torch.arange(n, device=device)[None, :]
-    nbr, weight = neighbours(
-        tables, Pool(everyone, torch.ones_like(everyone, dtype=torch.bool), True), cfg
-    )
-    return nbr[0], weight[0]
 
 
 def association_score(

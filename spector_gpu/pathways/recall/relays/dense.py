@@ -17,7 +17,10 @@ __all__ = ["dense_score", "dense_top", "slice_queries"]
 
 
 def slice_queries(dq: DenseQueries, lo: int, hi: int) -> DenseQueries:
-    """Queries ``[lo, hi)`` of a batch."""
+    """Queries ``[lo, hi)`` of a batch (the batch itself when that is all of it, so the index
+    can recognise the queries it just scanned)."""
+    if lo == 0 and hi == len(dq):
+        return dq
     return DenseQueries(dq.x[lo:hi], dq.xq[lo:hi], dq.qs[lo:hi], dq.qs_t[lo:hi])
 
 
