@@ -336,7 +336,7 @@ def topk_exact_torch(
     neg = torch.full_like(values, _NEG_INF)
     keyed = values if valid is None else torch.where(valid, values, neg)
     shape, width = keyed.shape[:-1], keyed.shape[-1]
-    flat = keyed.reshape(-1, width)
+    flat = keyed.reshape(int(np.prod(shape, dtype=np.int64)), width)
     take = min(k, width)
     if take == 0:
         vals = torch.full((*shape, k), _NEG_INF, dtype=values.dtype, device=values.device)

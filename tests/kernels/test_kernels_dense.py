@@ -519,3 +519,30 @@ def test_merge_blocks_equals_global_topk(
     v, i = unpack_keys_torch(best)
     np.testing.assert_array_equal(i.numpy(), ref_i)
     np.testing.assert_array_equal(v.numpy(), ref_v)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 2**31 - 1),
+    st.integers(1, 4),
+    st.integers(0, 70),
+    st.integers(1, 30),
+    st.sampled_from([torch.float32, torch.float64]),
+)
+def test_exact_topk_and_its_mask_equal_the_stable_reference(
+    seed: int, n: int, width: int, k: int, dtype: torch.dtype
+) -> None:
+    from spector_gpu.kernels.topk import topk_exact_torch, topk_mask
+
+    rng = np.random.default_rng(seed)
+    x = rng.choice([0.0, 1.0, 2.5, -1.0, -np.inf], (n, width)) + (rng.random((n, width)) < 0.2)
+    valid = rng.random((n, width)) < 0.8
+    want_v, want_i = topk_stable(np.where(valid, x, -np.inf), k)
+    got_v, got_i = topk_exact_torch(torch.from_numpy(x).to(dtype), k, valid=torch.from_numpy(valid))
+    np.testing.assert_array_equal(got_i.numpy(), want_i)
+    np.testing.assert_array_equal(got_v.numpy().astype(np.float32), want_v)
+    mask = topk_mask(torch.from_numpy(x).to(dtype), k, valid=torch.from_numpy(valid)).numpy()
+    chosen = np.zeros_like(mask)
+    for row, cols in enumerate(want_i):
+        chosen[row, cols[cols >= 0]] = True
+    np.testing.assert_array_equal(mask, chosen)

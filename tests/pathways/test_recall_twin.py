@@ -13,7 +13,7 @@ import random
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -119,9 +119,16 @@ queries = st.lists(
 )
 
 
-def _check(mem: SpectorMemory, now: int, qs: list[str], opts: RecallOptions, device: bool) -> None:
+def _check(
+    mem: SpectorMemory,
+    now: int,
+    qs: list[str],
+    opts: RecallOptions,
+    device: bool,
+    layout: Literal["auto", "dense", "sparse"] = "auto",
+) -> None:
     cortex = mem._cortex
-    pathway = RecallPathway(cortex, None, device_path=device)
+    pathway = RecallPathway(cortex, None, device_path=device, pool_layout=layout)
     pathway.clock = lambda: now
     batch = pathway.recall_batch(qs, opts)
     want = reference_recall(cortex, qs, opts, now)
@@ -158,34 +165,43 @@ def _tsid(mem: SpectorMemory, ordinal: int) -> str:
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(qs=queries, opts=options)
+@given(qs=queries, opts=options, layout=st.sampled_from(["dense", "sparse"]))
 def test_batched_pathway_equals_the_reference(
-    store: tuple[SpectorMemory, int], qs: list[str], opts: RecallOptions
+    store: tuple[SpectorMemory, int],
+    qs: list[str],
+    opts: RecallOptions,
+    layout: Literal["dense", "sparse"],
 ) -> None:
     mem, now = store
-    _check(mem, now, qs, opts, device=False)
+    _check(mem, now, qs, opts, device=False, layout=layout)
 
 
 @settings(
     max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(qs=queries, opts=options)
+@given(qs=queries, opts=options, layout=st.sampled_from(["dense", "sparse"]))
 def test_device_code_path_equals_the_reference(
-    store: tuple[SpectorMemory, int], qs: list[str], opts: RecallOptions
+    store: tuple[SpectorMemory, int],
+    qs: list[str],
+    opts: RecallOptions,
+    layout: Literal["dense", "sparse"],
 ) -> None:
     mem, now = store
-    _check(mem, now, qs, opts, device=True)
+    _check(mem, now, qs, opts, device=True, layout=layout)
 
 
 @pytest.mark.parametrize("fusion", ["cognitive", "weighted", "rrf"])
-def test_every_relay_subset_and_gate(store: tuple[SpectorMemory, int], fusion: str) -> None:
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+def test_every_relay_subset_and_gate(
+    store: tuple[SpectorMemory, int], fusion: str, layout: Literal["dense", "sparse"]
+) -> None:
     mem, now = store
     qs = ["river garden ann", "blue violin", "zzz", "", "ember ember tide"]
     for r in range(1, len(RELAYS) + 1):
         for subset in _subsets(RELAYS, r):
             for gate in GATES:
                 opts = RecallOptions(k=10, fusion=fusion, relays=subset, mode="observe", **gate)
-                _check(mem, now, qs, opts, device=False)
+                _check(mem, now, qs, opts, device=False, layout=layout)
 
 
 def _subsets(items: tuple[str, ...], r: int) -> list[tuple[str, ...]]:

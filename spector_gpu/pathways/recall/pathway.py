@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import torch
@@ -74,6 +74,8 @@ class RecallPathway:
             only); lock: held around hydration of returned batches (the owner's store lock).
         device_path: run the GPU code path (device mirrors, round-based lexical sums, torch
             selection, no native kernels) even on the CPU — how the tests check it there.
+        pool_layout: ``"auto"`` (dense pools for stores no larger than the candidate lists),
+            or ``"dense"`` / ``"sparse"`` forced (the tests run both on the same store).
     """
 
     def __init__(
@@ -83,6 +85,7 @@ class RecallPathway:
         *,
         lock: AbstractContextManager[Any] | None = None,
         device_path: bool = False,
+        pool_layout: Literal["auto", "dense", "sparse"] = "auto",
     ) -> None:
         self.cortex = cortex
         self.strength_writer = strength_writer
@@ -96,7 +99,7 @@ class RecallPathway:
         self._columns = RecallColumns(device, mirror=mirror)
         self._links = LinkTables(device, mirror=mirror)
         self._cues = CueTable(device, mirror=mirror)
-        self._scorer = Scorer(cortex, self._columns, self._links, self._cues)
+        self._scorer = Scorer(cortex, self._columns, self._links, self._cues, layout=pool_layout)
         self._law = decay_law(cortex.config.strength)
         self.hydrator = Hydrator(cortex)
 
@@ -214,6 +217,7 @@ class RecallPathway:
             dense=dense,
             native=native is not None and not self._device_path,
             store=at,
+            trim=not self._device_path,
         )
 
     def _batch(self, scored: Scored) -> RecallBatch:

@@ -53,8 +53,15 @@ class Scorer:
     """Runs a :class:`RecallPlan` over the store's cached tables (see the module docstring)."""
 
     def __init__(
-        self, cortex: Cortex, columns: RecallColumns, links: LinkTables, cues: CueTable
+        self,
+        cortex: Cortex,
+        columns: RecallColumns,
+        links: LinkTables,
+        cues: CueTable,
+        *,
+        layout: str = "auto",
     ) -> None:
+        self.layout = layout  # "auto", or "dense" / "sparse" forced (the tests run both)
         self.cortex = cortex
         self.columns = columns
         self.links = links
@@ -65,8 +72,10 @@ class Scorer:
         """Whether pools cover the whole store (:mod:`.pool`'s dense layout): a store no
         larger than the candidate lists, whose dense scores are one small GEMM."""
         cortex = self.cortex
+        if cortex.dense.backend != "torch" or self.layout == "sparse":
+            return False
         limit = max(2 * plan.depth + plan.opts.k, _DENSE_LAYOUT_MIN)
-        return cortex.n <= limit and cortex.dense.backend == "torch"
+        return self.layout == "dense" or cortex.n <= limit
 
     def dense_proposals(self, plan: RecallPlan) -> torch.Tensor | None:
         """The dense relay's top list of every query (one GEMM or GPU search for the batch),
@@ -124,7 +133,7 @@ class Scorer:
         block: torch.Tensor | None,
     ) -> tuple[Pool, torch.Tensor | None]:
         """The chunk's pool, and in the dense layout the dense relay's scores of every memory."""
-        n, trim, m = self.cortex.n, plan.device.type == "cpu", hi - lo
+        n, trim, m = self.cortex.n, plan.trim, hi - lo
         parts, scores = [sal.expand(m, -1)], None
         if self.dense_layout(plan):
             masks = []
@@ -158,12 +167,8 @@ class Scorer:
         exact_rounds: bool,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[list[Explanation]]]:
         k, m = plan.opts.k, hi - lo
-        block = None
-        if "lexical" in plan.relays and plan.n_allowed:
-            block = lexical_block(self.cortex.bm25, plan.tokens[lo:hi], plan, rounds=exact_rounds)
-            block = block.to(plan.device)
-        pool, dense_all = self._pool(plan, lo, hi, sal, den, block)
-        if pool.width == 0:
+        out = self.compute(plan, lo, hi, sal, den, exact_rounds)
+        if out is None:
             empty = np.zeros((m, k))
             return (
                 np.full((m, k), -1, np.int64),
@@ -172,6 +177,30 @@ class Scorer:
                 empty.copy(),
                 [[] for _ in range(m)],
             )
+        fz, at, hit, take = out
+        o_h, f_h, d_h, s_h = (t.cpu().numpy() for t in take)  # the chunk's one host transfer
+        explain = _explain(plan, fz, at, hit, d_h, s_h) if plan.opts.explain else []
+        return o_h, f_h, d_h, s_h, explain
+
+    def compute(
+        self,
+        plan: RecallPlan,
+        lo: int,
+        hi: int,
+        sal: torch.Tensor,
+        den: torch.Tensor | None,
+        exact_rounds: bool,
+    ) -> tuple[Fused, torch.Tensor, torch.Tensor, tuple[torch.Tensor, ...]] | None:
+        """The device work of queries ``[lo, hi)``: fusion, the top-k positions and the
+        results (ordinals, float32 scores, D, S), all still on the device; None when the pool
+        is empty. On a GPU nothing here reads a value back to the host."""
+        block = None
+        if "lexical" in plan.relays and plan.n_allowed:
+            block = lexical_block(self.cortex.bm25, plan.tokens[lo:hi], plan, rounds=exact_rounds)
+            block = block.to(plan.device)
+        pool, dense_all = self._pool(plan, lo, hi, sal, den, block)
+        if pool.width == 0:
+            return None
         valid, idx = pool.valid, pool.index()
         raw: dict[str, torch.Tensor] = {}
         if block is not None:
@@ -188,7 +217,7 @@ class Scorer:
         if "salience" in plan.relays:
             raw["salience"] = salience_score(cols, d)
         fz = self._fuse(plan, lo, hi, pool, raw, (cols.importance, d, cols.s_term))
-        vals, pos = topk_exact_torch(fz.fused, k)
+        vals, pos = topk_exact_torch(fz.fused, plan.opts.k)
         hit = pos >= 0
         at = pos.clamp(min=0)
         ordinals = torch.where(hit, torch.gather(pool.ordinals, 1, at), torch.full_like(at, -1))
@@ -198,9 +227,7 @@ class Scorer:
             torch.gather(d, 1, at),
             torch.gather(cols.storage, 1, at).to(torch.float64),
         )
-        o_h, f_h, d_h, s_h = (t.cpu().numpy() for t in take)
-        explain = _explain(plan, fz, at, hit, d_h, s_h) if plan.opts.explain else []
-        return o_h, f_h, d_h, s_h, explain
+        return fz, at, hit, take
 
     def _fuse(
         self,

@@ -43,7 +43,9 @@ class RecallPlan:
             count; device: where the tensors live; law: the decay law of the store;
         tokens: each query's analysed terms; dense: the quantised query vectors or None;
         native: CPU kernels may be used (False runs the device code path on the CPU);
-        store: the store version the caches were brought to (keys per-version tables).
+        store: the store version the caches were brought to (keys per-version tables);
+        trim: host reads are allowed (the CPU path: pools are trimmed to their widest row),
+            False on the GPU code path, which never reads a value back inside a batch.
     """
 
     opts: RecallOptions
@@ -60,3 +62,4 @@ class RecallPlan:
     dense: DenseQueries | None
     native: bool
     store: StoreVersion
+    trim: bool

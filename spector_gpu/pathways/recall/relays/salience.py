@@ -69,9 +69,9 @@ def salience_top(
             k,
             horizon=True,
         )
-        top = torch.from_numpy(np.ascontiguousarray(rows))
-        cache.put(key, plan.now_ms, until, top)
-        return top
+        found = torch.from_numpy(np.ascontiguousarray(rows))
+        cache.put(key, plan.now_ms, until, found)
+        return found
     d = decayed_torch(
         plan.law,
         plan.now_ms,
