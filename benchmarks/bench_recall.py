@@ -3,6 +3,7 @@
     python benchmarks/bench_recall.py                  # every figure below (full sizes)
     python benchmarks/bench_recall.py --quick          # 10k memories, smaller batches: a smoke run
     python benchmarks/bench_recall.py targets --only locomo,single
+    python benchmarks/bench_recall.py gpu --memories 1000000 # all relays on CUDA (gpu_check.sh)
     python benchmarks/bench_recall.py dense -- --n 1000000   # kernel benchmark (bench_dense.py)
     python benchmarks/bench_recall.py bm25 -- --docs 100000  # kernel benchmark (bench_bm25.py)
 
@@ -231,6 +232,56 @@ def bench_batch_and_single(n: int, n_queries: int, rounds: int, busy: bool) -> N
     mem.close()
 
 
+def bench_gpu(n: int, n_queries: int, rounds: int) -> None:
+    """All relays on CUDA: ``recall_batch`` of ``n_queries`` over ``n`` memories (wall time
+    around the call, which ends with the results on the host), single recall p50, and the
+    same ids and scores as the CPU on a sample."""
+    import shutil
+
+    import torch
+
+    from spector_gpu import RecallOptions, SpectorMemory
+
+    items, queries = team_corpus(n, max(n_queries, 300), seed=5)
+    queries = (queries * (n_queries // len(queries) + 1))[:n_queries]
+    path = tempfile.mkdtemp(prefix="bench-gpu-") + "/s"
+    t = time.perf_counter()
+    with SpectorMemory.open(path, device="cpu", config=FAST) as mem:
+        for lo in range(0, n, 50_000):
+            mem.remember_batch(items[lo : lo + 50_000])
+    print(f"  built {n:,} memories in {time.perf_counter() - t:.1f} s")
+    opts = RecallOptions(k=10, mode="observe")
+    gpu_path = path + "-gpu"
+    shutil.copytree(path, gpu_path)
+    with SpectorMemory.open(gpu_path, device="cuda", config=FAST) as gpu:
+        gpu.recall_batch(queries[:64], opts)  # caches and kernels warm
+        walls = []
+        for _ in range(rounds):
+            torch.cuda.synchronize()
+            t = time.perf_counter()
+            gpu.recall_batch(queries, opts)
+            walls.append(time.perf_counter() - t)
+        wall = statistics.median(walls)
+        row(
+            f"CUDA all relays recall_batch, {n:,} memories, {n_queries:,} q",
+            f"{wall * 1e3:,.1f} ms ({n_queries / wall:,.0f} q/s)",
+            "<= 50 ms (H200)",
+        )
+        single = p50_recall(gpu, queries[:200], opts)
+        sample = queries[:32]
+        g = gpu.recall_batch(sample, opts)
+    with SpectorMemory.open(path, device="cpu", config=FAST) as cpu:
+        cpu_single = p50_recall(cpu, queries[:200], opts)
+        c = cpu.recall_batch(sample, opts)
+    row(
+        f"single recall p50, {n:,} memories, CUDA / CPU",
+        f"{single * 1e3:.2f} / {cpu_single * 1e3:.2f} ms",
+        "CUDA <= CPU",
+    )
+    same = bool((g.ids == c.ids).all() and (g.scores == c.scores).all())
+    print(f"  CPU == CUDA ids and scores on {len(sample)} queries: {same}")
+
+
 def _run_script(name: str, argv: list[str]) -> None:
     saved = sys.argv
     sys.argv = [name, *argv]
@@ -268,13 +319,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("what", nargs="?", default="all", choices=("all", "targets", "dense", "bm25"))
+    ap.add_argument(
+        "what", nargs="?", default="all", choices=("all", "targets", "gpu", "dense", "bm25")
+    )
     ap.add_argument("--only", default="", help="comma list of locomo,dense,lexical,batch,single")
     ap.add_argument("--memories", type=int, default=100_000)
     ap.add_argument("--dense-memories", type=int, default=200_000)
     ap.add_argument("--dense-queries", type=int, default=256)
     ap.add_argument("--lexical-queries", type=int, default=1_000)
     ap.add_argument("--batch-queries", type=int, default=200)
+    ap.add_argument("--gpu-queries", type=int, default=4096)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-busy", action="store_true", help="skip the busy-neighbour figure")
     ap.add_argument("--quick", action="store_true")
@@ -284,6 +338,8 @@ def main() -> None:
         extra = extra or ["--quick"]
     if a.what in ("all", "targets"):
         targets(a)
+    if a.what == "gpu":
+        bench_gpu(a.memories, a.gpu_queries, a.rounds)
     if a.what in ("all", "dense"):
         print("\n== dense kernel (benchmarks/bench_dense.py) ==")
         _run_script("bench_dense.py", extra)
