@@ -369,14 +369,28 @@ def _top_mask(flat: torch.Tensor, take: int) -> torch.Tensor:
     return above | (tied & (torch.cumsum(tied, dim=1) <= need))
 
 
-def topk_mask(values: torch.Tensor, k: int, *, valid: torch.Tensor) -> torch.Tensor:
+def topk_mask(
+    values: torch.Tensor, k: int, *, valid: torch.Tensor, host_reads: bool = False
+) -> torch.Tensor:
     """bool (n, W): membership in the exact top-k of each row (the set :func:`topk_exact_torch`
-    returns), among ``valid`` entries that are not ``-inf``; no compaction, no sort."""
+    returns), among ``valid`` entries that are not ``-inf``; no compaction, no sort.
+
+    With ``host_reads`` (a CPU caller), rows holding at most k candidates skip the selection
+    (they keep them all); without it nothing is read back (the GPU path)."""
     k = _check_k(k)
     if values.shape[1] == 0:
         return torch.zeros(values.shape, dtype=torch.bool, device=values.device)
     keyed = torch.where(valid, values, torch.full_like(values, _NEG_INF))
-    return _top_mask(keyed, min(k, values.shape[1])) & (keyed > _NEG_INF)
+    live = keyed > _NEG_INF
+    if not host_reads:
+        return _top_mask(keyed, min(k, values.shape[1])) & live
+    crowded = live.sum(dim=1) > k
+    if not bool(crowded.any()):
+        return live
+    out = live.clone()
+    rows = torch.nonzero(crowded).flatten()
+    out[rows] = _top_mask(keyed[rows], min(k, values.shape[1])) & live[rows]
+    return out
 
 
 def rows_topk(

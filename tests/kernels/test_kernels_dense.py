@@ -541,8 +541,11 @@ def test_exact_topk_and_its_mask_equal_the_stable_reference(
     got_v, got_i = topk_exact_torch(torch.from_numpy(x).to(dtype), k, valid=torch.from_numpy(valid))
     np.testing.assert_array_equal(got_i.numpy(), want_i)
     np.testing.assert_array_equal(got_v.numpy().astype(np.float32), want_v)
-    mask = topk_mask(torch.from_numpy(x).to(dtype), k, valid=torch.from_numpy(valid)).numpy()
-    chosen = np.zeros_like(mask)
+    chosen = np.zeros((n, width), dtype=bool)
     for row, cols in enumerate(want_i):
         chosen[row, cols[cols >= 0]] = True
-    np.testing.assert_array_equal(mask, chosen)
+    for host_reads in (False, True):
+        mask = topk_mask(
+            torch.from_numpy(x).to(dtype), k, valid=torch.from_numpy(valid), host_reads=host_reads
+        )
+        np.testing.assert_array_equal(mask.numpy(), chosen)

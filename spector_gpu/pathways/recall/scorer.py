@@ -23,7 +23,7 @@ from .fusion import Fused, fuse
 from .gates import active_gates
 from .pool import Pool, expand, union
 from .relays import RecallPlan
-from .relays.association import association_score, neighbours
+from .relays.association import DenseGraph, association_score, dense_graph, neighbours
 from .relays.dense import dense_score, dense_top, slice_queries
 from .relays.lexical import lexical_block, lexical_top
 from .relays.salience import SalienceCache, pool_strength, salience_score, salience_top
@@ -67,6 +67,7 @@ class Scorer:
         self.links = links
         self.cues = cues
         self.salience = SalienceCache()
+        self._graph_at: tuple[object, DenseGraph] | None = None
 
     def dense_layout(self, plan: RecallPlan) -> bool:
         """Whether pools cover the whole store (:mod:`.pool`'s dense layout): a store no
@@ -123,6 +124,15 @@ class Scorer:
     def _neighbours(self, plan: RecallPlan, pool: Pool) -> tuple[torch.Tensor, torch.Tensor]:
         return neighbours(self.links, pool, self.cortex.config.association)
 
+    def _graph(self, plan: RecallPlan) -> DenseGraph:
+        """The store's :class:`DenseGraph`, built once per store version (dense layout only:
+        the store is small)."""
+        cfg = self.cortex.config.association
+        if self._graph_at is None or self._graph_at[0] != plan.store:
+            graph = dense_graph(self.links, self.cortex.n, plan.device, cfg)
+            self._graph_at = (plan.store, graph)
+        return self._graph_at[1]
+
     def _pool(
         self,
         plan: RecallPlan,
@@ -138,12 +148,13 @@ class Scorer:
         if self.dense_layout(plan):
             masks = []
             if block is not None:
-                masks.append(topk_mask(block, plan.depth, valid=block > 0))
+                masks.append(topk_mask(block, plan.depth, valid=block > 0, host_reads=trim))
             if "dense" in plan.relays and plan.dense is not None and plan.n_allowed:
                 dq = slice_queries(plan.dense, lo, hi)
                 keys = self.cortex.dense.keys_all(dq)
                 k_den = min(plan.depth, max(plan.n_allowed, 1))
-                masks.append(topk_mask(keys, k_den, valid=plan.allowed_t.expand_as(keys)))
+                allowed = plan.allowed_t.expand_as(keys)
+                masks.append(topk_mask(keys, k_den, valid=allowed, host_reads=trim))
                 scores = torch.where(keys == float("-inf"), keys, keys * dq.qs_t[:, None])
             pool = union(parts, n_store=n, trim=trim, dense=True, masks=masks)
         else:
@@ -153,8 +164,12 @@ class Scorer:
                 parts.append(den[lo:hi])
             pool = union(parts, n_store=n, trim=trim)
         if "association" in plan.relays and pool.width:
-            nbr, _ = self._neighbours(plan, pool)
-            pool = expand(pool, nbr, plan.allowed_t, n_store=n, trim=trim)
+            if pool.dense:
+                valid = self._graph(plan).expand(pool.valid, plan.allowed_t)
+                pool = Pool(pool.ordinals, valid, True)
+            else:
+                nbr, _ = self._neighbours(plan, pool)
+                pool = expand(pool, nbr, plan.allowed_t, n_store=n, trim=trim)
         return pool, scores
 
     def _chunk(
@@ -240,7 +255,13 @@ class Scorer:
     ) -> Fused:
         cfg = self.cortex.config
         assoc = None
-        if "association" in plan.relays:
+        if "association" in plan.relays and pool.dense:
+            graph = self._graph(plan)
+
+            def assoc(base: torch.Tensor) -> torch.Tensor:
+                return graph.spread(pool.valid, base, cfg.association)
+
+        elif "association" in plan.relays:
             nbr, weight = self._neighbours(plan, pool)
 
             def assoc(base: torch.Tensor) -> torch.Tensor:
