@@ -14,7 +14,7 @@ is printed because other processes skew 2-core timings):
 * ``dense`` — dense-only ``recall_batch`` of 256 text queries over 200k memories against FAISS
   ``IndexFlatIP`` searching the same vectors (BLAS forced; its query embedding not timed);
 * ``lexical`` — lexical-only ``recall_batch`` of 1,000 queries over 100k memories against bm25s
-  (numpy backend, its tokenizer and stemmer, top-10);
+  (numpy backend, its tokenizer with the English stop list and stemmer, top-10);
 * ``batch`` — all relays, 100k memories, Zipf-like queries with common words: ``recall_batch``
   against a loop of ``recall`` over the same 200 queries;
 * ``single`` — single ``recall`` p50 over 100k memories: the team's corpus (content words only)
@@ -171,8 +171,10 @@ def bench_lexical(n: int, n_queries: int, rounds: int) -> None:
     retriever.index(corpus_tokens, show_progress=False)
 
     def alternative() -> None:
-        tok = bm25s.tokenize(queries, stopwords="en", stemmer=stemmer, show_progress=False)
-        retriever.retrieve(tok, k=10, show_progress=False, n_threads=1)
+        tok = bm25s.tokenize(
+            queries, stopwords="en", stemmer=stemmer, show_progress=False, return_ids=False
+        )
+        retriever.retrieve(tok, k=10, show_progress=False, backend_selection="numpy")
 
     med = interleaved(
         {"ours": lambda: mem.recall_batch(queries, opts), "bm25s": alternative}, rounds

@@ -397,27 +397,3 @@ class DenseIndex:
     def _block_layout(self, n: int, k: int, rows: int) -> tuple[int, int]:
         """(tile rows, block rows) for the block-max path; ``rows`` = rows to scan."""
         return dense_cuda.block_layout(self._tile_rows_for(n), k, rows, self._block_rows)
-
-    def _block_plan(
-        self, tile: int, unit: int, sparse_gate: np.ndarray | None, gate: np.ndarray | None
-    ) -> dense_cuda.Plan:
-        """:func:`~.dense_cuda.block_plan` over this index's rows."""
-        return dense_cuda.block_plan(
-            self._n, self._codes.shape[0], self._device, tile, unit, sparse_gate, gate
-        )
-
-    def _blockmax_loop(
-        self,
-        xt: torch.Tensor,
-        n: int,
-        k: int,
-        block: int,
-        rows: torch.Tensor | None,
-        bias: torch.Tensor,
-        slots: torch.Tensor,
-        ranges: list[tuple[int, int]],
-    ) -> torch.Tensor:
-        """:func:`~.dense_cuda.blockmax_loop` over this index's rows: packed int64 (n, k) keys."""
-        return dense_cuda.blockmax_loop(
-            self._codes, self._scales, xt, n, k, block, rows, bias, slots, ranges
-        )

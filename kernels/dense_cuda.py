@@ -41,6 +41,7 @@ __all__ = [
     "block_plan",
     "blockmax_loop",
     "fused_search",
+    "index_plan",
     "score_gathered",
     "topk_blockmax",
 ]
@@ -213,6 +214,13 @@ def fused_search(
     return packed
 
 
+def index_plan(
+    index: Any, tile: int, unit: int, sparse_gate: np.ndarray | None, gate: np.ndarray | None
+) -> Plan:
+    """:func:`block_plan` over the rows of a :class:`~.dense.DenseIndex`."""
+    return block_plan(index._n, index._codes.shape[0], index._device, tile, unit, sparse_gate, gate)
+
+
 def topk_blockmax(
     index: Any, xq: np.ndarray | torch.Tensor, k: int, gate: np.ndarray | None
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -256,8 +264,8 @@ def topk_blockmax(
     sparse = index._sparse(gate)
     total = int(gate.sum()) if sparse and gate is not None else index._n
     tile, block = index._block_layout(n, k, total)
-    plan = index._block_plan(tile, max(block, 32), gate if sparse else None, gate)
-    best = index._blockmax_loop(index._queries_t(xq), n, k, block, *plan)
+    plan = index_plan(index, tile, max(block, 32), gate if sparse else None, gate)
+    best = blockmax_loop(index._codes, index._scales, index._queries_t(xq), n, k, block, *plan)
     keys, slots = unpack_keys_torch(best)
     return keys, slots
 

@@ -12,7 +12,8 @@ from spector_gpu.kernels.dense import DenseIndex
 from spector_gpu.kernels.dense_reference import score_slots_reference, search_reference
 from spector_gpu.kernels.native import dot_impl, native
 from spector_gpu.kernels.quant import l2_normalize, quantize_int8
-from spector_gpu.kernels.topk import rows_topk, topk_stable
+from spector_gpu.kernels.selection import rows_topk
+from spector_gpu.kernels.topk import topk_stable
 
 from spector_gpu.device import single_threaded
 

@@ -147,6 +147,29 @@ def _kth(partial: torch.Tensor, valid: torch.Tensor, k: int) -> torch.Tensor:
     return torch.gather(vals, 1, take)
 
 
+def _cognitive(
+    relevance: torch.Tensor,
+    valid: torch.Tensor,
+    strength: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    beta: float,
+    tau: float,
+    k: int,
+    cue_match: Callable[[], torch.Tensor | None],
+) -> torch.Tensor:
+    """float32 MF-001 factor of each member. The tag term is checked only where it could lift
+    a member into the top k (``relevance·base·(1+tau) >= the k-th relevance·base``)."""
+    importance, d, s_term = strength
+    base_f = _factor(importance, d, s_term, beta).to(torch.float32)
+    t = min(max(float(tau), 0.0), COEFFICIENT_MAX)
+    overlap = torch.zeros(valid.shape, dtype=torch.float64, device=valid.device)
+    match = cue_match() if t > 0 else None
+    if match is not None:
+        partial = relevance * base_f.to(torch.float64)
+        near = partial * (1.0 + t) >= _kth(partial, valid, k)
+        overlap = torch.where(match & near & valid, 1.0, overlap)
+    return (base_f.to(torch.float64) * (1.0 + t * overlap)).to(torch.float32)
+
+
 def fuse(
     raw: dict[str, torch.Tensor],
     valid: torch.Tensor,
@@ -194,16 +217,7 @@ def fuse(
     if mode == "rrf":
         fused = rrf_rows(ranks, weights, rrf_k, valid.shape).to(torch.float64).to(valid.device)
     elif mode == "cognitive":
-        importance, d, s_term = strength
-        base_f = _factor(importance, d, s_term, beta).to(torch.float32)
-        t = min(max(float(tau), 0.0), COEFFICIENT_MAX)
-        overlap = torch.zeros(valid.shape, dtype=torch.float64, device=valid.device)
-        match = cue_match() if t > 0 else None
-        if match is not None:
-            partial = relevance * base_f.to(torch.float64)
-            near = partial * (1.0 + t) >= _kth(partial, valid, k)
-            overlap = torch.where(match & near & valid, 1.0, overlap)
-        factor = (base_f.to(torch.float64) * (1.0 + t * overlap)).to(torch.float32)
+        factor = _cognitive(relevance, valid, strength, beta, tau, k, cue_match)
         fused = relevance * factor.to(torch.float64)
     else:
         fused = relevance

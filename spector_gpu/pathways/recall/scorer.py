@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from ...cortex.cortex import Cortex
-from ...kernels.topk import topk_exact_torch, topk_mask
+from ...kernels.selection import topk_exact_torch, topk_mask
 from ...types import Explanation, RelayExplanation
 from .columns import RecallColumns
 from .fusion import Fused, fuse

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from ....cortex.bm25 import BM25Index
-from ....kernels.topk import rows_topk
+from ....kernels.selection import rows_topk
 from . import RecallPlan
 
 __all__ = ["lexical_block", "lexical_block_rounds", "lexical_top"]

@@ -13,7 +13,7 @@ import torch
 
 from ....cortex.cortex import Cortex
 from ....kernels.decay import decay_topk, decayed_torch
-from ....kernels.topk import topk_exact_torch
+from ....kernels.selection import topk_exact_torch
 from ..columns import PoolColumns, RecallColumns, host_columns
 from ..gates import gate_key
 from . import RecallPlan
