@@ -244,6 +244,106 @@ static inline void offer_key(float key, Py_ssize_t j, Py_ssize_t k, int64_t slot
     if (zp[j] == k) thr[j] = below(hk[0]);
 }
 
+/* ------------------------------------------------------------------ buffered selection */
+/* Candidates above a running threshold are appended to a buffer of 2k; when it fills, a
+ * quickselect keeps the k best and the threshold rises to the k-th. About log(P/k) selections
+ * of 2k items instead of a heap update per insertion: the row top-k of large k. Order: value
+ * descending, then index ascending (a total order, so ties at the threshold stay exact). */
+typedef struct {
+    float v;
+    int64_t i;
+} Cand;
+
+static inline int cand_better(const Cand *a, const Cand *b) {
+    return a->v > b->v || (a->v == b->v && a->i < b->i);
+}
+
+/* Rearrange c[0..n) so that c[0..k) are the k best (in no order). */
+static void cand_select(Cand *c, Py_ssize_t n, Py_ssize_t k) {
+    Py_ssize_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        Cand pivot = c[lo + (hi - lo) / 2];
+        Py_ssize_t a = lo, b = hi;
+        while (a <= b) {
+            while (cand_better(&c[a], &pivot)) a++;
+            while (cand_better(&pivot, &c[b])) b--;
+            if (a <= b) {
+                Cand t = c[a]; c[a] = c[b]; c[b] = t;
+                a++;
+                b--;
+            }
+        }
+        if (k - 1 <= b) hi = b;
+        else if (k - 1 >= a) lo = a;
+        else return;
+    }
+}
+
+static int cand_cmp(const void *pa, const void *pb) {
+    const Cand *a = pa, *b = pb;
+    return cand_better(a, b) ? -1 : (cand_better(b, a) ? 1 : 0);
+}
+
+/* Append one candidate; a full buffer (2k) keeps its k best and raises the threshold to the
+ * k-th (a later equal value has a higher index: never better). */
+static inline void cand_push(Cand *buf, Py_ssize_t *size, Py_ssize_t k, double *thr, float v,
+                             int64_t i) {
+    buf[*size].v = v;
+    buf[*size].i = i;
+    if (++*size == 2 * k) {
+        cand_select(buf, *size, k);
+        *size = k;
+        float worst = buf[0].v;
+        for (Py_ssize_t t = 1; t < k; t++) worst = buf[t].v < worst ? buf[t].v : worst;
+        *thr = (double)worst;
+    }
+}
+
+#ifdef HAVE_X86
+/* 16 values at a time against the threshold (as a float32 bound rounded down); returns where
+ * the scalar tail starts. */
+__attribute__((target("avx512f"))) static Py_ssize_t gather_avx512(
+    const float *x, Py_ssize_t n, double *thr, Cand *buf, Py_ssize_t *size, Py_ssize_t k) {
+    Py_ssize_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        float t32 = (float)*thr;
+        if ((double)t32 > *thr) t32 = nextafterf(t32, -INFINITY);
+        __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), _mm512_set1_ps(t32), _CMP_GT_OQ);
+        while (m) {
+            int lane = __builtin_ctz(m);
+            m &= m - 1;
+            if ((double)x[i + lane] > *thr) cand_push(buf, size, k, thr, x[i + lane], i + lane);
+        }
+    }
+    return i;
+}
+#endif
+
+/* The k best x[i] > bound of one float32 row into (hk, hs), best first; returns the count. */
+static Py_ssize_t select_f32(const float *x, Py_ssize_t n, double bound, double *hk, int64_t *hs,
+                             Py_ssize_t k, Cand *buf) {
+    Py_ssize_t size = 0;
+    double thr = bound;
+    Py_ssize_t i = 0;
+#ifdef HAVE_X86
+    if (simd512) i = gather_avx512(x, n, &thr, buf, &size, k);
+#endif
+    for (; i < n; i++) {
+        if (!((double)x[i] > thr)) continue; /* NaN never enters */
+        cand_push(buf, &size, k, &thr, x[i], i);
+    }
+    if (size > k) {
+        cand_select(buf, size, k);
+        size = k;
+    }
+    qsort(buf, (size_t)size, sizeof(Cand), cand_cmp);
+    for (Py_ssize_t t = 0; t < size; t++) {
+        hk[t] = (double)buf[t].v;
+        hs[t] = buf[t].i;
+    }
+    return size;
+}
+
 /* Offer every x[i] > bound (columns i ascending) to an empty heap of capacity k; returns
  * the heap size. Once the heap is full a candidate must beat its root, and since columns
  * rise an equal value never does: one compare against a running threshold, which AVX-512
@@ -719,12 +819,21 @@ static PyObject *py_rows_topk(PyObject *self, PyObject *args) {
         int64_t *lp = slots.view.buf;
         int64_t *cp = count.view.buf;
         const char *base = x.view.buf;
+        /* large k: buffered selection (a heap update per insertion costs more there) */
+        Cand *cand = k >= 32 ? malloc(sizeof(Cand) * 2 * (size_t)k) : NULL;
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t j = 0; j < n; j++) {
             Py_ssize_t size = 0;
             double *hk = kp + j * k;
             int64_t *hs = lp + j * k;
-            if (item == 4 && strict) {
+            if (item == 4 && strict && cand) { /* sorted already */
+                cp[j] = select_f32((const float *)base + j * width, width, bound, hk, hs, k, cand);
+                for (Py_ssize_t i = cp[j]; i < k; i++) {
+                    hk[i] = -INFINITY;
+                    hs[i] = -1;
+                }
+                continue;
+            } else if (item == 4 && strict) {
                 size = scan_f32((const float *)base + j * width, width, bound, hk, hs, k);
             } else {
                 double thr = bound;
@@ -745,6 +854,7 @@ static PyObject *py_rows_topk(PyObject *self, PyObject *args) {
             cp[j] = size;
         }
         Py_END_ALLOW_THREADS
+        free(cand);
     }
     result = Py_None;
     Py_INCREF(result);
@@ -907,30 +1017,61 @@ static PyObject *py_bm25_dense(PyObject *self, PyObject *args) {
         }
         float *op = out.view.buf;
         double base = 1.0 - b;
+        /* each distinct term's posting weights, once per call (queries of a batch share
+         * terms): woff[j] is where term j's main then tail weights start in wbuf */
+        int64_t *woff = malloc(sizeof(int64_t) * (u + 1));
+        if (!woff) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        woff[0] = 0;
+        for (Py_ssize_t j = 0; j < u; j++) woff[j + 1] = woff[j] + (hi[j] - lo[j]) + (tp[j + 1] - tp[j]);
+        float *wbuf = malloc(sizeof(float) * (size_t)(woff[u] > 0 ? woff[u] : 1));
+        char *seen = calloc((size_t)u, 1);
+        if (!wbuf || !seen) {
+            free(woff); free(wbuf); free(seen);
+            PyErr_NoMemory();
+            goto done;
+        }
         Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t e = 0; e < nnz; e++) {
+            int64_t j = qc[e];
+            if (seen[j]) continue;
+            seen[j] = 1;
+            float *w = wbuf + woff[j];
+            for (int pass = 0; pass < 2; pass++) {
+                const int32_t *docs = pass ? td : md, *tfs = pass ? tt : mt;
+                int64_t a0 = pass ? tp[j] : lo[j], z = pass ? tp[j + 1] : hi[j];
+                for (int64_t p = a0; p < z; p++, w++) {
+                    int32_t d = docs[p];
+                    if ((uint64_t)(uint32_t)d >= (uint64_t)n_docs) { *w = 0.0f; continue; }
+                    double tf = (double)tfs[p];
+                    double norm = k1 * (base + b * (double)dl[d] / avgdl);
+                    double num = okapi ? tf * (k1 + 1.0) : tf;
+                    *w = (float)(num / (tf + norm) * ip[j]);
+                }
+            }
+        }
         for (Py_ssize_t i = 0; i < m; i++) {
             float *row = op + i * n_docs;
             for (int64_t e = qp[i]; e < qp[i + 1]; e++) {
                 int64_t j = qc[e];
                 float cnt = qn[e];
-                double w_idf = ip[j];
+                const float *w = wbuf + woff[j];
                 for (int pass = 0; pass < 2; pass++) {
-                    const int32_t *docs = pass ? td : md, *tfs = pass ? tt : mt;
-                    int64_t a = pass ? tp[j] : lo[j], z = pass ? tp[j + 1] : hi[j];
-                    for (int64_t p = a; p < z; p++) {
+                    const int32_t *docs = pass ? td : md;
+                    int64_t a0 = pass ? tp[j] : lo[j], z = pass ? tp[j + 1] : hi[j];
+                    for (int64_t p = a0; p < z; p++, w++) {
                         int32_t d = docs[p];
                         if ((uint64_t)(uint32_t)d >= (uint64_t)n_docs || (ap && !ap[d])) continue;
-                        double tf = (double)tfs[p];
-                        double norm = k1 * (base + b * (double)dl[d] / avgdl);
-                        double num = okapi ? tf * (k1 + 1.0) : tf;
-                        float w = (float)(num / (tf + norm) * w_idf);
-                        float add = cnt * w;
+                        float add = cnt * *w;
                         row[d] = row[d] + add;
                     }
                 }
             }
         }
         Py_END_ALLOW_THREADS
+        free(woff); free(wbuf); free(seen);
     }
     result = Py_None;
     Py_INCREF(result);
