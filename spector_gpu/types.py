@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 
@@ -290,23 +291,33 @@ class RecallBatch:
     ``scores``: float32 (n_queries, k), higher is better, ``-inf`` padding;
     ``counts``: int32 (n_queries,) hits per query. ``batch[i]`` (or ``results(i)``) hydrates
     the ``CognitiveResult`` list of query ``i`` on demand (and caches it).
+
+    Hydration hook: ``hydrator(i)`` builds query ``i``'s results (the recall pathway supplies
+    it); when ``lock`` is given (a context manager, e.g. the store's ``threading.RLock``) every
+    hydration runs inside it. A batch without a hydrator hydrates to empty lists.
     """
 
     ids: np.ndarray
     scores: np.ndarray
     counts: np.ndarray
-    _hydrate: Callable[[int], list[CognitiveResult]] | None = field(default=None, repr=False)
+    hydrator: Callable[[int], list[CognitiveResult]] | None = field(default=None, repr=False)
+    lock: AbstractContextManager[Any] | None = field(default=None, repr=False)
     _cache: dict[int, list[CognitiveResult]] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
         return int(self.counts.shape[0])
 
     def results(self, i: int) -> list[CognitiveResult]:
+        """The hydrated hits of query ``i``, best first."""
         if not -len(self) <= i < len(self):
             raise IndexError(f"query index {i} out of range for a batch of {len(self)}")
         i %= len(self)
         if i not in self._cache:
-            self._cache[i] = self._hydrate(i) if self._hydrate is not None else []
+            if self.hydrator is None:
+                self._cache[i] = []
+            else:
+                with self.lock if self.lock is not None else nullcontext():
+                    self._cache[i] = self.hydrator(i)
         return list(self._cache[i])
 
     def __getitem__(self, i: int) -> list[CognitiveResult]:
