@@ -166,11 +166,13 @@ class SpectorMemory:
 
     @property
     def embedder(self) -> Embedder:
-        return self._cortex.embedder
+        emb: Embedder = self._cortex.embedder
+        return emb
 
     @property
     def device(self) -> torch.device:
-        return self._cortex.device
+        dev: torch.device = self._cortex.device
+        return dev
 
     @property
     def read_only(self) -> bool:

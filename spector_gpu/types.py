@@ -12,11 +12,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, TypeVar
 
 import numpy as np
 
 from .errors import ValidationError
+from .provenance.citations import Citation
 from .provenance.record import RecordProvenance
 
 __all__ = [
@@ -76,7 +77,10 @@ class Source(IntEnum):
         return _parse_enum(cls, value, "source")
 
 
-def _parse_enum(cls, value, what: str):  # type: ignore[no-untyped-def]
+E = TypeVar("E", bound=IntEnum)
+
+
+def _parse_enum(cls: type[E], value: object, what: str) -> E:
     if isinstance(value, cls):
         return value
     if isinstance(value, str):
@@ -256,7 +260,7 @@ class CognitiveResult:
     source: Source = Source.EXPERIENCED
     valence: int = 0
     arousal: int = 0
-    citations: tuple = ()
+    citations: tuple[Citation, ...] = ()
     source_uri: str | None = None
     source_span: tuple[int, int] | None = None
     skill_name: str | None = None
