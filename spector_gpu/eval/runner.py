@@ -244,11 +244,12 @@ def _ingest_records(conv: Conversation) -> list[dict[str, Any]]:
     for t in conv.turns:
         rec: dict[str, Any] = {
             "text": t.index_text,
-            "session_id": t.session,
             "speaker": t.speaker,
             "role": t.role,
             "external_id": t.dia_id,
         }
+        if t.session:  # 0 = unknown: a document, not a turn of a conversation
+            rec["session_id"] = t.session
         if t.timestamp_ms:  # 0 = unknown: let the engine stamp it
             rec["timestamp_ms"] = t.timestamp_ms
         records.append(rec)
