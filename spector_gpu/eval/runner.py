@@ -10,6 +10,10 @@ changes strengths (and the order of configurations cannot bias the results); ``k
 ``k_max``. Returned TSIDs map back to ``dia_id`` through ``remember_batch``'s return; an id that
 is no turn (e.g. a fact the engine made) keeps its TSID and counts as a miss.
 
+A question that says when it is asked (``Question.asked_ms``) is recalled as of that moment,
+by default with the slack to the end of its day (``as_of``, :mod:`.as_of`); ``metrics.json``
+records the ``as_of`` used.
+
 The dataset's scorer (:mod:`.scorer`; LoCoMo and generic data: qrels over the evidence,
 LongMemEval: its official protocol) scores the engine's ranking exactly as returned; the real
 scores are kept in the per-question records. Latency: each batch's wall time
@@ -31,9 +35,10 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from ..errors import SpectorError, ValidationError
+from .as_of import AsOf, question_chunks
 from .dataset import Dataset
 from .records import ADVERSARIAL_CATEGORY, UNCATEGORISED, Conversation, Question
 from .result import EvalResult
@@ -44,6 +49,7 @@ if TYPE_CHECKING:
     from ..types import Fusion, RecallOptions
 
 __all__ = [
+    "AsOf",
     "EvalResult",
     "MemoryFactory",
     "ablation_configs",
@@ -106,6 +112,7 @@ def evaluate(
     categories: Collection[int] | None = (1, 2, 3, 4),
     memory_factory: MemoryFactory | None = None,
     plots: bool | None = None,
+    as_of: AsOf = "day",
 ) -> EvalResult:
     """Evaluate recall on ``dataset`` for every configuration; see the module docstring.
 
@@ -123,8 +130,11 @@ def evaluate(
     otherwise each lives in a temporary directory under ``temp_dir`` (default
     :func:`default_temp_dir`), removed as soon as its questions are answered. With ``out_dir``,
     :meth:`EvalResult.save` writes ``metrics.json``, ``per_question.jsonl`` and (``plots``:
-    ``None`` = when matplotlib is importable, ``True`` = required) the PNG plots.
+    ``None`` = when matplotlib is importable, ``True`` = required) the PNG plots. ``as_of``:
+    the clock of dated questions (module docstring).
     """
+    if as_of not in get_args(AsOf):
+        raise ValidationError(f"evaluate: as_of must be one of {get_args(AsOf)}, got {as_of!r}")
     scorer: Scorer = dataset.scorer or QrelsScorer()
     k_max = scorer.default_depth if k_max is None else k_max
     ks = _check_args(
@@ -139,9 +149,11 @@ def evaluate(
         default_temp_dir() if temp_dir is None else str(temp_dir),
         batch_size,
         RunLog(list(options)),
+        as_of,
     )
     log = job.run(dataset, questions, progress=progress)
     metrics = _assemble(dataset, questions, ks, log, scorer, (device, embedder))
+    metrics["as_of"] = as_of
     rows = log.rows(questions, ks, scorer)
     result = EvalResult(metrics, rows, options, scorer, log.timing_report())
     if out_dir is not None:
@@ -266,6 +278,7 @@ class _Job:
     temp_dir: str | None
     batch_size: int
     log: RunLog
+    as_of: AsOf = "day"
     bar: Any = None  # the progress bar, while run() runs
 
     def run(self, dataset: Dataset, questions: list[Question], *, progress: bool) -> RunLog:
@@ -311,10 +324,9 @@ class _Job:
         mem.recall_batch([questions[0].text], next(iter(self.options.values())))  # warm-up
         self.bar.set_postfix_str(questions[0].conv_id)
         for name, opts in self.options.items():
-            for start in range(0, len(questions), self.batch_size):
-                chunk = questions[start : start + self.batch_size]
+            for chunk, chunk_opts in question_chunks(questions, opts, self.batch_size, self.as_of):
                 t0 = time.perf_counter()
-                batch = mem.recall_batch([q.text for q in chunk], opts)
+                batch = mem.recall_batch([q.text for q in chunk], chunk_opts)
                 seconds = time.perf_counter() - t0
                 self.log.add(name, [q.qid for q in chunk], batch, to_doc, seconds)
                 self.bar.update(len(chunk))
