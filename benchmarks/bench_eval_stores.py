@@ -63,18 +63,24 @@ OPEN_STEPS: tuple[tuple[str, str, str, str | None, str | None], ...] = (
     ("remember_batch (one memory)", "memory.py", "remember_batch", None, None),
     ("  journal commit", "partition.py", "commit", None, None),
     ("close (all of it)", "memory.py", "close", None, None),
-    ("  snapshot (save_snapshot)", "derived_state.py", "save_snapshot", None, None),
+    ("  snapshot (save_snapshot)", "derived_indexes.py", "save_snapshot", None, None),
     ("  checkpoint at close: region syncs", "partition.py", "checkpoint", "partition.py", "close"),
 )
 TURN_STEPS: tuple[tuple[str, str, str, str | None, str | None], ...] = (
     ("remember_batch (all of it)", "memory.py", "remember_batch", None, None),
     ("  validate records", "remember.py", "validate", None, None),
     ("  embedder (embed)", "hashing.py", "embed", None, None),
-    ("  derived indexes (Cortex.adopt)", "cortex.py", "adopt", None, None),
-    ("    analyzer (tokenise + stem)", "analyzer.py", "tokens_batch", "cortex.py", "adopt"),
+    ("  derived indexes (Cortex._adopt_memories)", "cortex.py", "_adopt_memories", None, None),
+    (
+        "    analyzer (tokenise + stem)",
+        "analyzer.py",
+        "tokens_batch",
+        "derived_indexes.py",
+        "append",
+    ),
     ("      stemming cache misses (_resolve)", "analyzer.py", "_resolve", None, None),
-    ("    BM25 postings (add)", "bm25.py", "add", "cortex.py", "adopt"),
-    ("    dense rows (add)", "dense.py", "add", "cortex.py", "adopt"),
+    ("    BM25 postings (add)", "bm25.py", "add", "derived_indexes.py", "append"),
+    ("    dense rows (add)", "dense.py", "add", "cortex.py", "_adopt_memories"),
     ("  journal commit", "partition.py", "commit", None, None),
 )
 SYSCALLS = ("fsync", "fdatasync", "posix_fallocate", "open", "replace", "ftruncate")

@@ -9,6 +9,10 @@
 * Header walk (headers/s): the salience walk over every record vs ``SELECT importance`` in SQLite.
 * Open time of a store holding ``--open-records`` episodes (median of 5 opens) vs opening
   SQLite and counting rows.
+* Single ``SpectorMemory.remember`` latency (p50 / p90 of ``--remember-reps`` calls) into an
+  empty store and into one already holding ``--remember-store`` memories, at durability
+  ``flush`` (the default: one journal ``fdatasync`` per call) and ``none`` (the CPU cost
+  alone). A commit costs O(its own rows), so the two columns should match.
 
 Prints medians of ``--repeat`` runs and ratios (ours / SQLite; higher is better for rates).
 """
@@ -25,6 +29,7 @@ import time
 
 import numpy as np
 
+from spector_gpu import SpectorMemory
 from spector_gpu.cortex.cortex import region_specs
 from spector_gpu.cortex.episodic import EpisodicMemory
 from spector_gpu.cortex.layouts import HEADER_DTYPE
@@ -139,6 +144,46 @@ def bench_open(n: int, repeat: int) -> tuple[float, float]:
     return statistics.median(ours), statistics.median(theirs)
 
 
+def _fill(mem: SpectorMemory, n: int) -> None:
+    """``n`` episodes in 40-turn sessions, written in batches of 1,000."""
+    for lo in range(0, n, 1000):
+        mem.remember_batch(
+            [
+                {"text": f"turn {i} about topic {i % 97} and thing {i % 13}", "session_id": i // 40}
+                for i in range(lo, min(n, lo + 1000))
+            ]
+        )
+
+
+def bench_remember(durability: str, n_store: int, reps: int) -> tuple[float, float]:
+    """Median and p90 (seconds) of one ``remember`` into a store of ``n_store`` memories."""
+    d = tempfile.mkdtemp(prefix="bench-remember-")
+    times = []
+    with SpectorMemory.open(d, config={"store": {"durability": durability}}) as mem:
+        _fill(mem, n_store)
+        for i in range(20):  # warm the session's caches and the first journal blocks
+            mem.remember(f"warm-up {i}", session_id=-1)
+        for i in range(reps):
+            t = time.perf_counter()
+            mem.remember(f"one more memory, number {i}, about Lisbon", session_id=-2)
+            times.append(time.perf_counter() - t)
+    shutil.rmtree(d, ignore_errors=True)
+    times.sort()
+    return statistics.median(times), times[int(0.9 * (len(times) - 1))]
+
+
+def report_remember(n_store: int, reps: int) -> None:
+    print(f"single remember, p50 / p90 of {reps} calls (ms)")
+    print(f"{'durability':<11}{'empty store':>16}{f'{n_store:,} store':>18}{'ratio p50':>11}")
+    for level in ("flush", "none"):
+        e50, e90 = bench_remember(level, 0, reps)
+        f50, f90 = bench_remember(level, n_store, reps)
+        print(
+            f"{level:<11}{e50 * 1e3:>8.2f} / {e90 * 1e3:<6.2f}{f50 * 1e3:>9.2f} / {f90 * 1e3:<7.2f}"
+            f"{f50 / e50:>10.2f}x"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -153,10 +198,19 @@ def main() -> None:
     )
     ap.add_argument("--open-records", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--remember-store", type=int, default=100_000)
+    ap.add_argument("--remember-reps", type=int, default=300)
+    ap.add_argument(
+        "--only-remember", action="store_true", help="run the single-remember measure alone"
+    )
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
     a = ap.parse_args()
     if a.quick:
         a.records, a.open_records, a.repeat = 5000, 20000, 1
+        a.remember_store, a.remember_reps = 5000, 50
+    if a.only_remember:
+        report_remember(a.remember_store, a.remember_reps)
+        return
     print(f"episodes of ~200 bytes, {a.records} records, median of {a.repeat}")
     print(f"{'batch':>7} {'durability':<11}{'spector rec/s':>15}{'sqlite rec/s':>15}{'ratio':>8}")
     walk_dir = sqlite_dir = None
@@ -185,6 +239,7 @@ def main() -> None:
         f"open a {a.open_records:,}-record store: spector {ours_open * 1000:.1f} ms "
         f"(median of 5; target < 500 ms), sqlite {sqlite_open * 1000:.1f} ms"
     )
+    report_remember(a.remember_store, a.remember_reps)
 
 
 if __name__ == "__main__":

@@ -51,9 +51,11 @@ def run_suites(
         "-m",
         "pytest",
         "-m",
-        "crash",
+        "crash or not heavy",
         "tests/reliability",
         "tests/api/test_stateful.py",
+        "tests/storage/test_hostile_paths.py",
+        "tests/storage/test_upgrade.py",
         "-q",
         "-p",
         "no:cacheprovider",
@@ -367,6 +369,38 @@ SECTIONS: tuple[Section, ...] = (
         },
     ),
     Section(
+        "Restore sweep (files replaced by older copies, another store's, or removed)",
+        "test_restore_sweep",
+        {
+            "restore": (
+                "- {cases} damaged stores ({singles} single files x older / foreign / removed, "
+                "{pairs} pairs), each opened read-only, strict and writable (with an append "
+                "and a reopen), {ids} ids asked for and every recall hit compared: {wrong} "
+                "wrong texts, {signals} signal deaths, {hangs} hangs, {non_library} "
+                "non-library exceptions; {named} named errors; damage to a region file found "
+                "at open in {detected} of {region_cases} cases, refused by strict in "
+                "{strict_refused} (seed {seed})"
+            )
+        },
+    ),
+    Section(
+        "Truncation under open handles",
+        "test_truncation_open",
+        {
+            "truncation_open": (
+                "- {files} region files x reader / writer handle x 5 cut offsets ({cases} "
+                "cases), truncated after the handle read them, then every call: "
+                "{signals} signal deaths (SIGBUS), {hangs} hangs, {non_library} non-library "
+                "exceptions, {wrong} wrong texts; {named} calls raised a named error "
+                "({reader_named_cases} reader and {writer_named_cases} writer cases) (seed "
+                "{seed})"
+            )
+        },
+    ),
+    Section("Forked workers", "test_fork", {}),
+    Section("Hostile paths (links, foreign directories, dataset names)", "test_hostile_paths", {}),
+    Section("Format-1 stores upgraded in place", "test_upgrade", {}),
+    Section(
         "Model-based stateful test",
         "test_stateful",
         {
@@ -390,7 +424,7 @@ def render_section(
             text = line.format_map(f) if isinstance(line, str) else line(f)
             if text is not None:
                 out.append(text)
-    first = by[next(iter(section.lines))]
+    first = by[next(iter(section.lines))] if section.lines else []
     if section.total is not None and first:
         out.append(section.total(first))
     return out

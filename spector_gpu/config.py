@@ -140,11 +140,13 @@ class Config:
     @staticmethod
     def saved(directory: str | os.PathLike[str]) -> dict[str, Any] | None:
         """The effective config a store saved (``config.json``), or None."""
+        from .storage.io import read_regular
+
         p = Path(directory) / "config.json"
         try:
-            if not p.is_file():
-                return None
-            text = p.read_text(encoding="utf-8")
+            text = read_regular(p).decode("utf-8")  # never through a link, never a FIFO
+        except FileNotFoundError:
+            return None
         except UnicodeDecodeError:
             raise ConfigError(f"{p}: saved config is not valid JSON") from None
         except OSError as exc:  # e.g. permission denied: a library error naming the file

@@ -16,6 +16,7 @@ import torch
 
 from .config import Config
 from .cortex.cortex import Cortex
+from .cortex.ids import TsidGenerator
 from .cortex.working import WorkingMemory
 from .delegates import MemoryAdminView, MemoryRecall, MemoryReflection, MemoryRemember
 from .device import DeviceLike, resolve_device
@@ -30,7 +31,6 @@ from .pathways.reinforcement import StrengthUpdater
 from .provenance.bundle import BundleInfo, BundleReport
 from .provenance.chain import ChainReport, Ed25519Signer
 from .provenance.citations import Citation
-from .storage.tsid import TsidGenerator
 from .types import CognitiveResult, MemoryType, RecallBatch, RecallOptions, Recovery, Role
 
 __all__ = ["SpectorMemory"]
@@ -70,6 +70,7 @@ class SpectorMemory:
         device: DeviceLike = None,
         read_only: bool = False,
         signing_key: bytes | None = None,
+        create_in_nonempty: bool = False,
     ) -> SpectorMemory:
         """Open (creating if needed, unless ``read_only``) the store at ``path``.
 
@@ -81,6 +82,7 @@ class SpectorMemory:
             device: ``None``/``"auto"`` (CUDA if available), ``"cpu"``, ``"cuda[:N]"``.
             read_only: open without the writer lock (many processes may do this at once).
             signing_key: 32-byte Ed25519 private key to sign every event (extra ``sign``).
+            create_in_nonempty: create a store in a non-empty directory (else ``StoreError``).
         """
         where = store_path(path)
         cfg = resolve_config(config, where)
@@ -104,7 +106,8 @@ class SpectorMemory:
                 return _HANDLES.acquire(shared)
             named = embedder is not None and not isinstance(embedder, str)
             emb = make_embedder(embedder if named else cfg.embedder.name)
-            cortex = Cortex.open(where, cfg, emb, device=dev, read_only=read_only)
+            how = {"read_only": read_only, "create_in_nonempty": create_in_nonempty}
+            cortex = Cortex.open(where, cfg, emb, device=dev, **how)
             try:
                 if not read_only:
                     cfg.save(where)
@@ -163,11 +166,13 @@ class SpectorMemory:
 
     @property
     def embedder(self) -> Embedder:
-        return self._cortex.embedder
+        emb: Embedder = self._cortex.embedder
+        return emb
 
     @property
     def device(self) -> torch.device:
-        return self._cortex.device
+        dev: torch.device = self._cortex.device
+        return dev
 
     @property
     def read_only(self) -> bool:

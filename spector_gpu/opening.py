@@ -47,7 +47,8 @@ def resolve_config(config: ConfigArg, path: str) -> Config:
     """Arguments > environment > TOML file > the store's saved config > defaults."""
     if isinstance(config, Config):
         return config
-    base = Config.saved(path) if os.path.isdir(path) else None
+    # only a store's own config.json: never a file of a directory that holds no store
+    base = Config.saved(path) if os.path.lexists(os.path.join(path, "store.json")) else None
     if config is None:
         return load_config(base=base)
     if isinstance(config, (str, os.PathLike)):

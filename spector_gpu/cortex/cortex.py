@@ -1,135 +1,126 @@
 """The cortex: every store and index of one memory directory, opened and closed together.
 
-The facade owns its lifetime; pathways share it. Memory ordinal ``i`` (insertion order) is the
-memory's row in the index region, the strength region, the vector slab, the BM25 index and the
-association links; ``Location`` says which typed store holds its header and payload.
-
-This module opens, loads, refreshes, reads, commits and adopts; its mixins hold the damage
-handling (:mod:`.quarantine`) and the derived indexes and their snapshot
-(:mod:`.derived_state`). The in-memory columns are :mod:`.columns`, the audit log
-:mod:`.event_log`, the ``store.json`` identity :mod:`.identity`.
+The facade owns its lifetime; pathways share it. Memory ordinal ``i`` (insertion order) is its
+row in every per-memory structure; ``Location`` says which typed store holds its payload.
+:class:`Cortex` composes :class:`~.stores.Stores` (the region-backed stores, their codecs),
+:class:`~.columns.Columns` (what gates read), :class:`~.derived_indexes.DerivedIndexes` (BM25,
+cues, links, the dense index; snapshot and replay) and :class:`~.quarantine.Quarantine`
+(damage found, reported and contained). It opens and loads them, refreshes a reader, hydrates
+a memory and writes a :class:`~.batch.WriteBatch`: transaction, commit and adoption in one.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..config import Config
-from ..errors import CorruptionError, SpectorError, StoreError, StoreFailedError
-from ..storage.io import atomic_write
-from ..storage.partition import Partition, Transaction, open_failure
-from ..storage.preamble import PREAMBLE_SIZE, SHAPE_APPEND, SHAPE_RECORD, RegionId
-from ..storage.region import RegionSpec
+from ..errors import CorruptionError, SpectorError, StoreFailedError, ValidationError
+from ..storage.partition import Transaction, open_failure
 from ..types import Location, MemoryType
 from .analyzer import Analyzer
+from .batch import NewMemories, WriteBatch
 from .bm25 import BM25Index
 from .columns import Columns
-from .derived import Cues, Links
-from .derived_state import DerivedStateMixin
-from .episodic import EpisodicMemory
-from .event_log import EventLog
-from .identity import STORE_FORMAT, identity_json, verify_identity
+from .cues import Cues
+from .derived_indexes import SNAPSHOT_NAME, DerivedIndexes
+from .episodic import EpisodeRecord
+from .header import with_consolidated, with_provenance
+from .identity import STORE_FORMAT, bound_snapshot, open_bound, snapshot_stamp
 from .index import IndexMemory
-from .layouts import HEADER_DTYPE, seal, vector_dtype
-from .payload import Payload, decode_payload, decode_text
-from .provenance_store import ProvenanceMemory
-from .slots import ProceduralMemory, SemanticMemory, slot_stride
-from .strength import StrengthMemory
-from .textpool import TextPool
+from .links import Links
+from .loader import PrimaryLoader
+from .payload import Payload
+from .provenance_store import LineageState
+from .quarantine import Quarantine
+from .stores import Staged, Stores, region_specs
 
-__all__ = ["STORE_FORMAT", "Cortex", "EventLog", "region_specs"]
+__all__ = ["STORE_FORMAT", "Cortex", "DeferredStrength", "region_specs"]
 
 log = logging.getLogger(__name__)
 
-
-def region_specs(dim: int, provenance_capacity: int) -> list[RegionSpec]:
-    """The region files of a store, in commit order (the id index last)."""
-    return [
-        RegionSpec(1, "episodic.log", SHAPE_APPEND, RegionId.EPISODIC, "EPIL"),
-        RegionSpec(2, "semantic.slots", SHAPE_RECORD, RegionId.SEMANTIC, "COG", slot_stride(dim)),
-        RegionSpec(
-            3, "procedural.slots", SHAPE_RECORD, RegionId.PROCEDURAL, "SKIL", slot_stride(dim)
-        ),
-        RegionSpec(4, "text.pool", SHAPE_APPEND, RegionId.TEXT, "TEXT"),
-        RegionSpec(5, "strength.rec", SHAPE_RECORD, RegionId.STRENGTH, "STRN", 96),
-        RegionSpec(
-            6, "vectors.slab", SHAPE_RECORD, RegionId.VECTOR, "VECS", vector_dtype(dim).itemsize
-        ),
-        RegionSpec(
-            7,
-            "provenance.rec",
-            SHAPE_RECORD,
-            RegionId.PROVENANCE,
-            "PROV",
-            72,
-            initial_capacity=min(provenance_capacity, 1024),
-        ),
-        RegionSpec(8, "events.log", SHAPE_APPEND, RegionId.EVENTS, "AUDT"),
-        RegionSpec(9, "index.midx", SHAPE_RECORD, RegionId.INDEX, "MIDX", 48),
-    ]
+#: A source of deferred strength rows, asked at every commit: ``(ordinals int64 (m,), rows
+#: STRENGTH_DTYPE (m,))`` to write with it, or None (see ``pathways.reinforcement``).
+DeferredStrength = Callable[[], tuple[np.ndarray, np.ndarray] | None]
 
 
-class Cortex(DerivedStateMixin):
-    """Opens, reads and writes every region of a store directory."""
+class Cortex:
+    """Opens, reads and writes every region of a store directory (see the module docstring).
+
+    Attributes:
+        version: bumped by every commit and refresh (invalidates recall caches).
+        recovery: the open report (journal records replayed, snapshot coverage, damage).
+    """
 
     def __init__(
         self,
         path: Path,
         config: Config,
         embedder: Any,
-        analyzer: Analyzer,
-        part: Partition,
+        stores: Stores,
+        derived: DerivedIndexes,
+        *,
         device: Any,
         read_only: bool,
     ) -> None:
         self.path = path
         self.config = config
         self.embedder = embedder
-        self.analyzer = analyzer
-        self.part = part
         self.device = device
         self.read_only = read_only
         self.dim = int(embedder.dim)
-        r = part.region
-        self.episodic = EpisodicMemory(r("episodic.log"))
-        self.semantic = SemanticMemory(r("semantic.slots"), self.dim)
-        self.procedural = ProceduralMemory(r("procedural.slots"), self.dim)
-        self.text = TextPool(r("text.pool"))
-        self.strength = StrengthMemory(r("strength.rec"), config.strength)
-        self.provenance = ProvenanceMemory(r("provenance.rec"), config.store.provenance_capacity)
-        self.vectors = r("vectors.slab")
-        self.index_region = r("index.midx")
-        self.index = IndexMemory(self.index_region)
-        self.events = EventLog(part)
-        self.vdtype = vector_dtype(self.dim)
-        self.n = 0
-        self.version = 0  # bumped by every commit and refresh: invalidates recall caches
-        self.id_map = self.index.id_map  # the IndexMemory's map (one dict, shared)
-        self.cols = Columns.empty()
-        self.cues = Cues()
-        self.links = Links()
-        lex = config.lexical
-        self.bm25 = BM25Index(
-            k1=lex.k1,
-            b=lex.b,
-            method=lex.method,  # type: ignore[arg-type]
-            analyzer=analyzer.name,
+        self.stores = stores
+        self.derived = derived
+        self.cols = Columns()
+        self.recovery: dict[str, Any] = {"replayed_journal_records": stores.part.replayed_records}
+        self.quarantine = Quarantine(
+            path,
+            stores.index.path,
+            strict=config.store.strict,
+            max_storage=config.strength.max_storage,
+            recovery=self.recovery,
+            fail=self._fail_writer,
         )
-        from ..kernels.dense import DenseIndex
+        self._loader = PrimaryLoader(stores, self.cols, derived, self.quarantine)
+        self.version = 0
+        self._deferred: list[DeferredStrength] = []
+        # Aliases of components' members that never change identity: the read side's
+        # contract (recall, gates, delegates, the facade and tests read them from the cortex).
+        self.part = stores.part
+        self.events = stores.events
+        self.episodic, self.text = stores.episodic, stores.text
+        self.semantic, self.procedural = stores.semantic, stores.procedural
+        self.strength, self.provenance = stores.strength, stores.provenance
+        self.index, self.vectors = stores.index, stores.vectors
+        self.id_map = stores.index.id_map  # dict[int TSID, int ordinal], cleared in place
+        self.quarantined = self.quarantine.quarantined  # set of ordinals, updated in place
+        self.analyzer, self.dense = derived.analyzer, derived.dense
 
-        self.dense = DenseIndex(self.dim, device=device, backend=config.dense.backend)  # type: ignore[arg-type]
-        self.recovery: dict[str, Any] = {"replayed_journal_records": part.replayed_records}
-        self.pre_commit: list[Any] = []  # callables(tx) run before every commit (deferred state)
-        self._snap_n = 0
-        self._cue_cache: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
-        self._lineage_linked: set[int] = set()  # fact TSIDs whose lineage edges are in self.links
-        self.quarantined: set[int] = set()  # ordinals with damaged header/strength values
-        self.damaged_entries: set[int] = set()  # quarantined ordinals whose index entry is damaged
+    # derived structures a loaded snapshot replaces: always read through the component
+    @property
+    def bm25(self) -> BM25Index:
+        return self.derived.bm25
+
+    @property
+    def cues(self) -> Cues:
+        return self.derived.cues
+
+    @property
+    def links(self) -> Links:
+        return self.derived.links
+
+    def quarantine_error(self, i: int, memory_id: str | None = None) -> CorruptionError:
+        """The error a read of quarantined ordinal ``i`` raises (:meth:`Quarantine.error`)."""
+        return self.quarantine.error(i, memory_id)
+
+    def report_corruption(self, exc: CorruptionError, *, structural: bool = False) -> None:
+        """Record damage (or raise it under ``store.strict``): :meth:`Quarantine.report`."""
+        self.quarantine.report(exc, structural=structural)
 
     # ---- opening -------------------------------------------------------------------
     @classmethod
@@ -141,46 +132,46 @@ class Cortex(DerivedStateMixin):
         *,
         device: Any,
         read_only: bool,
+        create_in_nonempty: bool = False,
     ) -> Cortex:
         """Open every region of the store at ``path``; any ``OSError`` met on the way (a name
-        too long, a permission, a full disk) is the library error that names the fix."""
-        try:
-            return cls._open(Path(path), config, embedder, device=device, read_only=read_only)
-        except OSError as exc:
-            if isinstance(exc, SpectorError):  # StoreLockedError, StoreFailedError, ...
-                raise
-            raise open_failure(Path(path), exc, writable=not read_only) from exc
-
-    @classmethod
-    def _open(
-        cls, path: Path, config: Config, embedder: Any, *, device: Any, read_only: bool
-    ) -> Cortex:
-        meta_path = path / "store.json"
+        too long, a permission, a full disk) is the library error that names the fix.
+        ``create_in_nonempty`` allows creating a store in a directory that holds other files."""
+        where = Path(path)
         analyzer = Analyzer(
             stopwords=config.lexical.stopwords,
             stemming="english" if config.lexical.stemming else None,
         )
-        if meta_path.exists():
-            verify_identity(meta_path, embedder, analyzer)
-        elif read_only:
-            raise StoreError(f"{path}: no spector_gpu store here (open it writable to create one)")
-        specs = region_specs(int(embedder.dim), config.store.provenance_capacity)
-        part = Partition.open(
-            path,
-            specs,
-            writable=not read_only,
-            durability=config.store.durability,  # type: ignore[arg-type]
-            checkpoint_bytes=config.store.checkpoint_mb << 20,
-        )
         try:
-            if not meta_path.exists():
-                atomic_write(meta_path, identity_json(embedder, analyzer))
-            cortex = cls(path, config, embedder, analyzer, part, device, read_only)
+            stores = open_bound(
+                where / "store.json", embedder, analyzer, read_only, create_in_nonempty, config
+            )
+        except OSError as exc:
+            if isinstance(exc, SpectorError):  # StoreLockedError, StoreFailedError, ...
+                raise
+            raise open_failure(where, exc, writable=not read_only) from exc
+        try:
+            derived = DerivedIndexes(config, analyzer, int(embedder.dim), device)
+            cortex = cls(
+                where, config, embedder, stores, derived, device=device, read_only=read_only
+            )
             cortex._load()
-        except BaseException:
-            part.close()
+        except BaseException as exc:
+            stores.close()
+            if isinstance(exc, OSError) and not isinstance(exc, SpectorError):
+                raise open_failure(where, exc, writable=not read_only) from exc
             raise
         return cortex
+
+    @property
+    def n(self) -> int:
+        """Memories adopted: ordinals ``0..n-1``."""
+        return len(self.cols)
+
+    def _fail_writer(self, exc: CorruptionError) -> None:
+        """Structural damage: a point-in-time view, so refuse writes on top of it."""
+        if not self.read_only and self.part.failed is None:
+            self.part.failed = exc
 
     def _load(self) -> None:
         """Open-time validation and loading, point-in-time by default.
@@ -192,80 +183,45 @@ class Cortex(DerivedStateMixin):
         than its count) exposes the prefix of memories before it and turns the handle
         read-only, so no write can build on it.
         """
-        n = self.index_region.count
+        for exc in self.part.damage:  # files missing, restored or foreign (storage.identity)
+            self.quarantine.report(exc, structural=True)
+        n = self.stores.index.count
         try:
-            self._check_tail(n)
+            self._loader.check_tail(n)
         except CorruptionError as exc:
-            self.report_corruption(exc)
+            self.quarantine.report(exc)
         try:
-            self._ingest_primary(0, n)
+            self._loader.ingest(0, n)
         except CorruptionError as exc:
-            self.report_corruption(exc, structural=True)
+            self.quarantine.report(exc, structural=True)
             good = exc.slot if isinstance(exc.slot, int) and 0 <= exc.slot < n else 0
-            self.n = 0
+            self.cols.truncate(0)
             self.id_map.clear()
-            self.quarantined.clear()
-            self.damaged_entries.clear()
-            self._ingest_primary(0, good)
+            self.quarantine.clear()
+            self._loader.ingest(0, good)
             n = good
-        self._load_derived(n)
+        covered = self.derived.load_snapshot(
+            self.path, n, self.cols.index["type"], binding=bound_snapshot(self)
+        )
+        self.recovery["snapshot_covered"] = covered
+        self.recovery["replayed_memories"] = n - covered
+        self._loader.derive(covered, n, self._payload_or_blank)
+        self.link_lineage()
 
-    def _ingest_primary(self, start: int, stop: int) -> None:
-        """Append index entries, headers and strength columns of ordinals [start, stop).
-
-        An index entry that is damaged (CRC, slot, type), points outside its store or repeats
-        an id is quarantined (:meth:`_seal_off`); the other memories are unaffected."""
-        if stop <= start:
-            return
-        entries, bad = self.index.scan(start, stop)
-        types, offs = entries["type"], entries["record_offset"]
-        ep = (types == MemoryType.EPISODIC) & ~bad
-        bad |= ep & ((offs < PREAMBLE_SIZE) | (offs + 96 > self.episodic.end))
-        for t, store in (
-            (MemoryType.SEMANTIC, self.semantic),
-            (MemoryType.PROCEDURAL, self.procedural),
-        ):
-            bad |= (types == t) & ~bad & ((offs < 0) | (offs >= store.region.count))
-        # settled: a reader may copy a row while the writer rewrites it (onRecall, reinforce)
-        sraw, sok = self.strength.region.read_rows_settled(start, stop)
-        srows = sraw.view(self.strength_dtype).reshape(-1)
-        self._repeated_ids(entries["id"], bad)
-        unnamed = np.zeros(stop - start, dtype=bool)
-        if bad.any():
-            unnamed = self._seal_off(entries, bad, srows, sok, start)
-        vec = self.vectors.rows(start, stop).copy().view(self.vdtype).reshape(-1)
-        self.cols.extend(self.n, entries, self._headers(entries), srows)
-        self.index.adopt(entries, skip=unnamed)
-        self.dense.add(vec["q"], vec["scale"])
-        self.n = stop
-        self._quarantine(np.arange(start, stop))
-
-    def _headers(self, entries: np.ndarray) -> np.ndarray:
-        """HEADER_DTYPE (m,): the headers of index entries (INDEX_DTYPE (m,)), each read from the
-        store its type names; zeros for a quarantined entry (type WORKING)."""
-        types = entries["type"]
-        headers = np.zeros(len(entries), dtype=HEADER_DTYPE)
-        ep = types == MemoryType.EPISODIC
-        if ep.any():
-            headers[ep] = self.episodic.headers_at(entries["record_offset"][ep])
-        for t, store in (
-            (MemoryType.SEMANTIC, self.semantic),
-            (MemoryType.PROCEDURAL, self.procedural),
-        ):
-            m = types == t
-            if m.any():
-                headers[m] = store.headers(entries["record_offset"][m])
-        return headers
-
-    @property
-    def strength_dtype(self) -> np.dtype:
-        from .layouts import STRENGTH_DTYPE
-
-        return STRENGTH_DTYPE
+    def _payload_or_blank(self, i: int) -> Payload:
+        """A memory's payload for index building; a damaged one is reported and left blank."""
+        if i in self.quarantine.damaged_entries:  # reported when its entry was read
+            return Payload(text="")
+        try:
+            return self.payload(i, verify_slot=False)
+        except CorruptionError as exc:
+            self.quarantine.report(exc)
+            return Payload(text="")
 
     # ---- reading ---------------------------------------------------------------------
     def location(self, i: int) -> Location:
-        return self.index.location(self.cols.index[i])
+        """Where ordinal ``i`` lives (type, partition, record offset, vector and graph slot)."""
+        return IndexMemory.location(self.cols.index[i])
 
     def payload(self, i: int, *, verify_slot: bool = True) -> Payload:
         """Hydrate ordinal ``i``'s payload from the store its ``Location.type`` names.
@@ -273,71 +229,133 @@ class Cortex(DerivedStateMixin):
         Everything returned is verified: an episode's record CRC; for a fact or skill, its
         slot row's CRC and owner (``verify_slot``; index building, which reads only the text,
         skips it) and its text pool entry's CRC and owner. ``CorruptionError`` names the file,
-        region and slot that failed."""
-        e = self.cols.index[i]
-        t = int(e["type"])
-        if t == MemoryType.EPISODIC:
-            return self.episodic.read(int(e["record_offset"])).payload
-        self._verify_slot(i, verify_slot)
-        raw = self.text.read(int(e["text_offset"]), int(e["text_length"]), int(e["id"]))
-        return decode_payload(raw, where=f"{self.text.region.path}: memory {i}")
+        region and slot that failed (a quarantined index entry: the entry)."""
+        entry = self.cols.index[i]
+        if int(entry["type"]) != MemoryType.EPISODIC:
+            self.quarantine.check_entry(i)
+        return self.stores.payload(entry, i, verify_slot=verify_slot)
 
     def text_of(self, i: int) -> str:
-        e = self.cols.index[i]
-        if int(e["type"]) == MemoryType.EPISODIC:
-            return self.episodic.read(int(e["record_offset"])).payload.text
-        self._verify_slot(i, True)
-        return decode_text(
-            self.text.read(int(e["text_offset"]), int(e["text_length"]), int(e["id"]))
-        )
+        """Ordinal ``i``'s text alone (verified as :meth:`payload`)."""
+        entry = self.cols.index[i]
+        if int(entry["type"]) != MemoryType.EPISODIC:
+            self.quarantine.check_entry(i)
+        return self.stores.text_of(entry)
 
     def refresh(self) -> None:
         """Readers: pick up memories and header/strength changes committed since open."""
-        self.part.refresh()
-        n = self.index_region.count
+        self.stores.refresh()
+        n = self.stores.index.count
         if n < self.n:
             raise CorruptionError(
-                f"{self.index_region.path}: committed index shrank ({self.n} -> {n})",
-                file=self.index_region.path,
+                f"{self.stores.index.path}: committed index shrank ({self.n} -> {n})",
+                file=self.stores.index.path,
                 region="index",
             )
         old = self.n
         self.version += 1
-        self._ingest_primary(old, n)
-        self._derive(old, n)
+        self._loader.ingest(old, n)
+        self._loader.derive(old, n, self._payload_or_blank)
         self.link_lineage()
-        self.reload_mutable(np.arange(0, old))
+        self._loader.reload_mutable(np.arange(0, old))
 
     def reload_mutable(self, ordinals: np.ndarray) -> None:
         """Re-read headers and strength columns of existing ordinals (after in-place updates)."""
-        if not len(ordinals):
-            return
-        self.cols.headers[ordinals] = self._headers(self.cols.index[ordinals])
-        # Strength rows are rewritten in place: re-read any caught mid-rewrite, and keep the
-        # last good values of a row damaged on disk (check() reports it) rather than garbage.
-        # (Episode and slot headers need no such care: a rewrite changes only single-byte
-        # fields, flags and provenance, so a copy can never mix two values of one field.)
-        raw, ok = self.strength.region.read_rows_settled(0, self.n)
-        good = ordinals[ok[ordinals]]
-        rows = raw.view(self.strength_dtype).reshape(-1)[good]
-        self.cols.d_event[good] = rows["retrieval_strength"]
-        self.cols.last_event_ms[good] = rows["last_recall_ms"]
-        self.cols.storage[good] = rows["storage_strength"]
-        self._quarantine(ordinals)
+        self._loader.reload_mutable(ordinals)
+
+    def session_turns(self, session: int, first_seq: int, last_seq: int) -> list[int]:
+        """Ordinals of the episodes of ``session`` with sequence in [first_seq, last_seq]."""
+        return self.derived.session_turns(self.cols.index["type"], session, first_seq, last_seq)
+
+    def session_cursor(self, session: int, *, after_seq: int = -1) -> Iterator[EpisodeRecord]:
+        """A session's episodes in sequence order, after ``after_seq``."""
+        ords = self.session_turns(session, after_seq + 1, int(np.iinfo(np.int32).max))
+        ords.sort(key=lambda o: int(self.cues.sequence[o]))
+        return self.episodic.cursor([int(self.cols.index["record_offset"][o]) for o in ords])
+
+    def link_lineage(self) -> None:
+        """Join every LIVE lineage record not yet linked to the association graph."""
+        self.derived.link_lineage(self.stores.provenance, self.id_map, self.cols.index["type"])
 
     # ---- writing ---------------------------------------------------------------------
+    def defer_strength(self, source: DeferredStrength) -> None:
+        """Register a source of deferred strength rows written with every commit."""
+        self._deferred.append(source)
+
+    def write(self, batch: WriteBatch, *, audit: Callable[[], object] | None = None) -> None:
+        """Encode, commit (one journaled transaction: all or nothing) and adopt ``batch``.
+
+        ``audit`` runs once every part is encoded and before the commit (it queues the
+        batch's event; a part that cannot be written raises first, and nothing is queued).
+        Raises what the stores raise: ``ValidationError`` for a malformed batch,
+        ``RegionFullError``, ``CorruptionError`` for a quarantined memory's header,
+        ``ReadOnlyStoreError`` / ``StoreFailedError`` when the handle cannot write."""
+        tx = self.stores.transaction()
+        staged = None
+        if batch.memories is not None:
+            staged = self.stores.stage_memories(tx, batch.memories, self.n)
+        headers = self._stage_headers(tx, batch)
+        prov = self.stores.provenance
+        if batch.lineage is not None:
+            prov.append_run(tx, batch.lineage)
+        if batch.lineage_live is not None:
+            slots = prov.run_slots(*batch.lineage_live)
+            if slots.size:
+                prov.set_state(tx, slots, LineageState.LIVE)
+        if audit is not None:
+            audit()
+        self.commit(tx)
+        if staged is not None and batch.memories is not None:
+            self._adopt_memories(batch.memories, staged)
+        for o, header in headers.items():
+            self.cols.headers[o] = header[0]
+        if batch.lineage_live is not None:
+            self.link_lineage()
+
+    def _stage_headers(self, tx: Transaction, batch: WriteBatch) -> dict[int, np.ndarray]:
+        consolidate = set(batch.consolidate)
+        out: dict[int, np.ndarray] = {}
+        for o in batch.header_updates():
+            if not 0 <= o < self.n:
+                raise ValidationError(f"header update of ordinal {o}: no such memory (n={self.n})")
+            header = self.cols.headers[o : o + 1]
+            if o in consolidate:
+                header = with_consolidated(header)
+            if o in batch.record_provenance:
+                header = with_provenance(header, np.array([batch.record_provenance[o]]))
+            self.rewrite_header(tx, o, header)
+            out[o] = header
+        return out
+
+    def _adopt_memories(self, new: NewMemories, staged: Staged) -> None:
+        self.cols.extend(self.n, staged.entries, staged.headers, staged.strength_rows)
+        self.stores.index.adopt(staged.entries)
+        self.derived.dense.add(staged.q, staged.scale)
+        self.derived.append(new.types, new.payloads, np.asarray(new.sequences).tolist())
+
+    def rewrite_header(self, tx: Transaction, i: int, header: np.ndarray) -> None:
+        """Stage, in ``tx``, ordinal ``i``'s header (HEADER_DTYPE (1,)) rewritten in place; a
+        quarantined memory's in-memory header is not trustworthy and is never written back
+        (``CorruptionError``). Prefer :meth:`write`; this is the transaction-level step."""
+        if i in self.quarantined:
+            raise self.quarantine_error(i)
+        self.stores.rewrite_header(tx, self.cols.index[i], header)
+
     def transaction(self) -> Transaction:
-        return self.part.transaction()
+        """A raw transaction for :meth:`rewrite_header` / :meth:`commit` (prefer :meth:`write`)."""
+        return self.stores.transaction()
 
     def commit(self, tx: Transaction) -> None:
-        for hook in self.pre_commit:
-            hook(tx)
-        frames = self.events.frames()
-        if frames:
-            tx.append(self.part.region("events.log"), frames)
-        self.part.commit(tx, order=[self.index_region])
+        """Commit ``tx`` with the deferred strength rows and the queued events (no adoption:
+        :meth:`write` does both). Takes an automatic snapshot every ``store.snapshot_every``
+        memories."""
+        for source in self._deferred:
+            pending = source()
+            if pending is not None:
+                self.stores.stage_strength(tx, *pending)
+        self.stores.commit(tx)
         self.version += 1
-        if self.n - self._snap_n >= self.config.store.snapshot_every:
+        if self.n - self.derived.snapshot_covers >= self.config.store.snapshot_every:
             try:
                 self.save_snapshot()
             except StoreFailedError as exc:
@@ -346,77 +364,36 @@ class Cortex(DerivedStateMixin):
                 # next write and says why.
                 log.warning("%s", exc)
 
-    def index_entries(
-        self,
-        ids: np.ndarray,
-        types: np.ndarray,
-        offsets: np.ndarray,
-        text: list[tuple[int, int]],
-        first: int,
-    ) -> np.ndarray:
-        return self.index.encode(ids, types, offsets, text, first)
-
-    def vector_rows(self, q: np.ndarray, scale: np.ndarray, first: int) -> np.ndarray:
-        rows = np.zeros(len(q), dtype=self.vdtype)
-        rows["q"] = q
-        rows["scale"] = scale
-        rows["ordinal"] = np.arange(first, first + len(q))
-        return seal(rows)
-
-    def adopt(
-        self,
-        entries: np.ndarray,
-        headers: np.ndarray,
-        strength_rows: np.ndarray,
-        q: np.ndarray,
-        scale: np.ndarray,
-        payloads: list[Payload],
-        sequences: list[int],
-    ) -> None:
-        """After a commit: bring in-memory columns and derived indexes up to date."""
-        first = self.n
-        self.cols.extend(first, entries, headers, strength_rows)
-        self.index.adopt(entries)
-        self.dense.add(q, scale)
-        tw = self.config.association.tag_weight
-        for k, p in enumerate(payloads):
-            t = int(entries["type"][k])
-            self.cues.append(
-                p.session_id,
-                sequences[k],
-                bool(p.citations),
-                p.speaker,
-                p.tags,
-                p.external_id,
-                p.source_uri,
-                self.cue_tokens(p),
+    def save_snapshot(self) -> None:
+        """Write the derived-index snapshot. An I/O error fails the handle like a failed
+        commit (``StoreFailedError``; no write after it touches the disk): the memories stay
+        safe in the regions and a reopen rebuilds what the snapshot would have held."""
+        if self.read_only or self.part.failed is not None or self.n == self.derived.snapshot_covers:
+            return
+        try:
+            self.derived.save_snapshot(
+                self.path,
+                durable=self.config.store.durability != "none",
+                stamp=snapshot_stamp(self.part, self.cols.ids, self.n),
             )
-            self.links.append(p.session_id if t == MemoryType.EPISODIC else None, p.tags, tw)
-        self.bm25.add(self.analyzer.tokens_batch([self.index_text(p) for p in payloads]))
-        self.n = first + len(entries)
-
-    def rewrite_header(self, tx: Transaction, i: int, header: np.ndarray) -> None:
-        """Rewrite ordinal ``i``'s header in place; a quarantined memory's in-memory header is
-        not trustworthy and is never written back (``CorruptionError``)."""
-        if i in self.quarantined:
-            raise self.quarantine_error(i)
-        e = self.cols.index[i]
-        t = int(e["type"])
-        if t == MemoryType.EPISODIC:
-            self.episodic.rewrite_header(tx, int(e["record_offset"]), header)
-        elif t == MemoryType.SEMANTIC:
-            self.semantic.rewrite_header(tx, int(e["record_offset"]), header)
-        else:
-            self.procedural.rewrite_header(tx, int(e["record_offset"]), header)
+        except OSError as exc:
+            self.part.failed = exc
+            raise StoreFailedError(
+                f"{self.path / SNAPSHOT_NAME}: could not write the derived-index snapshot "
+                f"({exc}); the store is now read-only — free space or check the device, then "
+                "close and reopen it (every committed memory is kept; the indexes are rebuilt on "
+                "open)"
+            ) from exc
 
     # ---- closing ---------------------------------------------------------------------
     def close(self) -> None:
+        """Write deferred state and a snapshot (a writer in its own process), then close."""
         if self.part.closed:
             return
         try:
-            if not self.read_only and self.part.failed is None and os.getpid() == self.part._pid:
-                if any(True for _ in self.pre_commit):
-                    self.commit(self.transaction())
+            if not self.read_only and self.part.failed is None and self.part.in_this_process():
+                if self._deferred:
+                    self.write(WriteBatch())
                 self.save_snapshot()
         finally:
-            self.part.close()
+            self.stores.close()

@@ -35,12 +35,16 @@ _U32 = struct.Struct("<I")
 
 @dataclass(frozen=True)
 class EpisodeRecord:
+    """One decoded episode; the next record starts at ``offset + RECORD_OVERHEAD +
+    payload_bytes``."""
+
     offset: int
     memory_id: int
     timestamp_ms: int
     sequence: int
     header: np.void
     payload: Payload
+    payload_bytes: int = 0  # the payload's framed length (padding included)
 
 
 class EpisodicMemory:
@@ -59,7 +63,8 @@ class EpisodicMemory:
         Uses the native batch encoder when it was built (``spector_gpu.storage._native``), else
         the Python twin below; both produce identical bytes (tested)."""
         data, rel = EpisodicMemory._encode(ids, headers, payloads, sequences)
-        return data, np.asarray(rel).tolist()
+        offsets: list[int] = np.asarray(rel).tolist()
+        return data, offsets
 
     @staticmethod
     def _encode(
@@ -122,7 +127,8 @@ class EpisodicMemory:
         """Append records in ``tx``; returns each record's absolute byte offset."""
         data, rel = self._encode(ids, headers, payloads, sequences)
         base = tx.append(self.region, data)
-        return (np.asarray(rel, dtype=np.int64) + base).tolist()
+        offsets: list[int] = (np.asarray(rel, dtype=np.int64) + base).tolist()
+        return offsets
 
     def rewrite_header(self, tx: Transaction, offset: int, header: np.ndarray) -> None:
         """Replace a record's header in place (flags), re-sealing its CRC."""
@@ -183,10 +189,21 @@ class EpisodicMemory:
             slot=offset,
         )
 
-    def read(self, offset: int) -> EpisodeRecord:
-        """Read and CRC-verify one record at ``offset`` (a ``Location.record_offset``)."""
+    def read(self, offset: int, owner: int | None = None) -> EpisodeRecord:
+        """Read and CRC-verify one record at ``offset`` (a ``Location.record_offset``). With
+        ``owner`` (the memory id the index entry names), the record's embedded memory id must
+        be that id: a CRC-valid record of another memory (a log restored from an older copy,
+        or taken from another store) raises ``CorruptionError`` instead of lending its text."""
         prefix_raw, head, body = self._verified(offset)
         prefix = np.frombuffer(prefix_raw, dtype=WALK_PREFIX_DTYPE)[0]
+        if owner is not None and int(prefix["memory_id"]) != owner:
+            raise CorruptionError(
+                f"{self.region.path}: episode at offset {offset} belongs to another memory "
+                f"(its id is {int(prefix['memory_id'])}, the index names {owner})",
+                file=self.region.path,
+                region="episodic",
+                slot=offset,
+            )
         header = np.frombuffer(head, dtype=HEADER_DTYPE)[0]
         payload = decode_payload(body, where=f"{self.region.path}: episode at offset {offset}")
         return EpisodeRecord(
@@ -196,15 +213,30 @@ class EpisodicMemory:
             int(prefix["sequence"]),
             header,
             payload,
+            len(body),
         )
+
+    def audit(self) -> Iterator[tuple[int, EpisodeRecord | CorruptionError]]:
+        """Every committed record in log order, each read and CRC-verified, as ``(offset,
+        record)``; at the first one that fails, ``(offset, error)`` and the walk stops (the
+        framing past a damaged record cannot be trusted). Never raises for damage."""
+        pos, end = PREAMBLE_SIZE, self.end
+        while pos < end:
+            try:
+                rec = self.read(pos)
+            except CorruptionError as exc:
+                yield pos, exc
+                return
+            yield pos, rec
+            pos += RECORD_OVERHEAD + rec.payload_bytes
 
     def cursor(self, offsets: Sequence[int]) -> Iterator[EpisodeRecord]:
         """Read records at ``offsets`` in order (a session's cursor: its offsets by sequence)."""
         for off in offsets:
             yield self.read(int(off))
 
-    def verify(self, offset: int) -> None:
-        self.read(offset)
+    def verify(self, offset: int, owner: int | None = None) -> None:
+        self.read(offset, owner)
 
     def headers_at(self, offsets: np.ndarray) -> np.ndarray:
         """Headers of the records at ``offsets`` (vectorised gather; no payload decode)."""
@@ -227,6 +259,17 @@ class EpisodicMemory:
         buf = self.region.array(0, self.end)
         idx = offsets[:, None] + np.arange(WALK_PREFIX_SIZE)
         return buf[idx].copy().view(WALK_PREFIX_DTYPE).reshape(-1)
+
+    def sequences_at(self, offsets: np.ndarray) -> np.ndarray:
+        """Per-session sequence numbers (int64 (m,)) of the records at ``offsets``, read
+        without the records' CRCs; a value no writer produces (>= 2^31: a damaged prefix,
+        reported when its record is read) comes back as -1."""
+        offsets = np.asarray(offsets, dtype=np.int64)
+        if not offsets.size:
+            return np.zeros(0, dtype=np.int64)
+        seq = self.prefixes_at(offsets)["sequence"].astype(np.int64)
+        seq[seq >= 1 << 31] = -1
+        return seq
 
     def walk_offsets(self) -> np.ndarray:
         """Offsets of every committed record, found by jumping ``96+N`` (no payload decode)."""

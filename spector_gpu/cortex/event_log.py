@@ -24,10 +24,17 @@ class EventLog:
         self._name = name
         self.pending: list[bytes] = []
 
+    @property
+    def path(self) -> str:
+        """The events region's file."""
+        return self._part.region(self._name).path
+
     def append(self, data: bytes) -> None:
+        """Queue ``data`` for the next commit of the store."""
         self.pending.append(data)
 
     def frames(self) -> bytes:
+        """The queued records, framed back to back (the queue is emptied)."""
         out = []
         for data in self.pending:
             pad = (-(len(data) + 8)) % 8

@@ -1,8 +1,11 @@
-"""``store.json``: what a store was written with (format, embedder name and dim, analyzer).
+"""``store.json``: what a store was written with (format, store id, embedder, analyzer).
 
 Opening refuses a store written by another format, embedder or analyzer, since its vectors or
-its BM25 tokens would not match the queries; it also refuses a non-regular file where a store
-file should be (reading a FIFO would block forever).
+its BM25 tokens would not match the queries; it also refuses a non-regular file or a symbolic
+link where a store file should be (reading a FIFO would block forever). Format 2 adds the
+store id every region file carries (``storage.identity``): a ``store.json`` of another store,
+or one missing from a store with commits, is damage; a format-1 ``store.json`` is rewritten
+with the id once the regions are upgraded.
 """
 
 from __future__ import annotations
@@ -10,30 +13,53 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+import numpy as np
+
+from ..config import Config
 from ..errors import CorruptionError, EmbedderMismatchError, StoreError, StoreFormatError
+from ..forksafe import install as install_fork_hook
+from ..storage.identity import snapshot_binding, snapshot_mismatch
+from ..storage.io import atomic_write, read_regular
+from ..storage.partition import Partition
 from .analyzer import Analyzer
 
-__all__ = ["STORE_FORMAT", "identity_json", "regular_or_refuse", "verify_identity"]
+if TYPE_CHECKING:
+    from .stores import Stores
 
-STORE_FORMAT = 1
+__all__ = [
+    "STORE_FORMAT",
+    "bind_identity",
+    "bound_snapshot",
+    "identity_json",
+    "open_bound",
+    "regular_or_refuse",
+    "snapshot_stamp",
+    "verify_identity",
+]
+
+STORE_FORMAT = 2
+_LEGACY_FORMAT = 1
 
 
 def regular_or_refuse(path: Path) -> None:
-    """``StoreFormatError`` if ``path`` is not a regular file (a FIFO, device or directory)."""
-    if not stat.S_ISREG(os.stat(path).st_mode):
+    """``StoreFormatError`` if ``path`` is not a regular file (a FIFO, device, directory or
+    symbolic link)."""
+    if not stat.S_ISREG(os.lstat(path).st_mode):
         raise StoreFormatError(
             f"{path}: not a regular file; move it away (a store file must be a regular file)",
             file=str(path),
         )
 
 
-def identity_json(embedder: Any, analyzer: Analyzer) -> bytes:
+def identity_json(embedder: Any, analyzer: Analyzer, store_id: int) -> bytes:
     """The ``store.json`` a new store is created with (UTF-8 JSON)."""
     identity = {
         "format": STORE_FORMAT,
+        "store_id": f"{store_id:016x}",
         "embedder": embedder.name,
         "dim": int(embedder.dim),
         "analyzer": analyzer.name,
@@ -41,15 +67,16 @@ def identity_json(embedder: Any, analyzer: Analyzer) -> bytes:
     return json.dumps(identity, indent=2, sort_keys=True).encode()
 
 
-def verify_identity(meta_path: Path, embedder: Any, analyzer: Analyzer) -> None:
-    """Check an existing ``store.json`` against the embedder and analyzer opening it.
+def verify_identity(meta_path: Path, embedder: Any, analyzer: Analyzer) -> int | None:
+    """Check an existing ``store.json`` against the embedder and analyzer opening it; returns
+    the store id it names (None for format 1, which names none).
 
     Raises ``CorruptionError`` (unreadable file), ``StoreError`` (unsupported format) or
     ``EmbedderMismatchError`` (another embedder, dim or analyzer)."""
     path = meta_path.parent
-    regular_or_refuse(meta_path)  # reading a FIFO would block forever
+    raw = read_regular(meta_path)  # never a FIFO or a link (StoreFormatError)
     try:
-        stored = json.loads(meta_path.read_text(encoding="utf-8"))
+        stored = json.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         raise CorruptionError(
             f"{meta_path}: store identity file is not valid JSON", file=str(meta_path)
@@ -58,7 +85,7 @@ def verify_identity(meta_path: Path, embedder: Any, analyzer: Analyzer) -> None:
         raise CorruptionError(
             f"{meta_path}: store identity file is not a JSON object", file=str(meta_path)
         )
-    if stored.get("format") != STORE_FORMAT:
+    if stored.get("format") not in (STORE_FORMAT, _LEGACY_FORMAT):
         raise StoreError(f"{meta_path}: store format {stored.get('format')} is not supported")
     if stored.get("embedder") != embedder.name or stored.get("dim") != int(embedder.dim):
         raise EmbedderMismatchError(
@@ -71,3 +98,113 @@ def verify_identity(meta_path: Path, embedder: Any, analyzer: Analyzer) -> None:
             f"{path}: store was indexed with analyzer {stored.get('analyzer')!r}, not "
             f"{analyzer.name!r}; use the same [lexical] stopwords/stemming settings"
         )
+    if stored["format"] == _LEGACY_FORMAT:
+        return None
+    try:
+        return int(str(stored.get("store_id")), 16)
+    except ValueError:
+        raise CorruptionError(
+            f"{meta_path}: store identity file holds no valid store_id", file=str(meta_path)
+        ) from None
+
+
+def bind_identity(
+    meta_path: Path, part: Partition, stored_id: int | None, embedder: Any, analyzer: Analyzer
+) -> CorruptionError | None:
+    """After the regions opened: write ``store.json`` for a store without commits that has
+    none, upgrade a format-1 one, or return the damage (missing in a store with commits, or
+    naming another store than its regions do)."""
+    exists = os.path.lexists(meta_path)
+    writable = part.writable and part.failed is None and part.store_id is not None
+    if not exists and part.generation == 0 and writable:
+        atomic_write(meta_path, identity_json(embedder, analyzer, part.store_id or 0))
+        return None
+    if not exists:
+        return CorruptionError(
+            f"{meta_path}: missing from a store that holds commits (or is being created); "
+            "restore it from a backup of this store",
+            file=str(meta_path),
+        )
+    if stored_id is None and writable:  # format 1, regions upgraded: name their id
+        atomic_write(meta_path, identity_json(embedder, analyzer, part.store_id or 0))
+        return None
+    if stored_id is not None and part.store_id is not None and stored_id != part.store_id:
+        return CorruptionError(
+            f"{meta_path}: belongs to another store (store id {stored_id:016x}; the region "
+            f"files are {part.store_id:016x}) — put this store's own store.json back",
+            file=str(meta_path),
+        )
+    return None
+
+
+def open_bound(
+    meta_path: Path,
+    embedder: Any,
+    analyzer: Analyzer,
+    read_only: bool,
+    create_in_nonempty: bool,
+    config: Config,
+) -> Stores:
+    """Check ``store.json``, open the regions, and bind the two (``bind_identity``; damage
+    goes to ``part.damage``, which the cortex reports at load). Installs the after-fork hook
+    (``spector_gpu.forksafe``): a process that opened a store may fork workers."""
+    from .stores import Stores
+
+    install_fork_hook()  # forked workers run torch single-threaded (libgomp hangs otherwise)
+    stored_id = None
+    if os.path.lexists(meta_path):
+        stored_id = verify_identity(meta_path, embedder, analyzer)
+    stores = Stores.open(
+        meta_path.parent,
+        int(embedder.dim),
+        config,
+        writable=not read_only,
+        create_in_nonempty=create_in_nonempty,
+    )
+    try:
+        damage = bind_identity(meta_path, stores.part, stored_id, embedder, analyzer)
+    except BaseException:
+        stores.close()
+        raise
+    if damage is not None:
+        stores.part.damage.append(damage)
+    return stores
+
+
+class _Loaded(Protocol):
+    part: Partition
+    path: Path
+
+    @property
+    def cols(self) -> Any: ...
+
+    def report_corruption(self, exc: CorruptionError, *, structural: bool = False) -> None: ...
+
+
+def snapshot_stamp(part: Partition, ids: np.ndarray, n: int) -> dict[str, object]:
+    """The identity a derived-index snapshot of the first ``n`` memories records."""
+    return snapshot_binding(part.store_id, part.generation, int(ids[n - 1]) if n else 0)
+
+
+def bound_snapshot(cortex: _Loaded) -> Callable[[Mapping[str, Any], int], None]:
+    """The check a snapshot's ``meta`` must pass before it is loaded: this store, a generation
+    not after a writer's own (a reader's writer may have moved on), this store's memory at
+    its last covered ordinal. ``CorruptionError`` otherwise; a foreign or future snapshot is
+    also reported (then rebuilt)."""
+
+    def check(meta: Mapping[str, Any], covered: int) -> None:
+        part = cortex.part
+        why = snapshot_mismatch(
+            dict(meta),
+            part.store_id,
+            part.generation if part.writable else None,
+            int(cortex.cols.ids[covered - 1]) if covered else None,
+            unbound_ok=part.upgraded_from is not None,
+        )
+        if why is not None:
+            unusable = CorruptionError(f"{cortex.path}/derived.snap: not this store's: {why[0]}")
+            if why[1]:
+                cortex.report_corruption(unusable)
+            raise unusable
+
+    return check

@@ -13,21 +13,24 @@ from ..errors import CorruptionError
 from ..storage.partition import Transaction
 from ..storage.region import Region
 from ..types import Location, MemoryType
+from .fixed import FixedStrideStore
 from .layouts import INDEX_DTYPE, seal
 
 __all__ = ["IndexMemory"]
 
+_ID_LEN = 13  # characters of a TSID string (kept in each entry for Spector's layout)
 
-class IndexMemory:
+
+class IndexMemory(FixedStrideStore):
+    """Typed view of the id index; ``id_map`` maps each adopted TSID to its ordinal."""
+
+    owner_field = "graph_slot"  # entry i describes ordinal i
+
     def __init__(self, region: Region) -> None:
-        self.region = region
+        super().__init__(region, INDEX_DTYPE)
         self.id_map: dict[int, int] = {}
 
-    @property
-    def count(self) -> int:
-        return self.region.count
-
-    def read(self, start: int, stop: int) -> np.ndarray:
+    def read_range(self, start: int, stop: int) -> np.ndarray:
         """Validated entries of ordinals [start, stop); ``CorruptionError.slot`` = first bad one."""
         entries, bad = self.scan(start, stop)
         if bad.any():
@@ -45,8 +48,7 @@ class IndexMemory:
         their own slot, or an unknown type), never raised. A reader re-reads rows that fail
         their CRC until they verify or stop changing (``Region.read_rows_settled``), so a row
         copied while a writer wrote it is not taken for damage."""
-        rows, ok = self.region.read_rows_settled(start, stop)
-        entries = rows.view(INDEX_DTYPE).reshape(-1)
+        entries, ok = self.settled(start, stop)
         bad = (
             ~ok
             | (entries["graph_slot"] != np.arange(start, stop))
@@ -54,7 +56,7 @@ class IndexMemory:
         )
         return entries, bad
 
-    def encode(
+    def encode_entries(
         self,
         ids: np.ndarray,
         types: np.ndarray,
@@ -63,10 +65,13 @@ class IndexMemory:
         first: int,
         partition: int = 0,
     ) -> np.ndarray:
+        """Sealed entries (m,) of ordinals ``first ..``: TSIDs ``ids`` int64 (m,), ``types``
+        (m,) MemoryType values, ``offsets`` (m,) record offsets (log bytes or slots) and
+        ``text`` ``(offset, length)`` of each text pool entry ((0, 0) for an episode)."""
         n = len(ids)
         e = np.zeros(n, dtype=INDEX_DTYPE)
         e["id"] = ids
-        e["id_len"] = 13
+        e["id_len"] = _ID_LEN
         e["type"] = types
         e["record_offset"] = offsets
         e["graph_slot"] = np.arange(first, first + n)
@@ -76,7 +81,7 @@ class IndexMemory:
         return seal(e)
 
     def register(self, tx: Transaction, entries: np.ndarray) -> int:
-        """Append entries in ``tx`` (the commit writes this region's count last)."""
+        """Append sealed entries in ``tx`` (the commit writes this region's count last)."""
         return tx.append(self.region, entries.tobytes())
 
     def adopt(self, entries: np.ndarray, *, skip: np.ndarray | None = None) -> None:

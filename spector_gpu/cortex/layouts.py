@@ -47,6 +47,8 @@ Index entry, 48 B (MIDX; entry i describes memory ordinal i)::
     40 partition i32   44 crc32c over [0, 44)
 
 Vector row, dim+12 B (region VECTOR): int8[dim] · scale f32 · ordinal u32 · crc32c.
+
+Engram slot, 64+dim+4 B (regions SEMANTIC, PROCEDURAL): EncodingHeader · int8[dim] · crc32c.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ __all__ = [
     "WALK_PREFIX_DTYPE",
     "WALK_PREFIX_SIZE",
     "seal",
+    "slot_dtype",
     "type_of_flags",
     "vector_dtype",
 ]
@@ -181,7 +184,13 @@ INDEX_DTYPE = np.dtype(
 
 
 def vector_dtype(dim: int) -> np.dtype:
+    """Vector row of a ``dim``-dimensional slab (``dim + 12`` bytes)."""
     return np.dtype([("q", "i1", (dim,)), ("scale", "<f4"), ("ordinal", "<u4"), ("crc32c", "<u4")])
+
+
+def slot_dtype(dim: int) -> np.dtype:
+    """Engram slot of ``dim``-dimensional vectors (``64 + dim + 4`` bytes)."""
+    return np.dtype([("header", HEADER_DTYPE), ("q", "i1", (dim,)), ("crc32c", "<u4")])
 
 
 for _dt, _size in (

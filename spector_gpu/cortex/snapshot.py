@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import CorruptionError
 from ..storage.crc import crc32c
-from ..storage.io import atomic_write
+from ..storage.io import atomic_write, read_regular
 from ..storage.killpoints import killpoint
 
 __all__ = ["arrays_to_strings", "read_snapshot", "strings_to_arrays", "write_snapshot"]
@@ -72,7 +72,7 @@ def write_snapshot(
 def read_snapshot(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Load and validate a snapshot; ``CorruptionError`` if anything is off."""
     p = Path(path)
-    data = p.read_bytes()
+    data = read_regular(p)  # never through a symbolic link
     where = str(p)
     if len(data) < len(_MAGIC) + 8 or not data.startswith(_MAGIC):
         raise CorruptionError(f"{where}: not a snapshot file", file=where)

@@ -13,11 +13,13 @@ use times shifts, D returns to 1 and S grows by ``ltp_step`` at most once per co
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from ..config import StrengthConfig
-from ..storage.partition import Transaction
 from ..storage.region import Region
+from .fixed import FixedStrideStore
 from .layouts import FLAG_PINNED, FLAG_RESOLVED, STRENGTH_DTYPE, seal
 
 __all__ = ["BUCKET_EDGES_S", "StrengthMemory", "decayed"]
@@ -55,14 +57,19 @@ def decayed(
     return (rows["retrieval_strength"].astype(np.float64) * factor).astype(np.float32)
 
 
-class StrengthMemory:
+class StrengthMemory(FixedStrideStore):
+    """Typed view of the strength region (one row per ordinal, owner = the memory's TSID)."""
+
+    owner_field = "owner"
+
     def __init__(self, region: Region, cfg: StrengthConfig) -> None:
-        self.region = region
+        super().__init__(region, STRENGTH_DTYPE)
         self.cfg = cfg
 
     def init_rows(
         self, owners: np.ndarray, now_ms: int, valence: np.ndarray, importance: np.ndarray
     ) -> np.ndarray:
+        """Sealed rows (m,) of new memories: D = 1 and S = 1 at ``now_ms``."""
         rows = np.zeros(len(owners), dtype=STRENGTH_DTYPE)
         rows["valence"] = valence
         rows["effective_importance"] = importance
@@ -74,19 +81,14 @@ class StrengthMemory:
         rows["owner"] = owners
         return seal(rows)
 
-    def append(self, tx: Transaction, rows: np.ndarray) -> int:
-        return tx.append(self.region, rows.tobytes())
-
-    def read(self, slots: np.ndarray) -> np.ndarray:
-        return self.region.read_rows(slots).view(STRENGTH_DTYPE).reshape(-1)
-
     def all_rows(self, count: int) -> np.ndarray:
-        return self.region.rows(0, count).copy().view(STRENGTH_DTYPE).reshape(-1)
+        """A copy of the first ``count`` rows, without CRC checks."""
+        return self.decode(self.region.rows(0, count).copy())
 
-    def write(self, tx: Transaction, slots: np.ndarray, rows: np.ndarray) -> None:
-        seal(rows)
-        for slot, row in zip(np.asarray(slots).tolist(), rows):
-            tx.write(self.region, self.region.record_offset(int(slot)), row.tobytes())
+    @staticmethod
+    def stack(rows: Sequence[np.void | np.ndarray]) -> np.ndarray:
+        """STRENGTH_DTYPE (m,) array of ``m`` single rows."""
+        return np.array(rows, dtype=STRENGTH_DTYPE)
 
     def current(
         self, rows: np.ndarray, now_ms: int, flags: np.ndarray, arousal: np.ndarray

@@ -15,10 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from ..cortex.cortex import Cortex
+from ..cortex import Cortex, decode_tsid, encode_tsid
 from ..errors import UnknownIdError, ValidationError
 from ..provenance.bundle import BundleInfo, write_bundle
-from ..storage.tsid import decode_tsid, encode_tsid
 
 __all__ = ["export_bundle", "memory_document"]
 

@@ -13,10 +13,7 @@ import time
 
 import numpy as np
 
-from ..cortex.cortex import Cortex
-from ..cortex.layouts import STRENGTH_DTYPE
-from ..cortex.strength import decayed
-from ..storage.partition import Transaction
+from ..cortex import Cortex, WriteBatch, decayed
 
 __all__ = ["StrengthUpdater"]
 
@@ -27,7 +24,7 @@ class StrengthUpdater:
         self.flush_interval_s = flush_interval_s
         self.pending: dict[int, np.ndarray] = {}
         self._last_flush = time.monotonic()
-        cortex.pre_commit.append(self._stage)
+        cortex.defer_strength(self._take)
 
     def rows(self, ordinals: np.ndarray) -> np.ndarray:
         c = self.cortex
@@ -73,22 +70,23 @@ class StrengthUpdater:
             new = c.strength.forget(rows, now, d)
         for o, row in zip(ordinals.tolist(), new):
             self.pending[o] = row
-        tx = c.transaction()
-        c.commit(tx)
+        c.write(WriteBatch())  # the pending rows are taken with the commit
         self._adopt(ordinals, new)
         return new
 
-    def _stage(self, tx: Transaction) -> None:
+    def _take(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The pending rows, handed to the cortex's next commit (and no longer pending)."""
         if not self.pending:
-            return
+            return None
         ordinals = np.fromiter(self.pending, dtype=np.int64, count=len(self.pending))
-        rows = np.array([self.pending[o] for o in ordinals.tolist()], dtype=STRENGTH_DTYPE)
-        self.cortex.strength.write(tx, ordinals, rows)
+        rows = self.cortex.strength.stack([self.pending[o] for o in ordinals.tolist()])
         self.pending.clear()
         self._last_flush = time.monotonic()
+        return ordinals, rows
 
     def flush(self) -> None:
+        """Commit the pending rows now (a read-only or failed handle has none to write)."""
         c = self.cortex
         if not self.pending or c.read_only or c.part.failed is not None:
             return
-        c.commit(c.transaction())
+        c.write(WriteBatch())

@@ -7,120 +7,30 @@ provenance is stamped here from the write path, never from a caller's argument (
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from ..cortex.cortex import Cortex
-from ..cortex.layouts import FLAG_PINNED, FLAG_RESOLVED, HEADER_DTYPE
-from ..cortex.payload import Payload, attributed, encode_payload
-from ..errors import CitationError, DuplicateIdError, ValidationError
-from ..kernels.quant import quantize_int8
+from ..cortex import (
+    Cortex,
+    NewMemories,
+    TsidGenerator,
+    WriteBatch,
+    attributed,
+    encode_tsid,
+    encode_tsids,
+    ids_digest,
+    tag_bloom,
+)
+from ..errors import DuplicateIdError, ValidationError
 from ..provenance.chain import EventChain
-from ..provenance.citations import validate_citations, validate_source_uri, validate_span
 from ..provenance.record import RecordProvenance
-from ..storage.tsid import TsidGenerator, decode_tsid, encode_tsid, encode_tsids
-from ..types import MemoryType, Role, Source
+from ..types import MemoryType, Source
+from .items import ITEM_FIELDS, Item, parse_item
 
 __all__ = ["ITEM_FIELDS", "Item", "RememberPathway", "tag_bloom"]
-
-ITEM_FIELDS = frozenset(
-    {
-        "text",
-        "type",
-        "id",
-        "session_id",
-        "role",
-        "speaker",
-        "timestamp_ms",
-        "importance",
-        "valence",
-        "arousal",
-        "tags",
-        "external_id",
-        "citations",
-        "source_uri",
-        "source_span",
-        "skill_name",
-        "steps",
-        "pinned",
-    }
-)
-_MAX_TAGS = 64
-_MAX_STEPS = 256
-_MAX_SHORT = 1024
-_I64 = (-(1 << 63), (1 << 63) - 1)
-T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Item:
-    """One validated memory to write (internal)."""
-
-    id: int | None
-    type: MemoryType
-    payload: Payload
-    timestamp_ms: int
-    importance: float
-    valence: int
-    arousal: int
-    pinned: bool
-
-
-def tag_bloom(tags: Sequence[str]) -> tuple[int, int]:
-    """128-bit Bloom filter of ``tags`` (k = 3 CRC32C-derived bits each) as (lo, hi) u64."""
-    from ..storage.crc import crc32c
-
-    bits = 0
-    for tag in tags:
-        raw = tag.encode("utf-8", "surrogatepass")
-        for seed in (0x9E3779B9, 0x85EBCA6B, 0xC2B2AE35):
-            bits |= 1 << (crc32c(raw, seed) & 127)
-    return bits & ((1 << 64) - 1), bits >> 64
-
-
-def _short_str(value: Any, field: str, where: str, *, allow_empty: bool = True) -> str:
-    if not isinstance(value, str):
-        raise ValidationError(f"{where}.{field} must be a string, got {type(value).__name__}")
-    if len(value) > _MAX_SHORT:
-        raise ValidationError(f"{where}.{field} is longer than {_MAX_SHORT} characters")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValidationError(
-            f"{where}.{field} is not encodable as UTF-8 (lone surrogate)"
-        ) from None
-    if "\x1f" in value or "\x00" in value:
-        raise ValidationError(f"{where}.{field} contains a control separator (U+001F or NUL)")
-    if not allow_empty and not value.strip():
-        raise ValidationError(f"{where}.{field} must not be empty")
-    return value
-
-
-def _named(where: str, field: str, parse: Callable[[Any], T], value: Any) -> T:
-    """``parse(value)``, with a ValidationError's message prefixed by ``where.field``."""
-    try:
-        return parse(value)
-    except ValidationError as exc:
-        raise type(exc)(f"{where}.{field}: {exc}") from None
-
-
-def _bool(value: Any, field: str, where: str) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValidationError(f"{where}.{field} must be a bool, got {value!r}")
-    return bool(value)
-
-
-def _int(value: Any, field: str, where: str, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValidationError(f"{where}.{field} must be an int, got {value!r}")
-    if not lo <= int(value) <= hi:
-        raise ValidationError(f"{where}.{field} must be in [{lo}, {hi}], got {value}")
-    return int(value)
 
 
 class RememberPathway:
@@ -133,125 +43,9 @@ class RememberPathway:
 
     # ---- validation ------------------------------------------------------------------
     def validate(self, raw: Any, where: str, now_ms: int | None = None) -> Item:
-        if isinstance(raw, str):
-            raw = {"text": raw}
-        if not isinstance(raw, Mapping):
-            raise ValidationError(
-                f"{where} must be a str or a dict of memory fields, got {type(raw).__name__}"
-            )
-        unknown = set(raw) - ITEM_FIELDS
-        if unknown:
-            raise ValidationError(
-                f"{where}: unknown field(s) {sorted(unknown)}; allowed: {sorted(ITEM_FIELDS)}"
-            )
-        text = raw.get("text")
-        if not isinstance(text, str) or not text.strip():
-            raise ValidationError(f"{where}.text must be a non-empty string")
-        try:
-            size = len(text.encode("utf-8"))
-        except UnicodeEncodeError:
-            raise ValidationError(
-                f"{where}.text is not encodable as UTF-8 (lone surrogate)"
-            ) from None
+        """One raw item validated (:func:`.items.parse_item`; ``store.max_text_bytes``)."""
         cap = self.cortex.config.store.max_text_bytes
-        if size > cap:
-            raise ValidationError(
-                f"{where}.text is {size} bytes; the limit is {cap} (store.max_text_bytes)"
-            )
-        mtype = raw.get("type", MemoryType.EPISODIC)
-        if type(mtype) is not MemoryType:
-            mtype = _named(where, "type", MemoryType.parse, mtype)
-        if mtype == MemoryType.WORKING:
-            raise ValidationError(
-                f"{where}: WORKING memories go through remember_working(), not the durable stores"
-            )
-        mid = raw.get("id")
-        mid_int = _named(where, "id", decode_tsid, mid) if mid is not None else None
-        if mid_int is not None and mid_int >= 1 << 63:
-            raise ValidationError(
-                f"{where}.id {mid!r}: TSIDs above 2^63 are not accepted (first character 0-7)"
-            )
-        role_raw = raw.get("role")
-        role = (
-            int(_named(where, "role", Role.parse, role_raw))
-            if role_raw is not None
-            else (int(Role.USER) if mtype == MemoryType.EPISODIC else None)
-        )
-        importance = raw.get("importance", 1.0)
-        if (
-            isinstance(importance, bool)
-            or not isinstance(importance, (int, float))
-            or not math.isfinite(importance)
-        ):
-            raise ValidationError(f"{where}.importance must be a finite number, got {importance!r}")
-        if not 0.05 <= float(importance) <= 10.0:
-            raise ValidationError(f"{where}.importance must be in [0.05, 10], got {importance}")
-        tags: tuple[str, ...] = ()
-        raw_tags = raw.get("tags")
-        if raw_tags:
-            if isinstance(raw_tags, str) or not isinstance(raw_tags, (list, tuple, set, frozenset)):
-                raise ValidationError(f"{where}.tags must be a list of strings")
-            if len(raw_tags) > _MAX_TAGS:
-                raise ValidationError(
-                    f"{where}.tags has {len(raw_tags)} entries; the limit is {_MAX_TAGS}"
-                )
-            tags = tuple(
-                dict.fromkeys(_short_str(t, "tags[]", where, allow_empty=False) for t in raw_tags)
-            )
-        steps: tuple[str, ...] = ()
-        raw_steps = raw.get("steps")
-        if raw_steps:
-            if isinstance(raw_steps, str) or not isinstance(raw_steps, (list, tuple)):
-                raise ValidationError(f"{where}.steps must be a list of strings")
-            if len(raw_steps) > _MAX_STEPS:  # with _MAX_SHORT chars each: a bounded payload
-                raise ValidationError(
-                    f"{where}.steps has {len(raw_steps)} entries; the limit is {_MAX_STEPS}"
-                )
-            steps = tuple(_short_str(x, "steps[]", where, allow_empty=False) for x in raw_steps)
-        elif raw_steps is not None and not isinstance(raw_steps, (list, tuple)):
-            raise ValidationError(f"{where}.steps must be a list of strings")
-        skill = raw.get("skill_name")
-        if mtype != MemoryType.PROCEDURAL and (steps or skill is not None):
-            raise ValidationError(f"{where}: skill_name/steps belong to PROCEDURAL memories")
-        raw_cit = raw.get("citations")
-        try:
-            citations = validate_citations(raw_cit) if raw_cit else ()
-        except CitationError as exc:
-            raise CitationError(f"{where}.{exc}") from None
-        source_uri = raw.get("source_uri")
-        if source_uri is not None:
-            source_uri = validate_source_uri(source_uri, field=f"{where}.source_uri")
-        span = raw.get("source_span")
-        if span is not None:
-            span = validate_span(span, field=f"{where}.source_span")
-        ext = raw.get("external_id")
-        payload = Payload(
-            text=text,
-            session_id=_int(raw.get("session_id", 0), "session_id", where, *_I64),
-            role=role,
-            speaker=_short_str(raw.get("speaker", ""), "speaker", where),
-            external_id=_short_str(ext, "external_id", where) if ext is not None else None,
-            tags=tags,
-            citations=citations,
-            source_uri=source_uri,
-            source_span=span,
-            skill_name=_short_str(skill, "skill_name", where) if skill is not None else None,
-            steps=steps,
-        )
-        ts = raw.get("timestamp_ms")
-        valence, arousal, pinned = raw.get("valence"), raw.get("arousal"), raw.get("pinned")
-        return Item(
-            id=mid_int,
-            type=mtype,
-            payload=payload,
-            timestamp_ms=(int(time.time() * 1000) if now_ms is None else now_ms)
-            if ts is None
-            else _int(ts, "timestamp_ms", where, *_I64),
-            importance=float(importance),
-            valence=0 if valence is None else _int(valence, "valence", where, -127, 127),
-            arousal=0 if arousal is None else _int(arousal, "arousal", where, 0, 255),
-            pinned=False if pinned is None else _bool(pinned, "pinned", where),
-        )
+        return parse_item(raw, where, now_ms=now_ms, max_text_bytes=cap)
 
     # ---- writing ---------------------------------------------------------------------
     def remember_batch(
@@ -371,77 +165,42 @@ class RememberPathway:
                 f"embedder {getattr(c.embedder, 'name', '?')!r} returned NaN or inf for "
                 f"items[{bad}]; nothing was written (fix or replace the embedder)"
             )
-        q, scale = quantize_int8(vectors)
-        n = len(parsed)
         now = int(time.time() * 1000)
-        types = np.array([int(it.type) for it in parsed], dtype=np.int32)
-        headers = np.zeros(n, dtype=HEADER_DTYPE)
-        headers["version"] = 2
-        headers["flags"] = (
-            (types << 1)
-            | FLAG_RESOLVED
-            | np.array([FLAG_PINNED if it.pinned else 0 for it in parsed], dtype=np.int32)
+        batch = NewMemories(
+            ids=ids,
+            types=np.array([int(it.type) for it in parsed], dtype=np.int32),
+            payloads=[it.payload for it in parsed],
+            sequences=np.asarray(sequences, dtype=np.int64),
+            vectors=vectors,
+            timestamp_ms=np.array([it.timestamp_ms for it in parsed], dtype=np.int64),
+            importance=np.array([it.importance for it in parsed], dtype=np.float32),
+            valence=np.array([it.valence for it in parsed], dtype=np.int8),
+            arousal=np.array([it.arousal for it in parsed], dtype=np.uint8),
+            pinned=np.array([it.pinned for it in parsed], dtype=bool),
+            provenance=np.array([_stamp(it, provenance) for it in parsed], dtype=np.uint8),
+            source=source,
+            now_ms=now,
         )
-        headers["valence"] = [it.valence for it in parsed]
-        headers["arousal"] = [it.arousal for it in parsed]
-        headers["importance"] = [it.importance for it in parsed]
-        headers["timestamp_ms"] = [it.timestamp_ms for it in parsed]
-        headers["exact_norm"] = np.linalg.norm(vectors, axis=1)
-        blooms = [tag_bloom(it.payload.tags) if it.payload.tags else (0, 0) for it in parsed]
-        headers["tags_lo"] = [b[0] for b in blooms]
-        headers["tags_hi"] = [b[1] for b in blooms]
-        headers["source"] = int(source)
-        headers["provenance"] = [
-            int(
-                provenance
-                if provenance is not None
-                else (
-                    RecordProvenance.VERBATIM
-                    if it.type == MemoryType.EPISODIC
-                    else RecordProvenance.USER_AUTHORED
-                )
-            )
-            for it in parsed
-        ]
-        headers["owner"] = ids
-        payloads = [encode_payload(it.payload) for it in parsed]
-
-        tx = c.transaction()
-        first = c.n
-        offsets = np.zeros(n, dtype=np.int64)
-        text_loc: list[tuple[int, int]] = [(0, 0)] * n
-        ep = np.flatnonzero(types == MemoryType.EPISODIC)
-        if ep.size:
-            offs = c.episodic.append(
-                tx, ids[ep], headers[ep], [payloads[k] for k in ep], np.asarray(sequences)[ep]
-            )
-            offsets[ep] = offs
-        for t, store in ((MemoryType.SEMANTIC, c.semantic), (MemoryType.PROCEDURAL, c.procedural)):
-            sel = np.flatnonzero(types == t)
-            if sel.size:
-                locs = c.text.append(tx, ids[sel].tolist(), [payloads[k] for k in sel])
-                for k, loc in zip(sel.tolist(), locs):
-                    text_loc[k] = loc
-                slot0 = store.insert(tx, headers[sel], q[sel])
-                offsets[sel] = np.arange(slot0, slot0 + sel.size)
-        srows = c.strength.init_rows(ids, now, headers["valence"], headers["importance"])
-        c.strength.append(tx, srows)
-        tx.append(c.vectors, c.vector_rows(q, scale, first).tobytes())
-        entries = c.index_entries(ids, types, offsets, text_loc, first)
-        tx.append(c.index_region, entries.tobytes())
-        strs = encode_tsids(ids).tolist()
-        self.chain.append(
-            event_kind,
-            strs[0],
-            {"count": n, "first_id": strs[0], "last_id": strs[-1], "ids_crc32c": _ids_digest(ids)},
-            now,
+        strs: list[str] = encode_tsids(ids).tolist()
+        summary: dict[str, str | int] = {
+            "count": len(parsed),
+            "first_id": strs[0],
+            "last_id": strs[-1],
+            "ids_crc32c": ids_digest(ids),
+        }
+        c.write(
+            WriteBatch(memories=batch),
+            audit=lambda: self.chain.append(event_kind, strs[0], summary, now),
         )
-        c.commit(tx)
-        c.adopt(entries, headers, srows, q, scale, [it.payload for it in parsed], sequences)
         return strs
 
 
-def _ids_digest(ids: np.ndarray) -> int:
-    from ..storage.crc import crc32c
-
-    return crc32c(ids.astype("<i8").tobytes())
+def _stamp(item: Item, provenance: RecordProvenance | None) -> int:
+    """Record provenance of a write, from the write path alone (seed 003): an internal path
+    names it (consolidation: ``extracted``); otherwise episodes are ``verbatim`` captures and
+    the other types ``user_authored``."""
+    if provenance is not None:
+        return int(provenance)
+    if item.type == MemoryType.EPISODIC:
+        return int(RecordProvenance.VERBATIM)
+    return int(RecordProvenance.USER_AUTHORED)

@@ -1,5 +1,9 @@
 """The one I/O layer: every byte the store writes goes through here.
 
+Every open refuses to follow a symbolic link (``O_NOFOLLOW``) and anything that is not a
+regular file, and temporary files are created with ``O_EXCL``: a link planted under a store
+file's name can never redirect a write (or a truncation) outside the store.
+
 Writes use ``os.pwrite`` into space reserved with ``posix_fallocate`` (a full disk is a clean
 ``OSError`` at reservation time, never SIGBUS on a mapped page). Barriers are ``fdatasync`` /
 ``fsync`` and a directory ``fsync``. Tests install an :class:`IOObserver` to inject faults
@@ -22,8 +26,11 @@ __all__ = [
     "File",
     "IOObserver",
     "atomic_write",
+    "create_new",
     "fsync_dir",
     "get_observer",
+    "open_nofollow",
+    "read_regular",
     "replace_file",
     "set_observer",
 ]
@@ -57,6 +64,8 @@ def get_observer() -> IOObserver | None:
 
 
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 def _refuse_special(path: str, mode: int) -> None:
@@ -65,7 +74,9 @@ def _refuse_special(path: str, mode: int) -> None:
     if stat.S_ISREG(mode):
         return
     kind = (
-        "a directory"
+        "a symbolic link"
+        if stat.S_ISLNK(mode)
+        else "a directory"
         if stat.S_ISDIR(mode)
         else "a FIFO"
         if stat.S_ISFIFO(mode)
@@ -77,7 +88,7 @@ def _refuse_special(path: str, mode: int) -> None:
     )
     raise StoreFormatError(
         f"{path}: not a regular file ({kind}); a store file must be a regular "
-        "file — move it away and restore the store's file",
+        "file inside the store directory — move it away and restore the store's file",
         file=path,
     )
 
@@ -88,36 +99,37 @@ class File:
     __slots__ = ("fd", "path", "writable")
 
     def __init__(
-        self, path: str | os.PathLike[str], *, writable: bool, create: bool = False
+        self,
+        path: str | os.PathLike[str],
+        *,
+        writable: bool,
+        create: bool = False,
+        exclusive: bool = False,
     ) -> None:
+        """Open ``path`` (never through a symbolic link); ``create`` makes it if missing,
+        ``exclusive`` (implies ``create``) insists on making a new file (``O_EXCL``)."""
         self.path = str(path)
         self.writable = writable
-        existed = os.path.exists(self.path)
-        flags = os.O_RDWR if writable else os.O_RDONLY
-        if create:
+        flags = (os.O_RDWR if writable else os.O_RDONLY) | _CLOEXEC | _NOFOLLOW
+        if create or exclusive:
             flags |= os.O_CREAT
-        flags |= getattr(os, "O_CLOEXEC", 0)
-        if create and not existed and _observer is not None:
+        if exclusive:
+            flags |= os.O_EXCL
+        existed = os.path.lexists(self.path)
+        if (create or exclusive) and not existed and _observer is not None:
             _observer.on_create(self.path)
-        if existed:
+        if existed and not exclusive:
             _refuse_special(
-                self.path, os.stat(self.path).st_mode
+                self.path, os.lstat(self.path).st_mode
             )  # before any open (a FIFO blocks)
-        try:
-            # O_NONBLOCK: should a FIFO appear between the stat and the open, opening it must
-            # not block; the fstat below then refuses it. Regular files ignore the flag.
-            fd = os.open(self.path, flags | _NONBLOCK, 0o644)
-        except IsADirectoryError:
-            _refuse_special(self.path, stat.S_IFDIR)
-            raise
-        try:
-            _refuse_special(self.path, os.fstat(fd).st_mode)
-            if _NONBLOCK:
-                os.set_blocking(fd, True)
-        except BaseException:
-            os.close(fd)
-            raise
-        self.fd = fd
+        self.fd = open_nofollow(self.path, flags)
+
+    @classmethod
+    def adopt(cls, fd: int, path: str) -> File:
+        """A read-only ``File`` over an already open descriptor (which it now owns)."""
+        f = cls.__new__(cls)
+        f.fd, f.path, f.writable = fd, path, False
+        return f
 
     def size(self) -> int:
         return os.fstat(self.fd).st_size
@@ -187,6 +199,58 @@ class File:
             self.fd = -1
 
 
+def open_nofollow(path: str, flags: int) -> int:
+    """``os.open(path, flags)`` that refuses a symbolic link and any non-regular file with
+    ``StoreFormatError`` (``O_NONBLOCK`` while opening, so a FIFO swapped in never blocks)."""
+    try:
+        fd = os.open(path, flags | _NONBLOCK | _NOFOLLOW | _CLOEXEC, 0o644)
+    except IsADirectoryError:
+        _refuse_special(path, stat.S_IFDIR)
+        raise
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a symbolic link
+            _refuse_special(path, stat.S_IFLNK)
+        raise
+    try:
+        _refuse_special(path, os.fstat(fd).st_mode)
+        if _NONBLOCK:
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: str | os.PathLike[str]) -> bytes:
+    """The whole content of the regular file ``path``, never read through a symbolic link;
+    ``StoreFormatError`` for a link or special file, ``FileNotFoundError`` if absent."""
+    fd = open_nofollow(str(path), os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def create_new(path: str | os.PathLike[str]) -> File:
+    """A new, empty file at ``path`` for a temporary name (``*.partial``): ``O_EXCL`` and
+    ``O_NOFOLLOW``, so whatever sits under the name (a leftover of an interrupted write, or a
+    planted link) is unlinked — the link itself, never its target — and never written."""
+    for _ in range(3):
+        try:
+            return File(path, writable=True, exclusive=True)
+        except FileExistsError:
+            try:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    _refuse_special(str(path), stat.S_IFDIR)
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+    return File(path, writable=True, exclusive=True)
+
+
 def fsync_dir(path: str | os.PathLike[str]) -> None:
     """fsync a directory so that creations and renames inside it are durable."""
     if _observer is not None:
@@ -218,9 +282,8 @@ def atomic_write(
     tests put a kill point there)."""
     target = Path(path)
     partial = target.with_name(target.name + ".partial")
-    f = File(partial, writable=True, create=True)
+    f = create_new(partial)
     try:
-        f.truncate(0)
         f.pwrite(data, 0)
         if durable:
             f.sync("full")

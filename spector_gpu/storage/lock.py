@@ -4,6 +4,10 @@ One writer per directory: ``fcntl.flock`` on ``LOCK`` (never ``lockf``: an flock
 open file description, so a forked child cannot silently release it). A forked child does
 inherit the descriptor, though, and would keep the lock held after the parent closes; so every
 writer handle is tracked and its lock descriptor closed in the child right after ``fork``.
+
+``LOCK`` is opened without following a symbolic link and must be a regular file with one
+link: opening truncates it and writes the owner's pid, which must never land in a file outside
+the store (a link planted under the name, or a hard link to somebody else's file).
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from ..errors import StoreLockedError
+from ..errors import StoreFormatError, StoreLockedError
+from .io import open_nofollow
 
 __all__ = ["acquire_writer_lock", "track_writer"]
 
@@ -28,9 +33,18 @@ _at_fork_registered = False
 def acquire_writer_lock(directory: Path) -> int:
     """Take ``directory/LOCK`` exclusively (non-blocking); returns the descriptor holding it."""
     path = directory / "LOCK"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    fd = open_nofollow(str(path), os.O_RDWR | os.O_CREAT)
     try:
+        if os.fstat(fd).st_nlink > 1:
+            raise StoreFormatError(
+                f"{path}: the lock file has other hard links; writing it would change another "
+                "file — remove it (the store recreates it)",
+                file=str(path),
+            )
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except StoreFormatError:
+        os.close(fd)
+        raise
     except OSError as exc:
         os.close(fd)
         if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):

@@ -14,29 +14,36 @@ a process crash, not power loss), ``flush`` (``fdatasync`` of the journal at eac
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 from ..errors import (
+    CorruptionError,
     ReadOnlyStoreError,
     SpectorError,
     StoreClosedError,
     StoreError,
     StoreFailedError,
-    StoreFormatError,
-    StoreLockedError,
     ValidationError,
 )
+from . import identity
+from .directory import OpenedRegions, claim_directory, open_failure, open_store_files
 from .io import fsync_dir
-from .journal import coalesce, decode_records, encode_record_parts
+from .journal import encode_record_parts
 from .killpoints import killpoint
-from .lock import acquire_writer_lock, track_writer
-from .preamble import PREAMBLE_SIZE, SHAPE_APPEND, SHAPE_RECORD, Preamble, RegionId
-from .region import Region, RegionSpec, remove_partial_files
+from .lock import track_writer
+from .preamble import (
+    PREAMBLE_SIZE,
+    SHAPE_APPEND,
+    Preamble,
+    RegionId,
+)
+from .recovery import open_writer
+from .region import Region, RegionSpec
+from .transaction import Transaction, capacity_of, publish_key
 
 __all__ = [
     "DURABILITY_LEVELS",
@@ -55,56 +62,6 @@ JOURNAL_SPEC = RegionSpec(0, "journal.jrn", SHAPE_APPEND, RegionId.JOURNAL, "JRN
 _DEFAULT_CHECKPOINT_BYTES = 16 << 20
 
 
-class Transaction:
-    """Pending writes of one commit. Appends land past each region's committed end."""
-
-    def __init__(self, partition: Partition) -> None:
-        self._p = partition
-        self.writes: list[tuple[int, int, bytes]] = []
-        self.counts: dict[int, int] = {}
-
-    def count(self, region: Region) -> int:
-        """The region's count including this transaction's appends."""
-        return self.counts.get(region.spec.file_no, region.count)
-
-    def append(self, region: Region, data: bytes) -> int:
-        """Append ``data``; returns the first slot (RECORD) or the absolute byte offset (APPEND)."""
-        spec = region.spec
-        count = self.count(region)
-        if spec.shape == SHAPE_RECORD:
-            if len(data) % spec.stride:
-                raise ValueError(
-                    f"{spec.filename}: append of {len(data)} bytes is not whole records"
-                )
-            offset = PREAMBLE_SIZE + count * spec.stride
-            new_count = count + len(data) // spec.stride
-            result = count
-        else:
-            offset = PREAMBLE_SIZE + count
-            new_count = count + len(data)
-            result = offset
-        try:
-            region.ensure_bytes(offset + len(data))
-        except OSError as exc:  # ENOSPC/EIO reserving space: the handle fails, like a commit
-            self._p.failed = exc
-            raise StoreFailedError(
-                f"{region.path}: could not reserve space ({exc}); the store is now read-only — "
-                "free space, then close and reopen it (the last durable state is kept)"
-            ) from exc
-        self.writes.append((spec.file_no, offset, bytes(data)))
-        self.counts[spec.file_no] = new_count
-        return result
-
-    def write(self, region: Region, offset: int, data: bytes) -> None:
-        """Overwrite bytes in place (a committed record update)."""
-        if offset < PREAMBLE_SIZE or offset + len(data) > region.mapped_size:
-            raise ValueError(f"{region.spec.filename}: in-place write outside the data area")
-        self.writes.append((region.spec.file_no, offset, bytes(data)))
-
-    def __bool__(self) -> bool:
-        return bool(self.writes)
-
-
 class Partition:
     """The open region files of one store directory."""
 
@@ -117,6 +74,7 @@ class Partition:
         durability: Durability,
         lock_fd: int | None,
         checkpoint_bytes: int,
+        store_id: int | None,
     ) -> None:
         self.directory = directory
         self.regions = regions
@@ -124,14 +82,24 @@ class Partition:
         self.writable = writable
         self.durability = durability
         self.checkpoint_bytes = checkpoint_bytes
+        self.store_id = store_id  # None only while a format-1 store awaits its upgrade
         self._lock_fd = lock_fd
         self._pid = os.getpid()
         self._closed = False
         self.failed: BaseException | None = None
+        self.damage: list[CorruptionError] = []  # found at open: identity, generation, missing
+        self.created = False  # this open created the store's files
+        self.upgraded_from: int | None = None  # the schema this open upgraded the store from
         self.replayed_records = 0
+        self._orders: dict[tuple[int, ...], list[int]] = {}
         journal = regions[0]
         self._next_seq = journal.count
         self._journal_end = PREAMBLE_SIZE
+
+    @property
+    def generation(self) -> int:
+        """Commits applied to the store (the generation every region file carries)."""
+        return self._next_seq
 
     # ---- opening -----------------------------------------------------------------------
     @classmethod
@@ -143,60 +111,49 @@ class Partition:
         writable: bool,
         durability: Durability = "flush",
         checkpoint_bytes: int = _DEFAULT_CHECKPOINT_BYTES,
+        companions: Sequence[str] = (),
+        markers: Sequence[str] = (),
+        create_in_nonempty: bool = False,
     ) -> Partition:
+        """Open (a writer creates, in a new or empty directory) the store in ``directory``:
+        see :func:`.directory.claim_directory` for ``companions`` / ``markers`` (the other
+        names a store writes / those that prove one); ``damage`` lists what the open found."""
         if durability not in DURABILITY_LEVELS:
             raise ValidationError(
                 f"durability must be one of {DURABILITY_LEVELS}, got {durability!r}"
             )
-        directory = Path(directory)
-        lock_fd: int | None = None
-        if writable:
-            try:
-                directory.mkdir(parents=True, exist_ok=True)
-                lock_fd = acquire_writer_lock(directory)
-            except StoreLockedError:
-                raise
-            except OSError as exc:
-                raise open_failure(directory, exc, writable=True) from exc
-        elif not (directory / JOURNAL_SPEC.filename).exists():
-            raise StoreError(
-                f"{directory}: no spector_gpu store here (open it writable to create one)"
-            )
-        regions: dict[int, Region] = {}
-        created = False
+        directory, all_specs = Path(directory), (JOURNAL_SPEC, *specs)
+        regions = [s.filename for s in all_specs]
+        names = regions + list(companions)
+        proof = [*regions, *markers]
+        lock_fd = claim_directory(
+            directory, names, proof, writable=writable, create_in_nonempty=create_in_nonempty
+        )
+        opened = OpenedRegions()
+        part: Partition | None = None
         try:
-            if writable:
-                remove_partial_files(str(directory))
-            for spec in (JOURNAL_SPEC, *specs):
-                path = str(directory / spec.filename)
-                if os.path.exists(path):
-                    regions[spec.file_no] = Region.open(spec, path, writable=writable)
-                elif writable:
-                    regions[spec.file_no] = Region.create(spec, path)
-                    created = True
-                else:
-                    raise StoreError(f"{path}: region file is missing from the store")
+            opened, ref, legacy = open_store_files(directory, all_specs, names, writable=writable)
             part = cls(
                 directory,
-                regions,
+                opened.regions,
                 writable=writable,
                 durability=durability,
                 lock_fd=lock_fd,
                 checkpoint_bytes=checkpoint_bytes,
+                store_id=ref,
             )
+            part.damage = list(opened.damage)
+            part.created = opened.created
             if lock_fd is not None:
                 track_writer(part)
             if writable:
-                if created:
-                    for r in regions.values():
-                        r.file.sync("full")
-                    fsync_dir(directory)
-                part._recover()
+                open_writer(part, legacy)
             else:
-                part.refresh()  # the per-file reads above ran in file order: re-read safely
+                part._open_reader()
         except BaseException as exc:
-            for r in regions.values():
-                r.close()
+            opened.close()
+            if part is not None:
+                part._lock_fd = None  # closed below: the after-fork hook must not close it again
             if lock_fd is not None:
                 os.close(lock_fd)
             if isinstance(exc, OSError) and not isinstance(exc, SpectorError):
@@ -204,36 +161,12 @@ class Partition:
             raise
         return part
 
-    def _recover(self) -> None:
-        """Replay whole journal records past the last checkpoint, then checkpoint."""
-        journal = self.regions[0]
-        data = journal.view(0, journal.mapped_size)
-        base = journal.count
-        try:
-            journal.reload_preamble()
-        except StoreFormatError:
-            # Torn journal preamble: only a checkpoint writes it, after syncing every region,
-            # so replaying whatever contiguous run of records follows is harmless.
-            base = _first_seq(data)
-            log.warning("%s: journal preamble damaged; replaying from seq %d", self.directory, base)
-        records = []
-        self._next_seq = base
-        for end, seq, writes in decode_records(data, base, path=journal.path):
-            records.append(writes)
-            self._next_seq = seq + 1
-            self._journal_end = end
-        del data
-        # Each byte once, with its final value: readers of a store being recovered never see
-        # an older count or record version come back (re-applying record by record would).
-        self._apply(coalesce(records))
-        replayed = len(records)
-        self.replayed_records = replayed
-        if replayed:
-            log.info("%s: replayed %d journal record(s)", self.directory, replayed)
-        for r in self.regions.values():
-            if r is not journal:  # the checkpoint below rewrites (and reloads) the journal's
-                r.reload_preamble()
-        self.checkpoint(force=True)
+    def _open_reader(self) -> None:
+        """Re-read the preambles in the reverse of the publish order (the per-file reads of
+        the open ran in file order), then check identities and generations from them."""
+        self.refresh()
+        order = sorted(self.regions, key=publish_key(()), reverse=True)
+        self.damage += identity.reader_findings([self.regions[n] for n in order], self.store_id)
 
     # ---- guards ------------------------------------------------------------------------
     def in_this_process(self) -> bool:
@@ -251,6 +184,12 @@ class Partition:
 
     def check_writable(self) -> None:
         self.check_usable()
+        if isinstance(self.failed, CorruptionError):
+            raise StoreFailedError(
+                f"{self.directory}: the store is read-only: it was opened point-in-time over "
+                f"damage ({self.failed}); no write is built on it — restore the damaged file, "
+                "then reopen"
+            ) from self.failed
         if self.failed is not None:
             raise StoreFailedError(
                 f"{self.directory}: an earlier write failed ({self.failed}); the store is now "
@@ -264,19 +203,35 @@ class Partition:
         self.check_writable()
         return Transaction(self)
 
-    def commit(self, tx: Transaction, *, order: Sequence[Region] = ()) -> None:
-        """Make ``tx`` durable (journal), then apply it. ``order`` lists regions whose
-        preamble update must come last, in that order (e.g. the id index)."""
+    def commit(
+        self, tx: Transaction, *, order: Sequence[Region] = (), stamp_only: bool = False
+    ) -> None:
+        """Make ``tx`` durable (journal), then apply it. Every region's preamble is rewritten
+        with the new generation (and its count); ``order`` lists regions whose preamble
+        update must come last, in that order (e.g. the id index). ``stamp_only`` commits an
+        empty transaction (the format upgrade)."""
         self.check_writable()
-        if not tx.writes and not tx.counts:
+        if not tx.writes and not tx.counts and not stamp_only:
             return
+        sid = self.store_id
+        assert sid is not None  # set at open; None only before a format upgrade
+        try:
+            self._check_sizes({f for f, _, _ in tx.writes} | set(tx.counts))
+        except CorruptionError as exc:
+            self.failed = exc
+            raise
         writes = list(tx.writes)
         published: list[tuple[Region, Preamble]] = []
-        for file_no in sorted(tx.counts, key=_publish_key(order)):
+        generation = self._next_seq + 1
+        for file_no in self._publish_order(order):
             region = self.regions[file_no]
-            pre = region.preamble.with_count(tx.counts[file_no], _capacity(region))
-            published.append((region, pre))
-            writes.append((file_no, 0, pre.pack()))
+            if file_no in tx.counts or stamp_only:
+                count = tx.counts.get(file_no, region.count)
+                pre = region.preamble.committed(count, capacity_of(region), sid, generation)
+                published.append((region, pre))
+                writes.append((file_no, 0, pre.pack()))
+            else:  # only the generation changes (the in-memory preamble keeps its count)
+                writes.append((file_no, 0, region.preamble.pack_at(sid, generation)))
         parts = encode_record_parts(self._next_seq, writes)
         journal = self.regions[0]
         try:
@@ -306,6 +261,23 @@ class Partition:
                 "reopen it to recover the last durable state"
             ) from exc
 
+    def _check_sizes(self, touched: set[int]) -> None:
+        """``CorruptionError`` if a file this commit writes (or the journal) is shorter than
+        this writer made it: another program truncated it under the handle, and the commit
+        would build on lost bytes. (A file it only stamps is checked when next read.)"""
+        for file_no in (0, *touched):
+            r = self.regions[file_no]
+            r.check_backed(r.mapped_size)
+
+    def _publish_order(self, order: Sequence[Region]) -> list[int]:
+        """The regions a commit stamps (all but the journal), in publish order."""
+        key = tuple(r.spec.file_no for r in order)
+        got = self._orders.get(key)
+        if got is None:
+            got = [n for n in sorted(self.regions, key=publish_key(order)) if n]
+            self._orders[key] = got
+        return got
+
     def _apply(self, writes: Sequence[tuple[int, int, bytes]], *, killable: bool = False) -> None:
         half = len(writes) // 2
         for i, (file_no, offset, data) in enumerate(writes):
@@ -330,9 +302,10 @@ class Partition:
                     if r is not journal:
                         r.file.sync("data" if self.durability == "flush" else "full")
             killpoint("checkpoint.after_region_sync")
-            journal.file.pwrite(
-                journal.preamble.with_count(self._next_seq, _capacity(journal)).pack(), 0
-            )
+            pre = journal.preamble.with_count(self._next_seq, capacity_of(journal))
+            if self.store_id is not None:
+                pre = pre.stamped(self.store_id, self._next_seq)
+            journal.file.pwrite(pre.pack(), 0)
             if self.durability != "none":
                 journal.file.sync("data" if self.durability == "flush" else "full")
             killpoint("checkpoint.after_reset")
@@ -355,9 +328,12 @@ class Partition:
         is at least as new: an index entry never points past its records' committed counts.
         """
         self.check_usable()
-        for file_no in sorted(self.regions, key=_publish_key(order), reverse=True):
+        for file_no in sorted(self.regions, key=publish_key(order), reverse=True):
             if file_no:
-                self.regions[file_no].reload_preamble()
+                region = self.regions[file_no]
+                before = region.preamble
+                region.reload_preamble()
+                identity.check_refresh(region, before.store_id, before.generation)
 
     def region(self, filename: str) -> Region:
         return self.by_name[filename]
@@ -382,43 +358,3 @@ class Partition:
     @property
     def closed(self) -> bool:
         return self._closed
-
-
-def _publish_key(order: Sequence[Region]) -> Callable[[int], tuple[bool, int]]:
-    """Sort key of the order in which a commit publishes counts: file number, ``order`` last."""
-    late = [r.spec.file_no for r in order]
-    return lambda n: (n in late, late.index(n) if n in late else n)
-
-
-def open_failure(directory: Path, exc: OSError, *, writable: bool) -> StoreError:
-    """The library error for an ``OSError`` met while opening (or creating, or recovering)."""
-    where = exc.filename or directory
-    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        why = "the filesystem is read-only" if exc.errno == errno.EROFS else "permission denied"
-        if writable:
-            return ReadOnlyStoreError(
-                f"{where}: cannot open the store for writing: {why}; open it read-only "
-                "(writable=False) or fix the permissions of the store directory and its files"
-            )
-        return StoreError(f"{where}: cannot read the store: {why}")
-    if writable:
-        return StoreFailedError(
-            f"{where}: I/O error while opening or recovering the store ({exc}); nothing durable "
-            "was lost — free space or check the device, then open it again"
-        )
-    return StoreError(f"{where}: I/O error while opening the store ({exc})")
-
-
-def _first_seq(data: memoryview) -> int:
-    import struct
-
-    if len(data) >= PREAMBLE_SIZE + 16:
-        magic, _, seq = struct.unpack_from("<IIQ", data, PREAMBLE_SIZE)
-        if magic == 0x4A524543 and seq < 1 << 62:  # a damaged seq must still fit the preamble
-            return int(seq)
-    return 0
-
-
-def _capacity(region: Region) -> int:
-    room = max(region.mapped_size - PREAMBLE_SIZE, 0)
-    return room // region.spec.stride if region.spec.shape == SHAPE_RECORD else room

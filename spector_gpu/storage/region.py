@@ -3,7 +3,10 @@
 Writers never store through the map: bytes go in with ``os.pwrite`` (through
 :mod:`spector_gpu.storage.io`) into space reserved with ``posix_fallocate``; the file grows by
 doubling and never shrinks while mapped. Every view handed out is bounds-checked against the
-mapped size first (Python slicing clamps silently; we refuse instead).
+mapped size first (Python slicing clamps silently; we refuse instead), and against the
+file's size on disk: touching a page of the map past the end of a file that shrank under it
+(another program truncated it) would kill the process with SIGBUS, so such a read raises
+``CorruptionError`` instead.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import numpy as np
 
 from ..errors import CorruptionError, StoreFormatError
 from .crc import verify_rows
-from .io import File, replace_file
+from .io import File, create_new, replace_file
 from .preamble import PREAMBLE_SIZE, SHAPE_RECORD, Preamble, fourcc
 
 __all__ = ["Region", "RegionSpec"]
@@ -48,11 +51,22 @@ class RegionSpec:
 class Region:
     """One open region file. ``count`` is the committed record count (RECORD) or byte length."""
 
-    def __init__(self, spec: RegionSpec, path: str, file: File, preamble: Preamble) -> None:
+    def __init__(
+        self,
+        spec: RegionSpec,
+        path: str,
+        file: File,
+        preamble: Preamble,
+        *,
+        torn_preamble: bool = False,
+        placeholder: bool = False,
+    ) -> None:
         self.spec = spec
         self.path = path
         self.file = file
         self.preamble = preamble
+        self.torn_preamble = torn_preamble  # a writer opened it with a CRC-failing preamble
+        self.placeholder = placeholder  # the file is missing: an empty stand-in, never written
         self._map: mmap.mmap | None = None
         self._old_maps: list[mmap.mmap] = []
         self._mapped = 0
@@ -60,12 +74,12 @@ class Region:
 
     # ---- lifecycle -------------------------------------------------------------------
     @classmethod
-    def create(cls, spec: RegionSpec, path: str) -> Region:
+    def create(cls, spec: RegionSpec, path: str, *, store_id: int) -> Region:
         """Create the file atomically: ``path.partial`` gets its space and preamble and is
         fsynced, then renamed to ``path``; so a region file under its real name always has a
         whole preamble, whatever the power does (the caller fsyncs the directory)."""
         partial = path + ".partial"
-        f = File(partial, writable=True, create=True)
+        f = create_new(partial)
         stride = spec.stride
         if spec.shape == SHAPE_RECORD:
             capacity = spec.initial_capacity or max(16, _INITIAL_BYTES // max(stride, 1))
@@ -80,10 +94,9 @@ class Region:
             stride=stride,
             capacity=capacity,
             count=0,
-            created_ms=int(time.time() * 1000),
+            store_id=store_id,
         )
         try:
-            f.truncate(0)
             f.reserve(size)
             f.pwrite(pre.pack(), 0)
             f.sync("full")
@@ -100,6 +113,7 @@ class Region:
         preamble write after power loss): journal replay rewrites it, and
         :meth:`reload_preamble` raises if it is still bad afterwards."""
         f = File(path, writable=writable)
+        torn = False
         try:
             try:
                 pre = cls._read_preamble_from(f, path, retries=1 if writable else _READ_RETRIES)
@@ -107,11 +121,28 @@ class Region:
                 if not (writable and "CRC" in str(exc)):
                     raise
                 pre = Preamble(spec.shape, spec.region_id, spec.layout_id, spec.stride, 0, 0, 0)
+                torn = True
             cls._check_spec(spec, pre, path)
         except BaseException:
             f.close()
             raise
-        return cls(spec, path, f, pre)
+        return cls(spec, path, f, pre, torn_preamble=torn)
+
+    @classmethod
+    def placeholder_for(cls, spec: RegionSpec, path: str, *, store_id: int) -> Region:
+        """An empty, read-only stand-in for a region file missing from an existing store: an
+        anonymous file (never in the store directory) holding a preamble with no records, so
+        the store opens point-in-time with nothing of that region and no write lands."""
+        if hasattr(os, "memfd_create"):
+            fd = os.memfd_create("spector-missing", os.MFD_CLOEXEC)
+        else:  # pragma: no cover - not Linux
+            import tempfile
+
+            with tempfile.TemporaryFile() as tmp:
+                fd = os.dup(tmp.fileno())
+        pre = Preamble(spec.shape, spec.region_id, spec.layout_id, spec.stride, 0, 0, store_id)
+        os.pwrite(fd, pre.pack(), 0)
+        return cls(spec, path, File.adopt(fd, path), pre, placeholder=True)
 
     def close(self) -> None:
         for m in [self._map, *self._old_maps]:
@@ -204,7 +235,8 @@ class Region:
 
     # ---- bounds-checked reads --------------------------------------------------------
     def view(self, offset: int, length: int) -> memoryview:
-        """Read-only view of ``[offset, offset+length)``; ``CorruptionError`` if out of the file."""
+        """Read-only view of ``[offset, offset+length)``; ``CorruptionError`` if out of the file
+        (as mapped, or as it is on disk now: see :meth:`check_backed`)."""
         if offset < 0 or length < 0 or offset + length > self._mapped:
             self._remap()  # the file may have grown under a reader
             if offset < 0 or length < 0 or offset + length > self._mapped:
@@ -214,8 +246,23 @@ class Region:
                     file=self.path,
                     region=self.spec.filename,
                 )
+        self.check_backed(offset + length)
         assert self._map is not None
         return memoryview(self._map)[offset : offset + length]
+
+    def check_backed(self, end: int) -> None:
+        """``CorruptionError`` unless the file on disk still holds bytes up to ``end``: a page of
+        the map past the end of a file that shrank under it raises SIGBUS when touched, so
+        every read checks the size first (one ``fstat``)."""
+        size = self.file.size()
+        if end > size:
+            raise CorruptionError(
+                f"{self.path}: the file shrank to {size} bytes while open (it was "
+                f"{self._mapped}); another program truncated or replaced it — close the store and "
+                "restore the file from a backup",
+                file=self.path,
+                region=self.spec.filename,
+            )
 
     def array(self, offset: int, length: int) -> np.ndarray:
         """``uint8`` numpy view over ``[offset, offset+length)`` (bounds-checked)."""
@@ -252,7 +299,8 @@ class Region:
                 ok = self._reread_torn(out, slots, lo, hi, ok)
             if not ok.all():
                 self.verify(out[~ok], slots[~ok])
-        return out
+        rows: np.ndarray = out
+        return rows
 
     def read_rows_settled(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         """Copy of slots ``[start, stop)`` as ``uint8 (n, stride)`` and a bool mask of the rows
@@ -295,10 +343,3 @@ class Region:
 
     def __repr__(self) -> str:
         return f"Region({self.spec.filename!r}, count={self.count}, mapped={self._mapped})"
-
-
-def remove_partial_files(directory: str) -> None:
-    """Delete leftover ``*.partial`` files of an interrupted atomic write."""
-    for name in os.listdir(directory):
-        if name.endswith(".partial"):
-            os.unlink(os.path.join(directory, name))

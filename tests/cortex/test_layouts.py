@@ -194,7 +194,7 @@ def test_engram_slot_golden_bytes() -> None:
     q = np.array([[1, -1, 127, -128]], dtype=np.int8)
     body = HEADER_GOLDEN + h("01 FF 7F 80")
     assert slot_stride(dim) == 64 + 4 + 4
-    assert slots.encode(_header(), q) == body + crc(body)
+    assert slots.encode(slots.slot_records(_header(), q)) == body + crc(body)
 
 
 # ---- Strength record, 96 B -------------------------------------------------------------------
@@ -343,25 +343,37 @@ def test_preamble_golden_bytes() -> None:
         stride=72,
         capacity=8192,
         count=3,
-        created_ms=0x0102030405060708,
-        last_flush_ms=0x1112131415161718,
+        store_id=0x0102030405060708,
+        generation=0x1112131415161718,
     )
     body = h("""
         4D 4B 4D 53               # 0  magic 0x534D4B4D 'SMKM' (u32 LE)
-        01 00 00 00               # 4  schema_version 1
+        02 00 00 00               # 4  schema_version 2
         01 00 00 00               # 8  shape RECORD
         01 1A 00 00               # 12 flags: CRC on | region id 26 (PROVENANCE) << 8
         00 20 00 00 00 00 00 00   # 16 capacity 8192
         03 00 00 00 00 00 00 00   # 24 count 3
         48 00 00 00               # 32 stride 72
         56 4F 52 50               # 36 layout_id 0x50524F56 'PROV' (u32 LE)
-        08 07 06 05 04 03 02 01   # 40 created_ms
-        18 17 16 15 14 13 12 11   # 48 last_flush_ms
+        08 07 06 05 04 03 02 01   # 40 store_id
+        18 17 16 15 14 13 12 11   # 48 generation
     """)
     raw = pre.pack()
     assert raw == body + crc(body) + b"\0" * 4
     assert len(raw) == PREAMBLE_SIZE == 64
     assert Preamble.unpack(raw, file="x") == pre
+
+
+def test_schema_1_preamble_parses_without_identity() -> None:
+    body = h("""
+        4D 4B 4D 53  01 00 00 00  01 00 00 00  01 1A 00 00
+        00 20 00 00 00 00 00 00   03 00 00 00 00 00 00 00
+        48 00 00 00  56 4F 52 50
+        08 07 06 05 04 03 02 01   # 40 created_ms (schema 1; never read)
+        18 17 16 15 14 13 12 11   # 48 last_flush_ms (schema 1; never read)
+    """)
+    pre = Preamble.unpack(body + crc(body) + b"\0" * 4, file="x")
+    assert (pre.schema_version, pre.store_id, pre.generation, pre.count) == (1, 0, 0, 3)
 
 
 def test_store_files_carry_their_preambles(tmp_path: Path) -> None:

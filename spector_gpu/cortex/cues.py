@@ -1,13 +1,9 @@
-"""Derived state of a store: cue columns, association links, BM25 and the dense index.
+"""Cues: the per-memory values gates and fusion need that are not header fields.
 
-Everything here is a function of the primary regions and can be rebuilt from them. It is
-persisted as a snapshot stamped with the number of memories it covers; opening loads the
-snapshot and replays the tail, and a missing or damaged snapshot is rebuilt, never an error.
-
-Association links (the persisted graph): each memory points to its previous and next memory in
-the same session (temporal chain, so neighbours at distance ``d`` are ``d`` hops of
-``prev``/``next``), and to extra edges — the previous memory sharing each of its tags, and
-lineage edges between a consolidated fact and its parent turns.
+Derived state (a function of the primary regions, rebuilt from them when the snapshot is
+missing): session, per-session sequence, whether it cites a source, speaker, tags, external
+id, source URI and the analysed cue tokens of each memory ordinal. Persisted in the derived
+snapshot (:meth:`Cues.state` / :meth:`Cues.from_state`).
 """
 
 from __future__ import annotations
@@ -16,10 +12,11 @@ from collections import defaultdict
 
 import numpy as np
 
+from ..errors import CorruptionError
 from .growable import Growable, GrowableBuffer
 from .snapshot import arrays_to_strings, strings_to_arrays
 
-__all__ = ["Cues", "Links"]
+__all__ = ["Cues"]
 
 _CAPACITY = 64  # initial rows of each growable column
 
@@ -77,9 +74,11 @@ class Cues:
         return i
 
     def next_sequence(self, session: int) -> int:
+        """The sequence number the next episode of ``session`` gets."""
         return self.last_seq.get(session, -1) + 1
 
     def state(self) -> dict[str, np.ndarray]:
+        """Named numeric arrays of every cue (strings as UTF-8 blobs and offsets)."""
         out = {
             "session": self.session[: self.n],
             "sequence": self.sequence[: self.n],
@@ -105,24 +104,25 @@ class Cues:
 
     @classmethod
     def from_state(cls, s: dict[str, np.ndarray], n: int, where: str) -> Cues:
-        from ..errors import CorruptionError
-
+        """The cues of ``n`` memories from :meth:`state`'s arrays; ``CorruptionError``
+        (naming ``where``) if they do not describe ``n`` memories."""
         c = cls()
         if len(s["session"]) != n or len(s["sequence"]) != n or len(s["has_citations"]) != n:
             raise CorruptionError(f"{where}: cue columns have the wrong length", file=where)
 
-        def strings(name: str, optional: bool) -> list:
+        def strings(name: str) -> list[str]:
             values = arrays_to_strings(s[f"{name}_blob"], s[f"{name}_offsets"], where=where)
             if len(values) != n:
                 raise CorruptionError(f"{where}: {name} column has the wrong length", file=where)
-            if optional:
-                present = s[f"{name}_present"]
-                return [v if present[i] else None for i, v in enumerate(values)]
             return values
 
-        speakers = strings("speaker", False)
-        ext = strings("external_id", True)
-        uris = strings("source_uri", True)
+        def optional(name: str) -> list[str | None]:
+            present = s[f"{name}_present"]
+            return [v if present[i] else None for i, v in enumerate(strings(name))]
+
+        speakers = strings("speaker")
+        ext = optional("external_id")
+        uris = optional("source_uri")
         tags = arrays_to_strings(s["tags_blob"], s["tags_offsets"], where=where)
         cues = arrays_to_strings(s["cue_blob"], s["cue_offsets"], where=where)
         if len(tags) != n or len(cues) != n:
@@ -139,87 +139,3 @@ class Cues:
                 frozenset(t for t in cues[i].split("\x1f") if t),
             )
         return c
-
-
-class Links:
-    """Association links between memory ordinals (see module docstring).
-
-    ``prev`` / ``next`` are int64 arrays (capacity may exceed ``n``): the previous / next
-    memory of the same session, ``-1`` for none; ``extra`` maps an ordinal to its
-    ``(neighbour, weight)`` edges.
-    """
-
-    prev = GrowableBuffer()
-    next = GrowableBuffer()
-
-    def __init__(self) -> None:
-        self.n = 0
-        self._prev = Growable(np.int64, _CAPACITY)
-        self._next = Growable(np.int64, _CAPACITY)
-        self.last_in_session: dict[int, int] = {}
-        self.last_with_tag: dict[str, int] = {}
-        self.extra: dict[int, list[tuple[int, float]]] = defaultdict(list)
-
-    def append(self, session: int | None, tags: tuple[str, ...], tag_weight: float) -> int:
-        i = self.n
-        self._prev.append(-1)
-        self._next.append(-1)
-        if session is not None:
-            last = self.last_in_session.get(session)
-            if last is not None:
-                self.prev[i] = last
-                self.next[last] = i
-            self.last_in_session[session] = i
-        for t in tags:
-            j = self.last_with_tag.get(t)
-            if j is not None and tag_weight > 0:
-                self.link(i, j, tag_weight)
-            self.last_with_tag[t] = i
-        self.n += 1
-        return i
-
-    def link(self, a: int, b: int, weight: float) -> None:
-        self.extra[a].append((b, weight))
-        self.extra[b].append((a, weight))
-
-    def temporal_neighbours(self, nodes: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(node_index, neighbour)`` pairs for same-session neighbours within ``window``."""
-        src, dst = [], []
-        idx = np.arange(len(nodes))
-        for table in (self.prev[: self.n], self.next[: self.n]):
-            cur = nodes.copy()
-            for _ in range(window):
-                ok = cur >= 0
-                cur = np.where(ok, table[np.maximum(cur, 0)], -1)
-                keep = cur >= 0
-                src.append(idx[keep])
-                dst.append(cur[keep])
-        if not src:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return np.concatenate(src), np.concatenate(dst)
-
-    def extra_neighbours(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        src, dst, w = [], [], []
-        if self.extra:
-            for k, node in enumerate(nodes.tolist()):
-                for nbr, weight in self.extra.get(node, ()):
-                    src.append(k)
-                    dst.append(nbr)
-                    w.append(weight)
-        return (np.asarray(src, np.int64), np.asarray(dst, np.int64), np.asarray(w, np.float32))
-
-    def state(self) -> dict[str, np.ndarray]:
-        a, b, w = [], [], []
-        for k, edges in self.extra.items():
-            for nbr, weight in edges:
-                if k < nbr:
-                    a.append(k)
-                    b.append(nbr)
-                    w.append(weight)
-        return {
-            "prev": self.prev[: self.n],
-            "next": self.next[: self.n],
-            "extra_a": np.asarray(a, np.int64),
-            "extra_b": np.asarray(b, np.int64),
-            "extra_w": np.asarray(w, np.float32),
-        }

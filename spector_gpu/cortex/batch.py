@@ -1,0 +1,96 @@
+"""WriteBatch: everything one commit of the store writes, as typed values (no bytes).
+
+A pathway fills a batch and hands it to :meth:`~spector_gpu.cortex.cortex.Cortex.write`,
+which encodes every part through the store that owns its layout, commits it as one journaled
+transaction (all or nothing) and brings the in-memory state up to date.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ValidationError
+from ..types import MemoryType, Source
+from .payload import Payload
+from .provenance_store import LineageRun
+
+__all__ = ["NewMemories", "WriteBatch"]
+
+_DURABLE_TYPES = (int(MemoryType.EPISODIC), int(MemoryType.SEMANTIC), int(MemoryType.PROCEDURAL))
+
+
+@dataclass(frozen=True)
+class NewMemories:
+    """``m`` new memories, struct of arrays (row ``k`` of every field is memory ``k``).
+
+    Attributes:
+        ids: int64 (m,) TSIDs, none already stored.
+        types: int (m,) ``MemoryType`` values: EPISODIC, SEMANTIC or PROCEDURAL.
+        payloads: the ``m`` payloads (text, session, speaker, tags, citations, ...).
+        sequences: int (m,) per-session sequence of each episode, -1 for the other types.
+        vectors: float32 (m, dim) finite embeddings (quantised to the vector slab).
+        timestamp_ms: int64 (m,) formation time, epoch ms.
+        importance: float (m,) in [0.05, 10]; valence: int (m,) in [-127, 127];
+            arousal: int (m,) in [0, 255]; pinned: bool (m,).
+        provenance: int (m,) ``RecordProvenance`` values.
+        source: the batch's ``Source`` (EXPERIENCED, DISTILLED, ...).
+        now_ms: creation time of the strength rows (D = 1, S = 1), epoch ms.
+    """
+
+    ids: np.ndarray
+    types: np.ndarray
+    payloads: Sequence[Payload]
+    sequences: np.ndarray
+    vectors: np.ndarray
+    timestamp_ms: np.ndarray
+    importance: np.ndarray
+    valence: np.ndarray
+    arousal: np.ndarray
+    pinned: np.ndarray
+    provenance: np.ndarray
+    source: Source
+    now_ms: int
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def check(self, dim: int) -> None:
+        """``ValidationError`` naming the field whose shape or type does not fit ``m`` rows."""
+        m = len(self.ids)
+        if self.vectors.shape != (m, dim):
+            raise ValidationError(f"vectors has shape {self.vectors.shape}, expected ({m}, {dim})")
+        for name in ("types", "sequences", "timestamp_ms", "importance", "valence", "arousal"):
+            if len(getattr(self, name)) != m:
+                raise ValidationError(f"{name} has {len(getattr(self, name))} rows, expected {m}")
+        if len(self.pinned) != m or len(self.provenance) != m or len(self.payloads) != m:
+            raise ValidationError(f"pinned, provenance and payloads must have {m} rows")
+        if not np.isin(self.types, _DURABLE_TYPES).all():
+            raise ValidationError("types must be EPISODIC, SEMANTIC or PROCEDURAL")
+
+
+@dataclass(frozen=True)
+class WriteBatch:
+    """The parts of one commit; any may be empty (an empty batch still commits deferred
+    strength updates and queued events).
+
+    Attributes:
+        memories: new memories, appended at ordinals ``n ..``.
+        consolidate: ordinals whose header gets the consolidated bit.
+        record_provenance: ordinal -> ``RecordProvenance`` value to stamp in its header.
+        lineage: the PARTIAL lineage records of a planned consolidation run.
+        lineage_live: ``(session, pass)`` whose PARTIAL records turn LIVE (their lineage
+            edges join the association graph when the commit is adopted).
+    """
+
+    memories: NewMemories | None = None
+    consolidate: Sequence[int] = ()
+    record_provenance: Mapping[int, int] = field(default_factory=dict)
+    lineage: LineageRun | None = None
+    lineage_live: tuple[int, int] | None = None
+
+    def header_updates(self) -> list[int]:
+        """Ordinals whose header this batch rewrites, each once, in the order given."""
+        return list(dict.fromkeys([*self.consolidate, *self.record_provenance]))

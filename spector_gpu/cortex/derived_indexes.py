@@ -1,0 +1,244 @@
+"""DerivedIndexes: BM25, cues, association links and the dense index of one open store.
+
+Everything here is a function of the primary regions and can be rebuilt from them. BM25 and
+the cues are persisted as a snapshot (``derived.snap``) stamped with the number of memories it
+covers: opening loads it and the owner replays the memories after it; a missing, stale or
+damaged snapshot is rebuilt, never an error. The links are rebuilt from the cues (and the
+lineage edges from the LIVE provenance records), so a writer, a reopened store and a
+refreshed reader hold the same graph. The dense index is loaded from the vector slab.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..config import Config
+from ..errors import CorruptionError
+from ..kernels.dense import DenseIndex
+from ..types import MemoryType
+from .analyzer import Analyzer
+from .bm25 import BM25Index
+from .cues import Cues
+from .identity import regular_or_refuse
+from .links import Links
+from .payload import Payload, attributed
+from .provenance_store import ProvenanceMemory
+from .snapshot import read_snapshot, write_snapshot
+
+__all__ = ["SNAPSHOT_NAME", "DerivedIndexes", "index_text"]
+
+log = logging.getLogger(__name__)
+SNAPSHOT_NAME = "derived.snap"
+_CUE_CACHE_MAX = 65536
+
+
+def index_text(p: Payload) -> str:
+    """What the lexical relay indexes: speaker, text, tags, skill name and steps."""
+    parts = [attributed(p.speaker, p.text)]
+    if p.skill_name:
+        parts.append(p.skill_name)
+    parts.extend(p.steps)
+    parts.extend(p.tags)
+    return " ".join(parts)
+
+
+class DerivedIndexes:
+    """The derived state of one store (see the module docstring).
+
+    Args:
+        config: the store's configuration ([lexical], [association], [dense]).
+        analyzer: the lexical analyzer (its name is stamped into the snapshot).
+        dim: vector dimension; device: where the dense index lives.
+    """
+
+    def __init__(self, config: Config, analyzer: Analyzer, dim: int, device: Any) -> None:
+        self.config = config
+        self.analyzer = analyzer
+        self.bm25 = self._new_bm25()
+        self.cues = Cues()
+        self.links = Links()
+        self.dense = DenseIndex(dim, device=device, backend=config.dense.backend)
+        self.snapshot_covers = 0  # memories the snapshot on disk covers
+        self._cue_cache: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
+        self._lineage_linked: set[int] = set()  # fact TSIDs whose lineage edges are linked
+
+    def __len__(self) -> int:
+        return self.cues.n
+
+    def _new_bm25(self) -> BM25Index:
+        lex = self.config.lexical
+        return BM25Index(k1=lex.k1, b=lex.b, method=lex.method, analyzer=self.analyzer.name)  # type: ignore[arg-type]
+
+    # ---- building ----------------------------------------------------------------------
+    def append(
+        self, types: np.ndarray, payloads: Sequence[Payload], sequences: Sequence[int]
+    ) -> None:
+        """Index the next ``m`` memories: ``types`` (m,) MemoryType values, their payloads and
+        per-session ``sequences`` (-1 for non-episodes). Cost ∝ the new memories alone."""
+        tw = self.config.association.tag_weight
+        for k, p in enumerate(payloads):
+            episodic = int(types[k]) == MemoryType.EPISODIC
+            self.cues.append(
+                p.session_id,
+                int(sequences[k]),
+                bool(p.citations),
+                p.speaker,
+                p.tags,
+                p.external_id,
+                p.source_uri,
+                self.cue_tokens(p),
+            )
+            self.links.append(p.session_id if episodic else None, p.tags, tw)
+        self.bm25.add(self.analyzer.tokens_batch([index_text(p) for p in payloads]))
+
+    def _links_from_cues(self, stop: int, types: np.ndarray) -> None:
+        """Rebuild the links of ordinals ``[0, stop)`` from the cues (a loaded snapshot)."""
+        self.links = Links()
+        self._lineage_linked = set()
+        tw = self.config.association.tag_weight
+        for i in range(stop):
+            episodic = int(types[i]) == MemoryType.EPISODIC
+            session = int(self.cues.session[i]) if episodic else None
+            self.links.append(session, self.cues.tags[i], tw)
+
+    def cue_tokens(self, p: Payload) -> frozenset[str]:
+        """Analysed tokens of a memory's cues: its speaker's first name and its tags."""
+        key = (p.speaker, p.tags)
+        cached = self._cue_cache.get(key)
+        if cached is None:
+            words = [p.speaker.split()[0]] if p.speaker.strip() else []
+            words.extend(p.tags)
+            cached = frozenset(self.analyzer.tokens(" ".join(words))) if words else frozenset()
+            if len(self._cue_cache) > _CUE_CACHE_MAX:
+                self._cue_cache.clear()
+            self._cue_cache[key] = cached
+        return cached
+
+    # ---- lineage -----------------------------------------------------------------------
+    def session_turns(
+        self, types: np.ndarray, session: int, first_seq: int, last_seq: int
+    ) -> list[int]:
+        """Ordinals of the episodes of ``session`` with sequence in [first_seq, last_seq]
+        (``types``: the MemoryType of every ordinal)."""
+        c = self.cues
+        m = (
+            (c.session[: c.n] == session)
+            & (c.sequence[: c.n] >= first_seq)
+            & (c.sequence[: c.n] <= last_seq)
+        )
+        m &= types[: c.n] == MemoryType.EPISODIC
+        turns: list[int] = np.flatnonzero(m).tolist()
+        return turns
+
+    def link_lineage(
+        self, provenance: ProvenanceMemory, id_map: dict[int, int], types: np.ndarray
+    ) -> None:
+        """Add lineage edges fact <-> parent turns for every LIVE record not yet linked.
+
+        The parents are the record's turn range (what ``explain`` reports), so the edges are a
+        function of the persisted regions alone."""
+        rows = provenance.rows(verify=False)
+        lw = self.config.association.lineage_weight
+        for r in rows[ProvenanceMemory.live(rows)]:
+            target = int(r["target_tsid"])
+            fact = id_map.get(target)
+            if fact is None or target in self._lineage_linked:
+                continue
+            turns = self.session_turns(
+                types, int(r["session_id"]), int(r["first_seq"]), int(r["last_seq"])
+            )
+            for parent in turns:
+                self.links.link(fact, parent, lw)
+            self._lineage_linked.add(target)
+
+    # ---- snapshot ----------------------------------------------------------------------
+    def load_snapshot(
+        self,
+        directory: Path,
+        n: int,
+        types: np.ndarray,
+        *,
+        binding: Callable[[Mapping[str, Any], int], None] | None = None,
+    ) -> int:
+        """Load ``directory/derived.snap`` if it matches this store of ``n`` memories; returns
+        the memories it covers (0 when it is missing or unusable: everything is replayed).
+        ``binding(meta, covered)`` raises ``CorruptionError`` for a snapshot of another store
+        or generation (``storage.identity``). The caller then appends the memories after it."""
+        snap = directory / SNAPSHOT_NAME
+        if not os.path.lexists(snap):
+            return 0
+        try:
+            covered = self._read_snapshot(snap, n, binding)
+        except (CorruptionError, KeyError, ValueError) as exc:
+            log.warning("%s: derived snapshot unusable (%s); rebuilding", directory, exc)
+            self.bm25, self.cues, self.links = self._new_bm25(), Cues(), Links()
+            return 0
+        self._links_from_cues(covered, types)
+        self.snapshot_covers = covered
+        return covered
+
+    def _read_snapshot(
+        self, snap: Path, n: int, binding: Callable[[Mapping[str, Any], int], None] | None
+    ) -> int:
+        regular_or_refuse(snap)  # a FIFO would block the read: rebuild instead
+        meta, arrays = read_snapshot(snap)
+        covered = int(meta.get("covered", -1))
+        if meta.get("analyzer") != self.analyzer.name or not 0 <= covered <= n:
+            raise CorruptionError(f"{snap}: snapshot does not match this store", file=str(snap))
+        if binding is not None:
+            binding(meta, covered)
+        bm = {k[5:]: v for k, v in arrays.items() if k.startswith("bm25.")}
+        cue = {k[4:]: v for k, v in arrays.items() if k.startswith("cue.")}
+        bm25 = BM25Index.from_state(bm, analyzer=self.analyzer.name)
+        lex = self.config.lexical
+        if (bm25.k1, bm25.b, bm25.method) != (lex.k1, lex.b, lex.method):
+            raise CorruptionError(
+                f"{snap}: BM25 parameters differ from [lexical]; rebuilding", file=str(snap)
+            )
+        if len(bm25) != covered:
+            raise CorruptionError(
+                f"{snap}: BM25 covers {len(bm25)} docs, not {covered}", file=str(snap)
+            )
+        self.bm25, self.cues = bm25, Cues.from_state(cue, covered, str(snap))
+        return covered
+
+    def save_snapshot(
+        self, directory: Path, *, durable: bool, stamp: Mapping[str, Any] | None = None
+    ) -> None:
+        """Write the snapshot of every memory indexed so far (atomic: ``.partial`` → rename).
+
+        Something that is not ours under the snapshot's name (a directory) is left alone with
+        a warning: the snapshot only speeds up opening. ``OSError`` from the write is the
+        caller's to handle (the memories stay safe in the regions either way)."""
+        n = len(self)
+        target = directory / SNAPSHOT_NAME
+        if os.path.isdir(target) and not os.path.islink(target):
+            log.warning(
+                "%s is a directory, not the derived-index snapshot: the snapshot is not "
+                "saved and the indexes are rebuilt at each open; remove it to restore "
+                "fast opens",
+                target,
+            )
+            self.snapshot_covers = n
+            return
+        arrays = {f"bm25.{k}": v for k, v in self.bm25.state().items()}
+        arrays.update({f"cue.{k}": v for k, v in self.cues.state().items()})
+        write_snapshot(
+            target,
+            arrays,
+            {
+                "covered": n,
+                "analyzer": self.analyzer.name,
+                "ts": int(time.time() * 1000),
+                **(stamp or {}),  # the store's identity (storage.identity.snapshot_binding)
+            },
+            durable=durable,
+        )
+        self.snapshot_covers = n

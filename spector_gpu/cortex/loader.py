@@ -1,0 +1,114 @@
+"""PrimaryLoader: reads the primary regions into the in-memory state of an open store.
+
+Opening ingests every committed memory (index entry, header, strength columns, vector) into
+the :class:`~.columns.Columns` and the dense index, and rebuilds the derived indexes of the
+memories the snapshot does not cover; a reader's refresh does the same for the memories
+committed since, then re-reads the values writers update in place. Damage met on the way is
+the :class:`~.quarantine.Quarantine`'s to contain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..types import MemoryType
+from .columns import Columns
+from .derived_indexes import DerivedIndexes
+from .payload import Payload
+from .quarantine import Quarantine
+from .stores import Stores
+
+__all__ = ["PrimaryLoader"]
+
+_DERIVE_CHUNK = 4096  # memories whose payloads are held at once while (re)building indexes
+
+
+class PrimaryLoader:
+    """Loads ordinals from the ``stores`` into ``cols`` and ``derived`` (see module doc)."""
+
+    def __init__(
+        self, stores: Stores, cols: Columns, derived: DerivedIndexes, quarantine: Quarantine
+    ) -> None:
+        self.stores = stores
+        self.cols = cols
+        self.derived = derived
+        self.quarantine = quarantine
+
+    def check_tail(self, n: int) -> None:
+        """Validate only what open must: the episodes the last index entries point at (a
+        damaged entry itself is quarantined by :meth:`ingest`); ``CorruptionError``."""
+        if not n:
+            return
+        entries, bad = self.stores.index.scan(max(0, n - 8), n)
+        for e in entries[~bad]:
+            if int(e["type"]) == MemoryType.EPISODIC:
+                self.stores.episodic.verify(int(e["record_offset"]), int(e["id"]))
+
+    def ingest(self, start: int, stop: int) -> None:
+        """Append index entries, headers, strength columns and vectors of ordinals
+        [start, stop) (``start`` = the rows already loaded). An index entry that is damaged
+        (CRC, slot, type), points outside its store or repeats an id is quarantined; the
+        other memories are unaffected. ``CorruptionError`` for damage the index cannot be
+        read past (a region shorter than its count)."""
+        if stop <= start:
+            return
+        st = self.stores
+        id_map = st.index.id_map
+        entries, bad = st.index.scan(start, stop)
+        types, offs = entries["type"], entries["record_offset"]
+        bad |= (types == MemoryType.EPISODIC) & ~bad & ~st.episode_in_log(offs)
+        for t, store in (
+            (MemoryType.SEMANTIC, st.semantic),
+            (MemoryType.PROCEDURAL, st.procedural),
+        ):
+            bad |= (types == t) & ~bad & ((offs < 0) | (offs >= store.count))
+        # settled: a reader may copy a row while the writer rewrites it (onRecall, reinforce)
+        srows, sok = st.strength.settled(start, stop)
+        Quarantine.repeated_ids(entries["id"], bad, id_map)
+        # Belonging: a header or a CRC-valid strength row naming another memory (a file
+        # restored from an older copy, or taken from another store) quarantines the entry.
+        good = np.flatnonzero(~bad)
+        bad[good[st.headers(entries[good])["owner"] != entries["id"][good]]] = True
+        bad |= sok & (srows["owner"] != entries["id"])
+        unnamed = np.zeros(stop - start, dtype=bool)
+        if bad.any():
+            named = set(id_map) | set(entries["id"][~bad].tolist())
+            owners = np.where(sok, srows["owner"], 0)
+            unnamed = self.quarantine.seal_off(entries, bad, owners, named, start)
+        q, scale = st.vectors.codes(start, stop)
+        self.cols.extend(start, entries, st.headers(entries), srows)
+        st.index.adopt(entries, skip=unnamed)
+        self.derived.dense.add(q, scale)
+        self.quarantine.contain(self.cols, np.arange(start, stop))
+
+    def derive(self, start: int, stop: int, payload_or_blank: Callable[[int], Payload]) -> None:
+        """Index ordinals [start, stop) from their payloads (``payload_or_blank(i)``)."""
+        types = self.cols.index["type"]
+        for lo in range(start, stop, _DERIVE_CHUNK):
+            hi = min(stop, lo + _DERIVE_CHUNK)
+            payloads = [payload_or_blank(i) for i in range(lo, hi)]
+            entries = self.cols.index[lo:hi]
+            seqs = np.full(hi - lo, -1, dtype=np.int64)
+            ep = entries["type"] == MemoryType.EPISODIC
+            seqs[ep] = self.stores.episodic.sequences_at(entries["record_offset"][ep])
+            self.derived.append(types[lo:hi], payloads, seqs.tolist())
+
+    def reload_mutable(self, ordinals: np.ndarray) -> None:
+        """Re-read headers and strength columns of loaded ordinals (after in-place updates)."""
+        if not len(ordinals):
+            return
+        cols = self.cols
+        cols.headers[ordinals] = self.stores.headers(cols.index[ordinals])
+        # Strength rows are rewritten in place: re-read any caught mid-rewrite, and keep the
+        # last good values of a row damaged on disk (check() reports it) rather than garbage.
+        # (Episode and slot headers need no such care: a rewrite changes only single-byte
+        # fields, flags and provenance, so a copy can never mix two values of one field.)
+        records, ok = self.stores.strength.settled(0, len(cols))
+        good = ordinals[ok[ordinals]]
+        rows = records[good]
+        cols.d_event[good] = rows["retrieval_strength"]
+        cols.last_event_ms[good] = rows["last_recall_ms"]
+        cols.storage[good] = rows["storage_strength"]
+        self.quarantine.contain(cols, ordinals)

@@ -1,0 +1,100 @@
+"""Lineage queries: where a consolidated memory came from (seed 000 ``explain``).
+
+Answered from the 72-byte lineage records alone (the provenance store), so a writer, a reader
+and a reopened store give the same answer; the parent turns are the record's turn range.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..cortex import Cortex, decode_tsid, encode_tsid
+from ..errors import ValidationError
+
+__all__ = ["MemoryProvenance", "explain", "session_provenance"]
+
+
+@dataclass(frozen=True)
+class MemoryProvenance:
+    """Lineage of one consolidated memory (seed 000 ``explain``)."""
+
+    memory_id: str
+    session_id: int
+    partition: int
+    first_seq: int
+    last_seq: int
+    turn_count: int
+    pass_number: int
+    fact_index: int
+    batch_count: int
+    consolidated_at_ms: int
+    content_hash_hi: int
+    source_kind: int
+    target_kind: int
+    first_offset: int
+    last_offset: int
+    parent_ids: tuple[str, ...] = ()
+    parents: tuple[Any, ...] | None = None
+
+    def __str__(self) -> str:
+        return (
+            f"{self.memory_id}: session {self.session_id}, "
+            f"turns {self.first_seq}..{self.last_seq} ({self.turn_count}), "
+            f"pass {self.pass_number}, fact {self.fact_index + 1}/{self.batch_count}"
+        )
+
+
+def _record(c: Cortex, r: np.void, include_parents: bool) -> MemoryProvenance:
+    turns = c.session_turns(int(r["session_id"]), int(r["first_seq"]), int(r["last_seq"]))
+    parent_ids = tuple(encode_tsid(int(c.cols.ids[o])) for o in turns)
+    parents = None
+    if include_parents:
+        from .recall import RecallPathway
+
+        rp = RecallPathway(c, None)
+        now = int(time.time() * 1000)
+        d = rp._current_d(np.asarray(turns, dtype=np.int64), now) if turns else np.zeros(0)
+        parents = tuple(rp.result(o, 0.0, float(d[k])) for k, o in enumerate(turns))
+    return MemoryProvenance(
+        memory_id=encode_tsid(int(r["target_tsid"])),
+        session_id=int(r["session_id"]),
+        partition=int(r["partition_seq"]),
+        first_seq=int(r["first_seq"]),
+        last_seq=int(r["last_seq"]),
+        turn_count=int(r["turn_count"]),
+        pass_number=int(r["pass_number"]),
+        fact_index=int(r["fact_index"]),
+        batch_count=int(r["batch_count"]),
+        consolidated_at_ms=int(r["consolidated_at"]),
+        content_hash_hi=int(r["content_hash_hi"]),
+        source_kind=int(r["source_kind"]),
+        target_kind=int(r["target_kind"]),
+        first_offset=int(r["first_offset"]),
+        last_offset=int(r["last_offset"]),
+        parent_ids=parent_ids,
+        parents=parents,
+    )
+
+
+def explain(c: Cortex, memory_id: Any, *, include_parents: bool = False) -> MemoryProvenance | None:
+    """The lineage of ``memory_id`` (a TSID string); None for anything else, an unknown id or
+    a memory that was not consolidated. ``include_parents`` hydrates the parent turns."""
+    if not isinstance(memory_id, str):
+        return None
+    try:
+        tsid = decode_tsid(memory_id)
+    except ValidationError:
+        return None
+    rows = c.provenance.find_by_target(tsid)
+    return _record(c, rows[0], include_parents) if len(rows) else None
+
+
+def session_provenance(c: Cortex, session_id: Any) -> list[MemoryProvenance]:
+    """Every memory derived from session ``session_id`` (an int), by pass then fact index."""
+    if isinstance(session_id, bool) or not isinstance(session_id, (int, np.integer)):
+        return []
+    return [_record(c, r, False) for r in c.provenance.by_session(int(session_id))]
