@@ -170,3 +170,13 @@ def test_batch_decay_equals_the_law_at_now_ms(mem: SpectorMemory) -> None:
 def test_bad_clock_options_are_validation_errors(kw: dict[str, Any], field: str) -> None:
     with pytest.raises(ValidationError, match=field):
         RecallOptions(**kw)
+
+
+def test_a_memory_stamped_in_the_future_waits_at_full_strength(mem: SpectorMemory) -> None:
+    now = _now()
+    (plan,) = mem.remember_batch([{"text": TEXT, "timestamp_ms": now + 7 * DAY}])
+    (hit,) = mem.recall(QUERY, RecallOptions(k=1))  # wall clock: no gate; learn mode
+    assert hit.id == plan and hit.retrieval_strength == 1.0
+    # the recall before its time did not move its event back: it decays from formation
+    (hit,) = mem.recall(QUERY, RecallOptions(k=1, mode="observe", now_ms=now + 8 * DAY))
+    assert hit.retrieval_strength == pytest.approx(_factor(DAY), rel=1e-6)
