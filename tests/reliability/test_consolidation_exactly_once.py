@@ -125,7 +125,11 @@ def test_random_kill9_during_consolidation_then_rerun(workdir: Path, soak: int) 
     span = time.perf_counter() - t0  # how long an uninterrupted run takes, fork to exit
     target = RANDOM_KILLS * scale(soak)
     kills = rounds = resumed = 0
-    while kills < target:
+    # Under load a kill may land before the child commits its plan (fork, imports, open): keep
+    # killing until enough kills landed inside the consolidation itself, within a hard cap.
+    while kills < target or resumed < target // 4:
+        if kills >= 10 * target:
+            pytest.fail(f"{kills} kills, only {resumed} inside the consolidation itself")
         store = copy_store(template, workdir / f"round{rounds}")
         planned: set[str] = set()
         for attempt in range(200):
@@ -160,4 +164,4 @@ def test_random_kill9_during_consolidation_then_rerun(workdir: Path, soak: int) 
         f"after a plan was committed), {rounds} rounds rerun to completion: 0 facts lost, 0 "
         f"duplicated (uninterrupted run {span * 1e3:.0f} ms)"
     )
-    assert resumed >= kills // 4, "most kills should land inside the consolidation itself"
+    assert resumed >= target // 4
