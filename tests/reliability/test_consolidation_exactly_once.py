@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 import signal
+import statistics
 import time
 from collections import Counter
 from pathlib import Path
@@ -123,6 +124,7 @@ def test_random_kill9_during_consolidation_then_rerun(workdir: Path, soak: int) 
     t0 = time.perf_counter()
     assert run_child(consolidate_and_flush, str(probe)) == 0
     span = time.perf_counter() - t0  # how long an uninterrupted run takes, fork to exit
+    spans = [span]
     target = RANDOM_KILLS * scale(soak)
     kills = rounds = resumed = 0
     # Under load a kill may land before the child commits its plan (fork, imports, open): keep
@@ -133,8 +135,12 @@ def test_random_kill9_during_consolidation_then_rerun(workdir: Path, soak: int) 
         store = copy_store(template, workdir / f"round{rounds}")
         planned: set[str] = set()
         for attempt in range(200):
+            t0 = time.perf_counter()
             code = run_child(consolidate_and_flush, str(store), kill_after_s=rng.uniform(0, span))
             if code == 0:
+                # the window follows the machine's load: the median of the latest whole runs
+                spans = [*spans[-4:], time.perf_counter() - t0]
+                span = statistics.median(spans)
                 break
             assert code == -signal.SIGKILL, f"round {rounds}: exit {code}"
             kills += 1
