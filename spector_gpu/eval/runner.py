@@ -130,16 +130,12 @@ def evaluate(
     otherwise each lives in a temporary directory under ``temp_dir`` (default
     :func:`default_temp_dir`), removed as soon as its questions are answered. With ``out_dir``,
     :meth:`EvalResult.save` writes ``metrics.json``, ``per_question.jsonl`` and (``plots``:
-    ``None`` = when matplotlib is importable, ``True`` = required) the PNG plots. ``as_of``:
-    the clock of dated questions (module docstring).
+    ``None``: if matplotlib imports, ``True``: required) the PNG plots. ``as_of``: :mod:`.as_of`.
     """
-    if as_of not in get_args(AsOf):
-        raise ValidationError(f"evaluate: as_of must be one of {get_args(AsOf)}, got {as_of!r}")
     scorer: Scorer = dataset.scorer or QrelsScorer()
     k_max = scorer.default_depth if k_max is None else k_max
-    ks = _check_args(
-        scorer.cutoffs(k_max) if ks is None and _positive(k_max) else ks, k_max, batch_size
-    )
+    cutoffs = scorer.cutoffs(k_max) if ks is None and _positive(k_max) else ks
+    ks = _check_args(cutoffs, k_max, batch_size, as_of)
     options = _effective_configs(configs, ablations, k_max)
     questions = _select_questions(dataset, categories)
     job = _Job(
@@ -152,8 +148,7 @@ def evaluate(
         as_of,
     )
     log = job.run(dataset, questions, progress=progress)
-    metrics = _assemble(dataset, questions, ks, log, scorer, (device, embedder))
-    metrics["as_of"] = as_of
+    metrics = {**_assemble(dataset, questions, ks, log, scorer, (device, embedder)), "as_of": as_of}
     rows = log.rows(questions, ks, scorer)
     result = EvalResult(metrics, rows, options, scorer, log.timing_report())
     if out_dir is not None:
@@ -165,7 +160,11 @@ def _positive(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
-def _check_args(ks: Sequence[int] | None, k_max: int, batch_size: int) -> tuple[int, ...]:
+def _check_args(
+    ks: Sequence[int] | None, k_max: int, batch_size: int, as_of: str
+) -> tuple[int, ...]:
+    if as_of not in get_args(AsOf):
+        raise ValidationError(f"evaluate: as_of must be one of {get_args(AsOf)}, got {as_of!r}")
     for name, value in (("k_max", k_max), ("batch_size", batch_size)):
         if not _positive(value):
             raise ValidationError(f"evaluate: {name} must be an int >= 1, got {value!r}")
