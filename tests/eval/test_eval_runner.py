@@ -353,3 +353,32 @@ def test_table_and_records(dataset: Dataset, capsys: pytest.CaptureFixture[str])
     assert records[1]["relays"] == "lexical" and records[6]["fusion"] == "rrf"
     assert records[0]["cat4.recall@10"] == 1.0 and records[0]["cat5.n_questions"] > 0
     assert all(not isinstance(v, dict) for r in records for v in r.values())
+
+
+def test_small_stores_are_evaluated_with_one_torch_thread(
+    dataset: Dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+
+    from spector_gpu.eval import runner
+
+    seen: list[int] = []
+    inner = factory_for(overlap)
+
+    @contextmanager
+    def factory(path: Path) -> Iterator[FakeMemory]:
+        seen.append(torch.get_num_threads())
+        with inner(path) as mem:
+            yield mem
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        evaluate(dataset, memory_factory=factory, progress=False)
+        assert seen == [1, 1] and torch.get_num_threads() == 2  # restored afterwards
+        biggest = max(len(c.turns) for c in dataset.conversations)
+        monkeypatch.setattr(runner, "SMALL_STORE_TURNS", biggest - 1)
+        evaluate(dataset, memory_factory=factory, progress=False)
+        assert seen[2:] == [2, 2]  # one large store: torch keeps its threads
+    finally:
+        torch.set_num_threads(before)
