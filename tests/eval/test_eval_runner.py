@@ -382,3 +382,20 @@ def test_small_stores_are_evaluated_with_one_torch_thread(
         assert seen[2:] == [2, 2]  # one large store: torch keeps its threads
     finally:
         torch.set_num_threads(before)
+
+
+def test_workers_give_the_same_rankings_and_metrics(dataset: Dataset) -> None:
+    one = evaluate(dataset, memory_factory=factory_for(overlap), progress=False)
+    log: dict[str, list] = {}
+    two = evaluate(dataset, memory_factory=factory_for(overlap, log), progress=False, workers=2)
+    assert log["remembered"] == []  # the stores were built in the worker processes
+    assert two.per_question == one.per_question
+    drop = ("latency_ms_p50", "latency_ms_p95", "queries_per_s")
+    for name, entry in one.metrics["configs"].items():
+        assert {k: v for k, v in two.metrics["configs"][name].items() if k not in drop} == {
+            k: v for k, v in entry.items() if k not in drop
+        }
+        assert len(two.metrics["configs"][name]) == len(entry)
+    assert two.timing["stores"] == one.timing["stores"] == len(dataset.conversations)
+    with pytest.raises(ValidationError, match="workers must be an int >= 1"):
+        evaluate(dataset, memory_factory=factory_for(overlap), progress=False, workers=0)
