@@ -200,8 +200,12 @@ def _update(
     """Spherical k-means step: each centroid the normalised mean of its rows; an empty list
     restarts from a random training row."""
     sums = np.zeros_like(old)
-    np.add.at(sums, assign, x)
-    empty = np.bincount(assign, minlength=old.shape[0]) == 0
+    order = np.argsort(assign, kind="stable")
+    counts = np.bincount(assign, minlength=old.shape[0])
+    full = np.flatnonzero(counts)
+    starts = np.concatenate([[0], np.cumsum(counts[full])[:-1]])
+    sums[full] = np.add.reduceat(x[order], starts, axis=0)  # one pass, not np.add.at's scatter
+    empty = counts == 0
     if empty.any():
         sums[empty] = x[rng.choice(len(x), size=int(empty.sum()), replace=False)]
     return np.asarray(l2_normalize(sums), dtype=np.float32)
