@@ -11,11 +11,12 @@ Steps, in order, each reported in :class:`~spector_gpu.types.SleepReport`:
    delete when this build has one (never a silent loss: always listed and reported);
 5. **compaction** — the facade's ``compact`` when this build has one, else reported as
    ``"not available"``;
-6. **snapshot** — deferred strength rows committed and the derived-index snapshot written;
-7. **dream** (``sleep.dream``) — a dream phase keyed by the waking state (the count and last id
+6. **dream** (``sleep.dream``) — a dream phase keyed by the waking state (the count and last id
    of the memories that are not simulated): a cycle over the same waking state finds its
    dreams journaled and skips them, so sleep is idempotent and a rerun of an interrupted
-   cycle ends in the uninterrupted cycle's state.
+   cycle ends in the uninterrupted cycle's state;
+7. **snapshot** — deferred strength rows committed and the derived-index snapshot written
+   (last, so it covers what the cycle wrote).
 
 Every step either commits atomically or writes nothing, and each is idempotent given the state
 the previous ones left, so a sleep killed anywhere and rerun (same ``now_ms``) converges.
@@ -111,15 +112,15 @@ class SleepPathway:
         killpoint("sleep.after_prune")
         compaction = self._compact()
         steps["compaction"] = compaction
-        saved = self._snapshot()
-        steps["snapshot"] = "written" if saved else "up to date"
-        killpoint("sleep.after_snapshot")
         report = None
         if cfg.dream if dream is None else dream:
             report = self._dream(now)
             steps["dream"] = str(report)
         else:
             steps["dream"] = "off"
+        saved = self._snapshot()
+        steps["snapshot"] = "written" if saved else "up to date"
+        killpoint("sleep.after_snapshot")
         return SleepReport(
             now_ms=now,
             consolidated_facts=len(ref.fact_ids),
