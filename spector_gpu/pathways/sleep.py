@@ -56,14 +56,17 @@ class SleepHooks:
 
 def waking_key(c: Cortex) -> str:
     """The waking state a dream phase is keyed by: how many memories are not simulated, and
-    the last one's TSID (simulated memories and link weights leave it unchanged)."""
+    the TSID of the last one that was experienced or authored (not distilled: a rerun of an
+    interrupted consolidation gives its facts other TSIDs, and the key — which seeds the
+    phase's dreams — must not depend on them). Simulated memories and link weights leave it
+    unchanged."""
     h = c.cols.headers[: c.n]
-    awake = np.flatnonzero(
-        ((h["consolidation_flags"] & (CF_SIMULATED | CF_DREAMED)) == 0)
-        & (h["source"] != Source.SIMULATED)
+    awake = ((h["consolidation_flags"] & (CF_SIMULATED | CF_DREAMED)) == 0) & (
+        h["source"] != Source.SIMULATED
     )
-    last = encode_tsid(int(c.cols.ids[awake[-1]])) if awake.size else "-"
-    return f"sleep:{awake.size}:{last}"
+    told = np.flatnonzero(awake & (h["source"] != Source.DISTILLED))
+    last = encode_tsid(int(c.cols.ids[told[-1]])) if told.size else "-"
+    return f"sleep:{int(awake.sum())}:{last}"
 
 
 class SleepPathway:
