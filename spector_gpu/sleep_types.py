@@ -99,7 +99,8 @@ class SleepReport:
     """What one ``sleep()`` cycle did, step by step (``steps``: step name -> one line).
 
     Attributes:
-        consolidated_facts / consolidated_turns: what the reflect step wrote.
+        consolidated_facts / consolidated_turns: what the reflect step wrote;
+            ``fact_ids``: the facts' TSIDs.
         mean_strength: mean retrieval strength D of the live memories at ``now_ms``.
         prune_candidates: TSIDs whose D fell below ``sleep.prune_below`` (listed even when
             pruning is off); ``pruned``: those marked for compaction.
@@ -112,6 +113,7 @@ class SleepReport:
     consolidated_facts: int = 0
     consolidated_turns: int = 0
     mean_strength: float = 0.0
+    fact_ids: tuple[str, ...] = ()
     prune_candidates: tuple[str, ...] = ()
     pruned: tuple[str, ...] = ()
     compaction: str = "not available"

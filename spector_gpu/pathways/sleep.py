@@ -128,6 +128,7 @@ class SleepPathway:
             now_ms=now,
             consolidated_facts=len(ref.fact_ids),
             consolidated_turns=ref.turns_consolidated,
+            fact_ids=tuple(ref.fact_ids),
             mean_strength=mean_d,
             prune_candidates=candidates,
             pruned=pruned,
