@@ -13,6 +13,7 @@ options (observe mode; simulated memories excluded, as by default). Configuratio
   extra documents do to the lexical statistics, since recall never returns them);
 * ``hebbian`` — Hebbian changes with the ``[dream]`` defaults, no simulated memory;
 * ``hebbian strong`` — ``hebbian_rate`` 0.5, ``hebbian_max`` 1.0 (as strong as a temporal link);
+  ``hebbian strong, 5x dreams`` — the same with five times as many dreams;
 * ``dream defaults`` — both, the ``[dream]`` defaults.
 
 Writes ``benchmarks/results/dream_ablation.md``. Hashing embedder (no download); the machine is
@@ -50,6 +51,13 @@ CONFIGS: dict[str, dict[str, Any] | None] = {
         "simulated": False,
         "hebbian_rate": 0.5,
         "hebbian_max": 1.0,
+    },
+    "hebbian strong, 5x dreams": {
+        "hebbian": True,
+        "simulated": False,
+        "hebbian_rate": 0.5,
+        "hebbian_max": 1.0,
+        "ratio_x": 5,
     },
     "dream defaults": {},
 }
@@ -94,7 +102,9 @@ def run(
     dataset: Dataset, dream: Mapping[str, Any] | None, ratio: float
 ) -> tuple[Any, dict[str, float]]:
     stats = {"dream_s": 0.0, "dreams": 0.0, "links": 0.0, "written": 0.0}
-    config = {"dream": dict(dream)} if dream is not None else None
+    settings = dict(dream or {})
+    ratio *= settings.pop("ratio_x", 1)
+    config = {"dream": settings} if dream is not None else None
 
     def factory(path: Path) -> Any:
         mem = SpectorMemory.open(path, config=config, device="cpu")
@@ -122,7 +132,7 @@ def table(results: Mapping[str, tuple[Any, dict[str, float]]], cols: tuple[str, 
     for name, (res, st) in results.items():
         m = res.metrics["configs"]["default"]
         cells = [f"{m[c]:.3f}" for c in cols]
-        delta = f"{m[key] - base[key]:+.3f}"
+        delta = f"{m[key] - base[key]:+.4f}"
         lines.append(
             "| "
             + " | ".join(
@@ -155,9 +165,9 @@ def main() -> None:
         "",
         (
             f"Regenerate with `python benchmarks/dream_ablation.py` (ratio {args.ratio}: "
-            f"`ceil({args.ratio} × turns)` dreams per store, `seed=0`, right after the store's turns "
-            "are remembered; then the library's default recall options in observe mode, simulated "
-            "memories excluded). Hashing embedder. Environment: Python "
+            f"`ceil({args.ratio} × turns)` dreams per store, `seed=0`, right after the store's "
+            "turns are remembered; then the library's default recall options in observe mode, "
+            "simulated memories excluded). Hashing embedder. Environment: Python "
             f"{platform.python_version()}, {platform.platform()}, generated "
             f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load average {load:.1f} at the start on 2 "
             "shared cores (wall times are indicative only)."
@@ -184,8 +194,9 @@ def main() -> None:
         for name, dream in CONFIGS.items():
             results[name] = run(dataset, dream, args.ratio)
             print(f"{title} / {name}: {results[name][1]}", flush=True)
-        n_q = len(dataset.questions)
-        out += [f"## {title} ({len(dataset.conversations)} stores, {n_q} questions)", ""]
+        first = results["baseline"][0].metrics["configs"]["default"]
+        n_q = first.get("n_scored", first.get("n_questions"))
+        out += [f"## {title} ({len(dataset.conversations)} stores, {n_q} questions scored)", ""]
         out += table(results, cols)
         out.append("")
     args.report.write_text("\n".join(out) + "\n", encoding="utf-8")
