@@ -122,6 +122,7 @@ def table(results: Mapping[str, tuple[Any, dict[str, float]]], cols: tuple[str, 
         "configuration",
         *cols,
         "Δ R@10 / S all@5",
+        "p50 ms/query",
         "dreams",
         "link changes",
         "dream s",
@@ -133,13 +134,13 @@ def table(results: Mapping[str, tuple[Any, dict[str, float]]], cols: tuple[str, 
         m = res.metrics["configs"]["default"]
         cells = [f"{m[c]:.3f}" for c in cols]
         delta = f"{m[key] - base[key]:+.4f}"
+        cells += [delta, f"{m['latency_ms_p50']:.2f}"]
         lines.append(
             "| "
             + " | ".join(
                 [
                     name,
                     *cells,
-                    delta,
                     f"{st['dreams']:.0f}",
                     f"{st['links']:.0f}",
                     f"{st['dream_s']:.1f}",
@@ -193,7 +194,9 @@ def main() -> None:
         results = {}
         for name, dream in CONFIGS.items():
             results[name] = run(dataset, dream, args.ratio)
-            print(f"{title} / {name}: {results[name][1]}", flush=True)
+            m = results[name][0].metrics["configs"]["default"]
+            shown = {c: round(m[c], 4) for c in cols}
+            print(f"{title} / {name}: {results[name][1]} {shown}", flush=True)
         first = results["baseline"][0].metrics["configs"]["default"]
         n_q = first.get("n_scored", first.get("n_questions"))
         out += [f"## {title} ({len(dataset.conversations)} stores, {n_q} questions scored)", ""]

@@ -40,7 +40,14 @@ _EPSILON = 1e-4  # a weight that decays below this is dropped (the link disappea
 def journal_events(cortex: Cortex) -> Iterator[Event]:
     """Every committed dream and learning-wander event, in chain order. Other events are
     skipped without decoding (their bytes do not hold either kind's name)."""
-    for data in cortex.events.records():
+    records = cortex.events.records()
+    while True:
+        try:
+            data = next(records)
+        except StopIteration:
+            return
+        except CorruptionError:
+            return  # point in time: what precedes the damage (check() and verify_chain report it)
         if not any(k in data for k in _KINDS):
             continue
         try:
@@ -49,6 +56,14 @@ def journal_events(cortex: Cortex) -> Iterator[Event]:
             continue  # verify_chain / check() report damage; the graph keeps what verifies
         if ev.kind in (DREAM_EVENT, LEARN_EVENT):
             yield ev
+
+
+def _is_tsid(text: str) -> bool:
+    try:
+        decode_tsid(text)
+    except ValidationError:
+        return False
+    return True
 
 
 def pair_key(a: int, b: int) -> tuple[int, int]:
@@ -100,10 +115,10 @@ class HebbianLinks:
             frags = [self._ordinal(t) for t in str(ev.payload.get("fragments", "")).split(",")]
             known = tuple(o for o in frags if o is not None)
             target = self._ordinal(wrote)
-            if target is None:
-                self._pending_lineage[decode_tsid(wrote)] = known
-            else:
+            if target is not None:
                 self.link_dream(target, known)
+            elif _is_tsid(wrote):  # written by the next commit (or by a resumed dream)
+                self._pending_lineage[decode_tsid(wrote)] = known
 
     def _changes(self, ev: Event) -> Iterator[tuple[int, int, float]]:
         try:

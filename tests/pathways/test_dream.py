@@ -199,3 +199,25 @@ def test_switches_generator_and_validation(template: Path, tmp_path: Path) -> No
         first = mem.dream_journal()[0]
         again = mem.dream(seeds=[first.seed_id], seed=5, now_ms=NOW)
         assert [e.seed_id for e in again.dreams] == [first.seed_id] and seeds
+
+
+def test_a_damaged_event_log_still_opens_with_the_links_before_the_damage(
+    template: Path, tmp_path: Path
+) -> None:
+    path = copy(template, tmp_path / "s")
+    with open_store(path) as mem:
+        mem.dream(max_dreams=2, seed=1, now_ms=NOW)
+        early = hebbian_weights(mem)
+        last = mem.dream(max_dreams=2, seed=2, now_ms=NOW).dreams[-1]
+        full = hebbian_weights(mem)
+        assert full != early and last.wrote is not None
+    log = path / "events.log"
+    raw = bytearray(log.read_bytes())
+    count = int.from_bytes(raw[24:32], "little")  # committed bytes after the preamble
+    raw[64 + count - 40] ^= 0xFF  # inside the last event: the last dream's "dream.write"
+    log.write_bytes(bytes(raw))
+    with open_store(path) as mem:  # point in time: reported, not refused
+        assert not mem.check().ok
+        # the damaged frame is the last dream's memory write: every link change precedes it
+        assert hebbian_weights(mem) == full
+        assert mem.get(last.wrote) is not None
