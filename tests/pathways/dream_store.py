@@ -15,6 +15,7 @@ from spector_gpu.cortex.layouts import CF_DREAMED, CF_SIMULATED
 CONFIG: dict[str, dict[str, Any]] = {
     "store": {"durability": "none"},
     "association": {"tag_weight": 0.5},
+    "dream": {"hebbian": True},  # whatever the default, these tests exercise the links
 }
 _PEOPLE = ("Ann", "Bo", "Cyd")
 _PLACES = ("Lisbon", "Porto", "Kyoto", "Oslo")

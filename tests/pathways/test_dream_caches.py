@@ -15,7 +15,11 @@ from spector_gpu import RecallOptions
 from spector_gpu.delegates import MemorySleep
 from spector_gpu.pathways.recall import RecallPathway
 
-FAST: dict[str, Any] = {"store": {"durability": "none"}, "association": {"tag_weight": 0.5}}
+FAST: dict[str, Any] = {
+    "store": {"durability": "none"},
+    "association": {"tag_weight": 0.5},
+    "dream": {"hebbian": True},
+}
 OPTS = [
     RecallOptions(k=8, mode="observe"),
     RecallOptions(k=8, mode="observe", include_simulated=True, fusion="weighted"),

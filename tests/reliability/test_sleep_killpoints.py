@@ -23,7 +23,11 @@ from .workload import record_figure
 pytestmark = pytest.mark.crash
 
 NOW = int(time.time() * 1000)
-SLEEP = {"sleep": {"dream": True, "max_dreams": 3}, "association": {"tag_weight": 0.5}}
+SLEEP = {
+    "sleep": {"dream": True, "max_dreams": 3},
+    "association": {"tag_weight": 0.5},
+    "dream": {"hebbian": True},
+}
 POINTS = (
     ("consolidate.after_facts", (1, 2)),
     ("sleep.after_reflect", (1,)),
