@@ -11,10 +11,11 @@ options (observe mode; simulated memories excluded, as by default). Configuratio
 * ``baseline`` — no dream;
 * ``simulated only`` — dreams write their SIMULATED memories, no Hebbian change (what the
   extra documents do to the lexical statistics, since recall never returns them);
-* ``hebbian`` — Hebbian changes with the ``[dream]`` defaults, no simulated memory;
+* ``hebbian`` — Hebbian changes at the default ``hebbian_rate`` 0.1 and ``hebbian_max`` 0.5,
+  no simulated memory;
 * ``hebbian strong`` — ``hebbian_rate`` 0.5, ``hebbian_max`` 1.0 (as strong as a temporal link);
   ``hebbian strong, 5x dreams`` — the same with five times as many dreams;
-* ``dream defaults`` — both, the ``[dream]`` defaults.
+* ``hebbian + simulated`` — both, at the default rate and cap.
 
 Writes ``benchmarks/results/dream_ablation.md``. Hashing embedder (no download); the machine is
 shared, so wall times are indicative only.
@@ -59,7 +60,7 @@ CONFIGS: dict[str, dict[str, Any] | None] = {
         "hebbian_max": 1.0,
         "ratio_x": 5,
     },
-    "dream defaults": {},
+    "hebbian + simulated": {"hebbian": True, "simulated": True},
 }
 LOCOMO_COLS = ("recall@1", "recall@5", "recall@10", "recall@20", "mrr", "ndcg@10")
 LME_COLS = (

@@ -122,7 +122,7 @@ class ReflectConfig:
 
 @dataclass(frozen=True)
 class DreamConfig:
-    hebbian: bool = True  # dreams change association weights (benchmarks: dream_ablation.md)
+    hebbian: bool = False  # dreams change association weights (off: dream_ablation.md)
     hebbian_rate: float = 0.1  # weight gained by a co-activated pair per dream (at most)
     hebbian_max: float = 0.5  # cap of a Hebbian link's weight
     noise_decay: float = 0.2  # fraction of its Hebbian weight a passed-over pair loses

@@ -6,10 +6,11 @@ recalled within ``dream.recent_ms`` — sampled with probability ∝ ``salience 
 association neighbourhood: each step draws a neighbour of any memory replayed so far
 (:mod:`.walk`). What co-activated is recorded:
 
-* **Hebbian links** (``dream.hebbian``): every pair of replayed memories gains weight,
-  ``w ← w + rate·(max − w)`` (never past ``dream.hebbian_max``, never more than ``rate`` per
-  dream); a Hebbian link from a replayed memory to a neighbour it passed over loses
-  ``noise_decay·w`` (never below 0).
+* **Hebbian links** (``dream.hebbian``; off by default — neutral to slightly negative on
+  LoCoMo and LongMemEval, ``benchmarks/results/dream_ablation.md``): every pair of replayed
+  memories gains weight, ``w ← w + rate·(max − w)`` (never past ``dream.hebbian_max``, never
+  more than ``rate`` per dream); a Hebbian link from a replayed memory to a neighbour it
+  passed over loses ``noise_decay·w`` (never below 0).
 * **A simulated memory** (``dream.simulated``): a recombination of the fragments — extractive
   by default (the first sentence of each), or a ``generator(texts) -> str`` callable — written
   as a SEMANTIC memory with source SIMULATED, consolidation flags simulated | dreamed, record
