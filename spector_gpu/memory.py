@@ -11,6 +11,7 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
 import torch
 
@@ -18,7 +19,13 @@ from .config import Config
 from .cortex.cortex import Cortex
 from .cortex.ids import TsidGenerator
 from .cortex.working import WorkingMemory
-from .delegates import MemoryAdminView, MemoryRecall, MemoryReflection, MemoryRemember
+from .delegates import (
+    MemoryAdminView,
+    MemoryRecall,
+    MemoryReflection,
+    MemoryRemember,
+    MemorySleep,
+)
 from .device import DeviceLike, resolve_device
 from .embedders import Embedder, make_embedder
 from .errors import StoreClosedError
@@ -26,12 +33,25 @@ from .handles import HandleRegistry, Requested, Settings, settings_conflict
 from .opening import ConfigArg, open_chain, resolve_config, store_path
 from .pathways.check import CheckReport
 from .pathways.distill import Distiller
+from .pathways.dream import Generator
 from .pathways.reflect import BackfillReport, MemoryProvenance, ReflectReport
 from .pathways.reinforcement import StrengthUpdater
+from .pathways.sleep import SleepHooks
 from .provenance.bundle import BundleInfo, BundleReport
 from .provenance.chain import ChainReport, Ed25519Signer
 from .provenance.citations import Citation
-from .types import CognitiveResult, MemoryType, RecallBatch, RecallOptions, Recovery, Role
+from .types import (
+    CognitiveResult,
+    DreamEntry,
+    DreamReport,
+    MemoryType,
+    RecallBatch,
+    RecallOptions,
+    Recovery,
+    Role,
+    SleepReport,
+    WanderStep,
+)
 
 __all__ = ["SpectorMemory"]
 
@@ -58,6 +78,14 @@ class SpectorMemory:
         self._recall = MemoryRecall(cortex, strength, working, self._lock)
         self._reflection = MemoryReflection(cortex, self._remember.pathway, self._lock)
         self._admin = MemoryAdminView(cortex, strength, working, self._lock, self._public_key)
+        # compaction and delete come from other rooms; absent ones are reported as such
+        hooks = SleepHooks(
+            compact=getattr(self, "compact", None), delete=getattr(self, "delete", None)
+        )
+        reflect = self._reflection.pathway
+        self._sleep = MemorySleep(
+            cortex, self._remember.pathway, reflect, strength, self._recall, self._lock, hooks
+        )
 
     # ---- lifetime ------------------------------------------------------------------------
     @classmethod
@@ -281,6 +309,62 @@ class SpectorMemory:
     def backfill_provenance(self, *, execute: bool = False) -> BackfillReport:
         """Fill unknown record provenance from evidence only (dry run unless ``execute``)."""
         return self._reflection.backfill_provenance(execute=execute)
+
+    # ---- sleep / dream / wander ----------------------------------------------------------
+    def sleep(
+        self,
+        *,
+        now_ms: int | None = None,
+        budget: int | None = None,
+        prune: bool | None = None,
+        dream: bool | None = None,
+    ) -> SleepReport:
+        """One idle-time maintenance cycle: reflect, decay, prune (off by default, always
+        reported), compaction, snapshot, and a dream phase when ``[sleep] dream`` is on.
+        Idempotent; an interrupted cycle rerun with the same ``now_ms`` converges."""
+        return self._sleep.sleep(now_ms=now_ms, budget=budget, prune=prune, dream=dream)
+
+    def dream(
+        self,
+        *,
+        seeds: Sequence[str] | None = None,
+        max_dreams: int = 5,
+        temperature: float = 1.0,
+        seed: int = 0,
+        generator: Generator | None = None,
+        now_ms: int | None = None,
+    ) -> DreamReport:
+        """Replay salient memories: Hebbian link updates and SIMULATED recombinations
+        (excluded from recall unless ``include_simulated``), journaled; deterministic per seed."""
+        return self._sleep.dream(seeds=seeds, max_dreams=max_dreams, temperature=temperature, seed=seed, generator=generator, now_ms=now_ms)  # fmt: skip  # noqa: E501
+
+    def wander(
+        self,
+        cue: str,
+        *,
+        steps: int = 8,
+        seed: int = 0,
+        mode: Literal["observe", "learn"] = "observe",
+        temperature: float = 1.0,
+        include_simulated: bool = False,
+        now_ms: int | None = None,
+    ) -> list[WanderStep]:
+        """A seeded random walk over the association graph from ``cue`` (a memory id or a
+        text), each step saying why; read-only unless ``mode="learn"``."""
+        return self._sleep.wander(cue, steps=steps, seed=seed, mode=mode, temperature=temperature, include_simulated=include_simulated, now_ms=now_ms)  # fmt: skip  # noqa: E501
+
+    def dream_journal(self) -> list[DreamEntry]:
+        """Every dream, in order: seed, fragments, what it wrote, link changes."""
+        return self._sleep.dream_journal()
+
+    def explain_dream(self, memory_id: str) -> DreamEntry | None:
+        """The dream that wrote a simulated memory (its lineage), or None."""
+        return self._sleep.explain_dream(memory_id)
+
+    def associations(self, memory_id: str, *, now_ms: int | None = None) -> list[WanderStep]:
+        """Every association link of a memory (temporal, tag, lineage, hebbian, dream) with
+        its weight and the neighbour's D."""
+        return self._sleep.associations(memory_id, now_ms=now_ms)
 
     # ---- admin -----------------------------------------------------------------------------
     def count(self, memory_type: MemoryType | str | None = None) -> int:

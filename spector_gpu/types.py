@@ -19,12 +19,16 @@ import numpy as np
 from .errors import ValidationError
 from .provenance.citations import Citation
 from .provenance.record import RecordProvenance
+from .sleep_types import DreamEntry, DreamReport, HebbianChange, SleepReport, WanderStep
 
 __all__ = [
     "RELAYS",
     "CognitiveResult",
+    "DreamEntry",
+    "DreamReport",
     "Explanation",
     "Fusion",
+    "HebbianChange",
     "Location",
     "MemoryType",
     "RecallBatch",
@@ -32,7 +36,9 @@ __all__ = [
     "Relay",
     "RelayExplanation",
     "Role",
+    "SleepReport",
     "Source",
+    "WanderStep",
 ]
 
 

@@ -38,6 +38,8 @@ class NewMemories:
         provenance: int (m,) ``RecordProvenance`` values.
         source: the batch's ``Source`` (EXPERIENCED, DISTILLED, ...).
         now_ms: creation time of the strength rows (D = 1, S = 1), epoch ms.
+        consolidation_flags: the batch's header ``consolidation_flags`` byte (0; a dream
+            writes SIMULATED | DREAMED).
     """
 
     ids: np.ndarray
@@ -53,6 +55,7 @@ class NewMemories:
     provenance: np.ndarray
     source: Source
     now_ms: int
+    consolidation_flags: int = 0
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -1,4 +1,4 @@
-"""The four delegates behind the ``SpectorMemory`` facade (seed ADR-0047).
+"""The delegates behind the ``SpectorMemory`` facade (seed ADR-0047).
 
 Each is constructible and testable alone against a :class:`~spector_gpu.cortex.cortex.Cortex`
 and takes the handle's lock around its work; the facade only wires them and forwards calls.
@@ -9,12 +9,14 @@ from .admin import MemoryAdminView
 from .recall import MemoryRecall
 from .reflection import MemoryReflection
 from .remember import MemoryRemember
+from .sleep import MemorySleep
 
 __all__ = [
     "MemoryAdminView",
     "MemoryRecall",
     "MemoryReflection",
     "MemoryRemember",
+    "MemorySleep",
     "ordinal_of",
     "writable_ordinal",
 ]
