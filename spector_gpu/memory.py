@@ -218,7 +218,7 @@ class SpectorMemory:
         *,
         type: MemoryType | str = MemoryType.EPISODIC,
         id: str | None = None,
-        session_id: int = 0,
+        session_id: int | None = None,
         role: Role | str | None = None,
         speaker: str = "",
         timestamp_ms: int | None = None,
@@ -235,14 +235,17 @@ class SpectorMemory:
         pinned: bool = False,
     ) -> str:
         """Remember one memory (a batch of one); returns its TSID. Fields as in
-        :meth:`remember_batch`."""
+        :meth:`remember_batch` (``session_id`` None: not a conversation turn)."""
         return self._remember.remember(text, type=type, id=id, session_id=session_id, role=role, speaker=speaker, timestamp_ms=timestamp_ms, importance=importance, valence=valence, arousal=arousal, tags=tags, external_id=external_id, citations=citations, source_uri=source_uri, source_span=source_span, skill_name=skill_name, steps=steps, pinned=pinned)  # fmt: skip  # noqa: E501
 
     def remember_batch(self, items: Sequence[str | Mapping[str, object]]) -> list[str]:
         """Remember texts or dicts (``text``, ``type``, ``id``, ``session_id``, ``role``,
         ``speaker``, ``timestamp_ms``, ``importance``, ``valence``, ``arousal``, ``tags``,
         ``external_id``, ``citations``, ``source_uri``, ``source_span``, ``skill_name``,
-        ``steps``, ``pinned``) in one atomic commit. Returns TSID strings in input order."""
+        ``steps``, ``pinned``) in one atomic commit. Returns TSID strings in input order.
+        An EPISODIC memory with a ``session_id`` is a conversation turn, embedded with its
+        speaker and previous turn (``[embedder] context_turns``); anything else is embedded
+        as exactly its text (docs/retrieval.md)."""
         return self._remember.remember_batch(items)
 
     def remember_working(

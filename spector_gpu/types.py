@@ -134,6 +134,8 @@ class Location:
     graph_slot: int
 
 
+_CLOCK_MAX = 1 << 62  # bound of now_ms and now_slack_ms: their sum stays an int64
+
 Relay = Literal["lexical", "dense", "association", "salience"]
 RELAYS: tuple[Relay, ...] = ("lexical", "dense", "association", "salience")
 Fusion = Literal["cognitive", "weighted", "rrf"]
@@ -151,6 +153,13 @@ class RecallOptions:
     ``min_importance``, ``tags``, ``session_id``, provenance filters) are hard filters applied
     before top-k, so a recall returns ``k`` results whenever ``k`` memories pass them.
     ``mode="observe"`` leaves strength untouched; ``"learn"`` (default) applies onRecall.
+
+    Time: ``now_ms`` (epoch ms) evaluates the recall as of that moment — retrieval strength
+    decays to it, onRecall is stamped with it, and memories formed after ``now_ms +
+    now_slack_ms`` (their own ``timestamp_ms``) are gated out; ``None`` (default) reads the
+    wall clock and gates nothing on formation time. ``now_slack_ms`` (>= 0) admits memories
+    stamped up to that much later (dates coarser than the question's, e.g. a session logged
+    later on the question's own day).
     """
 
     k: int = 10
@@ -169,8 +178,11 @@ class RecallOptions:
     source_uri_prefix: str | None = None
     mode: Literal["learn", "observe"] = "learn"
     explain: bool = False
+    now_ms: int | None = None
+    now_slack_ms: int = 0
 
     def __post_init__(self) -> None:
+        self._check_clock()
         if not isinstance(self.k, int) or isinstance(self.k, bool) or not 1 <= self.k <= 10_000:
             raise ValidationError(f"RecallOptions.k must be an int in [1, 10000], got {self.k!r}")
         if not self.relays:
@@ -221,6 +233,19 @@ class RecallOptions:
                 raise ValidationError(f"RecallOptions.{name} must be a (low, high) pair")
         if self.source_uri_prefix is not None and not isinstance(self.source_uri_prefix, str):
             raise ValidationError("RecallOptions.source_uri_prefix must be a string")
+
+    def _check_clock(self) -> None:
+        for name, lo in (("now_ms", -_CLOCK_MAX), ("now_slack_ms", 0)):
+            value = getattr(self, name)
+            if value is None and name == "now_ms":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise ValidationError(f"RecallOptions.{name} must be an int (ms), got {value!r}")
+            if not lo <= int(value) <= _CLOCK_MAX:
+                raise ValidationError(f"RecallOptions.{name} must be in [{lo}, 2**62], got {value}")
+            object.__setattr__(self, name, int(value))
+        if self.now_ms is None and self.now_slack_ms:
+            raise ValidationError("RecallOptions.now_slack_ms needs now_ms (the moment it extends)")
 
 
 @dataclass(frozen=True)

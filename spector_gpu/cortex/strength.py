@@ -1,7 +1,7 @@
 """StrengthMemory: per-engram retrieval strength D, storage strength S and use counters.
 
 Region STRENGTH, one 96-byte row per memory ordinal (layout in :mod:`.layouts`). D is not a
-stored constant: it is computed from the D stored at the last event (creation, recall,
+stored constant: it is computed from the D stored at the last event (formation, recall,
 reinforce, forget) by Spector's 12-bucket power law — the time since that event is rounded
 down to one of 12 bucket edges and ``D = D_event · max(floor, (1 + t/unit)^-exponent)``
 (exponent 0.15, floor 0.10; Wixted & Ebbesen 1991's power law of forgetting). Arousal slows
@@ -9,6 +9,12 @@ decay (``t / (1 + arousal/255)``); pinned memories and unresolved ones do not de
 (ACT-R's base-level learning, Anderson 1993) the passive count grows, the ring of the last 8
 use times shifts, D returns to 1 and S grows by ``ltp_step`` at most once per cooldown.
 ``reinforce`` raises S by ``0.1·(1−D)``; ``forget`` lowers D, never S. S stays in [1, 5].
+
+The first event is the memory's **formation**, its own ``timestamp_ms`` (not the moment it was
+written: a memory remembered today with a timestamp a year ago has decayed for a year). The
+event time (``last_recall_ms``) never moves back: an event stamped before the stored one (a
+recall evaluated as of an earlier moment, or before a memory's future formation time) keeps the
+later time, so D always decays from the later of formation and the last retrieval.
 """
 
 from __future__ import annotations
@@ -67,15 +73,21 @@ class StrengthMemory(FixedStrideStore):
         self.cfg = cfg
 
     def init_rows(
-        self, owners: np.ndarray, now_ms: int, valence: np.ndarray, importance: np.ndarray
+        self,
+        owners: np.ndarray,
+        now_ms: int,
+        valence: np.ndarray,
+        importance: np.ndarray,
+        formed_ms: np.ndarray,
     ) -> np.ndarray:
-        """Sealed rows (m,) of new memories: D = 1 and S = 1 at ``now_ms``."""
+        """Sealed rows (m,) of new memories written at ``now_ms``: D = 1 and S = 1 at their
+        formation ``formed_ms`` (int64 (m,) epoch ms, the headers' ``timestamp_ms``)."""
         rows = np.zeros(len(owners), dtype=STRENGTH_DTYPE)
         rows["valence"] = valence
         rows["effective_importance"] = importance
         rows["storage_strength"] = 1.0
         rows["retrieval_strength"] = 1.0
-        rows["last_recall_ms"] = now_ms
+        rows["last_recall_ms"] = formed_ms
         rows["last_auto_ltp_ms"] = now_ms
         rows["reconsolidation_delta"] = 0
         rows["owner"] = owners
@@ -114,7 +126,7 @@ class StrengthMemory(FixedStrideStore):
         rows["last_auto_ltp_ms"] = np.where(ltp, now_ms, rows["last_auto_ltp_ms"])
         rows["reconsolidation_delta"] = 1.0 - current_d.astype(np.float64)
         rows["retrieval_strength"] = 1.0
-        rows["last_recall_ms"] = now_ms
+        rows["last_recall_ms"] = _event_ms(rows, now_ms)
         return rows
 
     def reinforce(
@@ -127,11 +139,17 @@ class StrengthMemory(FixedStrideStore):
         )
         rows["valence"] = valence
         rows["retrieval_strength"] = 1.0
-        rows["last_recall_ms"] = now_ms
+        rows["last_recall_ms"] = _event_ms(rows, now_ms)
         return rows
 
     def forget(self, rows: np.ndarray, now_ms: int, current_d: np.ndarray) -> np.ndarray:
         rows = rows.copy()
         rows["retrieval_strength"] = current_d * self.cfg.forget_factor
-        rows["last_recall_ms"] = now_ms
+        rows["last_recall_ms"] = _event_ms(rows, now_ms)
         return rows
+
+
+def _event_ms(rows: np.ndarray, now_ms: int) -> np.ndarray:
+    """int64 time of an event at ``now_ms``: never before the stored one (module docstring)."""
+    out: np.ndarray = np.maximum(rows["last_recall_ms"], np.int64(now_ms))
+    return out

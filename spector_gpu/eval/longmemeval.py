@@ -27,7 +27,8 @@ Mapping to :class:`~spector_gpu.eval.dataset.Dataset`:
 - a turn whose content is empty or whitespace is skipped and counted
   (``counts["skipped_empty_turns"]``, logged); turn numbers still count it, as the paper's ids do;
 - a question: ``qid`` = ``question_id``, ``text`` = ``question``, ``answer`` as text (an integer
-  answer in decimal), ``evidence`` the remembered turns marked ``has_answer``, category 0;
+  answer in decimal), ``evidence`` the remembered turns marked ``has_answer``, category 0,
+  ``asked_ms`` the ``question_date`` (the evaluator recalls as of it);
 - ``Dataset.scorer`` is the official protocol
   (:class:`~spector_gpu.eval.longmemeval_protocol.LongMemEvalScorer`), one
   :class:`~spector_gpu.eval.longmemeval_protocol.Judgement` per question with its corpus ids and
@@ -221,7 +222,9 @@ def _parse_record(
     counts.sessions += len(ids)
     counts.repeated_session_ids += len(ids) - len(set(ids))
     conv = Conversation(qid, tuple(hay.turns), ())
-    question = Question(qid, qid, text, tuple(hay.evidence), UNCATEGORISED, str(answer))
+    question = Question(
+        qid, qid, text, tuple(hay.evidence), UNCATEGORISED, str(answer), asked_ms=asked_ms
+    )
     judgement = Judgement(
         qid=qid,
         question_type=qtype,

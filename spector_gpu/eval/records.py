@@ -80,7 +80,9 @@ class Question:
     ``qid`` is unique in the dataset (LoCoMo: ``"<conv_id>/q<index>"``); ``evidence`` the
     ``dia_id`` of the turns that answer it (may be empty: such a question cannot be scored and
     metrics skip it); ``category`` LoCoMo's 1–5 (5 adversarial) or 0 (uncategorised);
-    ``answer`` the reference answer text, ``None`` when the data has none (LoCoMo category 5).
+    ``answer`` the reference answer text, ``None`` when the data has none (LoCoMo category 5);
+    ``asked_ms`` when the question is asked (epoch ms, UTC; 0 when the data does not say, as
+    LoCoMo's does not): the evaluator recalls it as of that moment.
     """
 
     qid: str
@@ -89,6 +91,7 @@ class Question:
     evidence: tuple[str, ...]
     category: int
     answer: str | None = None
+    asked_ms: int = 0
 
     @property
     def adversarial(self) -> bool:

@@ -10,6 +10,9 @@ changes strengths (and the order of configurations cannot bias the results); ``k
 ``k_max``. Returned TSIDs map back to ``dia_id`` through ``remember_batch``'s return; an id that
 is no turn (e.g. a fact the engine made) keeps its TSID and counts as a miss.
 
+A dated question (``Question.asked_ms``) is recalled as of its date (``as_of``, :mod:`.as_of`);
+``metrics.json`` records the ``as_of`` used.
+
 The dataset's scorer (:mod:`.scorer`; LoCoMo and generic data: qrels over the evidence,
 LongMemEval: its official protocol) scores the engine's ranking exactly as returned; the real
 scores are kept in the per-question records. Latency: each batch's wall time
@@ -31,9 +34,10 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from ..errors import SpectorError, ValidationError
+from .as_of import AsOf, question_chunks
 from .dataset import Dataset
 from .parallel import check_workers, run_in_workers
 from .records import ADVERSARIAL_CATEGORY, UNCATEGORISED, Conversation, Question
@@ -46,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SMALL_STORE_TURNS",
+    "AsOf",
     "EvalResult",
     "MemoryFactory",
     "ablation_configs",
@@ -112,6 +117,7 @@ def evaluate(
     memory_factory: MemoryFactory | None = None,
     plots: bool | None = None,
     workers: int = 1,
+    as_of: AsOf = "day",
 ) -> EvalResult:
     """Evaluate recall on ``dataset`` for every configuration; see the module docstring.
 
@@ -129,13 +135,11 @@ def evaluate(
     otherwise each lives in a temporary directory under ``temp_dir`` (default
     :func:`default_temp_dir`), removed as soon as its questions are answered. With ``out_dir``,
     :meth:`EvalResult.save` writes ``metrics.json``, ``per_question.jsonl`` and (``plots``:
-    ``None`` = when matplotlib is importable, ``True`` = required) the PNG plots. ``workers``:
-    forked processes building and answering the stores (:mod:`.parallel`)."""
+    ``None``: if matplotlib imports, ``True``: required) the PNG plots. ``workers``: forked
+    processes building and answering the stores (:mod:`.parallel`). ``as_of``: :mod:`.as_of`.
+    """
     scorer: Scorer = dataset.scorer or QrelsScorer()
-    k_max = scorer.default_depth if k_max is None else k_max
-    ks = _check_args(
-        scorer.cutoffs(k_max) if ks is None and _positive(k_max) else ks, k_max, batch_size
-    )
+    k_max, ks = _check_args(scorer, ks, k_max, batch_size, as_of)
     options = _effective_configs(configs, ablations, k_max)
     questions = _select_questions(dataset, categories)
     job = _Job(
@@ -145,9 +149,10 @@ def evaluate(
         default_temp_dir() if temp_dir is None else str(temp_dir),
         batch_size,
         RunLog(list(options)),
+        as_of,
     )
     log = job.run(dataset, questions, progress=progress, workers=check_workers(workers))
-    metrics = _assemble(dataset, questions, ks, log, scorer, (device, embedder))
+    metrics = {**_assemble(dataset, questions, ks, log, scorer, (device, embedder)), "as_of": as_of}
     rows = log.rows(questions, ks, scorer)
     result = EvalResult(metrics, rows, options, scorer, log.timing_report())
     if out_dir is not None:
@@ -159,7 +164,14 @@ def _positive(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
-def _check_args(ks: Sequence[int] | None, k_max: int, batch_size: int) -> tuple[int, ...]:
+def _check_args(
+    scorer: Scorer, ks: Sequence[int] | None, k_max: int | None, batch_size: int, as_of: str
+) -> tuple[int, tuple[int, ...]]:
+    """The ranking depth and the sorted cut-offs (the scorer's defaults where not given)."""
+    k_max = scorer.default_depth if k_max is None else k_max
+    ks = scorer.cutoffs(k_max) if ks is None and _positive(k_max) else ks
+    if as_of not in get_args(AsOf):
+        raise ValidationError(f"evaluate: as_of must be one of {get_args(AsOf)}, got {as_of!r}")
     for name, value in (("k_max", k_max), ("batch_size", batch_size)):
         if not _positive(value):
             raise ValidationError(f"evaluate: {name} must be an int >= 1, got {value!r}")
@@ -169,7 +181,7 @@ def _check_args(ks: Sequence[int] | None, k_max: int, batch_size: int) -> tuple[
         raise ValidationError(
             f"evaluate: ks must be ints in [1, k_max={k_max}], got {ks!r}; raise k_max"
         )
-    return tuple(sorted(set(ks)))
+    return k_max, tuple(sorted(set(ks)))
 
 
 def _effective_configs(
@@ -250,11 +262,12 @@ def _ingest_records(conv: Conversation) -> list[dict[str, Any]]:
     for t in conv.turns:
         rec: dict[str, Any] = {
             "text": t.index_text,
-            "session_id": t.session,
             "speaker": t.speaker,
             "role": t.role,
             "external_id": t.dia_id,
         }
+        if t.session:  # 0 = unknown: a document, not a turn of a conversation
+            rec["session_id"] = t.session
         if t.timestamp_ms:  # 0 = unknown: let the engine stamp it
             rec["timestamp_ms"] = t.timestamp_ms
         records.append(rec)
@@ -271,6 +284,7 @@ class _Job:
     temp_dir: str | None
     batch_size: int
     log: RunLog
+    as_of: AsOf = "day"
     bar: Any = None  # the progress bar, while run() runs
 
     def fresh(self, bar: Any) -> _Job:
@@ -334,10 +348,9 @@ class _Job:
         mem.recall_batch([questions[0].text], next(iter(self.options.values())))  # warm-up
         self.bar.set_postfix_str(questions[0].conv_id)
         for name, opts in self.options.items():
-            for start in range(0, len(questions), self.batch_size):
-                chunk = questions[start : start + self.batch_size]
+            for chunk, chunk_opts in question_chunks(questions, opts, self.batch_size, self.as_of):
                 t0 = time.perf_counter()
-                batch = mem.recall_batch([q.text for q in chunk], opts)
+                batch = mem.recall_batch([q.text for q in chunk], chunk_opts)
                 seconds = time.perf_counter() - t0
                 self.log.add(name, [q.qid for q in chunk], batch, to_doc, seconds)
                 self.bar.update(len(chunk))

@@ -53,7 +53,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Item:
-    """One validated memory to write (internal)."""
+    """One validated memory to write (internal). ``in_session``: the caller gave a
+    ``session_id`` (the payload's 0 is also the default of one not given)."""
 
     id: int | None
     type: MemoryType
@@ -63,6 +64,7 @@ class Item:
     valence: int
     arousal: int
     pinned: bool
+    in_session: bool = False
 
 
 def _short_str(value: Any, field: str, where: str, *, allow_empty: bool = True) -> str:
@@ -261,4 +263,5 @@ def parse_item(raw: Any, where: str, *, now_ms: int | None, max_text_bytes: int)
         valence=0 if valence is None else _int(valence, "valence", where, -127, 127),
         arousal=0 if arousal is None else _int(arousal, "arousal", where, 0, 255),
         pinned=False if pinned is None else _bool(pinned, "pinned", where),
+        in_session=fields.get("session_id") is not None,
     )

@@ -44,11 +44,11 @@ class StrengthUpdater:
         c.last_event_ms[ordinals] = rows["last_recall_ms"]
         c.storage[ordinals] = rows["storage_strength"]
 
-    def on_recall(self, ordinals: np.ndarray) -> None:
+    def on_recall(self, ordinals: np.ndarray, now: int) -> None:
+        """onRecall of ``ordinals`` at ``now`` (epoch ms: the recall's clock)."""
         c = self.cortex
         if c.read_only or c.part.failed is not None:
             return  # a read-only handle observes only
-        now = int(time.time() * 1000)
         rows = self.rows(ordinals)
         d = self.current_d(ordinals, rows, now)
         new = c.strength.on_recall(rows, now, c.cols.created_ms[ordinals], d)

@@ -106,40 +106,47 @@ class RememberPathway:
         return out
 
     def _embed_texts(self, parsed: list[Item]) -> list[str]:
-        """Dense text per item. An episode is embedded as ``"<speaker>\n<previous same-session
-        turn>\n<speaker>: <text>"`` (``embedder.context_turns`` previous turns): the preceding
-        turn resolves what a reply refers to, and the speaker's name heading the text lets a
-        question about a person find that person's turns. Measured on LoCoMo's development
-        split with all-MiniLM-L6-v2: recall@10 0.777 with the context turn alone, 0.788 with
-        the speaker heading it too; with the hashing embedder 0.746 without context, 0.752
-        with both (docs/retrieval.md)."""
+        """Dense text per item: exactly the caller's text, except for a conversation turn.
+
+        A conversation turn is an EPISODIC memory remembered with an explicit ``session_id``;
+        it is embedded as ``"<speaker>\n<previous same-session turn>\n<speaker>: <text>"``
+        (``embedder.context_turns`` previous turns): the preceding turn resolves what a reply
+        refers to, and the speaker's name heading the text lets a question about a person find
+        that person's turns. Measured on LoCoMo's development split with all-MiniLM-L6-v2:
+        recall@10 0.777 with the context turn alone, 0.788 with the speaker heading it too;
+        with the hashing embedder 0.746 without context, 0.752 with both (docs/retrieval.md).
+        Everything else — a memory without a session (a plain list of documents), a fact, a
+        skill — is embedded as its text alone, so dense recall over it is the caller's
+        embedder's own similarity."""
         c = self.cortex
         context = c.config.embedder.context_turns
         recent: dict[int, list[str]] = {}
         out = []
         for it in parsed:
             p = it.payload
-            own = attributed(p.speaker, p.text)
-            if it.type != MemoryType.EPISODIC:
-                out.append(own)
+            if it.type != MemoryType.EPISODIC or not it.in_session:
+                out.append(p.text)
                 continue
+            own = attributed(p.speaker, p.text)
             s = p.session_id
             prev = recent.get(s)
             if prev is None:
-                prev = []
-                j = c.links.last_in_session.get(s)
-                while j is not None and j >= 0 and len(prev) < context:
-                    q = c.payload(int(j))
-                    prev.insert(0, attributed(q.speaker, q.text))
-                    j = int(c.links.prev[j]) if c.links.prev[j] >= 0 else None
-            lines = (
-                ([p.speaker] if p.speaker else []) + prev[-context:]
-                if context > 0
-                else ([p.speaker] if p.speaker else [])
-            )
-            out.append("\n".join([*lines, own]))
+                prev = self._stored_context(s, context)
+            head = [p.speaker] if p.speaker else []
+            out.append("\n".join([*head, *(prev[-context:] if context > 0 else []), own]))
             recent[s] = (prev + [own])[-max(context, 1) :]
         return out
+
+    def _stored_context(self, session: int, context: int) -> list[str]:
+        """The last ``context`` stored turns of ``session``, oldest first, as attributed."""
+        c = self.cortex
+        prev: list[str] = []
+        j = c.links.last_in_session.get(session)
+        while j is not None and j >= 0 and len(prev) < context:
+            q = c.payload(int(j))
+            prev.insert(0, attributed(q.speaker, q.text))
+            j = int(c.links.prev[j]) if c.links.prev[j] >= 0 else None
+        return prev
 
     def write(
         self,

@@ -198,7 +198,7 @@ class TestStrengthMemory(FixedStrideConformance):
     def records(self, store: FixedStrideStore, m: int, first: int) -> np.ndarray:
         assert isinstance(store, StrengthMemory)
         owners = np.array([self.owner(first + k) for k in range(m)], dtype=np.int64)
-        return store.init_rows(owners, 5000, np.zeros(m), np.ones(m))
+        return store.init_rows(owners, 5000, np.zeros(m), np.ones(m), np.full(m, 4000))
 
 
 class TestProvenanceMemory(FixedStrideConformance):

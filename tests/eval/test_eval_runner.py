@@ -238,7 +238,7 @@ def test_out_dir_files(dataset: Dataset, tmp_path: Path) -> None:
     text = (out / "metrics.json").read_text()
     metrics = json.loads(text)
     assert text == json.dumps(metrics, sort_keys=True, indent=2) + "\n"
-    assert set(metrics) == {"configs", "config", "dataset", "device", "embedder"}
+    assert set(metrics) == {"configs", "config", "dataset", "device", "embedder", "as_of"}
     assert metrics == json.loads(json.dumps(result.metrics))
     entry = metrics["configs"]["default"]
     for key in (

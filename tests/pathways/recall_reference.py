@@ -141,7 +141,9 @@ def _dense_codes(c):  # type: ignore[no-untyped-def]
 
 
 def reference_recall(c, queries: list[str], opts: RecallOptions, now: int) -> list[Reference]:  # type: ignore[no-untyped-def]
-    """Answers of ``queries`` over cortex ``c`` at ``now`` (ms), one query at a time."""
+    """Answers of ``queries`` over cortex ``c`` at ``now`` (ms; ``opts.now_ms`` when given),
+    one query at a time."""
+    now = now if opts.now_ms is None else opts.now_ms
     cfg = c.config
     allowed = gate_mask(c, opts)
     n_allowed = int(allowed.sum())

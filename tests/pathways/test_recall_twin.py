@@ -100,6 +100,8 @@ GATES = [
     {"has_citations": True},
     {"source_uri_prefix": "doc:notes/1"},
     {"session_id": 99},  # nothing passes
+    {"now_ms": 1_700_000_000_000 + 6 * 10**8},  # as of a moment: later memories gated out
+    {"now_ms": 1_700_000_000_000 + 3 * 10**8, "now_slack_ms": 2 * 10**8},
 ]
 
 options = st.builds(

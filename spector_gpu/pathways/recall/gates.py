@@ -24,6 +24,7 @@ from ...cortex.layouts import (
     type_of_flags,
 )
 from ...types import RecallOptions, Source
+from .clock import formed_by_ms
 from .state import StoreVersion
 
 __all__ = ["GateCache", "active_gates", "gate_key", "gate_mask"]
@@ -51,12 +52,15 @@ def active_gates(opts: RecallOptions) -> list[str]:
     names.extend(
         f for f in _GATE_FIELDS if f != "include_simulated" and getattr(opts, f) is not None
     )
+    if formed_by_ms(opts) is not None:
+        names.append("formed_by")
     return names
 
 
 def gate_key(opts: RecallOptions) -> tuple[tuple[str, Hashable], ...]:
     """Hashable identity of the gate settings of ``opts`` (for caching masks)."""
-    return tuple((name, getattr(opts, name)) for name in _GATE_FIELDS)
+    fields = tuple((name, getattr(opts, name)) for name in _GATE_FIELDS)
+    return (*fields, ("formed_by", formed_by_ms(opts)))
 
 
 def _tagged(cortex: Cortex, tags: frozenset[str], lo: int, hi: int) -> np.ndarray:
@@ -93,6 +97,9 @@ def gate_mask(
             m &= h["timestamp_ms"] >= t_lo
         if t_hi is not None:
             m &= h["timestamp_ms"] <= t_hi
+    formed_by = formed_by_ms(opts)
+    if formed_by is not None:  # recall as of a moment: nothing formed after it (.clock)
+        m &= h["timestamp_ms"] <= formed_by
     if opts.valence_window is not None:
         v_lo, v_hi = opts.valence_window
         m &= (h["valence"] >= v_lo) & (h["valence"] <= v_hi)

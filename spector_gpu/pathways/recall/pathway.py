@@ -2,7 +2,8 @@
 
 ``recall_batch`` is the primitive and ``recall`` is ``recall_batch([q])[0]``. One call:
 
-1. reads the clock once (``now_ms``: every retrieval strength of the call is taken at it);
+1. reads the clock once (:mod:`.clock`: ``RecallOptions.now_ms`` or the wall clock; every
+   retrieval strength of the call is taken at it, and onRecall is stamped with it);
 2. brings the cached tables up to the store (:mod:`.state`: extended over appended memories);
 3. evaluates the gates as one mask (:mod:`.gates`) that every relay applies before its top-k;
 4. runs the relays, the pool, fusion and the top-k as tensor work over the whole batch on the
@@ -33,6 +34,7 @@ from ...errors import ValidationError
 from ...kernels.decay import DecayLaw
 from ...kernels.native import native
 from ...types import CognitiveResult, Explanation, RecallBatch, RecallOptions
+from .clock import recall_clock
 from .columns import RecallColumns
 from .fusion import COEFFICIENT_MAX
 from .gates import GateCache
@@ -53,9 +55,10 @@ PARALLEL_DENSE_WORK = 1 << 23
 
 
 class StrengthWriter(Protocol):
-    """Applies onRecall to the ordinals a ``learn`` recall returned."""
+    """Applies onRecall to the ordinals a ``learn`` recall returned, at ``now_ms`` (the
+    recall's clock, epoch ms)."""
 
-    def on_recall(self, ordinals: np.ndarray) -> None: ...
+    def on_recall(self, ordinals: np.ndarray, now_ms: int) -> None: ...
 
 
 def decay_law(cfg: StrengthConfig) -> DecayLaw:
@@ -117,7 +120,7 @@ class RecallPathway:
         c.part.check_usable()
         if c.read_only:
             c.refresh()
-        now = self.clock()
+        now = recall_clock(opts, self.clock()).now_ms
         n_q, k = len(queries), opts.k
         if not n_q or not c.n:
             empty = Scored(
@@ -140,7 +143,7 @@ class RecallPathway:
         if opts.mode == "learn" and self.strength_writer is not None:
             hit = np.unique(scored.ordinals[scored.ordinals >= 0]).astype(np.int64)
             if len(hit):
-                self.strength_writer.on_recall(hit)
+                self.strength_writer.on_recall(hit, now)
                 self._columns.patch(c, hit)
                 self._scorer.salience.clear()  # strength rows changed in place
                 self._tracker.absorb(c, before)
