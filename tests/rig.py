@@ -16,7 +16,7 @@ from spector_gpu.cortex.cortex import Cortex
 from spector_gpu.cortex.ids import TsidGenerator, decode_tsid, encode_tsid
 from spector_gpu.cortex.working import WorkingMemory
 from spector_gpu.delegates import MemoryAdminView, MemoryRecall, MemoryReflection, MemoryRemember
-from spector_gpu.embedders import make_embedder
+from spector_gpu.embedders import Embedder, make_embedder
 from spector_gpu.opening import open_chain
 from spector_gpu.pathways.reinforcement import StrengthUpdater
 
@@ -40,12 +40,13 @@ class Rig:
         *,
         device: str = "cpu",
         read_only: bool = False,
+        embedder: Embedder | None = None,
     ) -> Rig:
         cfg: Config = load_config(overrides=config or {})
         cortex = Cortex.open(
             path,
             cfg,
-            make_embedder(cfg.embedder.name),
+            embedder if embedder is not None else make_embedder(cfg.embedder.name),
             device=torch.device(device),
             read_only=read_only,
         )

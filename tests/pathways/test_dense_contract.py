@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rig import Rig
 
 from spector_gpu import RecallOptions, SpectorMemory
 from spector_gpu.pathways.recall import RecallPathway
@@ -74,10 +75,10 @@ def test_dense_only_recall_is_the_exact_float_top_k(
     emb = KnownEmbedder(docs, queries)
     k = 10
     want = _exact_top(docs, queries, k)
-    with SpectorMemory.open(tmp_path / "s", config=FAST, embedder=emb) as mem:
-        ids = mem.remember_batch([f"doc {i}" for i in range(n_docs)])
+    with Rig.open(tmp_path / "s", FAST, embedder=emb) as rig:
+        ids = rig.remember_batch([f"doc {i}" for i in range(n_docs)])
         assert emb.texts[:n_docs] == [f"doc {i}" for i in range(n_docs)]  # exactly the text
-        pathway = RecallPathway(mem._cortex, None, device_path=device_path)
+        pathway = RecallPathway(rig.cortex, None, device_path=device_path)
         opts = RecallOptions(k=k, relays=("dense",), mode="observe")
         batch = pathway.recall_batch([f"query {j}" for j in range(len(queries))], opts)
         got = [[ids.index(t) for t in row] for row in batch.id_lists()]

@@ -20,8 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from recall_reference import reference_recall
+from rig import Rig
 
-from spector_gpu import Citation, MemoryType, RecallOptions, RecordProvenance, SpectorMemory
+from spector_gpu import Citation, MemoryType, RecallOptions, RecordProvenance
 from spector_gpu.pathways.recall import RecallPathway
 from spector_gpu.types import RELAYS
 
@@ -58,17 +59,17 @@ def _items(rng: random.Random, n: int) -> list[dict[str, Any]]:
     return items
 
 
-def _store(path: Path, seed: int, config: dict[str, Any]) -> SpectorMemory:
+def _store(path: Path, seed: int, config: dict[str, Any]) -> Rig:
     rng = random.Random(seed)
-    mem = SpectorMemory.open(path, config={"store": {"durability": "none"}, **config})
-    ids = mem.remember_batch(_items(rng, 90))
-    mem.consolidate()  # facts with lineage edges to their parent turns
-    ids += mem.remember_batch(_items(rng, 40))  # appended after the caches were built
+    rig = Rig.open(path, {"store": {"durability": "none"}, **config})
+    ids = rig.remember_batch(_items(rng, 90))
+    rig.reflection.consolidate()  # facts with lineage edges to their parent turns
+    ids += rig.remember_batch(_items(rng, 40))  # appended after the caches were built
     for mid in rng.sample(ids, 12):
-        mem.forget(mid)
+        rig.remember.forget(mid)
     for mid in rng.sample(ids, 6):
-        mem.reinforce(mid, valence=rng.randint(-20, 20))
-    return mem
+        rig.remember.reinforce(mid, valence=rng.randint(-20, 20))
+    return rig
 
 
 CONFIGS = [
@@ -81,7 +82,7 @@ CONFIGS = [
 @pytest.fixture(scope="module", params=range(len(CONFIGS)))
 def store(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[SpectorMemory, int]]:
+) -> Iterator[tuple[Rig, int]]:
     mem = _store(tmp_path_factory.mktemp("twin") / "s", request.param, CONFIGS[request.param])
     now = int(time.time() * 1000) + 3 * 3600 * 1000  # three hours on: memories have decayed
     yield mem, now
@@ -122,14 +123,14 @@ queries = st.lists(
 
 
 def _check(
-    mem: SpectorMemory,
+    mem: Rig,
     now: int,
     qs: list[str],
     opts: RecallOptions,
     device: bool,
     layout: Literal["auto", "dense", "sparse"] = "auto",
 ) -> None:
-    cortex = mem._cortex
+    cortex = mem.cortex
     pathway = RecallPathway(cortex, None, device_path=device, pool_layout=layout)
     pathway.clock = lambda: now
     batch = pathway.recall_batch(qs, opts)
@@ -158,10 +159,8 @@ def _check(
                 assert strengths == (hit.D, hit.S)
 
 
-def _tsid(mem: SpectorMemory, ordinal: int) -> str:
-    from spector_gpu.storage.tsid import encode_tsid
-
-    return encode_tsid(int(mem._cortex.cols.ids[ordinal]))
+def _tsid(mem: Rig, ordinal: int) -> str:
+    return mem.id_of(ordinal)
 
 
 @settings(
@@ -169,7 +168,7 @@ def _tsid(mem: SpectorMemory, ordinal: int) -> str:
 )
 @given(qs=queries, opts=options, layout=st.sampled_from(["dense", "sparse"]))
 def test_batched_pathway_equals_the_reference(
-    store: tuple[SpectorMemory, int],
+    store: tuple[Rig, int],
     qs: list[str],
     opts: RecallOptions,
     layout: Literal["dense", "sparse"],
@@ -183,7 +182,7 @@ def test_batched_pathway_equals_the_reference(
 )
 @given(qs=queries, opts=options, layout=st.sampled_from(["dense", "sparse"]))
 def test_device_code_path_equals_the_reference(
-    store: tuple[SpectorMemory, int],
+    store: tuple[Rig, int],
     qs: list[str],
     opts: RecallOptions,
     layout: Literal["dense", "sparse"],
@@ -195,7 +194,7 @@ def test_device_code_path_equals_the_reference(
 @pytest.mark.parametrize("fusion", ["cognitive", "weighted", "rrf"])
 @pytest.mark.parametrize("layout", ["dense", "sparse"])
 def test_every_relay_subset_and_gate(
-    store: tuple[SpectorMemory, int], fusion: str, layout: Literal["dense", "sparse"]
+    store: tuple[Rig, int], fusion: str, layout: Literal["dense", "sparse"]
 ) -> None:
     mem, now = store
     qs = ["river garden ann", "blue violin", "zzz", "", "ember ember tide"]
