@@ -37,6 +37,7 @@ __all__ = ["SNAPSHOT_NAME", "DerivedIndexes", "index_text"]
 log = logging.getLogger(__name__)
 SNAPSHOT_NAME = "derived.snap"
 _CUE_CACHE_MAX = 65536
+_INDEX_GROUP_TOKENS = 1 << 18  # tokens added to BM25 per call
 
 
 def index_text(p: Payload) -> str:
@@ -96,7 +97,19 @@ class DerivedIndexes:
                 self.cue_tokens(p),
             )
             self.links.append(p.session_id if episodic else None, p.tags, tw)
-        self.bm25.add(self.analyzer.tokens_batch([index_text(p) for p in payloads]))
+        # Added to BM25 in groups of about _INDEX_GROUP_TOKENS tokens: the token lists and
+        # BM25's per-posting scratch exist for one group at a time, not for the whole batch
+        # (the postings are the same as from one call).
+        group: list[list[str]] = []
+        size = 0
+        for p in payloads:
+            group.append(self.analyzer.tokens(index_text(p)))
+            size += len(group[-1])
+            if size >= _INDEX_GROUP_TOKENS:
+                self.bm25.add(group)
+                group, size = [], 0
+        if group:
+            self.bm25.add(group)
 
     def _links_from_cues(self, stop: int, types: np.ndarray) -> None:
         """Rebuild the links of ordinals ``[0, stop)`` from the cues (a loaded snapshot)."""

@@ -8,7 +8,7 @@ provenance is stamped here from the write path, never from a caller's argument (
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,6 +16,7 @@ import numpy as np
 from ..cortex import (
     Cortex,
     NewMemories,
+    Payload,
     TsidGenerator,
     WriteBatch,
     attributed,
@@ -31,6 +32,8 @@ from ..types import MemoryType, Source
 from .items import ITEM_FIELDS, Item, parse_item
 
 __all__ = ["ITEM_FIELDS", "Item", "RememberPathway", "tag_bloom"]
+
+_EMBED_GROUP_CHARS = 1 << 22  # characters of dense text handed to the embedder at once
 
 
 class RememberPathway:
@@ -105,23 +108,23 @@ class RememberPathway:
             out.append(seq)
         return out
 
-    def _embed_texts(self, parsed: list[Item]) -> list[str]:
-        """Dense text per item. An episode is embedded as ``"<speaker>\n<previous same-session
-        turn>\n<speaker>: <text>"`` (``embedder.context_turns`` previous turns): the preceding
-        turn resolves what a reply refers to, and the speaker's name heading the text lets a
-        question about a person find that person's turns. Measured on LoCoMo's development
-        split with all-MiniLM-L6-v2: recall@10 0.777 with the context turn alone, 0.788 with
-        the speaker heading it too; with the hashing embedder 0.746 without context, 0.752
-        with both (docs/retrieval.md)."""
+    def _embed_texts(self, parsed: list[Item]) -> Iterator[str]:
+        """Dense text per item, in order. An episode is embedded as ``"<speaker>\n<previous
+        same-session turn>\n<speaker>: <text>"`` (``embedder.context_turns`` previous turns):
+        the preceding turn resolves what a reply refers to, and the speaker's name heading the
+        text lets a question about a person find that person's turns. Measured on LoCoMo's
+        development split with all-MiniLM-L6-v2: recall@10 0.777 with the context turn alone,
+        0.788 with the speaker heading it too; with the hashing embedder 0.746 without
+        context, 0.752 with both (docs/retrieval.md). A generator, so that the texts of one
+        embedding group exist at a time (the context keeps payloads, not copies)."""
         c = self.cortex
         context = c.config.embedder.context_turns
-        recent: dict[int, list[str]] = {}
-        out = []
+        recent: dict[int, list[Payload]] = {}
         for it in parsed:
             p = it.payload
             own = attributed(p.speaker, p.text)
             if it.type != MemoryType.EPISODIC:
-                out.append(own)
+                yield own
                 continue
             s = p.session_id
             prev = recent.get(s)
@@ -129,17 +132,45 @@ class RememberPathway:
                 prev = []
                 j = c.links.last_in_session.get(s)
                 while j is not None and j >= 0 and len(prev) < context:
-                    q = c.payload(int(j))
-                    prev.insert(0, attributed(q.speaker, q.text))
+                    prev.insert(0, c.payload(int(j)))
                     j = int(c.links.prev[j]) if c.links.prev[j] >= 0 else None
-            lines = (
-                ([p.speaker] if p.speaker else []) + prev[-context:]
-                if context > 0
-                else ([p.speaker] if p.speaker else [])
-            )
-            out.append("\n".join([*lines, own]))
-            recent[s] = (prev + [own])[-max(context, 1) :]
-        return out
+            lines = [p.speaker] if p.speaker else []
+            if context > 0:
+                lines.extend(attributed(q.speaker, q.text) for q in prev[-context:])
+            yield "\n".join([*lines, own])
+            recent[s] = (prev + [p])[-max(context, 1) :]
+
+    def _embed(self, parsed: list[Item]) -> np.ndarray:
+        """float32 (m, dim) finite vectors of ``parsed``, embedded in groups of at most
+        ``_EMBED_GROUP_CHARS`` characters or ``embedder.batch_size`` texts (bounds the dense
+        texts held at once); ``ValidationError`` for a wrong shape or a NaN/inf row."""
+        c = self.cortex
+        vectors = np.empty((len(parsed), c.dim), dtype=np.float32)
+        group: list[str] = []
+        size = done = 0
+        limit = max(1, c.config.embedder.batch_size)
+        texts = self._embed_texts(parsed)
+        for k, text in enumerate(texts):
+            group.append(text)
+            size += len(text)
+            if size >= _EMBED_GROUP_CHARS or len(group) >= limit or k == len(parsed) - 1:
+                got = np.asarray(c.embedder.embed(group), dtype=np.float32)
+                if got.shape != (len(group), c.dim):
+                    raise ValidationError(
+                        f"embedder returned shape {got.shape} for {len(group)} texts, "
+                        f"expected ({len(group)}, {c.dim})"
+                    )
+                finite = np.isfinite(got).all(axis=1)
+                if not finite.all():
+                    bad = done + int(np.flatnonzero(~finite)[0])
+                    raise ValidationError(
+                        f"embedder {getattr(c.embedder, 'name', '?')!r} returned NaN or inf "
+                        f"for items[{bad}]; nothing was written (fix or replace the embedder)"
+                    )
+                vectors[done : done + len(group)] = got
+                done += len(group)
+                group, size = [], 0
+        return vectors
 
     def write(
         self,
@@ -153,18 +184,7 @@ class RememberPathway:
         c.part.check_writable()
         ids = self._assign_ids(parsed)
         sequences = self._sequences(parsed)
-        vectors = np.asarray(c.embedder.embed(self._embed_texts(parsed)), dtype=np.float32)
-        if vectors.shape != (len(parsed), c.dim):
-            raise ValidationError(
-                f"embedder returned shape {vectors.shape}, expected ({len(parsed)}, {c.dim})"
-            )
-        finite = np.isfinite(vectors).all(axis=1)
-        if not finite.all():
-            bad = int(np.flatnonzero(~finite)[0])
-            raise ValidationError(
-                f"embedder {getattr(c.embedder, 'name', '?')!r} returned NaN or inf for "
-                f"items[{bad}]; nothing was written (fix or replace the embedder)"
-            )
+        vectors = self._embed(parsed)
         now = int(time.time() * 1000)
         batch = NewMemories(
             ids=ids,
