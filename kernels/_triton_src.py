@@ -1,6 +1,7 @@
 """Triton sources of the fused dense kernels (see :mod:`spector_gpu.kernels.fused`).
 
-Plain functions, wrapped by :func:`spector_gpu.kernels.fused.kernels` with ``triton.jit`` on a
+Plain functions (left unannotated: Triton reads a kernel's annotations, so the mypy ignores
+below are deliberate), wrapped by :func:`spector_gpu.kernels.fused.kernels` with ``triton.jit`` on a
 GPU or Triton's interpreter on the CPU (that is how CI tests them). Importing this module
 needs Triton; nothing else imports it directly.
 """
@@ -8,7 +9,7 @@ needs Triton; nothing else imports it directly.
 import triton.language as tl
 
 
-def blockmax_kernel(
+def blockmax_kernel(  # type: ignore[no-untyped-def]
     codes_ptr,
     q_ptr,
     cs_ptr,
@@ -61,7 +62,7 @@ def blockmax_kernel(
     tl.store(out_ptr + pid_m.to(tl.int64) * stride_o + rn, tl.max(keys, axis=0), mask=rn < n_q)
 
 
-def candidates_kernel(
+def candidates_kernel(  # type: ignore[no-untyped-def]
     codes_ptr,
     q_ptr,
     cs_ptr,

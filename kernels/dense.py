@@ -17,43 +17,53 @@ by ``(key descending, slot ascending)``; since ``qs > 0`` this is also descendin
 than ``k`` results come back only when fewer than ``k`` rows are allowed. Padding is
 ``(-inf, -1)``.
 
-**Kernels.** :class:`DenseIndex` holds the rows and picks a path; each path has its module:
-the CPU tile loop (:mod:`.dense_cpu`: one ``torch._int_mm`` per tile of corpus rows, VNNI on
-the row-major codes, threshold pruning), the CUDA torch block-max loop and the Triton glue
-(:mod:`.dense_cuda`, :mod:`.fused`; the CPU runs the block-max loop when the CUDA layout is
-emulated, which is how the tests check it), the FAISS backend (:mod:`.dense_faiss`, CPU only)
-and the numpy twins (:mod:`.dense_reference`).
+**Kernels.** :class:`DenseIndex` holds the rows and picks a path, each in its module: the CPU
+(:mod:`.dense_cpu`: a native fused scan for one or two queries, else ``torch._int_mm`` tiles
+with native or threshold selection), CUDA (:mod:`.dense_cuda`: torch block-max loop, Triton
+glue and :mod:`.fused`; the CPU runs the block-max loop when the CUDA layout is emulated, which
+is how the tests check it), FAISS (:mod:`.dense_faiss`, CPU only), numpy twins
+(:mod:`.dense_reference`). :meth:`DenseIndex.topk` and :meth:`DenseIndex.score` keep results
+on the device; :meth:`DenseIndex.search` and :meth:`DenseIndex.score_slots` return numpy.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 import torch
-from spector_gpu.kernels import dense_cuda, fused
-from spector_gpu.kernels.dense_cpu import scratch_buffers, topk_tiles
-from spector_gpu.kernels.dense_faiss import FaissRows
-from spector_gpu.kernels.dense_reference import score_slots_reference, search_reference
-from spector_gpu.kernels.dense_scan import SCAN_MAX_ELEMENTS, DenseScan
-from spector_gpu.kernels.quant import check_matrix, quantize_int8, quantize_rows_torch
-from spector_gpu.kernels.topk import unpack_keys_torch
 
 from spector_gpu.device import DeviceLike, resolve_device
 from spector_gpu.errors import ValidationError
 
-__all__ = ["DenseIndex", "score_slots_reference", "search_reference"]
+from . import dense_cuda, fused
+from .dense_cpu import scan_topk, score_rows, scratch_buffers, topk_tiles
+from .dense_faiss import FaissRows
+from .dense_reference import score_slots_reference, search_reference
+from .native import native
+from .quant import (
+    DenseQueries,
+    check_codes,
+    check_matrix,
+    quantize_int8,
+    quantize_rows_torch,
+)
 
-logger = logging.getLogger(__name__)
+__all__ = ["DenseIndex", "DenseQueries", "score_slots_reference", "search_reference"]
 
 _NEG_INF = float("-inf")
 _CPU_BLOCK = 1 << 21  # score elements per CPU tile (8 MiB of int32: stays in L2/L3)
 _CUDA_BLOCK = 1 << 28  # score elements per CUDA tile (1 GiB of int32)
 _DEVICE_QUANTISE_MIN = 64  # queries per batch from which CUDA quantises them on the device
 _SPARSE_GATE = 8  # gather allowed rows when at most 1/8 of the corpus is allowed
+# Queries per batch up to which the CPU runs the native fused scan instead of GEMM tiles: one
+# or two queries read the rows once either way, and the scan writes nothing of size N (1 query
+# over 100k x 384: 1.6 ms against 7.7 ms through torch._int_mm on the shared dev box; 3
+# queries: 4.3 ms, where the GEMM starts to pay for its packing).
+NATIVE_SCAN_MAX = 2
+_NATIVE_ROWS_PER_K = 8  # native heaps pay off from 8 k rows (else half the rows enter them)
 
 
 class DenseIndex:
@@ -66,6 +76,9 @@ class DenseIndex:
         device: ``None``/``"auto"``, ``"cpu"``, ``"cuda[:N]"`` (torch backend); FAISS is CPU only.
         backend: ``"torch"`` (default) or ``"faiss"``.
         tile_rows: corpus rows per tile; ``None`` picks by batch size and device.
+        cpu_kernel: on the CPU, ``"auto"`` uses the native kernels (:mod:`.dense_cpu`) when
+            they are built, ``"torch"`` never does (the twin the tests compare against),
+            ``"native"`` insists on them.
     """
 
     def __init__(
@@ -75,6 +88,7 @@ class DenseIndex:
         device: DeviceLike = None,
         backend: Literal["torch", "faiss"] = "torch",
         tile_rows: int | None = None,
+        cpu_kernel: Literal["auto", "native", "torch"] = "auto",
     ) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
             raise ValidationError(f"dim must be a positive int, got {dim!r}")
@@ -84,6 +98,13 @@ class DenseIndex:
             isinstance(tile_rows, bool) or not isinstance(tile_rows, int) or tile_rows < 1
         ):
             raise ValidationError(f"tile_rows must be a positive int or None, got {tile_rows!r}")
+        if cpu_kernel not in ("auto", "native", "torch"):
+            raise ValidationError(
+                f'cpu_kernel must be "auto", "native" or "torch", got {cpu_kernel!r}'
+            )
+        if cpu_kernel == "native" and native is None:
+            raise ValidationError('cpu_kernel="native": the native kernels are not built here')
+        self._native = cpu_kernel != "torch" and native is not None
         self._dim = dim
         self._backend: Literal["torch", "faiss"] = backend
         self._tile_rows = tile_rows
@@ -105,6 +126,8 @@ class DenseIndex:
         else:
             self._device = resolve_device(device)
         self._scratch = threading.local()
+        # (query codes, keys of every row) of the last native scan, for score() of a pool
+        self._scanned: tuple[np.ndarray, torch.Tensor] | None = None
         self._init_layout(cuda_layout=self._device.type == "cuda")
 
     def _init_layout(self, *, cuda_layout: bool) -> None:
@@ -157,22 +180,7 @@ class DenseIndex:
 
         Storage grows by doubling on the device; only the new rows are copied from the host.
         """
-        codes = np.asarray(q)
-        scales = np.asarray(scale)
-        if codes.dtype != np.int8 or codes.ndim != 2 or codes.shape[1] != self._dim:
-            raise ValidationError(
-                f"q must be int8 (m, {self._dim}); got {codes.dtype} {codes.shape}"
-            )
-        if scales.shape != (codes.shape[0],) or not np.issubdtype(scales.dtype, np.floating):
-            raise ValidationError(
-                f"scale must be float32 ({codes.shape[0]},); got {scales.dtype} {scales.shape}"
-            )
-        scales = scales.astype(np.float32)
-        bad = ~np.isfinite(scales) | (scales < 0)
-        if bad.any():
-            raise ValidationError(
-                f"scale row {int(np.flatnonzero(bad)[0])} is negative, NaN or inf"
-            )
+        codes, scales = check_codes(q, scale, dim=self._dim)
         m = codes.shape[0]
         if m == 0:
             return
@@ -201,10 +209,91 @@ class DenseIndex:
         self._codes, self._scales = codes, scales
 
     # ------------------------------------------------------------------ reads
+    def queries(self, queries: npt.ArrayLike) -> DenseQueries:
+        """Validate and quantise float32 (n, d) queries once, for :meth:`topk` and
+        :meth:`score` (raises ``ValidationError`` naming a non-finite row)."""
+        x = check_matrix(queries, name="queries", dim=self._dim)
+        xq, qs = quantize_int8(x)
+        return DenseQueries(x, xq, qs, torch.from_numpy(qs).to(self._device))
+
+    def topk(
+        self, dq: DenseQueries, k: int, *, allowed: np.ndarray | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Top-k slots per query as tensors on the index's device (no copy to the host).
+
+        Args:
+            dq: :meth:`queries` of this index; k: results per query (>= 1);
+            allowed: optional bool (N,) host mask; ``False`` rows are excluded before top-k.
+
+        Returns:
+            ``(scores, slots)``: float32 (n, k) descending and int64 (n, k); ties to the lower
+            slot; ``(-inf, -1)`` padding when fewer than k rows are allowed.
+        """
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValidationError(f"k must be a positive int, got {k!r}")
+        k = int(k)
+        gate = self._check_allowed(allowed)
+        n = len(dq)
+        self._scanned = None
+        if n == 0 or self._n == 0 or (gate is not None and not gate.any()):
+            return (
+                torch.full((n, k), _NEG_INF, dtype=torch.float32, device=self._device),
+                torch.full((n, k), -1, dtype=torch.int64, device=self._device),
+            )
+        if self._backend == "faiss":
+            f_scores, f_slots = self._faiss.search(dq.x, k, gate)
+            return torch.from_numpy(f_scores), torch.from_numpy(f_slots)
+        if self._device.type == "cuda" and n >= _DEVICE_QUANTISE_MIN:
+            # large batches: quantise on the device (the bit-identical twin), saving an int8
+            # upload; a few queries are cheaper on the host (no extra sync). check_matrix
+            # already refused non-finite rows: no second check on the device.
+            xq_t, _ = quantize_rows_torch(torch.from_numpy(dq.x).to(self._device))
+            keys, slots = self._topk_keys(xq_t, k, gate)
+        else:
+            keys, slots = self._topk_keys(dq.xq, k, gate)
+        return torch.where(keys == _NEG_INF, keys, keys * dq.qs_t[:, None]), slots
+
+    def score(self, dq: DenseQueries, slots: torch.Tensor) -> torch.Tensor:
+        """Exact scores of given candidate slots, as a tensor on the index's device.
+
+        Args:
+            dq: :meth:`queries` of this index; slots: int64 (n, c) tensor on the index's
+                device, values in ``[-1, N)`` (the caller guarantees the range).
+
+        Returns:
+            float32 (n, c): the value :meth:`topk` reports for that slot; ``-inf`` at -1.
+        """
+        if self._backend == "faiss":
+            return torch.from_numpy(self._faiss.score_slots(dq.x, slots.cpu().numpy()))
+        scanned = self._scanned
+        if scanned is not None and scanned[0] is dq.xq and slots.shape[0] == len(dq):
+            # the last native scan kept every row's key for these very queries
+            keys = torch.gather(scanned[1], 1, slots.clamp(min=0))
+            keys = torch.where(slots < 0, _NEG_INF, keys)
+            return torch.where(keys == _NEG_INF, keys, keys * dq.qs_t[:, None])
+        if self._device.type == "cpu" and self._native and not self._cuda:
+            keys = score_rows(self._codes, self._scales, self._n, self._dim, dq.xq, slots.numpy())
+            return torch.where(keys == _NEG_INF, keys, keys * dq.qs_t[:, None])
+        return dense_cuda.score_gathered(
+            self._codes, self._scales, self._dim, self._dpad, dq.xq, dq.qs_t, slots
+        )
+
+    def keys_all(self, dq: DenseQueries) -> torch.Tensor:
+        """float32 (n, N) ranking keys ``float32(dot) * cs`` of every row for every query, on
+        the device — the values :meth:`topk` ranks by, for corpora small enough that the
+        whole matrix is cheaper than a search. Torch backend only."""
+        if self._backend != "torch":
+            raise ValidationError("keys_all() needs the torch backend")
+        if self._n == 0 or len(dq) == 0:
+            return torch.zeros((len(dq), self._n), dtype=torch.float32, device=self._device)
+        xt = self._queries_t(dq.xq)
+        dots = torch._int_mm(self._codes[: self._n], xt)[:, : len(dq)]  # (N, n) exact int32
+        return torch.mul(dots, self._scales[: self._n, None]).t()
+
     def search(
         self, queries: npt.ArrayLike, k: int, *, allowed: npt.ArrayLike | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k slots per query.
+        """Top-k slots per query, on the host (:meth:`topk` of :meth:`queries`).
 
         Args:
             queries: float32 (n, d), finite (L2-normalised for cosine scores).
@@ -215,55 +304,10 @@ class DenseIndex:
             ``(scores, slots)``: float32 (n, k) descending and int64 (n, k); ties to the lower
             slot; ``(-inf, -1)`` padding when fewer than k rows are allowed.
         """
-        x = check_matrix(queries, name="queries", dim=self._dim)
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValidationError(f"k must be a positive int, got {k!r}")
-        k = int(k)
-        gate = self._check_allowed(allowed)
-        n = x.shape[0]
-        empty = (np.full((n, k), _NEG_INF, np.float32), np.full((n, k), -1, np.int64))
-        if n == 0 or self._n == 0 or (gate is not None and not gate.any()):
-            return empty
-        if self._backend == "faiss":
-            return self._faiss.search(x, k, gate)
-        if self._device.type == "cuda" and n >= _DEVICE_QUANTISE_MIN:
-            # large batches: quantise on the device (the bit-identical twin), saving the host
-            # pass and an int8 upload; a few queries are cheaper on the host (no extra sync)
-            # (check_matrix above already refused non-finite rows: no second check on the device)
-            xq_t, qs_t = quantize_rows_torch(torch.from_numpy(x).to(self._device))
-            keys, slots = self._topk_keys(xq_t, k, gate)
-        else:
-            xq, qs = quantize_int8(x)
-            keys, slots = self._topk_keys(xq, k, gate)
-            qs_t = torch.from_numpy(qs).to(self._device)
-        scores = torch.where(keys == _NEG_INF, keys, keys * qs_t[:, None])
+        dq = self.queries(queries)
+        gate = None if allowed is None else np.asarray(allowed)
+        scores, slots = self.topk(dq, k, allowed=gate)
         return scores.cpu().numpy(), slots.cpu().numpy()
-
-    def scan(self, queries: npt.ArrayLike) -> DenseScan:
-        """Keys of every row for a few queries, to take both the top-k and the scores of any
-        slots from one pass (:class:`~.dense_scan.DenseScan`; results identical to
-        :meth:`search` and :meth:`score_slots`). Torch backend on the CPU; at most
-        :data:`~.dense_scan.SCAN_MAX_ELEMENTS` queries × rows.
-
-        Args:
-            queries: float32 (n, d), finite.
-        """
-        x = check_matrix(queries, name="queries", dim=self._dim)
-        if self._backend != "torch" or self._device.type != "cpu" or self._cuda:
-            raise ValidationError(
-                "scan() runs on the torch backend on the CPU; use search() and score_slots()"
-            )
-        if x.shape[0] * self._n > SCAN_MAX_ELEMENTS:
-            raise ValidationError(
-                f"scan() holds at most {SCAN_MAX_ELEMENTS} keys (queries x rows); "
-                f"got {x.shape[0]} x {self._n}: use search() and score_slots()"
-            )
-        xq, qs = quantize_int8(x)
-        if self._n == 0 or x.shape[0] == 0:
-            return DenseScan(torch.zeros((x.shape[0], self._n)), torch.from_numpy(qs))
-        dots = torch._int_mm(self._codes[: self._n], self._queries_t(xq))  # (N, n) exact int32
-        keys = torch.mul(dots, self._scales[: self._n, None])  # float32(dot) * cs, as search()
-        return DenseScan(keys.t().contiguous(), torch.from_numpy(qs))
 
     def score_slots(self, queries: npt.ArrayLike, slots: npt.ArrayLike) -> np.ndarray:
         """Exact scores of given candidate slots (for fusion over a union candidate set).
@@ -274,26 +318,16 @@ class DenseIndex:
         Returns:
             float32 (n, c): the same value :meth:`search` would report; ``-inf`` where slot is -1.
         """
-        x = check_matrix(queries, name="queries", dim=self._dim)
+        dq = self.queries(queries)
         sl = np.asarray(slots)
-        if sl.ndim != 2 or sl.shape[0] != x.shape[0] or not np.issubdtype(sl.dtype, np.integer):
-            raise ValidationError(
-                f"slots must be int (n={x.shape[0]}, c); got {sl.dtype} {sl.shape}"
-            )
+        if sl.ndim != 2 or sl.shape[0] != len(dq) or not np.issubdtype(sl.dtype, np.integer):
+            raise ValidationError(f"slots must be int (n={len(dq)}, c); got {sl.dtype} {sl.shape}")
         if sl.size and (sl.min() < -1 or sl.max() >= self._n):
             raise ValidationError(
                 f"slots must lie in [-1, {self._n}); got range [{sl.min()}, {sl.max()}]"
             )
-        if self._backend == "faiss":
-            return self._faiss.score_slots(x, sl.astype(np.int64))
-        xq, qs = quantize_int8(x)
-        out = np.empty(sl.shape, dtype=np.float32)
-        chunk = max(1, (1 << 24) // max(1, sl.shape[1] * self._dpad))
-        for lo in range(0, sl.shape[0], chunk):
-            out[lo : lo + chunk] = self._score_chunk(
-                xq[lo : lo + chunk], qs[lo : lo + chunk], sl[lo : lo + chunk]
-            )
-        return out
+        slots_t = torch.from_numpy(sl.astype(np.int64)).to(self._device)
+        return self.score(dq, slots_t).cpu().numpy()
 
     # ------------------------------------------------------------------ torch internals
     def _check_allowed(self, allowed: npt.ArrayLike | None) -> np.ndarray | None:
@@ -331,9 +365,15 @@ class DenseIndex:
         ``xq`` is int8 (n, d), numpy or on the device.
         """
         if self._cuda:
-            return self._topk_blockmax(xq, k, gate)
+            return dense_cuda.topk_blockmax(self, xq, k, gate)
         if isinstance(xq, torch.Tensor):
             xq = xq.cpu().numpy()
+        if self._native and xq.shape[0] <= NATIVE_SCAN_MAX:
+            keys, slots, every = scan_topk(
+                self._codes, self._scales, self._n, self._dim, xq, k, gate
+            )
+            self._scanned = (xq, every)
+            return keys, slots
         xt = self._queries_t(xq)
         tile = self._tile_rows_for(xq.shape[0])
         bufs = scratch_buffers(self._scratch, min(tile, max(self._n, 1)), xt.shape[1])
@@ -347,6 +387,7 @@ class DenseIndex:
             gate,
             sparse=self._sparse(gate),
             bufs=bufs,
+            use_native=self._native and self._n > _NATIVE_ROWS_PER_K * k,
         )
 
     def _sparse(self, gate: np.ndarray | None) -> bool:
@@ -356,93 +397,3 @@ class DenseIndex:
     def _block_layout(self, n: int, k: int, rows: int) -> tuple[int, int]:
         """(tile rows, block rows) for the block-max path; ``rows`` = rows to scan."""
         return dense_cuda.block_layout(self._tile_rows_for(n), k, rows, self._block_rows)
-
-    def _topk_blockmax(
-        self, xq: np.ndarray | torch.Tensor, k: int, gate: np.ndarray | None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """CUDA path (:mod:`.dense_cuda`): float32 keys (n, k) and int64 slots (n, k)."""
-        if self._fused is None:
-            self._fused = self._device.type == "cuda" and fused.available()
-        if self._fused and k <= dense_cuda.FUSED_MAX_K:
-            try:
-                return unpack_keys_torch(
-                    dense_cuda.fused_search(
-                        self._codes,
-                        self._scales,
-                        self._n,
-                        self._dim,
-                        xq,
-                        k,
-                        gate,
-                        sparse=self._sparse(gate),
-                        config=self._fused_config,
-                        block_rows=self._block_rows,
-                        tile_maxima=self._fused_tile_maxima,
-                    )
-                )
-            except ValidationError:
-                raise
-            except Exception as exc:  # a GPU or Triton build the kernels do not compile for
-                if self._device.type != "cuda":
-                    raise
-                logger.warning(
-                    "Triton dense kernels failed on %s (%s); using the torch path",
-                    self._device,
-                    exc,
-                )
-                self._fused = False
-        if isinstance(xq, torch.Tensor):
-            xq = xq.cpu().numpy()
-        n = xq.shape[0]
-        if self._codes.shape[0] >= dense_cuda.MAX_SLOT:
-            raise ValidationError(
-                f"the CUDA path ranks at most {dense_cuda.MAX_SLOT} rows; shard the index"
-            )
-        sparse = self._sparse(gate)
-        total = int(gate.sum()) if sparse and gate is not None else self._n
-        tile, block = self._block_layout(n, k, total)
-        plan = self._block_plan(tile, max(block, 32), gate if sparse else None, gate)
-        xt = self._queries_t(xq)
-        best = self._blockmax_loop(xt, n, k, block, *plan)
-        keys, slots = unpack_keys_torch(best)
-        return keys, slots
-
-    def _block_plan(
-        self, tile: int, unit: int, sparse_gate: np.ndarray | None, gate: np.ndarray | None
-    ) -> dense_cuda.Plan:
-        """:func:`~.dense_cuda.block_plan` over this index's rows."""
-        return dense_cuda.block_plan(
-            self._n, self._codes.shape[0], self._device, tile, unit, sparse_gate, gate
-        )
-
-    def _blockmax_loop(
-        self,
-        xt: torch.Tensor,
-        n: int,
-        k: int,
-        block: int,
-        rows: torch.Tensor | None,
-        bias: torch.Tensor,
-        slots: torch.Tensor,
-        ranges: list[tuple[int, int]],
-    ) -> torch.Tensor:
-        """:func:`~.dense_cuda.blockmax_loop` over this index's rows: packed int64 (n, k) keys."""
-        return dense_cuda.blockmax_loop(
-            self._codes, self._scales, xt, n, k, block, rows, bias, slots, ranges
-        )
-
-    def _score_chunk(self, xq: np.ndarray, qs: np.ndarray, sl: np.ndarray) -> np.ndarray:
-        # Gathered INT8 rows and INT8 queries as float32, multiplied by a batched GEMM: every
-        # product is an integer below 127² and every partial sum below 2^24 for d <= 1040, so
-        # float32 accumulation is exact and equals the int32 dot that search() reports.
-        idx = torch.from_numpy(np.maximum(sl, 0).astype(np.int64)).to(self._device)
-        exact = self._dim <= 1040
-        ftype = torch.float32 if exact else torch.float64
-        rows = self._codes[idx.reshape(-1), : self._dim].to(ftype).reshape(*sl.shape, self._dim)
-        x = torch.from_numpy(xq).to(self._device).to(ftype)
-        dots = torch.bmm(rows, x[:, :, None])[:, :, 0]
-        keys = dots.to(torch.float32) * self._scales[idx]
-        qs_t = torch.from_numpy(qs).to(self._device)
-        scores = keys * qs_t[:, None]
-        scores = torch.where(torch.from_numpy(sl < 0).to(self._device), _NEG_INF, scores)
-        return scores.cpu().numpy()

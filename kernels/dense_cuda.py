@@ -22,12 +22,16 @@ kept on chip (:mod:`.fused`).
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
 import numpy as np
 import torch
-from spector_gpu.kernels import fused
-from spector_gpu.kernels.topk import merge_blocks_torch, pack_keys_torch
 
 from spector_gpu.errors import ValidationError
+
+from . import fused
+from .topk import merge_blocks_torch, pack_keys_torch, unpack_keys_torch
 
 __all__ = [
     "FUSED_MAX_K",
@@ -37,7 +41,12 @@ __all__ = [
     "block_plan",
     "blockmax_loop",
     "fused_search",
+    "index_plan",
+    "score_gathered",
+    "topk_blockmax",
 ]
+
+logger = logging.getLogger(__name__)
 
 _NEG_INF = float("-inf")
 MAX_BLOCK = 256  # largest block-max block (rows); the index's capacity is a multiple of it
@@ -134,7 +143,7 @@ def blockmax_loop(
         rows, bias, slots, ranges: the :func:`block_plan`.
     """
     dev = codes.device
-    best = pack_keys_torch(
+    best: torch.Tensor = pack_keys_torch(
         torch.full((n, k), _NEG_INF, dtype=torch.float32, device=dev),
         torch.zeros((n, k), dtype=torch.int64, device=dev),
     )
@@ -199,6 +208,95 @@ def fused_search(
     # 14.0 ms against 16.2 ms at 64); smaller for larger k, so that the k·block candidate
     # rows per query stay near 2,048.
     block = block_rows or max(16, min(128, 1 << max(0, (2048 // k).bit_length() - 1)))
-    return fused.search_packed(
+    packed: torch.Tensor = fused.search_packed(
         live, cscale, bias, slots, queries, k, config=config, block=block, **extra
     )
+    return packed
+
+
+def index_plan(
+    index: Any, tile: int, unit: int, sparse_gate: np.ndarray | None, gate: np.ndarray | None
+) -> Plan:
+    """:func:`block_plan` over the rows of a :class:`~.dense.DenseIndex`."""
+    return block_plan(index._n, index._codes.shape[0], index._device, tile, unit, sparse_gate, gate)
+
+
+def topk_blockmax(
+    index: Any, xq: np.ndarray | torch.Tensor, k: int, gate: np.ndarray | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The CUDA search of ``index`` (a :class:`~.dense.DenseIndex` in the CUDA layout, or one
+    emulating it on the CPU): Triton when available and ``k <= FUSED_MAX_K``, else the torch
+    block-max loop. float32 keys (n, k) and int64 slots (n, k)."""
+    if index._fused is None:
+        index._fused = index._device.type == "cuda" and fused.available()
+    if index._fused and k <= FUSED_MAX_K:
+        try:
+            found: tuple[torch.Tensor, torch.Tensor] = unpack_keys_torch(
+                fused_search(
+                    index._codes,
+                    index._scales,
+                    index._n,
+                    index._dim,
+                    xq,
+                    k,
+                    gate,
+                    sparse=index._sparse(gate),
+                    config=index._fused_config,
+                    block_rows=index._block_rows,
+                    tile_maxima=index._fused_tile_maxima,
+                )
+            )
+            return found
+        except ValidationError:
+            raise
+        except Exception as exc:  # a GPU or Triton build the kernels do not compile for
+            if index._device.type != "cuda":
+                raise
+            logger.warning(
+                "Triton dense kernels failed on %s (%s); using the torch path", index._device, exc
+            )
+            index._fused = False
+    if isinstance(xq, torch.Tensor):
+        xq = xq.cpu().numpy()
+    n = xq.shape[0]
+    if index._codes.shape[0] >= MAX_SLOT:
+        raise ValidationError(f"the CUDA path ranks at most {MAX_SLOT} rows; shard the index")
+    sparse = index._sparse(gate)
+    total = int(gate.sum()) if sparse and gate is not None else index._n
+    tile, block = index._block_layout(n, k, total)
+    plan = index_plan(index, tile, max(block, 32), gate if sparse else None, gate)
+    best = blockmax_loop(index._codes, index._scales, index._queries_t(xq), n, k, block, *plan)
+    keys, slots = unpack_keys_torch(best)
+    return keys, slots
+
+
+def score_gathered(
+    codes: torch.Tensor,
+    scales: torch.Tensor,
+    dim: int,
+    width: int,
+    xq: np.ndarray,
+    qs_t: torch.Tensor,
+    sl: torch.Tensor,
+) -> torch.Tensor:
+    """Exact scores float32 (n, c) of slots ``sl`` int64 (n, c) (``-1``: ``-inf``), on the
+    codes' device, in chunks of queries that bound the gathered rows to 16 MiB.
+
+    Gathered INT8 rows and INT8 queries as float32, multiplied by a batched GEMM: every
+    product is an integer below 127² and every partial sum below 2^24 for d <= 1040, so float32
+    accumulation is exact and equals the int32 dot the searches report."""
+    if sl.shape[0] == 0:
+        return torch.zeros(sl.shape, dtype=torch.float32, device=codes.device)
+    chunk = max(1, (1 << 24) // max(1, sl.shape[1] * width))
+    ftype = torch.float32 if dim <= 1040 else torch.float64
+    out = []
+    for lo in range(0, sl.shape[0], chunk):
+        part = sl[lo : lo + chunk]
+        idx = part.clamp(min=0)
+        rows = codes[idx.reshape(-1), :dim].to(ftype).reshape(*part.shape, dim)
+        x = torch.from_numpy(xq[lo : lo + chunk]).to(codes.device).to(ftype)
+        dots = torch.bmm(rows, x[:, :, None])[:, :, 0]
+        keys = dots.to(torch.float32) * scales[idx]
+        scores = keys * qs_t[lo : lo + chunk, None]
+        out.append(torch.where(part < 0, float("-inf"), scores))
+    return torch.cat(out)

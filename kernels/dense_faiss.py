@@ -14,11 +14,12 @@ from typing import Any
 
 import numpy as np
 import torch
-from spector_gpu.kernels.dense_reference import rescale
-from spector_gpu.kernels.quant import quantize_int8
-from spector_gpu.kernels.topk import sort_pairs_torch
 
 from spector_gpu.errors import MissingExtraError
+
+from .dense_reference import rescale
+from .quant import quantize_int8
+from .topk import sort_pairs_torch
 
 __all__ = ["FaissRows"]
 
@@ -81,4 +82,5 @@ class FaissRows:
             * self._host_scales[np.maximum(sl, 0)][..., None]
         )
         keys = np.einsum("ncd,nd->nc", rows, xq.astype(np.float32)).astype(np.float32)
-        return rescale(np.where(sl < 0, np.float32(_NEG_INF), keys), qs)
+        out: np.ndarray = rescale(np.where(sl < 0, np.float32(_NEG_INF), keys), qs)
+        return out

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from spector_gpu.kernels.quant import quantize_int8
-from spector_gpu.kernels.topk import topk_stable
+
+from .quant import quantize_int8
+from .topk import topk_stable
 
 __all__ = ["rescale", "score_slots_reference", "search_reference"]
 

@@ -1,6 +1,6 @@
 """Fused INT8 similarity + exact block-max top-k in Triton: the CUDA fast path of DenseIndex.
 
-The torch CUDA path (:meth:`DenseIndex._blockmax_loop`) writes every int32 dot product of a
+The torch CUDA path (:func:`~.dense_cuda.blockmax_loop`) writes every int32 dot product of a
 tile to memory and reads it back twice (scale, block max): on an H200, 1M × 384 rows and 4,096
 queries, that traffic (16 GiB of scores, several passes) costs ~50 ms, while the int8 matrix
 work itself needs ~3 ms. Here two Triton kernels keep the dot products on chip:
@@ -34,9 +34,10 @@ import importlib.util
 from typing import Any
 
 import torch
-from spector_gpu.kernels.topk import pack_keys_torch
 
 from spector_gpu.errors import ValidationError
+
+from .topk import pack_keys_torch
 
 __all__ = ["DEFAULT_CONFIG", "TritonConfig", "available", "kernels", "search_packed"]
 
@@ -57,7 +58,8 @@ def kernels() -> tuple[Any, Any]:
     run by Triton's interpreter on CPU tensors when ``TRITON_INTERPRET=1`` was set before
     Triton was first imported (how the CPU tests run them)."""
     import triton
-    from spector_gpu.kernels import _triton_src as src
+
+    from . import _triton_src as src
 
     return triton.jit(src.blockmax_kernel), triton.jit(src.candidates_kernel)
 
@@ -107,69 +109,91 @@ def search_packed(
             "the Triton kernels run on CUDA tensors, or on CPU tensors under Triton's interpreter "
             "(set TRITON_INTERPRET=1 before importing triton)"
         )
-    blockmax, candidates = kernels()
-    block_n, block_k, warps, stages = config
+    _, _, warps, stages = config
     launch: dict[str, Any] = {} if interpret else {"num_warps": warps, "num_stages": stages}
-    n, width = xq.shape
+    n = xq.shape[0]
     rows_total = codes.shape[0]
     dev = codes.device
-    best = pack_keys_torch(
+    best: torch.Tensor = pack_keys_torch(
         torch.full((n, k), float("-inf"), dtype=torch.float32, device=dev),
         torch.zeros((n, k), dtype=torch.int64, device=dev),
     )
     if rows_total == 0 or n == 0:
         return best
     tile = max(block, (max_block_maxima // max(n, 1)) * block)
-    offsets = torch.arange(block, device=dev)
     for lo in range(0, rows_total, tile):
         rows = min(tile, rows_total - lo)
-        n_blocks = -(-rows // block)
-        part_codes, part_cs, part_bias = (
-            codes[lo : lo + rows],
-            cscale[lo : lo + rows],
-            bias[lo : lo + rows],
-        )
-        maxima = torch.empty((n_blocks, n), dtype=torch.float32, device=dev)
-        grid = (n_blocks * -(-n // block_n),)
-        blockmax[grid](
-            part_codes,
-            xq,
-            part_cs,
-            part_bias,
-            maxima,
-            rows,
-            n,
-            width,
-            part_codes.stride(0),
-            xq.stride(0),
-            maxima.stride(0),
-            BLOCK_M=block,
-            BLOCK_N=block_n,
-            BLOCK_K=block_k,
-            **launch,
-        )
-        take = min(k, n_blocks)
-        order = pack_keys_torch(maxima.t(), torch.arange(n_blocks, device=dev))
-        chosen = torch.topk(order, take, dim=1, sorted=False).indices.contiguous()  # (n, take)
-        keys = torch.empty((n * take * block,), dtype=torch.float32, device=dev)
-        candidates[(n * take,)](
-            part_codes,
-            xq,
-            part_cs,
-            part_bias,
-            chosen,
-            keys,
-            rows,
-            width,
-            part_codes.stride(0),
-            xq.stride(0),
-            take,
-            BLOCK=block,
-            BLOCK_K=block_k,
-            **launch,
-        )
-        local = (chosen[:, :, None] * block + offsets).reshape(n, take * block)
-        ids = slots[lo + local.clamp(max=rows - 1)]  # rows past the end carry -inf keys
-        merged = torch.cat([best, pack_keys_torch(keys.view(n, take * block), ids)], dim=1)
-        best = torch.topk(merged, k, dim=1).values
+        part = (codes[lo : lo + rows], cscale[lo : lo + rows], bias[lo : lo + rows])
+        best = _merge_tile(best, part, slots[lo : lo + rows], xq, k, block, config, launch)
     return best
+
+
+def _merge_tile(
+    best: torch.Tensor,
+    part: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    slots: torch.Tensor,
+    xq: torch.Tensor,
+    k: int,
+    block: int,
+    config: TritonConfig,
+    launch: dict[str, Any],
+) -> torch.Tensor:
+    """Merge one tile of rows (codes, scales, bias) into the running packed top-k lists: the
+    block maxima, each query's k best blocks, their rows rescored exactly, one topk."""
+    codes = part[0]
+    n, rows, dev = xq.shape[0], codes.shape[0], codes.device
+    n_blocks = -(-rows // block)
+    maxima = _block_maxima(part, xq, n_blocks, block, config, launch)
+    take = min(k, n_blocks)
+    order = pack_keys_torch(maxima.t(), torch.arange(n_blocks, device=dev))
+    chosen = torch.topk(order, take, dim=1, sorted=False).indices.contiguous()  # (n, take)
+    keys = _rescore(part, xq, chosen, block, config, launch)
+    offsets = torch.arange(block, device=dev)
+    local = (chosen[:, :, None] * block + offsets).reshape(n, take * block)
+    ids = slots[local.clamp(max=rows - 1)]  # rows past the end carry -inf keys
+    merged = torch.cat([best, pack_keys_torch(keys.view(n, take * block), ids)], dim=1)
+    packed: torch.Tensor = torch.topk(merged, k, dim=1).values
+    return packed
+
+
+def _block_maxima(
+    part: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    xq: torch.Tensor,
+    n_blocks: int,
+    block: int,
+    config: TritonConfig,
+    launch: dict[str, Any],
+) -> torch.Tensor:
+    """float32 (n_blocks, n): each block's max key per query (the block-max kernel)."""
+    codes, cscale, bias = part
+    blockmax, _ = kernels()
+    block_n, block_k, _, _ = config
+    n, width = xq.shape
+    maxima = torch.empty((n_blocks, n), dtype=torch.float32, device=codes.device)
+    blockmax[(n_blocks * -(-n // block_n),)](
+        codes, xq, cscale, bias, maxima, codes.shape[0], n, width,
+        codes.stride(0), xq.stride(0), maxima.stride(0),
+        BLOCK_M=block, BLOCK_N=block_n, BLOCK_K=block_k, **launch,
+    )  # fmt: skip
+    return maxima
+
+
+def _rescore(
+    part: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    xq: torch.Tensor,
+    chosen: torch.Tensor,
+    block: int,
+    config: TritonConfig,
+    launch: dict[str, Any],
+) -> torch.Tensor:
+    """float32 (n · take · block,): exact keys of the rows of each query's chosen blocks."""
+    codes, cscale, bias = part
+    _, candidates = kernels()
+    n, take = chosen.shape
+    keys = torch.empty((n * take * block,), dtype=torch.float32, device=codes.device)
+    candidates[(n * take,)](
+        codes, xq, cscale, bias, chosen, keys, codes.shape[0], xq.shape[1],
+        codes.stride(0), xq.stride(0), take,
+        BLOCK=block, BLOCK_K=config[1], **launch,
+    )  # fmt: skip
+    return keys

@@ -12,6 +12,8 @@ torch twins round the same way (half to even), so both give identical codes for 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import numpy.typing as npt
 import torch
@@ -20,6 +22,8 @@ from spector_gpu.errors import ValidationError
 
 __all__ = [
     "INT8_MAX",
+    "DenseQueries",
+    "check_codes",
     "check_matrix",
     "dequantize_int8",
     "dequantize_int8_torch",
@@ -54,6 +58,26 @@ def check_matrix(x: npt.ArrayLike, *, name: str, dim: int | None = None) -> np.n
             f"{name} row {row} contains NaN or inf (float32); clean or drop that vector first"
         )
     return arr
+
+
+def check_codes(
+    q: npt.ArrayLike, scale: npt.ArrayLike, *, dim: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validate int8 (m, dim) codes and their float (m,) scales (finite, >= 0); returns the
+    codes and the scales as float32. Raises ``ValidationError`` naming the problem."""
+    codes = np.asarray(q)
+    scales = np.asarray(scale)
+    if codes.dtype != np.int8 or codes.ndim != 2 or codes.shape[1] != dim:
+        raise ValidationError(f"q must be int8 (m, {dim}); got {codes.dtype} {codes.shape}")
+    if scales.shape != (codes.shape[0],) or not np.issubdtype(scales.dtype, np.floating):
+        raise ValidationError(
+            f"scale must be float32 ({codes.shape[0]},); got {scales.dtype} {scales.shape}"
+        )
+    scales = scales.astype(np.float32)
+    bad = ~np.isfinite(scales) | (scales < 0)
+    if bad.any():
+        raise ValidationError(f"scale row {int(np.flatnonzero(bad)[0])} is negative, NaN or inf")
+    return codes, scales
 
 
 def quantize_int8(x: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -150,3 +174,21 @@ def l2_normalize(x: npt.ArrayLike, *, eps: float = 0.0) -> np.ndarray:
     out = np.zeros_like(arr)
     out[ok] = (arr[ok] / norms[ok, None]).astype(np.float32)  # divide in float64: subnormals
     return out
+
+
+@dataclass(frozen=True)
+class DenseQueries:
+    """Validated, quantised queries for one dense index (``DenseIndex.queries``).
+
+    Attributes:
+        x: float32 (n, d) host copy; xq: int8 (n, d) codes and qs: float32 (n,) scales on the
+            host (:func:`quantize_int8`); qs_t: the scales on the index's device.
+    """
+
+    x: np.ndarray
+    xq: np.ndarray
+    qs: np.ndarray
+    qs_t: torch.Tensor
+
+    def __len__(self) -> int:
+        return int(self.x.shape[0])

@@ -254,7 +254,7 @@ def merge_blocks_torch(
     if take * block >= rows_total:  # every row would be a candidate: skip the block stage
         cand, ids = keys_t, slots[None, :]
     else:
-        bmax = keys.unflatten(0, (n_blocks, block)).amax(1).t().contiguous()  # (n, T/block)
+        bmax = keys.view(n_blocks, block, n).amax(1).t().contiguous()  # (n, T/block)
         order = pack_keys_torch(bmax, torch.arange(n_blocks, device=keys.device))
         top = torch.topk(order, take, dim=1, sorted=False).indices  # (n, take) block numbers
         offsets = torch.arange(block, device=keys.device)

@@ -16,6 +16,7 @@ import torch
 
 from .config import Config
 from .cortex.cortex import Cortex
+from .cortex.ids import TsidGenerator
 from .cortex.working import WorkingMemory
 from .delegates import MemoryAdminView, MemoryRecall, MemoryReflection, MemoryRemember
 from .device import DeviceLike, resolve_device
@@ -30,7 +31,6 @@ from .pathways.reinforcement import StrengthUpdater
 from .provenance.bundle import BundleInfo, BundleReport
 from .provenance.chain import ChainReport, Ed25519Signer
 from .provenance.citations import Citation
-from .storage.tsid import TsidGenerator
 from .types import CognitiveResult, MemoryType, RecallBatch, RecallOptions, Recovery, Role
 
 __all__ = ["SpectorMemory"]
@@ -166,11 +166,13 @@ class SpectorMemory:
 
     @property
     def embedder(self) -> Embedder:
-        return self._cortex.embedder
+        emb: Embedder = self._cortex.embedder
+        return emb
 
     @property
     def device(self) -> torch.device:
-        return self._cortex.device
+        dev: torch.device = self._cortex.device
+        return dev
 
     @property
     def read_only(self) -> bool:

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict, TypeVar
 
 import numpy as np
 
 from .errors import ValidationError
+from .provenance.citations import Citation
 from .provenance.record import RecordProvenance
 
 __all__ = [
@@ -75,7 +77,10 @@ class Source(IntEnum):
         return _parse_enum(cls, value, "source")
 
 
-def _parse_enum(cls, value, what: str):  # type: ignore[no-untyped-def]
+E = TypeVar("E", bound=IntEnum)
+
+
+def _parse_enum(cls: type[E], value: object, what: str) -> E:
     if isinstance(value, cls):
         return value
     if isinstance(value, str):
@@ -255,7 +260,7 @@ class CognitiveResult:
     source: Source = Source.EXPERIENCED
     valence: int = 0
     arousal: int = 0
-    citations: tuple = ()
+    citations: tuple[Citation, ...] = ()
     source_uri: str | None = None
     source_span: tuple[int, int] | None = None
     skill_name: str | None = None
@@ -290,23 +295,33 @@ class RecallBatch:
     ``scores``: float32 (n_queries, k), higher is better, ``-inf`` padding;
     ``counts``: int32 (n_queries,) hits per query. ``batch[i]`` (or ``results(i)``) hydrates
     the ``CognitiveResult`` list of query ``i`` on demand (and caches it).
+
+    Hydration hook: ``hydrator(i)`` builds query ``i``'s results (the recall pathway supplies
+    it); when ``lock`` is given (a context manager, e.g. the store's ``threading.RLock``) every
+    hydration runs inside it. A batch without a hydrator hydrates to empty lists.
     """
 
     ids: np.ndarray
     scores: np.ndarray
     counts: np.ndarray
-    _hydrate: Callable[[int], list[CognitiveResult]] | None = field(default=None, repr=False)
+    hydrator: Callable[[int], list[CognitiveResult]] | None = field(default=None, repr=False)
+    lock: AbstractContextManager[Any] | None = field(default=None, repr=False)
     _cache: dict[int, list[CognitiveResult]] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
         return int(self.counts.shape[0])
 
     def results(self, i: int) -> list[CognitiveResult]:
+        """The hydrated hits of query ``i``, best first."""
         if not -len(self) <= i < len(self):
             raise IndexError(f"query index {i} out of range for a batch of {len(self)}")
         i %= len(self)
         if i not in self._cache:
-            self._cache[i] = self._hydrate(i) if self._hydrate is not None else []
+            if self.hydrator is None:
+                self._cache[i] = []
+            else:
+                with self.lock if self.lock is not None else nullcontext():
+                    self._cache[i] = self.hydrator(i)
         return list(self._cache[i])
 
     def __getitem__(self, i: int) -> list[CognitiveResult]:

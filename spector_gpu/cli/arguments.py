@@ -20,7 +20,7 @@ def add_subcommand(
     epilog: str | None = None,
 ) -> argparse.ArgumentParser:
     """A subcommand parser under ``subs`` whose ``handler`` default runs it."""
-    p = subs.add_parser(
+    p: argparse.ArgumentParser = subs.add_parser(
         name,
         help=help_,
         description=help_,

@@ -18,10 +18,10 @@ Scoring (``k1`` and ``b`` as given; ``dl`` a document's token count, ``avgdl`` t
              idf over the vocabulary where negative                      #   BM25Okapi)
     score(q, d) = Σ_{t in q} idf(t) · tfc(t, d)
 
-A query is a bag: a term repeated in the query counts once per occurrence, exactly as in bm25s
-and rank_bm25 (both sum over the query's tokens); terms unknown to the index contribute 0.
-A batch of queries is one sparse product ``Q (n × m) @ W (m × N)`` over the m distinct query
-terms, so shared terms are weighted once per batch.
+A query is a bag (a repeated term counts per occurrence, as in bm25s and rank_bm25); unknown
+terms contribute 0. A batch is one sparse product ``Q (n × m) @ W (m × N)`` over the m
+distinct query terms (:mod:`.bm25_scoring`: also as dense rows, natively, for the recall
+pathway), so shared terms are weighted once per batch.
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ import scipy.sparse as sp
 
 from spector_gpu.errors import ConfigError, ValidationError
 
+from ..kernels.native import native
 from .bm25_postings import Postings
+from .bm25_scoring import dense_scores, query_matrix, slot_scores, topk_rows
 from .bm25_state import BM25_STATE_VERSION, check_params, encode_state, validated_state
 from .growable import Growable
 
@@ -200,40 +202,15 @@ class BM25Index:
         self, query_tokens: Sequence[Sequence[str]]
     ) -> tuple[sp.csr_matrix, np.ndarray]:
         """Q float32 (n, m) of query-term multiplicities over the m distinct known terms."""
-        if isinstance(query_tokens, (str, bytes)):
-            raise ValidationError("query_tokens must be a sequence of token lists, not a string")
-        get = self._vocab.get
-        rows: list[int] = []
-        cols: list[int] = []
-        n = 0
-        for i, query in enumerate(query_tokens):
-            if isinstance(query, (str, bytes)):
-                raise ValidationError(
-                    f"query_tokens[{i}] is a string; pass its tokens (Analyzer.tokens(text))"
-                )
-            try:
-                for t in query:
-                    tid = get(t)
-                    if tid is not None:
-                        rows.append(i)
-                        cols.append(tid)
-            except TypeError:
-                raise ValidationError(f"query_tokens[{i}] must be a sequence of str") from None
-            n = i + 1
-        uterms, inv = np.unique(np.asarray(cols, dtype=np.int64), return_inverse=True)
-        m = len(uterms)
-        keys, counts = np.unique(np.asarray(rows, dtype=np.int64) * m + inv, return_counts=True)
-        indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(np.bincount(keys // max(m, 1), minlength=n), out=indptr[1:])
-        q = sp.csr_matrix((counts.astype(np.float32), keys % max(m, 1), indptr), shape=(n, m))
-        return q, uterms
+        return query_matrix(self._vocab, query_tokens)
 
     def _idf(self, uterms: np.ndarray) -> np.ndarray:
         """IDF float64 (m,) of the given term ids at the current N."""
         n_docs = float(len(self))
         df = self._df.buf[uterms].astype(np.float64)
         if self._method == "lucene":
-            return np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+            lucene: np.ndarray = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+            return lucene
         if self._avg_idf[0] != self._generation:
             all_df = self._df.view().astype(np.float64)
             raw = np.log(n_docs - all_df + 0.5) - np.log(all_df + 0.5)
@@ -247,7 +224,8 @@ class BM25Index:
         dl = self._doc_len.buf[doc].astype(np.float64)
         norm = self._k1 * (1.0 - self._b + self._b * dl / self.avgdl)
         num = tf64 * (self._k1 + 1.0) if self._method == "okapi" else tf64
-        return num / (tf64 + norm)
+        out: np.ndarray = num / (tf64 + norm)
+        return out
 
     def _check_allowed(self, allowed: np.ndarray | None) -> np.ndarray | None:
         if allowed is None:
@@ -276,6 +254,33 @@ class BM25Index:
         return q, sp.csr_matrix((w.astype(np.float32), doc, indptr), shape=(len(uterms), len(self)))
 
     # ------------------------------------------------------------------ scoring API
+    def weights(
+        self, query_tokens: Sequence[Sequence[str]], *, allowed: np.ndarray | None = None
+    ) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+        """The two factors of :meth:`score_batch` (``== Q @ W``): ``Q`` float32 csr (n, m),
+        each query's multiplicity of the batch's m distinct known terms, and ``W`` float32 csr
+        (m, N), ``float32(idf · tfc)`` over the allowed documents; a score accumulates
+        ``float32(Q[i, j] · W[j, d])`` in float32 in ascending ``j`` (scipy's order)."""
+        return self._weights(query_tokens, allowed)
+
+    def score_dense(
+        self, query_tokens: Sequence[Sequence[str]], *, allowed: np.ndarray | None = None
+    ) -> np.ndarray:
+        """float32 (n, N) BM25 scores of every (query, slot): ``score_batch(...).toarray()``,
+        bit for bit, computed by one native pass over the postings in place when the native
+        kernels are built (no posting is copied and no sparse matrix is formed)."""
+        allowed = self._check_allowed(allowed)
+        if native is None:
+            return np.asarray(self.score_batch(query_tokens, allowed=allowed).toarray())
+        self._maybe_compact()
+        q, uterms = self._query_matrix(query_tokens)
+        if len(uterms) == 0 or len(self) == 0:
+            return np.zeros((q.shape[0], len(self)), dtype=np.float32)
+        params = (self._k1, self._b, self.avgdl, self._method == "okapi")
+        return dense_scores(
+            q, self._idf(uterms), self._post, uterms, self._doc_len.view(), allowed, params
+        )
+
     def score_batch(
         self, query_tokens: Sequence[Sequence[str]], *, allowed: np.ndarray | None = None
     ) -> sp.csr_matrix:
@@ -313,40 +318,7 @@ class BM25Index:
             raise ValidationError(f"k={k!r}: use an int >= 0")
         k = int(k)
         q, weights = self._weights(query_tokens, allowed)
-        n = q.shape[0]
-        scores = np.full((n, k), -np.inf, dtype=np.float32)
-        slots = np.full((n, k), -1, dtype=np.int64)
-        if k == 0 or weights.nnz == 0:
-            return scores, slots
-        # upper bound on each query's score entries: Σ postings of its distinct terms
-        per_term = np.diff(weights.indptr)[q.indices]
-        bound = np.bincount(np.repeat(np.arange(n), np.diff(q.indptr)), per_term, minlength=n)
-        chunk_of = np.cumsum(bound) // _TOPK_CHUNK_NNZ
-        start = 0
-        while start < n:
-            stop = max(int(np.searchsorted(chunk_of, chunk_of[start], side="right")), start + 1)
-            mat = (q if stop - start == n else q[start:stop]) @ weights
-            for i in range(stop - start):
-                self._row_topk(mat, i, k, scores[start + i], slots[start + i])
-            start = stop
-        return scores, slots
-
-    @staticmethod
-    def _row_topk(
-        mat: sp.csr_matrix, i: int, k: int, scores: np.ndarray, slots: np.ndarray
-    ) -> None:
-        lo, hi = mat.indptr[i], mat.indptr[i + 1]
-        data, idx = mat.data[lo:hi], mat.indices[lo:hi]
-        positive = data > 0
-        if not positive.all():
-            data, idx = data[positive], idx[positive]
-        if len(data) > k:
-            threshold = np.partition(data, len(data) - k)[len(data) - k]
-            keep = data >= threshold  # every tie at the threshold stays in the running
-            data, idx = data[keep], idx[keep]
-        order = np.lexsort((idx, -data))[:k]
-        scores[: len(order)] = data[order]
-        slots[: len(order)] = idx[order]
+        return topk_rows(q, weights, k, _TOPK_CHUNK_NNZ)
 
     def score_slots(self, query_tokens: Sequence[Sequence[str]], slots: np.ndarray) -> np.ndarray:
         """Scores of given candidate slots per query (e.g. the dense relay's candidates).
@@ -369,39 +341,12 @@ class BM25Index:
             raise ValidationError(
                 f"slots has {slots.shape[0]} rows but {q.shape[0]} queries were given"
             )
-        n, c = slots.shape
-        out = np.zeros(n * c, dtype=np.float64)
-        coo = q.tocoo()
-        if coo.nnz and c:
-            # one lookup per (query term, candidate): binary search in the term's postings
-            pair_entry = np.repeat(np.arange(coo.nnz), c)
-            pair_col = np.tile(np.arange(c), coo.nnz)
-            pair_out = coo.row[pair_entry].astype(np.int64) * c + pair_col
-            doc = slots.reshape(-1)[pair_out].astype(np.int64)
-            keep = doc >= 0
-            pair_entry, pair_out, doc = pair_entry[keep], pair_out[keep], doc[keep]
-            tf = self._post.lookup_tf(uterms[coo.col[pair_entry]], doc)
-            hit = tf > 0
-            entry = pair_entry[hit]
-            w = self._tfc(tf[hit], doc[hit]) * self._idf(uterms)[coo.col[entry]] * coo.data[entry]
-            out += np.bincount(pair_out[hit], weights=w, minlength=n * c)
-        result = out.astype(np.float32).reshape(n, c)
-        result[slots < 0] = -np.inf
-        return result
+        return slot_scores(q, uterms, slots, self._post.lookup_tf, self._tfc, self._idf)
 
     # ------------------------------------------------------------------ persistence
     def state(self) -> dict[str, np.ndarray]:
-        """Everything needed to rebuild the index, as little-endian arrays (compacts first).
-
-        Layout (V terms, P postings, N documents; arrays are read-only views):
-
-        ``format`` uint32 (1,) = BM25_STATE_VERSION · ``params`` float64 (4,) = [k1, b,
-        epsilon, method (0 lucene, 1 okapi)] · ``analyzer`` uint8 (UTF-8 name) ·
-        ``vocab_blob`` uint8 (UTF-8 terms, concatenated) · ``vocab_offsets`` int64 (V+1) ·
-        ``indptr`` int64 (V+1), term-major postings of term t at ``[indptr[t], indptr[t+1])``
-        · ``doc`` int32 (P), strictly increasing within a term · ``tf`` int32 (P) ≥ 1 ·
-        ``doc_len`` int32 (N), = Σ tf of the document's postings.
-        """
+        """Everything needed to rebuild the index, as little-endian arrays (compacts first;
+        the layout is documented in :mod:`.bm25_state`; arrays are read-only views)."""
         post = self._post
         if post.tail_size or post.main_terms != self.vocab_size:
             self.compact()

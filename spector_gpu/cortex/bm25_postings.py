@@ -137,6 +137,34 @@ class Postings:
         doc[pos_t], tf[pos_t] = t_doc, t_tf
         return indptr, doc, tf
 
+    def ranges(self, uterms: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Where the postings of ``uterms`` (sorted term ids) are, without copying the main
+        segment: ``(main_lo, main_hi)`` int64 (u,) ranges into ``doc`` / ``tf`` (empty for a
+        term newer than the main segment), and the tail postings of the terms grouped by
+        position in ``uterms``: ``(tail_indptr int64 (u+1,), tail_doc int32, tail_tf int32)``."""
+        u = len(uterms)
+        lo = np.zeros(u, dtype=np.int64)
+        hi = np.zeros(u, dtype=np.int64)
+        in_main = uterms < self.main_terms
+        lo[in_main] = self.indptr[uterms[in_main]]
+        hi[in_main] = self.indptr[uterms[in_main] + 1]
+        t_term = self.t_term.view()
+        tptr = np.zeros(u + 1, dtype=np.int64)
+        if not len(t_term) or not u:
+            empty = np.zeros(0, dtype=np.int32)
+            return lo, hi, tptr, empty, empty
+        lut = self._lut.buf
+        lut[uterms] = np.arange(u, dtype=np.int32)
+        try:
+            local = lut[t_term]
+        finally:
+            lut[uterms] = -1  # scratch must be clean for the next query
+        hit = np.flatnonzero(local >= 0)
+        order = np.argsort(local[hit], kind="stable")
+        hit = hit[order]
+        np.cumsum(np.bincount(local[hit], minlength=u), out=tptr[1:])
+        return lo, hi, tptr, self.t_doc.view()[hit], self.t_tf.view()[hit]
+
     def lookup_tf(self, terms: np.ndarray, docs: np.ndarray) -> np.ndarray:
         """tf int64 of each (term, doc) pair (0 when absent); expects a compacted-or-small tail."""
         tf = np.zeros(len(terms), dtype=np.int64)

@@ -1,7 +1,13 @@
 """The BM25 index's persisted form: encoding :meth:`BM25Index.state` and validating it.
 
-The layout (little-endian arrays) is documented on :meth:`.bm25.BM25Index.state`; reading
-never trusts a stored length, offset, slot or count (:func:`validated_state`).
+Layout (little-endian arrays; V terms, P postings, N documents): ``format`` uint32 (1,) =
+BM25_STATE_VERSION · ``params`` float64 (4,) = [k1, b, epsilon, method (0 lucene, 1 okapi)] ·
+``analyzer`` uint8 (UTF-8 name) · ``vocab_blob`` uint8 (UTF-8 terms, concatenated) ·
+``vocab_offsets`` int64 (V+1) · ``indptr`` int64 (V+1), term-major postings of term t at
+``[indptr[t], indptr[t+1])`` · ``doc`` int32 (P), strictly increasing within a term · ``tf``
+int32 (P) ≥ 1 · ``doc_len`` int32 (N), = Σ tf of the document's postings.
+
+Reading never trusts a stored length, offset, slot or count (:func:`validated_state`).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..cortex.cortex import Cortex
+from ..cortex.ids import decode_tsid
 from ..errors import UnknownIdError, ValidationError
-from ..storage.tsid import decode_tsid
 
 __all__ = ["ordinal_of", "writable_ordinal"]
 

@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import cast
 
 from ..cortex.cortex import Cortex
+from ..cortex.ids import encode_tsid
 from ..cortex.working import WorkingMemory
 from ..errors import CorruptionError, ReadOnlyStoreError
 from ..pathways.check import CheckReport, check_store
@@ -16,7 +17,6 @@ from ..pathways.export import export_bundle
 from ..pathways.reinforcement import StrengthUpdater
 from ..provenance.bundle import BundleInfo, BundleReport, verify_bundle
 from ..provenance.chain import ChainBreak, ChainReport, RecordLog, verify_chain
-from ..storage.tsid import encode_tsid
 from ..types import MemoryType, Recovery
 
 __all__ = ["MemoryAdminView"]

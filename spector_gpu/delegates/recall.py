@@ -11,7 +11,7 @@ import numpy as np
 from ..cortex.cortex import Cortex
 from ..cortex.working import WorkingMemory
 from ..errors import ValidationError
-from ..pathways.recall import RecallPathway
+from ..pathways.recall import RecallPathway, retrieval_strength
 from ..pathways.reinforcement import StrengthUpdater
 from ..provenance.record import RecordProvenance
 from ..types import CognitiveResult, MemoryType, RecallBatch, RecallOptions
@@ -31,7 +31,7 @@ class MemoryRecall:
         lock: threading.RLock,
     ) -> None:
         self.cortex = cortex
-        self.pathway = RecallPathway(cortex, strength)
+        self.pathway = RecallPathway(cortex, strength, lock=lock)
         self.working = working
         self.lock = lock
 
@@ -44,16 +44,7 @@ class MemoryRecall:
         self, queries: Sequence[str], options: RecallOptions | None = None
     ) -> RecallBatch:
         with self.lock:
-            batch = self.pathway.recall_batch(queries, options)
-            # hydrate under the lock on first access too
-            inner = batch._hydrate
-
-            def locked(i: int) -> list[CognitiveResult]:
-                with self.lock:
-                    return inner(i) if inner is not None else []
-
-            batch._hydrate = locked
-            return batch
+            return self.pathway.recall_batch(queries, options)  # hydrates under self.lock
 
     def get(self, memory_id: str) -> CognitiveResult | None:
         with self.lock:
@@ -66,8 +57,8 @@ class MemoryRecall:
                 return self._working(memory_id)
             if o in c.quarantined:
                 raise c.quarantine_error(o, memory_id)
-            d = self.pathway._current_d(np.array([o]), int(time.time() * 1000))
-            return self.pathway.result(o, 0.0, float(d[0]))
+            d = retrieval_strength(c, np.array([o]), int(time.time() * 1000))
+            return self.pathway.hydrator.result(o, 0.0, float(d[0]))
 
     def _working(self, memory_id: str) -> CognitiveResult | None:
         t = self.working.get(memory_id)

@@ -9,12 +9,12 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ..cortex.cortex import Cortex
+from ..cortex.ids import TsidGenerator
 from ..cortex.working import Thought, WorkingMemory
 from ..errors import ValidationError
 from ..pathways.reinforcement import StrengthUpdater
 from ..pathways.remember import RememberPathway
 from ..provenance.chain import EventChain
-from ..storage.tsid import TsidGenerator
 from ._ids import writable_ordinal
 
 __all__ = ["MemoryRemember"]

@@ -60,4 +60,5 @@ def verify_rows(records: np.ndarray) -> np.ndarray:
     ``[0, stride-4)``, return a ``bool (n,)`` mask of rows whose CRC matches."""
     records = np.ascontiguousarray(records, dtype=np.uint8)
     stored = records[:, -4:].copy().view("<u4").reshape(-1)
-    return crc32c_rows(records[:, :-4]) == stored
+    ok: np.ndarray = crc32c_rows(records[:, :-4]) == stored
+    return ok

@@ -299,7 +299,8 @@ class Region:
                 ok = self._reread_torn(out, slots, lo, hi, ok)
             if not ok.all():
                 self.verify(out[~ok], slots[~ok])
-        return out
+        rows: np.ndarray = out
+        return rows
 
     def read_rows_settled(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         """Copy of slots ``[start, stop)`` as ``uint8 (n, stride)`` and a bool mask of the rows

@@ -33,32 +33,6 @@ def _modules() -> dict[str, Path]:
 
 MODULES = _modules()
 
-# Modules being rebuilt on branches that have not landed yet (cortex composition, the batched
-# recall pathway, store identity): their rules are checked once they land. This set only
-# shrinks; a module named here that already passes fails the test, so it cannot go stale.
-PENDING = {
-    "lengths": {
-        "spector_gpu.cortex.analyzer",
-        "spector_gpu.cortex.bm25",
-        "spector_gpu.kernels.dense",
-        "spector_gpu.kernels.fused",
-        "spector_gpu.pathways.recall",
-    },
-    "all": {"spector_gpu.pathways"},
-    "storage": {
-        "spector_gpu.pathways.recall",
-    },
-}
-
-
-def _pending(rule: str, module: str, problems: list[str]) -> None:
-    """Fail on ``problems`` unless ``module`` is pending; a pending module without problems fails
-    too (take it out of PENDING)."""
-    if module in PENDING[rule]:
-        assert problems, f"{module} passes now: remove it from PENDING"
-        pytest.skip(f"{module} is being rebuilt on a branch: {problems[0]}")
-    assert problems == []
-
 
 def _resolve(module: str, path: Path, node: ast.ImportFrom) -> str:
     if node.level == 0:
@@ -166,7 +140,7 @@ def test_module_and_function_lengths(module: str) -> None:
             length = (node.end_lineno or node.lineno) - node.lineno + 1
             if length > MAX_FUNCTION_LINES:
                 problems.append(f"{path}:{node.lineno} {node.name} is {length} lines")
-    _pending("lengths", module, problems)
+    assert problems == []
 
 
 @pytest.mark.parametrize(
@@ -174,7 +148,7 @@ def test_module_and_function_lengths(module: str) -> None:
 )
 def test_pathways_never_import_storage(module: str) -> None:
     deps = sorted(d for d in _graph()[module] if d.startswith("spector_gpu.storage"))
-    _pending("storage", module, [f"{module} imports {d}" for d in deps])
+    assert [f"{module} imports {d}" for d in deps] == []
 
 
 @pytest.mark.parametrize(
@@ -189,6 +163,4 @@ def test_packages_declare_all(package: str) -> None:
         for t in node.targets
         if isinstance(t, ast.Name)
     }
-    _pending(
-        "all", package, [] if "__all__" in names else [f"{MODULES[package]} declares no __all__"]
-    )
+    assert "__all__" in names, f"{MODULES[package]} declares no __all__"

@@ -23,7 +23,7 @@ from spector_gpu.config import Config, RecallConfig
 from spector_gpu.cortex.layouts import INDEX_DTYPE, seal
 from spector_gpu.embedders import CallableEmbedder
 from spector_gpu.errors import ConfigError, StoreFormatError, ValidationError
-from spector_gpu.pathways.fusion import cognitive_factor
+from spector_gpu.pathways.recall.fusion import cognitive_factor
 from spector_gpu.storage.crc import crc32c
 from spector_gpu.storage.region import Region
 from spector_gpu.storage.tsid import decode_tsid

@@ -389,3 +389,48 @@ def test_corrupt_state_is_rejected(name: str, mutate: Any) -> None:
     mutate(state)
     with pytest.raises(CorruptionError):
         BM25Index.from_state(state)
+
+
+# ---- dense scoring for the recall pathway ---------------------------------------------------
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(0, 2**31 - 1),
+    st.sampled_from(["lucene", "okapi"]),
+    st.integers(0, 120),
+    st.booleans(),
+)
+def test_score_dense_and_the_device_rounds_equal_scipys_product(
+    seed: int, method: str, tail: int, gated: bool
+) -> None:
+    """``score_dense`` (native, postings read in place) and the round-based device twin give
+    the float32 bits of ``score_batch(...).toarray()``, with a tail segment and a gate."""
+    import random
+
+    import torch
+
+    from spector_gpu.pathways.recall.relays.lexical import lexical_block_rounds
+
+    rng = random.Random(seed)
+    vocab = [f"t{i}" for i in range(60)]
+    weights = [1.0 / (i + 1) for i in range(60)]
+    index = BM25Index(method=method)  # type: ignore[arg-type]
+    index.add([rng.choices(vocab, weights=weights, k=rng.randint(0, 12)) for _ in range(150)])
+    index.compact()
+    index.add([rng.choices(vocab, weights=weights, k=rng.randint(0, 12)) for _ in range(tail)])
+    queries = [rng.choices([*vocab, "unknown"], k=rng.randint(0, 6)) for _ in range(9)]
+    allowed = np.array([rng.random() < 0.6 for _ in range(len(index))]) if gated else None
+    want = index.score_batch(queries, allowed=allowed).toarray()
+    np.testing.assert_array_equal(index.score_dense(queries, allowed=allowed), want)
+    q, w = index.weights(queries, allowed=allowed)
+    got = lexical_block_rounds(q, w, len(index), torch.device("cpu"))
+    np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_score_dense_refuses_a_bad_gate_and_handles_empty_input() -> None:
+    index = BM25Index()
+    assert index.score_dense([["a"]]).shape == (1, 0)
+    index.add([["a", "b"], ["b"]])
+    assert index.score_dense([]).shape == (0, 2)
+    assert not index.score_dense([["zzz"], []]).any()
+    with pytest.raises(ValidationError, match="allowed"):
+        index.score_dense([["a"]], allowed=np.ones(3, dtype=bool))

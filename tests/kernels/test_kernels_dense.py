@@ -9,6 +9,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from spector_gpu.kernels import dense_cuda
 from spector_gpu.kernels.dense import DenseIndex, score_slots_reference, search_reference
 from spector_gpu.kernels.quant import l2_normalize, quantize_int8
 from spector_gpu.kernels.topk import (
@@ -207,14 +208,14 @@ def test_cuda_tile_loop_never_syncs() -> None:
     for gate in (None, allowed, allowed & (np.arange(3000) < 200)):  # none, dense, sparse
         sparse = gate is not None and gate.sum() * 8 <= 3000
         tile, block = gpu._block_layout(19, 10, 3000)
-        plan = gpu._block_plan(tile, max(block, 32), gate if sparse else None, gate)
+        plan = dense_cuda.index_plan(gpu, tile, max(block, 32), gate if sparse else None, gate)
         xt = gpu._queries_t(xq)
         torch.cuda.synchronize()
         with warnings.catch_warnings():  # "prototype feature" warning on each mode change
             warnings.simplefilter("ignore", UserWarning)
             torch.cuda.set_sync_debug_mode("error")
             try:
-                best = gpu._blockmax_loop(xt, 19, 10, block, *plan)
+                best = dense_cuda.blockmax_loop(gpu._codes, gpu._scales, xt, 19, 10, block, *plan)
             finally:
                 torch.cuda.set_sync_debug_mode("default")
         _, ids = unpack_keys_torch(best)
@@ -348,7 +349,7 @@ def test_blockmax_tile_loop_has_no_host_reads(monkeypatch: pytest.MonkeyPatch) -
     for gate in (None, allowed, allowed & (np.arange(900) < 60)):
         sparse = gate is not None and gate.sum() * 8 <= 900
         tile, block = idx._block_layout(9, 10, 900)
-        plan = idx._block_plan(tile, 32, gate if sparse else None, gate)
+        plan = dense_cuda.index_plan(idx, tile, 32, gate if sparse else None, gate)
         xt = idx._queries_t(xq)
 
         def refuse(*_a: object, **_k: object) -> None:
@@ -368,7 +369,7 @@ def test_blockmax_tile_loop_has_no_host_reads(monkeypatch: pytest.MonkeyPatch) -
             for name in reads:
                 m.setattr(torch.Tensor, name, refuse)
             m.setattr(torch, "nonzero", refuse)
-            best = idx._blockmax_loop(xt, 9, 10, block, *plan)
+            best = dense_cuda.blockmax_loop(idx._codes, idx._scales, xt, 9, 10, block, *plan)
         _, ids = unpack_keys_torch(best)
         np.testing.assert_array_equal(ids.numpy(), search_reference(q, s, qs, 10, gate)[1])
 
@@ -519,3 +520,33 @@ def test_merge_blocks_equals_global_topk(
     v, i = unpack_keys_torch(best)
     np.testing.assert_array_equal(i.numpy(), ref_i)
     np.testing.assert_array_equal(v.numpy(), ref_v)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 2**31 - 1),
+    st.integers(1, 4),
+    st.integers(0, 70),
+    st.integers(1, 30),
+    st.sampled_from([torch.float32, torch.float64]),
+)
+def test_exact_topk_and_its_mask_equal_the_stable_reference(
+    seed: int, n: int, width: int, k: int, dtype: torch.dtype
+) -> None:
+    from spector_gpu.kernels.selection import topk_exact_torch, topk_mask
+
+    rng = np.random.default_rng(seed)
+    x = rng.choice([0.0, 1.0, 2.5, -1.0, -np.inf], (n, width)) + (rng.random((n, width)) < 0.2)
+    valid = rng.random((n, width)) < 0.8
+    want_v, want_i = topk_stable(np.where(valid, x, -np.inf), k)
+    got_v, got_i = topk_exact_torch(torch.from_numpy(x).to(dtype), k, valid=torch.from_numpy(valid))
+    np.testing.assert_array_equal(got_i.numpy(), want_i)
+    np.testing.assert_array_equal(got_v.numpy().astype(np.float32), want_v)
+    chosen = np.zeros((n, width), dtype=bool)
+    for row, cols in enumerate(want_i):
+        chosen[row, cols[cols >= 0]] = True
+    for host_reads in (False, True):
+        mask = topk_mask(
+            torch.from_numpy(x).to(dtype), k, valid=torch.from_numpy(valid), host_reads=host_reads
+        )
+        np.testing.assert_array_equal(mask.numpy(), chosen)

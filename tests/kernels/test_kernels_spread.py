@@ -1,108 +1,82 @@
-"""Spreading activation: hand-checked tiny graphs and the dense numpy reference."""
+"""Max-product spreading over pool rows: hand-checked cases and the per-pool numpy twin."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
-from spector_gpu.kernels.spread import (
-    csr_adjacency,
-    seed_matrix,
-    spread_activation,
-    spread_activation_reference,
-)
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from spector_gpu.kernels.spread import member_positions, spread_max, spread_max_reference
 
 from spector_gpu.errors import ValidationError
 
-
-def chain() -> sp.csr_array:
-    # 0 -0.5-> 1 -2.0-> 2 ; 2 -1.0-> 0 (a cycle)
-    return csr_adjacency([0, 1, 2, 3], [1, 2, 0], [0.5, 2.0, 1.0], 3)
+PAD = 1 << 62
 
 
 def test_chain_by_hand() -> None:
-    seeds = seed_matrix([0], [0], [1.0], n_queries=1, n_nodes=3)
-    # hop1: node1 = 0.5 (x decay 0.5 = 0.25); hop2: node2 = 1.0 (x 0.25 = 0.25);
-    # hop3: node0 = 1.0 (x 0.125)
-    out = spread_activation(chain(), seeds, hops=3, decay=0.5, dense=True)
-    np.testing.assert_allclose(out, [[0.125, 0.25, 0.25]])
-    with_seed = spread_activation(chain(), seeds, hops=3, decay=0.5, include_seed=True, dense=True)
-    np.testing.assert_allclose(with_seed, [[1.125, 0.25, 0.25]])
-    assert out.dtype == np.float32
+    # pool [3, 5, 9]: 3 -> 5 (w 0.5), 5 -> 9 (w 2.0), 9 -> 3 (w 1.0); base [1, 0, 0]
+    pool = torch.tensor([[3, 5, 9]])
+    nbr = torch.tensor([[[5], [9], [3]]])
+    w = torch.tensor([[[0.5], [2.0], [1.0]]], dtype=torch.float64)
+    base = torch.tensor([[1.0, 0.0, 0.0]], dtype=torch.float64)
+    pos = member_positions(pool, nbr)
+    assert pos.tolist() == [[[1], [2], [0]]]
+    # one hop: a member takes max_j w_ij * base_j of its neighbours: only 9 (via 9 -> 3)
+    one = spread_max(base, pos, w, hops=1, decay=0.5)
+    assert one.tolist() == [[0.0, 0.0, 1.0]]
+    # two hops: 5 reaches 9's activation 1.0 at weight 2.0 and decay 0.5
+    two = spread_max(base, pos, w, hops=2, decay=0.5)
+    assert two.tolist() == [[0.0, 1.0, 1.0]]
 
 
-def test_hops_zero_and_sparse_output() -> None:
-    seeds = seed_matrix([0, 1], [1, 2], [2.0, 3.0], n_queries=2, n_nodes=3)
-    assert spread_activation(chain(), seeds, hops=0, dense=True).sum() == 0
-    np.testing.assert_array_equal(
-        spread_activation(chain(), seeds, hops=0, include_seed=True, dense=True),
-        [[0, 2, 0], [0, 0, 3]],
-    )
-    out = spread_activation(chain(), seeds, hops=1, decay=1.0)
-    assert isinstance(out, sp.csr_array) and out.dtype == np.float32
-    np.testing.assert_allclose(out.toarray(), [[0, 0, 4.0], [3.0, 0, 0]])
+def test_neighbours_outside_the_pool_and_padding_are_ignored() -> None:
+    pool = torch.tensor([[2, 4, PAD]])
+    nbr = torch.tensor([[[4, 7], [-1, 2], [2, 4]]])  # 7 is no member; the PAD row is padding
+    pos = member_positions(pool, nbr)
+    assert pos.tolist() == [[[1, -1], [-1, 0], [0, 1]]]
+    base = torch.tensor([[0.25, 0.5, 0.0]], dtype=torch.float64)
+    act = spread_max(base, pos, torch.ones(1, 3, 2, dtype=torch.float64), hops=1, decay=1.0)
+    assert act[0, :2].tolist() == [0.5, 0.25]
 
 
-def test_tuple_inputs_equal_matrix_inputs() -> None:
-    raw = ([0, 1, 2, 3], [1, 2, 0], [0.5, 2.0, 1.0], 3)
-    seeds = seed_matrix([0, 1], [0, 2], [1.0, 4.0], n_queries=3, n_nodes=3)
-    want = spread_activation(chain(), seeds, hops=2, dense=True)
-    got = spread_activation(raw, ([0, 1], [0, 2], [1.0, 4.0], 3), hops=2, dense=True)
-    np.testing.assert_array_equal(got, want)
-    assert spread_activation(raw, ([0, 1], [0, 2], [1.0, 4.0]), hops=2, dense=True).shape == (2, 3)
+def test_negative_products_floor_at_zero_and_shapes_are_checked() -> None:
+    pos = torch.tensor([[[1], [0]]])
+    base = torch.tensor([[1.0, 1.0]], dtype=torch.float64)
+    act = spread_max(base, pos, torch.full((1, 2, 1), -1.0, dtype=torch.float64), hops=1, decay=1)
+    assert act.tolist() == [[0.0, 0.0]]
+    with pytest.raises(ValidationError, match="pos must be"):
+        spread_max(base, pos[:, :1], torch.ones(1), hops=1, decay=1.0)
 
 
-def test_duplicate_seed_triples_are_summed() -> None:
-    seeds = seed_matrix([0, 0], [0, 0], [0.25, 0.75], n_queries=1, n_nodes=3)
-    np.testing.assert_allclose(seeds.toarray(), [[1.0, 0, 0]])
-
-
-def test_random_graph_matches_reference() -> None:
-    rng = np.random.default_rng(0)
-    adj = sp.random_array((60, 60), density=0.08, rng=rng, dtype=np.float32, format="csr")
-    seeds = sp.random_array((7, 60), density=0.05, rng=rng, dtype=np.float32, format="csr")
-    for include in (False, True):
-        got = spread_activation(adj, seeds, hops=3, decay=0.7, include_seed=include, dense=True)
-        ref = spread_activation_reference(
-            adj.toarray(), seeds.toarray(), hops=3, decay=0.7, include_seed=include
-        )
-        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
-
-
-def test_pruning_drops_small_entries_only() -> None:
-    seeds = seed_matrix([0], [0], [1.0], n_queries=1, n_nodes=3)
-    out = spread_activation(chain(), seeds, hops=2, decay=1.0, prune_below=0.6, dense=True)
-    np.testing.assert_allclose(out, [[0, 0, 0]])  # hop-1 value 0.5 < 0.6 pruned, so hop 2 is empty
-    kept = spread_activation(chain(), seeds, hops=2, decay=1.0, prune_below=0.4, dense=True)
-    np.testing.assert_allclose(kept, [[0, 0.5, 1.0]])
-
-
-@pytest.mark.parametrize(
-    "args",
-    [
-        ([0, 1, 1], [1], [1.0], 3),  # indptr too short
-        ([0, 2, 1, 2], [1, 2], [1.0, 1.0], 3),  # decreasing indptr
-        ([0, 1, 1, 1], [3], [1.0], 3),  # index out of range
-        ([0, 1, 1, 1], [1], [np.nan], 3),  # NaN weight
-        ([0, 1, 1, 1], [1, 2], [1.0], 3),  # length mismatch
-    ],
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 2**31 - 1),
+    st.integers(1, 30),
+    st.integers(0, 6),
+    st.integers(1, 3),
+    st.sampled_from([0.0, 0.5, 1.0]),
 )
-def test_adjacency_validation(args: tuple) -> None:
-    with pytest.raises(ValidationError):
-        csr_adjacency(*args)
-
-
-def test_argument_validation() -> None:
-    seeds = seed_matrix([0], [0], [1.0], n_queries=1, n_nodes=3)
-    with pytest.raises(ValidationError, match="hops"):
-        spread_activation(chain(), seeds, hops=-1)
-    with pytest.raises(ValidationError, match="decay"):
-        spread_activation(chain(), seeds, decay=-0.1)
-    with pytest.raises(ValidationError, match="seeds"):
-        spread_activation(chain(), np.zeros((1, 3)))
-    with pytest.raises(ValidationError):
-        spread_activation(chain(), seed_matrix([0], [0], [1.0], n_queries=1, n_nodes=4))
-    with pytest.raises(ValidationError, match="node"):
-        seed_matrix([0], [5], [1.0], n_queries=1, n_nodes=3)
-    with pytest.raises(ValidationError, match="query_idx"):
-        seed_matrix([1], [0], [1.0], n_queries=1, n_nodes=3)
+def test_equals_the_numpy_twin(seed: int, size: int, degree: int, hops: int, decay: float) -> None:
+    rng = np.random.default_rng(seed)
+    pool_np = np.unique(rng.integers(0, 60, size))
+    m = len(pool_np)
+    nbr_np = rng.integers(-1, 60, (m, degree))
+    w_np = rng.choice([0.25, 0.5, 1.0, 0.6], (m, degree))
+    base_np = rng.random(m)
+    pool = torch.from_numpy(pool_np)[None, :]
+    pos = member_positions(pool, torch.from_numpy(nbr_np)[None])
+    got = spread_max(
+        torch.from_numpy(base_np)[None], pos, torch.from_numpy(w_np)[None], hops=hops, decay=decay
+    )[0].numpy()
+    src, slot = np.nonzero(pos[0].numpy() >= 0)
+    want = spread_max_reference(
+        m,
+        base_np,
+        src,
+        pos[0].numpy()[src, slot],
+        w_np[src, slot],
+        hops=hops,
+        decay=decay,
+    )
+    np.testing.assert_array_equal(got, want)

@@ -1,0 +1,1147 @@
+/* spector_gpu.kernels._native: single-threaded CPU kernels of the recall pathway (optional:
+ * every function has a numpy/torch twin in spector_gpu.kernels, used when this is not built).
+ *
+ * int8_topk        exact top-k of float32(dot(q, c_r)) * s_r over the rows of an INT8 matrix,
+ *                  for a few queries, rows read once (the single-query dense relay)
+ * int8_score_rows  the same keys for given (query, row) pairs (pool scoring)
+ * topk_update      merge the keys of a tile of int32 dots (T rows x n queries, from a GEMM)
+ *                  into running per-query top-k heaps; topk_finish sorts them
+ * rows_topk        exact top-k of each row of a float32 or float64 matrix above a bound
+ * decay_topk       exact top-k of w_r / div * float32(d_r * f(bucket(t_r))) (piecewise decay)
+ * bm25_dense       BM25 scores of a few queries as dense rows, from the postings in place
+ *
+ * Order everywhere: key descending, then row (slot) ascending; padding is (-inf, -1). Integer
+ * dots are exact (int32); each key is one IEEE float32 multiply, each decayed value the float64
+ * operations of cortex.strength.decayed in its order (build with -ffp-contract=off), so the
+ * results equal the torch and numpy paths bit for bit. The dot product uses AVX-512 VNNI or
+ * AVX2 where the CPU has them (chosen at import by CPUID; `dot_impl()` says which; tests pin
+ * each with `set_dot_impl`), else a portable loop. The GIL is released while computing.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <limits.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ dot products */
+
+typedef void (*dots_fn)(const int8_t *row, const int8_t *qs, Py_ssize_t m, Py_ssize_t d,
+                        int32_t *out);
+typedef void (*dots8_fn)(const int8_t *rows, Py_ssize_t stride, const int8_t *q, Py_ssize_t d32,
+                         int32_t *out);
+
+static void dots_scalar(const int8_t *row, const int8_t *qs, Py_ssize_t m, Py_ssize_t d,
+                        int32_t *out) {
+    for (Py_ssize_t j = 0; j < m; j++) {
+        const int8_t *q = qs + j * d;
+        int32_t acc = 0;
+        for (Py_ssize_t i = 0; i < d; i++) acc += (int32_t)row[i] * (int32_t)q[i];
+        out[j] = acc;
+    }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HAVE_X86 1
+
+/* |q| * (c * sign(q)) == q * c: the unsigned x signed byte products both instructions take. */
+__attribute__((target("avx2"))) static void dots_avx2(const int8_t *row, const int8_t *qs,
+                                                      Py_ssize_t m, Py_ssize_t d, int32_t *out) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    Py_ssize_t full = d & ~(Py_ssize_t)31;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        const int8_t *q = qs + j * d;
+        __m256i acc = _mm256_setzero_si256();
+        for (Py_ssize_t i = 0; i < full; i += 32) {
+            __m256i c = _mm256_loadu_si256((const __m256i *)(row + i));
+            __m256i x = _mm256_loadu_si256((const __m256i *)(q + i));
+            /* |x| <= 127 and |c| <= 127: pair sums stay below 2^15, no saturation */
+            __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(x), _mm256_sign_epi8(c, x));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
+        }
+        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+        int32_t total = _mm_cvtsi128_si32(s);
+        for (Py_ssize_t i = full; i < d; i++) total += (int32_t)row[i] * (int32_t)q[i];
+        out[j] = total;
+    }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void dots_vnni(
+    const int8_t *row, const int8_t *qs, Py_ssize_t m, Py_ssize_t d, int32_t *out) {
+    const __m512i zero = _mm512_setzero_si512();
+    for (Py_ssize_t j = 0; j < m; j++) {
+        const int8_t *q = qs + j * d;
+        __m512i acc = _mm512_setzero_si512();
+        for (Py_ssize_t i = 0; i < d; i += 64) {
+            Py_ssize_t left = d - i;
+            __mmask64 live = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
+            __m512i c = _mm512_maskz_loadu_epi8(live, row + i);
+            __m512i x = _mm512_maskz_loadu_epi8(live, q + i);
+            __mmask64 neg = _mm512_cmplt_epi8_mask(x, zero);
+            c = _mm512_mask_sub_epi8(c, neg, zero, c); /* c is never -128: negation is exact */
+            acc = _mm512_dpbusd_epi32(acc, _mm512_abs_epi8(x), c);
+        }
+        out[j] = _mm512_reduce_add_epi32(acc);
+    }
+}
+/* Eight consecutive rows against one query, the eight sums reduced together (a horizontal-add
+ * tree instead of eight reductions): the single-query scan's inner loop. 32-byte steps; the
+ * dim % 32 tail is added per row by the caller. */
+
+#define REDUCE8(a, out)                                                                 \
+    do {                                                                                \
+        __m256i b0 = _mm256_hadd_epi32(a[0], a[1]), b1 = _mm256_hadd_epi32(a[2], a[3]); \
+        __m256i b2 = _mm256_hadd_epi32(a[4], a[5]), b3 = _mm256_hadd_epi32(a[6], a[7]); \
+        __m256i c0 = _mm256_hadd_epi32(b0, b1), c1 = _mm256_hadd_epi32(b2, b3);         \
+        __m256i lo = _mm256_permute2x128_si256(c0, c1, 0x20);                           \
+        __m256i hi = _mm256_permute2x128_si256(c0, c1, 0x31);                           \
+        _mm256_storeu_si256((__m256i *)(out), _mm256_add_epi32(lo, hi));                \
+    } while (0)
+
+__attribute__((target("avx2"))) static void dots8_avx2(const int8_t *rows, Py_ssize_t stride,
+                                                       const int8_t *q, Py_ssize_t d32,
+                                                       int32_t *out) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i a[8];
+    for (int j = 0; j < 8; j++) {
+        const int8_t *row = rows + j * stride;
+        __m256i acc = _mm256_setzero_si256();
+        for (Py_ssize_t i = 0; i < d32; i += 32) {
+            __m256i x = _mm256_loadu_si256((const __m256i *)(q + i));
+            __m256i c = _mm256_loadu_si256((const __m256i *)(row + i));
+            __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(x), _mm256_sign_epi8(c, x));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
+        }
+        a[j] = acc;
+    }
+    REDUCE8(a, out);
+}
+
+__attribute__((target("avx2,avx512f,avx512vl,avx512vnni"))) static void dots8_vnni(
+    const int8_t *rows, Py_ssize_t stride, const int8_t *q, Py_ssize_t d32, int32_t *out) {
+    __m256i a[8];
+    for (int j = 0; j < 8; j++) {
+        const int8_t *row = rows + j * stride;
+        __m256i acc = _mm256_setzero_si256();
+        for (Py_ssize_t i = 0; i < d32; i += 32) {
+            __m256i x = _mm256_loadu_si256((const __m256i *)(q + i));
+            __m256i c = _mm256_loadu_si256((const __m256i *)(row + i));
+            acc = _mm256_dpbusd_epi32(acc, _mm256_abs_epi8(x), _mm256_sign_epi8(c, x));
+        }
+        a[j] = acc;
+    }
+    REDUCE8(a, out);
+}
+#endif
+
+enum { IMPL_SCALAR = 0, IMPL_AVX2 = 1, IMPL_VNNI = 2 };
+static const char *IMPL_NAMES[] = {"scalar", "avx2", "avx512vnni"};
+static int impl_best = IMPL_SCALAR;
+static int impl_now = IMPL_SCALAR;
+static int simd512 = 0; /* AVX-512F for the float32 selection scans */
+
+static dots8_fn dots8_for(int impl) {
+#ifdef HAVE_X86
+    if (impl == IMPL_VNNI) return dots8_vnni;
+    if (impl == IMPL_AVX2) return dots8_avx2;
+#endif
+    (void)impl;
+    return NULL;
+}
+
+static dots_fn dots_for(int impl) {
+#ifdef HAVE_X86
+    if (impl == IMPL_VNNI) return dots_vnni;
+    if (impl == IMPL_AVX2) return dots_avx2;
+#endif
+    (void)impl;
+    return dots_scalar;
+}
+
+static void detect_impl(void) {
+#ifdef HAVE_X86
+    __builtin_cpu_init();
+    simd512 = __builtin_cpu_supports("avx512f");
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vnni"))
+        impl_best = IMPL_VNNI;
+    else if (__builtin_cpu_supports("avx2"))
+        impl_best = IMPL_AVX2;
+#endif
+    impl_now = impl_best;
+}
+
+/* ------------------------------------------------------------------ top-k heaps */
+/* A heap of k (key, slot) pairs with the *worst* pair at its root: worse = lower key, or the
+ * same key and a higher slot. A candidate enters when it is better than the root. */
+
+static inline int worse(double ka, int64_t sa, double kb, int64_t sb) {
+    return ka < kb || (ka == kb && sa > sb);
+}
+
+static void sift_down(double *key, int64_t *slot, Py_ssize_t size, Py_ssize_t i) {
+    for (;;) {
+        Py_ssize_t l = 2 * i + 1, r = l + 1, w = i;
+        if (l < size && worse(key[l], slot[l], key[w], slot[w])) w = l;
+        if (r < size && worse(key[r], slot[r], key[w], slot[w])) w = r;
+        if (w == i) return;
+        double tk = key[i]; key[i] = key[w]; key[w] = tk;
+        int64_t ts = slot[i]; slot[i] = slot[w]; slot[w] = ts;
+        i = w;
+    }
+}
+
+static void sift_up(double *key, int64_t *slot, Py_ssize_t i) {
+    while (i > 0) {
+        Py_ssize_t p = (i - 1) / 2;
+        if (!worse(key[i], slot[i], key[p], slot[p])) return;
+        double tk = key[i]; key[i] = key[p]; key[p] = tk;
+        int64_t ts = slot[i]; slot[i] = slot[p]; slot[p] = ts;
+        i = p;
+    }
+}
+
+/* Offer (k, s) to a heap of capacity cap holding *size pairs. */
+static inline void offer(double *key, int64_t *slot, Py_ssize_t cap, Py_ssize_t *size, double k,
+                         int64_t s) {
+    if (*size < cap) {
+        key[*size] = k;
+        slot[*size] = s;
+        sift_up(key, slot, (*size)++);
+    } else if (worse(key[0], slot[0], k, s)) {
+        key[0] = k;
+        slot[0] = s;
+        sift_down(key, slot, cap, 0);
+    }
+}
+
+/* Sort a heap best first in place (heapsort: repeatedly move the worst to the end). */
+static void heap_sort(double *key, int64_t *slot, Py_ssize_t size) {
+    for (Py_ssize_t end = size - 1; end > 0; end--) {
+        double tk = key[0]; key[0] = key[end]; key[end] = tk;
+        int64_t ts = slot[0]; slot[0] = slot[end]; slot[end] = ts;
+        sift_down(key, slot, end, 0);
+    }
+}
+
+/* float32 value <= x (x a float32 value stored as double, or -inf) */
+static inline float below(double x) {
+    float f = (float)x;
+    return (double)f > x ? nextafterf(f, -INFINITY) : f;
+}
+
+/* Offer one tile row's keys (n queries) to the heaps; thr[j] is a float32 bound below which a
+ * key cannot enter heap j (a heap not yet full has -inf). */
+static inline void offer_key(float key, Py_ssize_t j, Py_ssize_t k, int64_t slot, float *thr,
+                             double *kp, int64_t *lp, Py_ssize_t *zp) {
+    double *hk = kp + j * k;
+    if (zp[j] == k && !((double)key > hk[0])) return; /* equal keys: the lower slot stays */
+    offer(hk, lp + j * k, k, &zp[j], (double)key, slot);
+    if (zp[j] == k) thr[j] = below(hk[0]);
+}
+
+/* ------------------------------------------------------------------ buffered selection */
+/* Candidates above a running threshold are appended to a buffer of 2k; when it fills, a
+ * quickselect keeps the k best and the threshold rises to the k-th. About log(P/k) selections
+ * of 2k items instead of a heap update per insertion: the row top-k of large k. Order: value
+ * descending, then index ascending (a total order, so ties at the threshold stay exact). */
+typedef struct {
+    float v;
+    int64_t i;
+} Cand;
+
+static inline int cand_better(const Cand *a, const Cand *b) {
+    return a->v > b->v || (a->v == b->v && a->i < b->i);
+}
+
+/* Rearrange c[0..n) so that c[0..k) are the k best (in no order). */
+static void cand_select(Cand *c, Py_ssize_t n, Py_ssize_t k) {
+    Py_ssize_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        Cand pivot = c[lo + (hi - lo) / 2];
+        Py_ssize_t a = lo, b = hi;
+        while (a <= b) {
+            while (cand_better(&c[a], &pivot)) a++;
+            while (cand_better(&pivot, &c[b])) b--;
+            if (a <= b) {
+                Cand t = c[a]; c[a] = c[b]; c[b] = t;
+                a++;
+                b--;
+            }
+        }
+        if (k - 1 <= b) hi = b;
+        else if (k - 1 >= a) lo = a;
+        else return;
+    }
+}
+
+static int cand_cmp(const void *pa, const void *pb) {
+    const Cand *a = pa, *b = pb;
+    return cand_better(a, b) ? -1 : (cand_better(b, a) ? 1 : 0);
+}
+
+/* Append one candidate; a full buffer (2k) keeps its k best and raises the threshold to the
+ * k-th (a later equal value has a higher index: never better). */
+static inline void cand_push(Cand *buf, Py_ssize_t *size, Py_ssize_t k, double *thr, float v,
+                             int64_t i) {
+    buf[*size].v = v;
+    buf[*size].i = i;
+    if (++*size == 2 * k) {
+        cand_select(buf, *size, k);
+        *size = k;
+        float worst = buf[0].v;
+        for (Py_ssize_t t = 1; t < k; t++) worst = buf[t].v < worst ? buf[t].v : worst;
+        *thr = (double)worst;
+    }
+}
+
+#ifdef HAVE_X86
+/* 16 values at a time against the threshold (as a float32 bound rounded down); returns where
+ * the scalar tail starts. */
+__attribute__((target("avx512f"))) static Py_ssize_t gather_avx512(
+    const float *x, Py_ssize_t n, double *thr, Cand *buf, Py_ssize_t *size, Py_ssize_t k) {
+    Py_ssize_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        float t32 = (float)*thr;
+        if ((double)t32 > *thr) t32 = nextafterf(t32, -INFINITY);
+        __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), _mm512_set1_ps(t32), _CMP_GT_OQ);
+        while (m) {
+            int lane = __builtin_ctz(m);
+            m &= m - 1;
+            if ((double)x[i + lane] > *thr) cand_push(buf, size, k, thr, x[i + lane], i + lane);
+        }
+    }
+    return i;
+}
+#endif
+
+/* The k best x[i] > bound of one float32 row into (hk, hs), best first; returns the count. */
+static Py_ssize_t select_f32(const float *x, Py_ssize_t n, double bound, double *hk, int64_t *hs,
+                             Py_ssize_t k, Cand *buf) {
+    Py_ssize_t size = 0;
+    double thr = bound;
+    Py_ssize_t i = 0;
+#ifdef HAVE_X86
+    if (simd512) i = gather_avx512(x, n, &thr, buf, &size, k);
+#endif
+    for (; i < n; i++) {
+        if (!((double)x[i] > thr)) continue; /* NaN never enters */
+        cand_push(buf, &size, k, &thr, x[i], i);
+    }
+    if (size > k) {
+        cand_select(buf, size, k);
+        size = k;
+    }
+    qsort(buf, (size_t)size, sizeof(Cand), cand_cmp);
+    for (Py_ssize_t t = 0; t < size; t++) {
+        hk[t] = (double)buf[t].v;
+        hs[t] = buf[t].i;
+    }
+    return size;
+}
+
+/* Offer every x[i] > bound (columns i ascending) to an empty heap of capacity k; returns
+ * the heap size. Once the heap is full a candidate must beat its root, and since columns
+ * rise an equal value never does: one compare against a running threshold, which AVX-512
+ * makes 16 values at a time. */
+static Py_ssize_t scan_f32_scalar(const float *x, Py_ssize_t n, double bound, double *hk,
+                                  int64_t *hs, Py_ssize_t k) {
+    Py_ssize_t size = 0;
+    double thr = bound;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double v = (double)x[i];
+        if (!(v > thr)) continue; /* NaN never enters */
+        offer(hk, hs, k, &size, v, (int64_t)i);
+        if (size == k) thr = hk[0];
+    }
+    return size;
+}
+
+#ifdef HAVE_X86
+__attribute__((target("avx512f"))) static Py_ssize_t scan_f32_avx512(
+    const float *x, Py_ssize_t n, double bound, double *hk, int64_t *hs, Py_ssize_t k) {
+    Py_ssize_t size = 0;
+    double thr = bound;
+    Py_ssize_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        /* float32(thr) rounded down keeps every value > thr in the mask */
+        float t32 = (float)thr;
+        if ((double)t32 > thr) t32 = nextafterf(t32, -INFINITY);
+        __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), _mm512_set1_ps(t32), _CMP_GT_OQ);
+        while (m) {
+            int lane = __builtin_ctz(m);
+            m &= m - 1;
+            double v = (double)x[i + lane];
+            if (!(v > thr)) continue;
+            offer(hk, hs, k, &size, v, (int64_t)(i + lane));
+            if (size == k) thr = hk[0];
+        }
+    }
+    for (; i < n; i++) {
+        double v = (double)x[i];
+        if (!(v > thr)) continue;
+        offer(hk, hs, k, &size, v, (int64_t)i);
+        if (size == k) thr = hk[0];
+    }
+    return size;
+}
+#endif
+
+
+static Py_ssize_t scan_f32(const float *x, Py_ssize_t n, double bound, double *hk, int64_t *hs,
+                           Py_ssize_t k) {
+#ifdef HAVE_X86
+    if (simd512) return scan_f32_avx512(x, n, bound, hk, hs, k);
+#endif
+    return scan_f32_scalar(x, n, bound, hk, hs, k);
+}
+
+/* ------------------------------------------------------------------ buffer helpers */
+
+typedef struct {
+    Py_buffer view;
+    int held;
+} Buf;
+
+static void release(Buf *b) {
+    if (b->held) PyBuffer_Release(&b->view);
+    b->held = 0;
+}
+
+/* A C-contiguous buffer of `itemsize` bytes per element and format letter `fmt` (or any of
+ * the letters in `fmt`); `count` elements, or any count when count < 0. */
+static int get_buf(PyObject *obj, Buf *b, const char *fmt, Py_ssize_t itemsize,
+                   Py_ssize_t count, int writable, const char *name) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, &b->view, flags) < 0) return -1;
+    b->held = 1;
+    const char *f = b->view.format ? b->view.format : "B";
+    if (*f == '<' || *f == '=' || *f == '|') f++;
+    if (b->view.itemsize != itemsize || strchr(fmt, *f) == NULL || f[1] != '\0') {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd-byte items of type '%s', got '%s'",
+                     name, itemsize, fmt, b->view.format ? b->view.format : "B");
+        release(b);
+        return -1;
+    }
+    if (count >= 0 && b->view.len != count * itemsize) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd elements, got %zd", name, count,
+                     b->view.len / itemsize);
+        release(b);
+        return -1;
+    }
+    return 0;
+}
+
+/* A C-contiguous float32 or float64 buffer. */
+static int get_float_buf(PyObject *obj, Buf *b) {
+    if (PyObject_GetBuffer(obj, &b->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    b->held = 1;
+    const char *f = b->view.format ? b->view.format : "B";
+    if (*f == '<' || *f == '=') f++;
+    if (!((*f == 'f' && b->view.itemsize == 4) || (*f == 'd' && b->view.itemsize == 8)) ||
+        f[1] != '\0') {
+        PyErr_SetString(PyExc_ValueError, "x: expected a float32 or float64 array");
+        release(b);
+        return -1;
+    }
+    return 0;
+}
+
+/* A 1-D strided buffer (e.g. a field of a structured array) of `count` elements. */
+static int get_strided(PyObject *obj, Buf *b, const char *fmt, Py_ssize_t itemsize,
+                       Py_ssize_t count, const char *name) {
+    if (PyObject_GetBuffer(obj, &b->view, PyBUF_STRIDES | PyBUF_FORMAT) < 0) return -1;
+    b->held = 1;
+    const char *f = b->view.format ? b->view.format : "B";
+    if (*f == '<' || *f == '=' || *f == '|') f++;
+    if (b->view.ndim != 1 || b->view.itemsize != itemsize || strchr(fmt, *f) == NULL ||
+        f[1] != '\0' || b->view.shape[0] != count || b->view.strides[0] <= 0) {
+        PyErr_Format(PyExc_ValueError, "%s: expected a 1-D array of %zd '%s' items", name, count,
+                     fmt);
+        release(b);
+        return -1;
+    }
+    return 0;
+}
+
+#define STRIDED(b, type, i) (*(const type *)((const char *)(b).view.buf + (i) * (b).view.strides[0]))
+
+/* ------------------------------------------------------------------ int8_topk */
+
+static PyObject *py_int8_topk(PyObject *self, PyObject *args) {
+    PyObject *o_codes, *o_scales, *o_q, *o_allowed, *o_keys, *o_slots, *o_all = Py_None;
+    Py_ssize_t n_rows, dim, stride;
+    if (!PyArg_ParseTuple(args, "OnnnOOOOO|O", &o_codes, &n_rows, &dim, &stride, &o_scales, &o_q,
+                          &o_allowed, &o_keys, &o_slots, &o_all))
+        return NULL;
+    Buf codes = {0}, scales = {0}, q = {0}, allowed = {0}, keys = {0}, slots = {0}, all = {0};
+    PyObject *result = NULL;
+    if (n_rows < 0 || dim < 1 || stride < dim) {
+        PyErr_SetString(PyExc_ValueError, "int8_topk: need n_rows >= 0 and 1 <= dim <= stride");
+        return NULL;
+    }
+    if (get_buf(o_codes, &codes, "b", 1, -1, 0, "codes") < 0) goto done;
+    if (codes.view.len < n_rows * stride) {
+        PyErr_SetString(PyExc_ValueError, "int8_topk: codes hold fewer than n_rows rows");
+        goto done;
+    }
+    if (get_buf(o_scales, &scales, "f", 4, -1, 0, "scales") < 0) goto done;
+    if (scales.view.len < n_rows * 4) {
+        PyErr_SetString(PyExc_ValueError, "int8_topk: scales hold fewer than n_rows values");
+        goto done;
+    }
+    if (get_buf(o_q, &q, "b", 1, -1, 0, "queries") < 0) goto done;
+    if (q.view.len % dim) {
+        PyErr_SetString(PyExc_ValueError, "int8_topk: queries must be (m, dim) int8");
+        goto done;
+    }
+    Py_ssize_t m = q.view.len / dim;
+    if (o_allowed != Py_None && get_buf(o_allowed, &allowed, "?bB", 1, n_rows, 0, "allowed") < 0)
+        goto done;
+    if (get_buf(o_keys, &keys, "f", 4, -1, 1, "out_keys") < 0) goto done;
+    if (m == 0 || keys.view.len % (4 * m)) {
+        PyErr_SetString(PyExc_ValueError, "int8_topk: out_keys must be (m, k) float32, m >= 1");
+        goto done;
+    }
+    Py_ssize_t k = keys.view.len / (4 * m);
+    if (k < 1 || get_buf(o_slots, &slots, "lq", 8, m * k, 1, "out_slots") < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "int8_topk: k must be >= 1");
+        goto done;
+    }
+    if (o_all != Py_None && get_buf(o_all, &all, "f", 4, m * n_rows, 1, "out_all") < 0) goto done;
+    {
+        float *kall = all.held ? all.view.buf : NULL; /* every row's key ((m, n_rows); -inf gated) */
+        double *hk = malloc(sizeof(double) * m * k);
+        int64_t *hs = malloc(sizeof(int64_t) * m * k);
+        Py_ssize_t *size = calloc(m, sizeof(Py_ssize_t));
+        int32_t *dots = malloc(sizeof(int32_t) * m);
+        if (!hk || !hs || !size || !dots) {
+            free(hk); free(hs); free(size); free(dots);
+            PyErr_NoMemory();
+            goto done;
+        }
+        const int8_t *cp = codes.view.buf;
+        const float *sp = scales.view.buf;
+        const uint8_t *ap = allowed.held ? allowed.view.buf : NULL;
+        dots_fn dots_of = dots_for(impl_now);
+        float *thr = malloc(sizeof(float) * m); /* float32 bound below which a key cannot enter */
+        if (!thr) {
+            free(hk); free(hs); free(size); free(dots);
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t j = 0; j < m; j++) thr[j] = -INFINITY;
+        Py_BEGIN_ALLOW_THREADS
+        dots8_fn dots8 = m == 1 ? dots8_for(impl_now) : NULL;
+        Py_ssize_t r = 0;
+        if (dots8) {
+            const int8_t *qp = q.view.buf;
+            Py_ssize_t d32 = dim & ~(Py_ssize_t)31;
+            int32_t d8[8];
+            for (; r + 8 <= n_rows; r += 8) {
+                dots8(cp + r * stride, stride, qp, d32, d8);
+                for (int i = 0; i < 8; i++) {
+                    if (ap && !ap[r + i]) continue;
+                    int32_t dot = d8[i];
+                    for (Py_ssize_t t = d32; t < dim; t++)
+                        dot += (int32_t)cp[(r + i) * stride + t] * (int32_t)qp[t];
+                    float key = (float)dot * sp[r + i];
+                    if (kall) kall[r + i] = key;
+                    if (key >= thr[0]) offer_key(key, 0, k, (int64_t)(r + i), thr, hk, hs, size);
+                }
+            }
+        }
+        for (; r < n_rows; r++) {
+            if (ap && !ap[r]) continue;
+            dots_of(cp + r * stride, q.view.buf, m, dim, dots);
+            for (Py_ssize_t j = 0; j < m; j++) {
+                float key = (float)dots[j] * sp[r];
+                if (kall) kall[j * n_rows + r] = key;
+                if (key >= thr[j]) offer_key(key, j, k, (int64_t)r, thr, hk, hs, size);
+            }
+        }
+        float *ok = keys.view.buf;
+        int64_t *os = slots.view.buf;
+        for (Py_ssize_t j = 0; j < m; j++) {
+            heap_sort(hk + j * k, hs + j * k, size[j]);
+            for (Py_ssize_t i = 0; i < k; i++) {
+                ok[j * k + i] = i < size[j] ? (float)hk[j * k + i] : -INFINITY;
+                os[j * k + i] = i < size[j] ? hs[j * k + i] : -1;
+            }
+        }
+        Py_END_ALLOW_THREADS
+        free(hk); free(hs); free(size); free(dots); free(thr);
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    release(&codes); release(&scales); release(&q); release(&allowed);
+    release(&keys); release(&slots); release(&all);
+    return result;
+}
+
+/* ------------------------------------------------------------------ int8_score_rows */
+
+static PyObject *py_int8_score_rows(PyObject *self, PyObject *args) {
+    PyObject *o_codes, *o_scales, *o_q, *o_rows, *o_out;
+    Py_ssize_t n_rows, dim, stride;
+    if (!PyArg_ParseTuple(args, "OnnnOOOO", &o_codes, &n_rows, &dim, &stride, &o_scales, &o_q,
+                          &o_rows, &o_out))
+        return NULL;
+    Buf codes = {0}, scales = {0}, q = {0}, rows = {0}, out = {0};
+    PyObject *result = NULL;
+    if (n_rows < 0 || dim < 1 || stride < dim) {
+        PyErr_SetString(PyExc_ValueError, "int8_score_rows: need 1 <= dim <= stride");
+        return NULL;
+    }
+    if (get_buf(o_codes, &codes, "b", 1, -1, 0, "codes") < 0) goto done;
+    if (get_buf(o_scales, &scales, "f", 4, -1, 0, "scales") < 0) goto done;
+    if (codes.view.len < n_rows * stride || scales.view.len < n_rows * 4) {
+        PyErr_SetString(PyExc_ValueError, "int8_score_rows: codes/scales hold fewer rows");
+        goto done;
+    }
+    if (get_buf(o_q, &q, "b", 1, -1, 0, "queries") < 0) goto done;
+    if (q.view.len % dim || q.view.len == 0) {
+        PyErr_SetString(PyExc_ValueError, "int8_score_rows: queries must be (m, dim), m >= 1");
+        goto done;
+    }
+    Py_ssize_t m = q.view.len / dim;
+    if (get_buf(o_rows, &rows, "lq", 8, -1, 0, "rows") < 0) goto done;
+    if (rows.view.len % (8 * m)) {
+        PyErr_SetString(PyExc_ValueError, "int8_score_rows: rows must be (m, c) int64");
+        goto done;
+    }
+    Py_ssize_t c = rows.view.len / (8 * m);
+    if (get_buf(o_out, &out, "f", 4, m * c, 1, "out") < 0) goto done;
+    {
+        const int64_t *rp = rows.view.buf;
+        for (Py_ssize_t i = 0; i < m * c; i++) {
+            if (rp[i] < -1 || rp[i] >= n_rows) {
+                PyErr_Format(PyExc_ValueError, "int8_score_rows: row %lld outside [-1, %zd)",
+                             (long long)rp[i], n_rows);
+                goto done;
+            }
+        }
+        const int8_t *cp = codes.view.buf;
+        const float *sp = scales.view.buf;
+        const int8_t *qp = q.view.buf;
+        float *op = out.view.buf;
+        dots_fn dots_of = dots_for(impl_now);
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t j = 0; j < m; j++) {
+            for (Py_ssize_t i = 0; i < c; i++) {
+                int64_t r = rp[j * c + i];
+                int32_t dot;
+                if (r < 0) {
+                    op[j * c + i] = -INFINITY;
+                    continue;
+                }
+                dots_of(cp + r * stride, qp + j * dim, 1, dim, &dot);
+                op[j * c + i] = (float)dot * sp[r];
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    release(&codes); release(&scales); release(&q); release(&rows); release(&out);
+    return result;
+}
+
+/* ------------------------------------------------------------------ topk_update / finish */
+static void tile_row_scalar(const int32_t *row, float scale, Py_ssize_t n, Py_ssize_t k,
+                            int64_t slot, float *thr, double *kp, int64_t *lp, Py_ssize_t *zp) {
+    for (Py_ssize_t j = 0; j < n; j++) {
+        float key = (float)row[j] * scale;
+        if (key >= thr[j]) offer_key(key, j, k, slot, thr, kp, lp, zp);
+    }
+}
+
+#ifdef HAVE_X86
+__attribute__((target("avx512f"))) static void tile_row_avx512(
+    const int32_t *row, float scale, Py_ssize_t n, Py_ssize_t k, int64_t slot, float *thr,
+    double *kp, int64_t *lp, Py_ssize_t *zp) {
+    __m512 s = _mm512_set1_ps(scale);
+    Py_ssize_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m512 key = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(row + j)), s);
+        __mmask16 m = _mm512_cmp_ps_mask(key, _mm512_loadu_ps(thr + j), _CMP_GE_OQ);
+        while (m) {
+            int lane = __builtin_ctz(m);
+            m &= m - 1;
+            offer_key((float)row[j + lane] * scale, j + lane, k, slot, thr, kp, lp, zp);
+        }
+    }
+    tile_row_scalar(row + j, scale, n - j, k, slot, thr + j, kp + j * k, lp + j * k, zp + j);
+}
+#endif
+
+static void tile_row(const int32_t *row, float scale, Py_ssize_t n, Py_ssize_t k, int64_t slot,
+                     float *thr, double *kp, int64_t *lp, Py_ssize_t *zp) {
+#ifdef HAVE_X86
+    if (simd512) {
+        tile_row_avx512(row, scale, n, k, slot, thr, kp, lp, zp);
+        return;
+    }
+#endif
+    tile_row_scalar(row, scale, n, k, slot, thr, kp, lp, zp);
+}
+
+/* Heaps live in caller-owned arrays: keys float64 (n, k), slots int64 (n, k), size int64 (n,). */
+
+static PyObject *py_topk_update(PyObject *self, PyObject *args) {
+    PyObject *o_dots, *o_scales, *o_slotmap, *o_gate, *o_hk, *o_hs, *o_size;
+    Py_ssize_t first;
+    if (!PyArg_ParseTuple(args, "OOnOOOOO", &o_dots, &o_scales, &first, &o_slotmap, &o_gate,
+                          &o_hk, &o_hs, &o_size))
+        return NULL;
+    Buf dots = {0}, scales = {0}, slotmap = {0}, gate = {0}, hk = {0}, hs = {0}, size = {0};
+    PyObject *result = NULL;
+    if (get_buf(o_size, &size, "lq", 8, -1, 1, "heap_size") < 0) goto done;
+    Py_ssize_t n = size.view.len / 8;
+    if (get_buf(o_hk, &hk, "d", 8, -1, 1, "heap_keys") < 0) goto done;
+    if (n == 0 || hk.view.len % (8 * n)) {
+        PyErr_SetString(PyExc_ValueError, "topk_update: heap_keys must be (n, k) float64");
+        goto done;
+    }
+    Py_ssize_t k = hk.view.len / (8 * n);
+    if (get_buf(o_hs, &hs, "lq", 8, n * k, 1, "heap_slots") < 0) goto done;
+    if (get_buf(o_dots, &dots, "i", 4, -1, 0, "dots") < 0) goto done;
+    if (dots.view.len % (4 * n)) {
+        PyErr_SetString(PyExc_ValueError, "topk_update: dots must be (T, n) int32");
+        goto done;
+    }
+    Py_ssize_t t = dots.view.len / (4 * n);
+    if (get_buf(o_scales, &scales, "f", 4, t, 0, "scales") < 0) goto done;
+    if (o_slotmap != Py_None && get_buf(o_slotmap, &slotmap, "lq", 8, t, 0, "slots") < 0) goto done;
+    if (o_gate != Py_None && get_buf(o_gate, &gate, "?bB", 1, t, 0, "gate") < 0) goto done;
+    {
+        const int32_t *dp = dots.view.buf;
+        const float *sp = scales.view.buf;
+        const int64_t *mp = slotmap.held ? slotmap.view.buf : NULL;
+        const uint8_t *gp = gate.held ? gate.view.buf : NULL;
+        double *kp = hk.view.buf;
+        int64_t *lp = hs.view.buf;
+        Py_ssize_t *zp = size.view.buf;
+        float *thr = malloc(sizeof(float) * n); /* float32 lower bound of each root */
+        if (!thr) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t j = 0; j < n; j++) thr[j] = zp[j] == k ? below(kp[j * k]) : -INFINITY;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t r = 0; r < t; r++) {
+            if (gp && !gp[r]) continue;
+            int64_t slot = mp ? mp[r] : (int64_t)(first + r);
+            tile_row(dp + r * n, sp[r], n, k, slot, thr, kp, lp, zp);
+        }
+        Py_END_ALLOW_THREADS
+        free(thr);
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    release(&dots); release(&scales); release(&slotmap); release(&gate);
+    release(&hk); release(&hs); release(&size);
+    return result;
+}
+
+static PyObject *py_topk_finish(PyObject *self, PyObject *args) {
+    PyObject *o_hk, *o_hs, *o_size;
+    if (!PyArg_ParseTuple(args, "OOO", &o_hk, &o_hs, &o_size)) return NULL;
+    Buf hk = {0}, hs = {0}, size = {0};
+    PyObject *result = NULL;
+    if (get_buf(o_size, &size, "lq", 8, -1, 1, "heap_size") < 0) goto done;
+    Py_ssize_t n = size.view.len / 8;
+    if (get_buf(o_hk, &hk, "d", 8, -1, 1, "heap_keys") < 0) goto done;
+    if (n == 0 || hk.view.len % (8 * n)) {
+        PyErr_SetString(PyExc_ValueError, "topk_finish: heap_keys must be (n, k) float64");
+        goto done;
+    }
+    Py_ssize_t k = hk.view.len / (8 * n);
+    if (get_buf(o_hs, &hs, "lq", 8, n * k, 1, "heap_slots") < 0) goto done;
+    {
+        double *kp = hk.view.buf;
+        int64_t *lp = hs.view.buf;
+        Py_ssize_t *zp = size.view.buf;
+        for (Py_ssize_t j = 0; j < n; j++) {
+            heap_sort(kp + j * k, lp + j * k, zp[j]);
+            for (Py_ssize_t i = zp[j]; i < k; i++) {
+                kp[j * k + i] = -INFINITY;
+                lp[j * k + i] = -1;
+            }
+        }
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    release(&hk); release(&hs); release(&size);
+    return result;
+}
+
+/* ------------------------------------------------------------------ rows_topk */
+
+static PyObject *py_rows_topk(PyObject *self, PyObject *args) {
+    PyObject *o_x, *o_keys, *o_slots, *o_count;
+    Py_ssize_t width;
+    double bound;
+    int strict;
+    if (!PyArg_ParseTuple(args, "OndpOOO", &o_x, &width, &bound, &strict, &o_keys, &o_slots,
+                          &o_count))
+        return NULL;
+    Buf x = {0}, keys = {0}, slots = {0}, count = {0};
+    PyObject *result = NULL;
+    if (get_float_buf(o_x, &x) < 0) goto done;
+    Py_ssize_t item = x.view.itemsize;
+    if (width < 1 || x.view.len % (item * width)) {
+        PyErr_SetString(PyExc_ValueError, "rows_topk: x must be (n, width), width >= 1");
+        goto done;
+    }
+    Py_ssize_t n = x.view.len / (item * width);
+    if (get_buf(o_count, &count, "lq", 8, n, 1, "out_count") < 0) goto done;
+    if (get_buf(o_keys, &keys, "d", 8, -1, 1, "out_keys") < 0) goto done;
+    if (n == 0 || keys.view.len % (8 * n)) {
+        PyErr_SetString(PyExc_ValueError, "rows_topk: out_keys must be (n, k) float64, n >= 1");
+        goto done;
+    }
+    Py_ssize_t k = keys.view.len / (8 * n);
+    if (k < 1 || get_buf(o_slots, &slots, "lq", 8, n * k, 1, "out_slots") < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "rows_topk: k must be >= 1");
+        goto done;
+    }
+    {
+        double *kp = keys.view.buf;
+        int64_t *lp = slots.view.buf;
+        int64_t *cp = count.view.buf;
+        const char *base = x.view.buf;
+        /* large k: buffered selection (a heap update per insertion costs more there) */
+        Cand *cand = k >= 32 ? malloc(sizeof(Cand) * 2 * (size_t)k) : NULL;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t j = 0; j < n; j++) {
+            Py_ssize_t size = 0;
+            double *hk = kp + j * k;
+            int64_t *hs = lp + j * k;
+            if (item == 4 && strict && cand) { /* sorted already */
+                cp[j] = select_f32((const float *)base + j * width, width, bound, hk, hs, k, cand);
+                for (Py_ssize_t i = cp[j]; i < k; i++) {
+                    hk[i] = -INFINITY;
+                    hs[i] = -1;
+                }
+                continue;
+            } else if (item == 4 && strict) {
+                size = scan_f32((const float *)base + j * width, width, bound, hk, hs, k);
+            } else {
+                double thr = bound;
+                for (Py_ssize_t i = 0; i < width; i++) {
+                    double v = item == 4 ? (double)((const float *)base)[j * width + i]
+                                         : ((const double *)base)[j * width + i];
+                    if (strict ? !(v > thr) : !(v >= bound)) continue; /* NaN never enters */
+                    if (size == k && !(v > hk[0])) continue;
+                    offer(hk, hs, k, &size, v, (int64_t)i);
+                    if (size == k && strict) thr = hk[0];
+                }
+            }
+            heap_sort(hk, hs, size);
+            for (Py_ssize_t i = size; i < k; i++) {
+                hk[i] = -INFINITY;
+                hs[i] = -1;
+            }
+            cp[j] = size;
+        }
+        Py_END_ALLOW_THREADS
+        free(cand);
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    release(&x); release(&keys); release(&slots); release(&count);
+    return result;
+}
+
+/* ------------------------------------------------------------------ decay_topk */
+
+static PyObject *py_decay_topk(PyObject *self, PyObject *args) {
+    PyObject *o_w, *o_flags, *o_arousal, *o_d, *o_last, *o_allowed, *o_edges, *o_factors;
+    PyObject *o_keys, *o_slots;
+    Py_ssize_t n;
+    long long now;
+    double w_div;
+    int freeze_set, need_set;
+    int horizon = 0;
+    if (!PyArg_ParseTuple(args, "nLdOOOOOOiiOOOO|p", &n, &now, &w_div, &o_w, &o_flags,
+                          &o_arousal, &o_d, &o_last, &o_allowed, &freeze_set, &need_set, &o_edges,
+                          &o_factors, &o_keys, &o_slots, &horizon))
+        return NULL;
+    long long next_change = LLONG_MAX; /* earliest ms at which some row may change bucket */
+    Buf w = {0}, flags = {0}, arousal = {0}, d = {0}, last = {0}, allowed = {0};
+    Buf edges = {0}, factors = {0}, keys = {0}, slots = {0};
+    PyObject *result = NULL;
+    if (get_strided(o_w, &w, "f", 4, n, "weight") < 0) goto done;
+    if (get_strided(o_flags, &flags, "B", 1, n, "flags") < 0) goto done;
+    if (get_strided(o_arousal, &arousal, "B", 1, n, "arousal") < 0) goto done;
+    if (get_strided(o_d, &d, "f", 4, n, "d_event") < 0) goto done;
+    if (get_strided(o_last, &last, "lq", 8, n, "last_event_ms") < 0) goto done;
+    if (o_allowed != Py_None && get_buf(o_allowed, &allowed, "?bB", 1, n, 0, "allowed") < 0)
+        goto done;
+    if (get_buf(o_edges, &edges, "d", 8, -1, 0, "edges") < 0) goto done;
+    Py_ssize_t nb = edges.view.len / 8;
+    if (nb < 1 || get_buf(o_factors, &factors, "d", 8, nb, 0, "factors") < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "decay_topk: no bucket edges");
+        goto done;
+    }
+    if (get_buf(o_keys, &keys, "d", 8, -1, 1, "out_keys") < 0) goto done;
+    Py_ssize_t k = keys.view.len / 8;
+    if (k < 1 || get_buf(o_slots, &slots, "lq", 8, k, 1, "out_slots") < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "decay_topk: k must be >= 1");
+        goto done;
+    }
+    Py_ssize_t size = 0;
+    {
+        const double *ep = edges.view.buf;
+        const double *fp = factors.view.buf;
+        const uint8_t *ap = allowed.held ? allowed.view.buf : NULL;
+        double *hk = keys.view.buf;
+        int64_t *hs = slots.view.buf;
+        /* v <= (w / div) * d when no factor exceeds 1: once the heap is full, a row whose
+         * bound does not beat the root cannot enter (rows rise, so a tie never does) */
+        int bounded = 1;
+        for (Py_ssize_t e = 0; e < nb; e++) bounded &= fp[e] <= 1.0;
+        double denom[256];
+        for (int a = 0; a < 256; a++) denom[a] = 1.0 + (double)a / 255.0;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (ap && !ap[i]) continue;
+            double scaled = (double)STRIDED(w, float, i) / w_div;
+            float d0 = STRIDED(d, float, i);
+            uint8_t fl = STRIDED(flags, uint8_t, i);
+            int frozen = (fl & freeze_set) || !(fl & need_set);
+            if (!horizon && bounded && scaled >= 0.0 && size == k && !(scaled * (double)d0 > hk[0]))
+                continue;
+            int64_t dt = (int64_t)now - STRIDED(last, int64_t, i);
+            double t = (double)(dt > 0 ? dt : 0) / 1000.0;
+            t = t / denom[STRIDED(arousal, uint8_t, i)];
+            Py_ssize_t b = 0; /* the last edge <= t (edges ascending, edges[0] == 0 <= t) */
+            for (Py_ssize_t e = 1; e < nb; e++) b += ep[e] <= t;
+            if (horizon && !frozen && b + 1 < nb) {
+                /* t reaches the next edge near last + edge * 1000 * denom ms; 2 ms early covers
+                 * the rounding of the exact test above */
+                double at = (double)STRIDED(last, int64_t, i) + ep[b + 1] * 1000.0 *
+                            denom[STRIDED(arousal, uint8_t, i)] - 2.0;
+                if (at < (double)next_change) next_change = at < -9e18 ? LLONG_MIN : (long long)at;
+            }
+            double f = frozen ? 1.0 : fp[b];
+            float dnow = (float)((double)d0 * f);
+            double v = scaled * (double)dnow;
+            if (size == k && !(v > hk[0])) continue;
+            offer(hk, hs, k, &size, v, (int64_t)i);
+        }
+        heap_sort(hk, hs, size);
+        for (Py_ssize_t i = size; i < k; i++) {
+            hk[i] = -INFINITY;
+            hs[i] = -1;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = horizon ? Py_BuildValue("nL", size, next_change) : PyLong_FromSsize_t(size);
+done:
+    release(&w); release(&flags); release(&arousal); release(&d); release(&last);
+    release(&allowed); release(&edges); release(&factors); release(&keys); release(&slots);
+    return result;
+}
+
+/* ------------------------------------------------------------------ bm25_dense */
+/* Dense BM25 scores out[i, d] = sum over query i's terms j (ascending) of
+ * float32(count_ij * float32(tfc(tf_jd, dl_d) * idf_j)), accumulated in float32 in that order
+ * -- the sums scipy's csr product Q @ W forms (cortex/bm25.py), read from the postings in place:
+ * term j's main postings main[mlo[j]:mhi[j]) then its tail postings tail[tptr[j]:tptr[j+1]). */
+
+static PyObject *py_bm25_dense(PyObject *self, PyObject *args) {
+    PyObject *o_qptr, *o_qcol, *o_qcnt, *o_idf, *o_mlo, *o_mhi, *o_mdoc, *o_mtf, *o_tptr, *o_tdoc;
+    PyObject *o_ttf, *o_len, *o_allowed, *o_out;
+    double k1, b, avgdl;
+    int okapi;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOdddpO", &o_qptr, &o_qcol, &o_qcnt, &o_idf, &o_mlo,
+                          &o_mhi, &o_mdoc, &o_mtf, &o_tptr, &o_tdoc, &o_ttf, &o_len, &o_allowed,
+                          &k1, &b, &avgdl, &okapi, &o_out))
+        return NULL;
+    Buf qptr = {0}, qcol = {0}, qcnt = {0}, idf = {0}, mlo = {0}, mhi = {0}, mdoc = {0};
+    Buf mtf = {0}, tptr = {0}, tdoc = {0}, ttf = {0}, len = {0}, allowed = {0}, out = {0};
+    PyObject *result = NULL;
+    if (get_buf(o_qptr, &qptr, "lq", 8, -1, 0, "q_indptr") < 0) goto done;
+    Py_ssize_t m = qptr.view.len / 8 - 1;
+    if (get_buf(o_qcol, &qcol, "lq", 8, -1, 0, "q_terms") < 0) goto done;
+    Py_ssize_t nnz = qcol.view.len / 8;
+    if (get_buf(o_qcnt, &qcnt, "f", 4, nnz, 0, "q_counts") < 0) goto done;
+    if (get_buf(o_idf, &idf, "d", 8, -1, 0, "idf") < 0) goto done;
+    Py_ssize_t u = idf.view.len / 8;
+    if (get_buf(o_mlo, &mlo, "lq", 8, u, 0, "main_lo") < 0) goto done;
+    if (get_buf(o_mhi, &mhi, "lq", 8, u, 0, "main_hi") < 0) goto done;
+    if (get_buf(o_tptr, &tptr, "lq", 8, u + 1, 0, "tail_indptr") < 0) goto done;
+    if (get_buf(o_mdoc, &mdoc, "i", 4, -1, 0, "main_doc") < 0) goto done;
+    if (get_buf(o_mtf, &mtf, "i", 4, mdoc.view.len / 4, 0, "main_tf") < 0) goto done;
+    if (get_buf(o_tdoc, &tdoc, "i", 4, -1, 0, "tail_doc") < 0) goto done;
+    if (get_buf(o_ttf, &ttf, "i", 4, tdoc.view.len / 4, 0, "tail_tf") < 0) goto done;
+    if (get_buf(o_len, &len, "i", 4, -1, 0, "doc_len") < 0) goto done;
+    Py_ssize_t n_docs = len.view.len / 4;
+    if (o_allowed != Py_None && get_buf(o_allowed, &allowed, "?bB", 1, n_docs, 0, "allowed") < 0)
+        goto done;
+    if (m < 0 || get_buf(o_out, &out, "f", 4, m * n_docs, 1, "out") < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bm25_dense: bad q_indptr");
+        goto done;
+    }
+    {
+        const int64_t *qp = qptr.view.buf, *qc = qcol.view.buf, *lo = mlo.view.buf;
+        const int64_t *hi = mhi.view.buf, *tp = tptr.view.buf;
+        const float *qn = qcnt.view.buf;
+        const double *ip = idf.view.buf;
+        const int32_t *md = mdoc.view.buf, *mt = mtf.view.buf, *td = tdoc.view.buf;
+        const int32_t *tt = ttf.view.buf, *dl = len.view.buf;
+        const uint8_t *ap = allowed.held ? allowed.view.buf : NULL;
+        int64_t mlen = mdoc.view.len / 4, tlen = tdoc.view.len / 4;
+        if (qp[0] != 0 || qp[m] != nnz) {
+            PyErr_SetString(PyExc_ValueError, "bm25_dense: q_indptr must run from 0 to nnz");
+            goto done;
+        }
+        for (Py_ssize_t e = 0; e < nnz; e++) {
+            int64_t j = qc[e];
+            if (j < 0 || j >= u || lo[j] < 0 || lo[j] > hi[j] || hi[j] > mlen || tp[j] < 0 ||
+                tp[j] > tp[j + 1] || tp[j + 1] > tlen) {
+                PyErr_SetString(PyExc_ValueError, "bm25_dense: a posting range is out of bounds");
+                goto done;
+            }
+        }
+        float *op = out.view.buf;
+        double base = 1.0 - b;
+        /* each distinct term's posting weights, once per call (queries of a batch share
+         * terms): woff[j] is where term j's main then tail weights start in wbuf */
+        int64_t *woff = malloc(sizeof(int64_t) * (u + 1));
+        if (!woff) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        woff[0] = 0;
+        for (Py_ssize_t j = 0; j < u; j++) woff[j + 1] = woff[j] + (hi[j] - lo[j]) + (tp[j + 1] - tp[j]);
+        float *wbuf = malloc(sizeof(float) * (size_t)(woff[u] > 0 ? woff[u] : 1));
+        char *seen = calloc((size_t)u, 1);
+        if (!wbuf || !seen) {
+            free(woff); free(wbuf); free(seen);
+            PyErr_NoMemory();
+            goto done;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t e = 0; e < nnz; e++) {
+            int64_t j = qc[e];
+            if (seen[j]) continue;
+            seen[j] = 1;
+            float *w = wbuf + woff[j];
+            for (int pass = 0; pass < 2; pass++) {
+                const int32_t *docs = pass ? td : md, *tfs = pass ? tt : mt;
+                int64_t a0 = pass ? tp[j] : lo[j], z = pass ? tp[j + 1] : hi[j];
+                for (int64_t p = a0; p < z; p++, w++) {
+                    int32_t d = docs[p];
+                    if ((uint64_t)(uint32_t)d >= (uint64_t)n_docs) { *w = 0.0f; continue; }
+                    double tf = (double)tfs[p];
+                    double norm = k1 * (base + b * (double)dl[d] / avgdl);
+                    double num = okapi ? tf * (k1 + 1.0) : tf;
+                    *w = (float)(num / (tf + norm) * ip[j]);
+                }
+            }
+        }
+        for (Py_ssize_t i = 0; i < m; i++) {
+            float *row = op + i * n_docs;
+            for (int64_t e = qp[i]; e < qp[i + 1]; e++) {
+                int64_t j = qc[e];
+                float cnt = qn[e];
+                const float *w = wbuf + woff[j];
+                for (int pass = 0; pass < 2; pass++) {
+                    const int32_t *docs = pass ? td : md;
+                    int64_t a0 = pass ? tp[j] : lo[j], z = pass ? tp[j + 1] : hi[j];
+                    for (int64_t p = a0; p < z; p++, w++) {
+                        int32_t d = docs[p];
+                        if ((uint64_t)(uint32_t)d >= (uint64_t)n_docs || (ap && !ap[d])) continue;
+                        float add = cnt * *w;
+                        row[d] = row[d] + add;
+                    }
+                }
+            }
+        }
+        Py_END_ALLOW_THREADS
+        free(woff); free(wbuf); free(seen);
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    release(&qptr); release(&qcol); release(&qcnt); release(&idf); release(&mlo); release(&mhi);
+    release(&mdoc); release(&mtf); release(&tptr); release(&tdoc); release(&ttf);
+    release(&len); release(&allowed); release(&out);
+    return result;
+}
+
+/* ------------------------------------------------------------------ implementation choice */
+
+static PyObject *py_dot_impl(PyObject *self, PyObject *noargs) {
+    return PyUnicode_FromString(IMPL_NAMES[impl_now]);
+}
+
+static PyObject *py_dot_impls(PyObject *self, PyObject *noargs) {
+    PyObject *out = PyList_New(0);
+    if (!out) return NULL;
+    for (int i = 0; i <= impl_best; i++) {
+        PyObject *s = PyUnicode_FromString(IMPL_NAMES[i]);
+        if (!s || PyList_Append(out, s) < 0) {
+            Py_XDECREF(s);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(s);
+    }
+    return out;
+}
+
+static PyObject *py_set_dot_impl(PyObject *self, PyObject *args) {
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
+    for (int i = 0; i <= impl_best; i++) {
+        if (strcmp(name, IMPL_NAMES[i]) == 0) {
+            impl_now = i;
+            Py_RETURN_NONE;
+        }
+    }
+    PyErr_Format(PyExc_ValueError, "dot implementation %s is not available here", name);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"int8_topk", py_int8_topk, METH_VARARGS,
+     "int8_topk(codes, n_rows, dim, stride, scales, queries, allowed, out_keys, out_slots)"},
+    {"int8_score_rows", py_int8_score_rows, METH_VARARGS,
+     "int8_score_rows(codes, n_rows, dim, stride, scales, queries, rows, out)"},
+    {"topk_update", py_topk_update, METH_VARARGS,
+     "topk_update(dots, scales, first, slots, gate, heap_keys, heap_slots, heap_size)"},
+    {"topk_finish", py_topk_finish, METH_VARARGS, "topk_finish(heap_keys, heap_slots, heap_size)"},
+    {"rows_topk", py_rows_topk, METH_VARARGS,
+     "rows_topk(x, width, bound, strict, out_keys, out_slots, out_count)"},
+    {"decay_topk", py_decay_topk, METH_VARARGS,
+     "decay_topk(n, now, w_div, weight, flags, arousal, d_event, last_ms, allowed, freeze_set, "
+     "need_set, edges, factors, out_keys, out_slots[, horizon]) -> count, or (count, next "
+     "change ms) with horizon"},
+    {"bm25_dense", py_bm25_dense, METH_VARARGS,
+     "bm25_dense(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, main_tf, "
+     "tail_indptr, tail_doc, tail_tf, doc_len, allowed, k1, b, avgdl, okapi, out)"},
+    {"dot_impl", py_dot_impl, METH_NOARGS, "name of the dot-product implementation in use"},
+    {"dot_impls", py_dot_impls, METH_NOARGS, "implementations this CPU can run"},
+    {"set_dot_impl", py_set_dot_impl, METH_VARARGS, "pin the dot-product implementation"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    detect_impl();
+    return PyModule_Create(&module);
+}

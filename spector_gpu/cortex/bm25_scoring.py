@@ -1,0 +1,167 @@
+"""Scoring pieces of the BM25 index (:mod:`.bm25`): the query matrix and native dense scores.
+
+:func:`query_matrix` turns a batch of token lists into ``Q`` (each query's multiplicity of the
+batch's distinct known terms); :func:`topk_rows` takes each query's best slots from ``Q @ W``
+in chunks of bounded size; :func:`dense_scores` forms ``Q @ W`` as a dense float32 block
+in one native pass over the postings in place (:func:`spector_gpu.kernels._native.bm25_dense`,
+the same float32 sums, in the same order, as scipy's product over the gathered ``W``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from spector_gpu.errors import ValidationError
+
+from ..kernels.native import native
+from .bm25_postings import Postings
+
+__all__ = ["dense_scores", "query_matrix", "slot_scores", "topk_rows"]
+
+
+def query_matrix(
+    vocab: Mapping[str, int], query_tokens: Sequence[Sequence[str]]
+) -> tuple[sp.csr_matrix, np.ndarray]:
+    """``(Q float32 csr (n, m), uterms int64 (m,))``: query-term multiplicities over the m
+    distinct known terms of the batch (sorted ids; columns ascending in each row)."""
+    if isinstance(query_tokens, (str, bytes)):
+        raise ValidationError("query_tokens must be a sequence of token lists, not a string")
+    get = vocab.get
+    rows: list[int] = []
+    cols: list[int] = []
+    n = 0
+    for i, query in enumerate(query_tokens):
+        if isinstance(query, (str, bytes)):
+            raise ValidationError(
+                f"query_tokens[{i}] is a string; pass its tokens (Analyzer.tokens(text))"
+            )
+        try:
+            for t in query:
+                tid = get(t)
+                if tid is not None:
+                    rows.append(i)
+                    cols.append(tid)
+        except TypeError:
+            raise ValidationError(f"query_tokens[{i}] must be a sequence of str") from None
+        n = i + 1
+    uterms, inv = np.unique(np.asarray(cols, dtype=np.int64), return_inverse=True)
+    m = len(uterms)
+    keys, counts = np.unique(np.asarray(rows, dtype=np.int64) * m + inv, return_counts=True)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys // max(m, 1), minlength=n), out=indptr[1:])
+    q = sp.csr_matrix((counts.astype(np.float32), keys % max(m, 1), indptr), shape=(n, m))
+    return q, uterms
+
+
+def dense_scores(
+    q: sp.csr_matrix,
+    idf: np.ndarray,
+    post: Postings,
+    uterms: np.ndarray,
+    doc_len: np.ndarray,
+    allowed: np.ndarray | None,
+    params: tuple[float, float, float, bool],
+) -> np.ndarray:
+    """float32 (n, N) scores ``Q @ W`` (native; the caller checked it is built).
+
+    Args:
+        q, uterms: :func:`query_matrix`; idf: float64 (m,) of ``uterms``; post: the postings;
+        doc_len: int32 (N,); allowed: bool (N,) or None; params: (k1, b, avgdl, okapi).
+    """
+    k1, b, avgdl, okapi = params
+    out = np.zeros((q.shape[0], len(doc_len)), dtype=np.float32)
+    lo, hi, tptr, tdoc, ttf = post.ranges(uterms)
+    native.bm25_dense(
+        q.indptr.astype(np.int64),
+        q.indices.astype(np.int64),
+        np.ascontiguousarray(q.data, dtype=np.float32),
+        np.ascontiguousarray(idf, dtype=np.float64),
+        lo,
+        hi,
+        post.doc,
+        post.tf,
+        tptr,
+        np.ascontiguousarray(tdoc),
+        np.ascontiguousarray(ttf),
+        doc_len,
+        allowed,
+        k1,
+        b,
+        avgdl,
+        okapi,
+        out,
+    )
+    return out
+
+
+def topk_rows(
+    q: sp.csr_matrix, weights: sp.csr_matrix, k: int, chunk_nnz: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(scores float32 (n, k), slots int64 (n, k))``: each query's k best positive slots of
+    ``q @ weights`` (ties: lower slot), products formed for chunks of queries whose score
+    entries stay below ``chunk_nnz``; ``-inf`` / ``-1`` padding."""
+    n = q.shape[0]
+    scores = np.full((n, k), -np.inf, dtype=np.float32)
+    slots = np.full((n, k), -1, dtype=np.int64)
+    if k == 0 or weights.nnz == 0:
+        return scores, slots
+    # upper bound on each query's score entries: Σ postings of its distinct terms
+    per_term = np.diff(weights.indptr)[q.indices]
+    bound = np.bincount(np.repeat(np.arange(n), np.diff(q.indptr)), per_term, minlength=n)
+    chunk_of = np.cumsum(bound) // chunk_nnz
+    start = 0
+    while start < n:
+        stop = max(int(np.searchsorted(chunk_of, chunk_of[start], side="right")), start + 1)
+        mat = (q if stop - start == n else q[start:stop]) @ weights
+        for i in range(stop - start):
+            _row_topk(mat, i, k, scores[start + i], slots[start + i])
+        start = stop
+    return scores, slots
+
+
+def _row_topk(mat: sp.csr_matrix, i: int, k: int, scores: np.ndarray, slots: np.ndarray) -> None:
+    lo, hi = mat.indptr[i], mat.indptr[i + 1]
+    data, idx = mat.data[lo:hi], mat.indices[lo:hi]
+    positive = data > 0
+    if not positive.all():
+        data, idx = data[positive], idx[positive]
+    if len(data) > k:
+        threshold = np.partition(data, len(data) - k)[len(data) - k]
+        keep = data >= threshold  # every tie at the threshold stays in the running
+        data, idx = data[keep], idx[keep]
+    order = np.lexsort((idx, -data))[:k]
+    scores[: len(order)] = data[order]
+    slots[: len(order)] = idx[order]
+
+
+def slot_scores(
+    q: sp.csr_matrix,
+    uterms: np.ndarray,
+    slots: np.ndarray,
+    lookup_tf: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    tfc: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    idf: Callable[[np.ndarray], np.ndarray],
+) -> np.ndarray:
+    """float32 (n, c) scores of candidate ``slots`` int (n, c) (``-1``: padding → ``-inf``):
+    one binary search per (query term, candidate) in the term's postings."""
+    n, c = slots.shape
+    out = np.zeros(n * c, dtype=np.float64)
+    coo = q.tocoo()
+    if coo.nnz and c:
+        pair_entry = np.repeat(np.arange(coo.nnz), c)
+        pair_col = np.tile(np.arange(c), coo.nnz)
+        pair_out = coo.row[pair_entry].astype(np.int64) * c + pair_col
+        doc = slots.reshape(-1)[pair_out].astype(np.int64)
+        keep = doc >= 0
+        pair_entry, pair_out, doc = pair_entry[keep], pair_out[keep], doc[keep]
+        tf = lookup_tf(uterms[coo.col[pair_entry]], doc)
+        hit = tf > 0
+        entry = pair_entry[hit]
+        w = tfc(tf[hit], doc[hit]) * idf(uterms)[coo.col[entry]] * coo.data[entry]
+        out += np.bincount(pair_out[hit], weights=w, minlength=n * c)
+    result = out.astype(np.float32).reshape(n, c)
+    result[slots < 0] = -np.inf
+    return result

@@ -1,0 +1,243 @@
+"""RecallPathway: gates → relays → pool → fusion → hydration → onRecall (DESIGN §5 Recall).
+
+``recall_batch`` is the primitive and ``recall`` is ``recall_batch([q])[0]``. One call:
+
+1. reads the clock once (``now_ms``: every retrieval strength of the call is taken at it);
+2. brings the cached tables up to the store (:mod:`.state`: extended over appended memories);
+3. evaluates the gates as one mask (:mod:`.gates`) that every relay applies before its top-k;
+4. runs the relays, the pool, fusion and the top-k as tensor work over the whole batch on the
+   store's device (:mod:`.scorer`); on the CPU, small batches run with torch at one thread
+   (:func:`~spector_gpu.device.single_threaded`) and the native kernels;
+5. in ``learn`` mode applies onRecall to the returned memories;
+6. returns a :class:`~spector_gpu.types.RecallBatch` whose results are hydrated on demand
+   (:mod:`.hydration`), under the owner's lock when one was given.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Literal, Protocol
+
+import numpy as np
+import torch
+
+from ...config import StrengthConfig
+from ...cortex.cortex import Cortex
+from ...cortex.ids import encode_tsids
+from ...cortex.layouts import FLAG_PINNED, FLAG_RESOLVED
+from ...cortex.strength import BUCKET_EDGES_S
+from ...device import single_threaded
+from ...errors import ValidationError
+from ...kernels.decay import DecayLaw
+from ...kernels.native import native
+from ...types import CognitiveResult, Explanation, RecallBatch, RecallOptions
+from .columns import RecallColumns
+from .fusion import COEFFICIENT_MAX
+from .gates import GateCache
+from .hydration import Hydrator, retrieval_strength
+from .relays import RecallPlan
+from .scorer import Scored, Scorer
+from .state import StoreVersion, VersionTracker
+from .tables import CueTable, LinkTables
+
+__all__ = ["RecallPathway", "StrengthWriter", "decay_law"]
+
+_MAX_QUERY_CHARS = 100_000
+# Dense work (queries × memories) from which the CPU runs the dense relay's GEMM tiles with
+# torch's thread pool (the caller's setting); everything else of a recall runs on one thread
+# (see spector_gpu.device: beside a busy process, every multi-threaded op of a small recall
+# waited at its barrier for a scheduler slice — 20x slower in the pathway's profile).
+PARALLEL_DENSE_WORK = 1 << 23
+
+
+class StrengthWriter(Protocol):
+    """Applies onRecall to the ordinals a ``learn`` recall returned."""
+
+    def on_recall(self, ordinals: np.ndarray) -> None: ...
+
+
+def decay_law(cfg: StrengthConfig) -> DecayLaw:
+    """The store's decay law as the kernels' table (same values as ``strength.decayed``)."""
+    factors = np.maximum(
+        cfg.decay_floor, (1.0 + BUCKET_EDGES_S / cfg.decay_unit_s) ** -cfg.decay_exponent
+    )
+    return DecayLaw(BUCKET_EDGES_S, factors.astype(np.float64), FLAG_PINNED, FLAG_RESOLVED)
+
+
+class RecallPathway:
+    """Recall over one cortex.
+
+    Args:
+        cortex: the store; strength_writer: onRecall sink for ``learn`` mode (None: observe
+            only); lock: held around hydration of returned batches (the owner's store lock).
+        device_path: run the GPU code path (device mirrors, round-based lexical sums, torch
+            selection, no native kernels) even on the CPU — how the tests check it there.
+        pool_layout: ``"auto"`` (dense pools for stores no larger than the candidate lists),
+            or ``"dense"`` / ``"sparse"`` forced (the tests run both on the same store).
+    """
+
+    def __init__(
+        self,
+        cortex: Cortex,
+        strength_writer: StrengthWriter | None,
+        *,
+        lock: AbstractContextManager[Any] | None = None,
+        device_path: bool = False,
+        pool_layout: Literal["auto", "dense", "sparse"] = "auto",
+    ) -> None:
+        self.cortex = cortex
+        self.strength_writer = strength_writer
+        self.lock = lock
+        self.clock: Callable[[], int] = lambda: int(time.time() * 1000)
+        device = cortex.dense.device
+        self._device_path = device_path or device.type == "cuda"
+        mirror = self._device_path
+        self._tracker = VersionTracker()
+        self._gates = GateCache()
+        self._columns = RecallColumns(device, mirror=mirror)
+        self._links = LinkTables(device, mirror=mirror)
+        self._cues = CueTable(device, mirror=mirror)
+        self._scorer = Scorer(cortex, self._columns, self._links, self._cues, layout=pool_layout)
+        self._law = decay_law(cortex.config.strength)
+        self.hydrator = Hydrator(cortex)
+
+    # ---- public ----------------------------------------------------------------------
+    def recall(self, query: str, options: RecallOptions | None = None) -> list[CognitiveResult]:
+        """``recall_batch([query], options)[0]``."""
+        return self.recall_batch([query], options).results(0)
+
+    def recall_batch(
+        self, queries: Sequence[str], options: RecallOptions | None = None
+    ) -> RecallBatch:
+        """Recall every query; struct-of-arrays result, hits hydrated on demand."""
+        opts = self._check(queries, options)
+        c = self.cortex
+        c.part.check_usable()
+        if c.read_only:
+            c.refresh()
+        now = self.clock()
+        n_q, k = len(queries), opts.k
+        if not n_q or not c.n:
+            empty = Scored(
+                np.full((n_q, k), -1, np.int64),
+                np.full((n_q, k), -np.inf, np.float32),
+                np.zeros(n_q, np.int32),
+                np.zeros((n_q, k)),
+                np.zeros((n_q, k)),
+                [[] for _ in range(n_q)] if opts.explain else None,
+            )
+            return self._batch(empty)
+        cpu = c.dense.device.type == "cpu"
+        with single_threaded(cpu):
+            before = self._tracker.current(c)
+            plan = self._plan(list(queries), opts, now, before)
+        with single_threaded(cpu and n_q * c.n < PARALLEL_DENSE_WORK):
+            den = self._scorer.dense_proposals(plan)
+        with single_threaded(cpu):
+            scored = self._scorer.run(plan, den, exact_rounds=self._device_path)
+        if opts.mode == "learn" and self.strength_writer is not None:
+            hit = np.unique(scored.ordinals[scored.ordinals >= 0]).astype(np.int64)
+            if len(hit):
+                self.strength_writer.on_recall(hit)
+                self._columns.patch(c, hit)
+                self._scorer.salience.clear()  # strength rows changed in place
+                self._tracker.absorb(c, before)
+        return self._batch(scored)
+
+    def default_options(self) -> RecallOptions:
+        r = self.cortex.config.recall
+        return RecallOptions(k=r.k, fusion=r.fusion)  # type: ignore[arg-type]
+
+    def result(
+        self, o: int, score: float, d: float, explain: Explanation | None = None
+    ) -> CognitiveResult:
+        """Hydrate ordinal ``o`` by its ``Location.type`` (see :class:`.Hydrator`)."""
+        return self.hydrator.result(o, score, d, None, explain)
+
+    def _current_d(self, ordinals: np.ndarray, now: int) -> np.ndarray:
+        # kept for pathways/reflect.py (lineage parents), which is not ours to change here
+        return retrieval_strength(self.cortex, ordinals, now)
+
+    # ---- internals -------------------------------------------------------------------
+    def _check(self, queries: Sequence[str], options: RecallOptions | None) -> RecallOptions:
+        opts = options if options is not None else self.default_options()
+        if not isinstance(opts, RecallOptions):
+            raise ValidationError(f"options must be a RecallOptions, got {type(opts).__name__}")
+        if isinstance(queries, str) or not isinstance(queries, Sequence):
+            raise ValidationError("recall_batch takes a list of query strings")
+        for i, q in enumerate(queries):
+            if not isinstance(q, str):
+                raise ValidationError(f"queries[{i}] must be a string, got {type(q).__name__}")
+            if len(q) > _MAX_QUERY_CHARS:
+                raise ValidationError(f"queries[{i}] is longer than {_MAX_QUERY_CHARS} characters")
+        return opts
+
+    def _weights(self, opts: RecallOptions) -> dict[str, float]:
+        r = self.cortex.config.recall
+        emb_w = float(getattr(self.cortex.embedder, "fusion_weight", 1.0))
+        w = {
+            "lexical": r.lexical_weight,
+            "dense": r.dense_weight * emb_w,
+            "association": r.association_weight,
+            "salience": r.salience_weight,
+        }
+        if opts.weights:
+            w.update({name: float(v) for name, v in opts.weights.items()})
+        # weights are relative; clipping keeps sums of weighted [0, 1] scores finite
+        return {name: (min(w[name], COEFFICIENT_MAX) if name in opts.relays else 0.0) for name in w}
+
+    def _plan(
+        self, queries: list[str], opts: RecallOptions, now: int, at: StoreVersion
+    ) -> RecallPlan:
+        c = self.cortex
+        self._columns.sync(c, at)
+        self._links.sync(c, at)
+        if opts.fusion == "cognitive":
+            self._cues.sync(c, at)
+        allowed = self._gates.mask(c, opts, at)
+        n_allowed = int(allowed.sum())
+        relays = frozenset(opts.relays)
+        dense = None
+        if "dense" in relays:
+            dense = c.dense.queries(np.asarray(c.embedder.embed(queries), dtype=np.float32))
+        return RecallPlan(
+            opts=opts,
+            relays=relays,
+            weights=self._weights(opts),
+            depth=max(c.config.recall.candidates, opts.k),
+            now_ms=now,
+            allowed=allowed,
+            allowed_t=torch.from_numpy(allowed).to(c.dense.device),
+            n_allowed=n_allowed,
+            device=c.dense.device,
+            law=self._law,
+            tokens=c.analyzer.tokens_batch(queries),
+            dense=dense,
+            native=native is not None and not self._device_path,
+            store=at,
+            trim=not self._device_path,
+        )
+
+    def _batch(self, scored: Scored) -> RecallBatch:
+        c = self.cortex
+        ids = np.full(scored.ordinals.shape, "", dtype="<U13")
+        hit = scored.ordinals >= 0
+        if hit.any():
+            ids[hit] = encode_tsids(c.cols.ids[scored.ordinals[hit]])
+        hydrator = self.hydrator
+
+        def hydrate(i: int) -> list[CognitiveResult]:
+            m = int(scored.counts[i])
+            return hydrator.results(
+                scored.ordinals[i, :m],
+                scored.fused[i, :m],
+                scored.d[i, :m],
+                scored.s[i, :m],
+                scored.explain[i] if scored.explain is not None else None,
+            )
+
+        return RecallBatch(
+            ids=ids, scores=scored.fused, counts=scored.counts, hydrator=hydrate, lock=self.lock
+        )

@@ -1,0 +1,124 @@
+"""The candidate pool: each query's union of relay proposals, as a padded (n, W) tensor.
+
+Rows hold ordinals in ascending order (so a stable order by score keeps ties in ordinal
+order) with a ``valid`` mask. Two layouts, chosen by size:
+
+* **sparse** — sorted unique ordinals padded with :data:`PAD`; the union is one sort plus a
+  compaction (no second sort), membership a ``searchsorted``. On the CPU the width is trimmed
+  to the widest row; on a GPU it stays at its bound (reading the widest row back would be a
+  host sync).
+* **dense** — for stores no larger than the candidate lists (a conversation of a few hundred
+  turns): W = N, column j *is* ordinal j and ``valid`` is the membership bitmap; the union
+  and expansion are scatters, membership a gather — no sort at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["PAD", "Pool", "expand", "union"]
+
+PAD = 1 << 62  # padding ordinal of the sparse layout: above any real one
+
+
+@dataclass(frozen=True)
+class Pool:
+    """``ordinals`` int64 (n, W) ascending per row, ``valid`` bool (n, W); ``dense`` when
+    column j is ordinal j for every row."""
+
+    ordinals: torch.Tensor
+    valid: torch.Tensor
+    dense: bool
+
+    @property
+    def width(self) -> int:
+        return int(self.ordinals.shape[1])
+
+    def index(self) -> torch.Tensor:
+        """Ordinals safe to gather with (padding mapped to 0)."""
+        return torch.where(self.valid, self.ordinals, torch.zeros_like(self.ordinals))
+
+    def positions(self, nbr: torch.Tensor) -> torch.Tensor:
+        """Position in its row of each ordinal of ``nbr`` int64 (n, W, E) (-1: none), or -1
+        where it is not a member."""
+        n = nbr.shape[0]
+        flat = nbr.reshape(n, -1)
+        if self.dense:
+            hit = (flat >= 0) & torch.gather(self.valid, 1, flat.clamp(min=0))
+            return torch.where(hit, flat, torch.full_like(flat, -1)).reshape(nbr.shape)
+        last = max(self.width - 1, 0)
+        pos = torch.searchsorted(self.ordinals, flat.clamp(min=0)).clamp(max=last)
+        hit = (torch.gather(self.ordinals, 1, pos) == flat) & (flat >= 0)
+        return torch.where(hit, pos, torch.full_like(pos, -1)).reshape(nbr.shape)
+
+
+def _dense(
+    parts: list[torch.Tensor],
+    n_rows: int,
+    n_store: int,
+    base: Pool | None,
+    masks: list[torch.Tensor] = (),  # type: ignore[assignment]
+) -> Pool:
+    device = parts[0].device
+    valid = torch.zeros((n_rows, n_store + 1), dtype=torch.bool, device=device)
+    if base is not None:
+        valid[:, :n_store] = base.valid
+    for mask in masks:
+        valid[:, :n_store] |= mask
+    for part in parts:
+        valid.scatter_(1, torch.where(part < 0, n_store, part), True)  # -1 lands in a spare column
+    valid = valid[:, :n_store]
+    ordinals = torch.arange(n_store, device=device).expand(n_rows, n_store)
+    return Pool(ordinals, valid, True)
+
+
+def _sparse(x: torch.Tensor, *, trim: bool) -> Pool:
+    x = torch.where(x < 0, torch.full_like(x, PAD), x)
+    x = torch.sort(x, dim=1).values
+    keep = x < PAD
+    if x.shape[1] > 1:
+        keep[:, 1:] &= x[:, 1:] != x[:, :-1]
+    width = x.shape[1]
+    if trim and width:
+        width = int(keep.sum(dim=1).max())
+    slot = torch.where(keep, torch.cumsum(keep, dim=1) - 1, torch.full_like(x, width))
+    out = torch.full((x.shape[0], width + 1), PAD, dtype=x.dtype, device=x.device)
+    out.scatter_(1, slot, x)  # kept entries keep their (ascending) order
+    ordinals = out[:, :width].contiguous()
+    return Pool(ordinals, ordinals < PAD, False)
+
+
+def union(
+    parts: list[torch.Tensor],
+    *,
+    n_store: int,
+    trim: bool,
+    dense: bool = False,
+    masks: list[torch.Tensor] | None = None,
+) -> Pool:
+    """The row-wise union of ``parts`` (each int64 (n, c_i) ordinals, ``-1`` padding) and, in
+    the dense layout (``dense``, or a store no larger than the parts), of ``masks`` (bool
+    (n, N) memberships)."""
+    width = sum(p.shape[1] for p in parts)
+    if dense or masks or n_store <= width:
+        return _dense(parts, parts[0].shape[0], n_store, None, masks or [])
+    return _sparse(torch.cat(parts, dim=1), trim=trim)
+
+
+def expand(
+    pool: Pool, nbr: torch.Tensor, allowed: torch.Tensor, *, n_store: int, trim: bool
+) -> Pool:
+    """The pool plus every allowed neighbour of its members (``nbr`` int64 (n, W, E), -1 for
+    none; ``allowed`` bool (N,) on the device)."""
+    flat = nbr.reshape(nbr.shape[0], -1)
+    ok = (flat >= 0) & allowed[flat.clamp(min=0)]
+    more = torch.where(ok, flat, torch.full_like(flat, -1))
+    if pool.dense:
+        return _dense([more], flat.shape[0], n_store, pool)
+    if n_store <= pool.width + more.shape[1]:
+        seeds = torch.where(pool.valid, pool.ordinals, torch.full_like(pool.ordinals, -1))
+        return _dense([seeds, more], flat.shape[0], n_store, None)
+    base = torch.where(pool.valid, pool.ordinals, torch.full_like(pool.ordinals, -1))
+    return _sparse(torch.cat([base, more], dim=1), trim=trim)

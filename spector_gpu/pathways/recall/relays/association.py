@@ -1,0 +1,108 @@
+"""The association relay: graph neighbours of the pool and max-product spreading over it.
+
+Neighbours of a memory are its same-session turns within ``association.temporal_window``
+steps along the ``prev`` / ``next`` chain (weight ``temporal_weight``) and its extra edges
+(tags, lineage; their stored weights, held as float32 like the graph keeps them), gathered
+for the whole padded pool at once from :class:`~..tables.LinkTables`. The pool grows by the
+allowed neighbours of its members; then the fused lexical + dense base spreads between
+members (:func:`~spector_gpu.kernels.spread.spread_max`).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ....config import AssociationConfig
+from ....kernels.spread import spread_max
+from ..pool import Pool
+from ..tables import LinkTables
+
+__all__ = ["DenseGraph", "association_score", "dense_graph", "neighbours"]
+
+
+def neighbours(
+    tables: LinkTables, pool: Pool, cfg: AssociationConfig
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(nbr int64 (m, W, E), weight float64 (m, W, E))`` of every pool member, -1 for none."""
+    nodes = torch.where(pool.valid, pool.ordinals, torch.full_like(pool.ordinals, -1))
+    none = torch.full_like(nodes, -1)
+    chain = tables.chain
+    nbr = chain[nodes.clamp(min=0)]  # (m, W, 2·window)
+    nbr = torch.where((nodes >= 0)[..., None], nbr, torch.full_like(nbr, -1))
+    weight = torch.full(
+        nbr.shape, float(cfg.temporal_weight), dtype=torch.float64, device=nbr.device
+    )
+    extra = tables.extra()
+    if extra is not None:
+        row_of, e_nbr, e_w = extra
+        row = torch.where(nodes >= 0, row_of[nodes.clamp(min=0)], none)
+        has = (row >= 0)[..., None]
+        picked = e_nbr[row.clamp(min=0)]
+        nbr = torch.cat([nbr, torch.where(has, picked, torch.full_like(picked, -1))], dim=-1)
+        weight = torch.cat([weight, e_w[row.clamp(min=0)]], dim=-1)
+    return nbr, weight
+
+
+def association_score(
+    pool: Pool,
+    nbr: torch.Tensor,
+    weight: torch.Tensor,
+    base: torch.Tensor,
+    cfg: AssociationConfig,
+) -> torch.Tensor:
+    """float64 (m, W) activation of every member from the base of its neighbours in the pool."""
+    act: torch.Tensor = spread_max(
+        base, pool.positions(nbr), weight, hops=cfg.hops, decay=cfg.decay
+    )
+    return act
+
+
+class DenseGraph:
+    """Every memory's neighbours as one (N, E) table, for pools that cover the store (the
+    dense layout): expansion and spreading then work neighbour slot by neighbour slot over
+    (n_queries, N) blocks, never forming the (n_queries, N, E) gather."""
+
+    def __init__(self, nbr: torch.Tensor, weight: torch.Tensor) -> None:
+        self.nbr = nbr  # int64 (N, E), -1 for none
+        self.weight = weight  # float64 (N, E)
+
+    def expand(self, valid: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+        """bool (m, N): the members plus every allowed neighbour of a member."""
+        m, n = valid.shape
+        reached = torch.zeros((m, n + 1), dtype=torch.int32, device=valid.device)
+        members = valid.to(torch.int32)
+        for e in range(self.nbr.shape[1]):
+            j = self.nbr[:, e]
+            ok = (j >= 0) & allowed[j.clamp(min=0)]
+            reached.index_add_(1, torch.where(ok, j, n), members)  # column n: no neighbour
+        return valid | (reached[:, :n] > 0)
+
+    def spread(
+        self, valid: torch.Tensor, base: torch.Tensor, cfg: AssociationConfig
+    ) -> torch.Tensor:
+        """float64 (m, N) max-product activation (:func:`~spector_gpu.kernels.spread.spread_max`
+        with the same products in the same order)."""
+        act = torch.zeros_like(base)
+        src = base
+        zero = torch.zeros_like(base)
+        for hop in range(max(int(cfg.hops), 1)):
+            step = zero
+            for e in range(self.nbr.shape[1]):
+                j = self.nbr[:, e]
+                jj = j.clamp(min=0)
+                live = valid & (j >= 0) & valid.index_select(1, jj)
+                prod = (self.weight[:, e] * src.index_select(1, jj)) * (cfg.decay**hop)
+                step = torch.maximum(step, torch.where(live, prod, zero))
+            act = torch.maximum(act, step)
+            src = step
+        return act
+
+
+def dense_graph(
+    tables: LinkTables, n: int, device: torch.device, cfg: AssociationConfig
+) -> DenseGraph:
+    """The :class:`DenseGraph` of the ``n`` memories (every row of the link tables)."""
+    everyone = torch.arange(n, device=device)[None, :]
+    full = Pool(everyone, torch.ones_like(everyone, dtype=torch.bool), True)
+    nbr, weight = neighbours(tables, full, cfg)
+    return DenseGraph(nbr[0].contiguous(), weight[0].contiguous())

@@ -1,0 +1,329 @@
+"""The batched recall computation: relays → pool → fusion → top-k, as tensor work.
+
+Query-independent and whole-batch work runs once (the salience proposals; the dense relay's
+top list, one GEMM or GPU search for every query), then queries go through in chunks whose
+lexical score block stays bounded: lexical block and proposals, the padded pool and its
+expansion, every relay's exact score of every member, fusion, and the final top-k (a stable
+sort, so ties go to the lower ordinal). Nothing is read back to the host until the chunk's
+top-k is done; on the CPU the pool is trimmed to its widest row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ...cortex.cortex import Cortex
+from ...kernels.selection import topk_exact_torch, topk_mask
+from ...types import Explanation, RelayExplanation
+from .columns import RecallColumns
+from .fusion import Fused, fuse
+from .gates import active_gates
+from .pool import Pool, expand, union
+from .relays import RecallPlan
+from .relays.association import DenseGraph, association_score, dense_graph, neighbours
+from .relays.dense import dense_score, dense_top, slice_queries
+from .relays.lexical import lexical_block, lexical_top
+from .relays.salience import SalienceCache, pool_strength, salience_score, salience_top
+from .tables import CueTable, LinkTables
+
+__all__ = ["Scored", "Scorer"]
+
+_CPU_BLOCK = 1 << 22  # lexical scores held per chunk on the CPU (16 MiB of float32)
+_GPU_BLOCK = 1 << 28  # ... on a GPU (1 GiB)
+_DENSE_LAYOUT_MIN = 2048  # stores up to this size always take the dense pool layout
+
+
+@dataclass
+class Scored:
+    """Host results of a batch: ordinals int64 (n, k) (-1 padding), fused float32 (n, k),
+    counts int32 (n,), D and S float64 (n, k), explanations per query or None."""
+
+    ordinals: np.ndarray
+    fused: np.ndarray
+    counts: np.ndarray
+    d: np.ndarray
+    s: np.ndarray
+    explain: list[list[Explanation]] | None
+
+
+class Scorer:
+    """Runs a :class:`RecallPlan` over the store's cached tables (see the module docstring)."""
+
+    def __init__(
+        self,
+        cortex: Cortex,
+        columns: RecallColumns,
+        links: LinkTables,
+        cues: CueTable,
+        *,
+        layout: str = "auto",
+    ) -> None:
+        self.layout = layout  # "auto", or "dense" / "sparse" forced (the tests run both)
+        self.cortex = cortex
+        self.columns = columns
+        self.links = links
+        self.cues = cues
+        self.salience = SalienceCache()
+        self._graph_at: tuple[object, DenseGraph] | None = None
+
+    def dense_layout(self, plan: RecallPlan) -> bool:
+        """Whether pools cover the whole store (:mod:`.pool`'s dense layout): a store no
+        larger than the candidate lists, whose dense scores are one small GEMM."""
+        cortex = self.cortex
+        if cortex.dense.backend != "torch" or self.layout == "sparse":
+            return False
+        limit = max(2 * plan.depth + plan.opts.k, _DENSE_LAYOUT_MIN)
+        return self.layout == "dense" or cortex.n <= limit
+
+    def dense_proposals(self, plan: RecallPlan) -> torch.Tensor | None:
+        """The dense relay's top list of every query (one GEMM or GPU search for the batch),
+        or None when the relay is off, nothing is allowed, or the dense layout scores it per
+        chunk."""
+        if "dense" in plan.relays and plan.n_allowed and not self.dense_layout(plan):
+            return dense_top(self.cortex.dense, plan)
+        return None
+
+    def run(self, plan: RecallPlan, den: torch.Tensor | None, *, exact_rounds: bool) -> Scored:
+        """Score every query of ``plan`` given its :meth:`dense_proposals`; ``exact_rounds``
+        forms the lexical block by the device's round-based accumulation (the GPU path)
+        instead of scipy."""
+        n, k = len(plan.tokens), plan.opts.k
+        sal = torch.zeros(0, dtype=torch.int64, device=plan.device)
+        if "salience" in plan.relays and plan.n_allowed:
+            sal = salience_top(self.cortex, self.columns, plan, self.salience)
+        budget = _GPU_BLOCK if plan.device.type == "cuda" else _CPU_BLOCK
+        step = max(1, budget // max(self.cortex.n, 1))
+        parts = [
+            self._chunk(plan, lo, min(n, lo + step), sal, den, exact_rounds)
+            for lo in range(0, n, step)
+        ]
+        if not parts:
+            empty = np.zeros((0, k))
+            return Scored(
+                np.zeros((0, k), np.int64),
+                np.zeros((0, k), np.float32),
+                np.zeros(0, np.int32),
+                empty,
+                empty,
+                [] if plan.opts.explain else None,
+            )
+        ordinals = np.concatenate([p[0] for p in parts])
+        counts = (ordinals >= 0).sum(axis=1).astype(np.int32)
+        return Scored(
+            ordinals,
+            np.concatenate([p[1] for p in parts]),
+            counts,
+            np.concatenate([p[2] for p in parts]),
+            np.concatenate([p[3] for p in parts]),
+            [e for p in parts for e in p[4]] if plan.opts.explain else None,
+        )
+
+    def _neighbours(self, plan: RecallPlan, pool: Pool) -> tuple[torch.Tensor, torch.Tensor]:
+        return neighbours(self.links, pool, self.cortex.config.association)
+
+    def _graph(self, plan: RecallPlan) -> DenseGraph:
+        """The store's :class:`DenseGraph`, built once per store version (dense layout only:
+        the store is small)."""
+        cfg = self.cortex.config.association
+        if self._graph_at is None or self._graph_at[0] != plan.store:
+            graph = dense_graph(self.links, self.cortex.n, plan.device, cfg)
+            self._graph_at = (plan.store, graph)
+        return self._graph_at[1]
+
+    def _pool(
+        self,
+        plan: RecallPlan,
+        lo: int,
+        hi: int,
+        sal: torch.Tensor,
+        den: torch.Tensor | None,
+        block: torch.Tensor | None,
+    ) -> tuple[Pool, torch.Tensor | None]:
+        """The chunk's pool, and in the dense layout the dense relay's scores of every memory."""
+        n, trim, m = self.cortex.n, plan.trim, hi - lo
+        parts, scores = [sal.expand(m, -1)], None
+        if self.dense_layout(plan):
+            masks = []
+            if block is not None:
+                masks.append(topk_mask(block, plan.depth, valid=block > 0, host_reads=trim))
+            if "dense" in plan.relays and plan.dense is not None and plan.n_allowed:
+                dq = slice_queries(plan.dense, lo, hi)
+                keys = self.cortex.dense.keys_all(dq)
+                k_den = min(plan.depth, max(plan.n_allowed, 1))
+                allowed = plan.allowed_t.expand_as(keys)
+                masks.append(topk_mask(keys, k_den, valid=allowed, host_reads=trim))
+                scores = torch.where(keys == float("-inf"), keys, keys * dq.qs_t[:, None])
+            pool = union(parts, n_store=n, trim=trim, dense=True, masks=masks)
+        else:
+            if block is not None:
+                parts.append(lexical_top(block, plan))
+            if den is not None:
+                parts.append(den[lo:hi])
+            pool = union(parts, n_store=n, trim=trim)
+        if "association" in plan.relays and pool.width:
+            if pool.dense:
+                valid = self._graph(plan).expand(pool.valid, plan.allowed_t)
+                pool = Pool(pool.ordinals, valid, True)
+            else:
+                nbr, _ = self._neighbours(plan, pool)
+                pool = expand(pool, nbr, plan.allowed_t, n_store=n, trim=trim)
+        return pool, scores
+
+    def _chunk(
+        self,
+        plan: RecallPlan,
+        lo: int,
+        hi: int,
+        sal: torch.Tensor,
+        den: torch.Tensor | None,
+        exact_rounds: bool,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[list[Explanation]]]:
+        k, m = plan.opts.k, hi - lo
+        out = self.compute(plan, lo, hi, sal, den, exact_rounds)
+        if out is None:
+            empty = np.zeros((m, k))
+            return (
+                np.full((m, k), -1, np.int64),
+                np.full((m, k), -np.inf, np.float32),
+                empty,
+                empty.copy(),
+                [[] for _ in range(m)],
+            )
+        fz, at, hit, take = out
+        o_h, f_h, d_h, s_h = (t.cpu().numpy() for t in take)  # the chunk's one host transfer
+        explain = _explain(plan, fz, at, hit, d_h, s_h) if plan.opts.explain else []
+        return o_h, f_h, d_h, s_h, explain
+
+    def compute(
+        self,
+        plan: RecallPlan,
+        lo: int,
+        hi: int,
+        sal: torch.Tensor,
+        den: torch.Tensor | None,
+        exact_rounds: bool,
+    ) -> tuple[Fused, torch.Tensor, torch.Tensor, tuple[torch.Tensor, ...]] | None:
+        """The device work of queries ``[lo, hi)``: fusion, the top-k positions and the
+        results (ordinals, float32 scores, D, S), all still on the device; None when the pool
+        is empty. On a GPU nothing here reads a value back to the host."""
+        block = None
+        if "lexical" in plan.relays and plan.n_allowed:
+            block = lexical_block(self.cortex.bm25, plan.tokens[lo:hi], plan, rounds=exact_rounds)
+            block = block.to(plan.device)
+        pool, dense_all = self._pool(plan, lo, hi, sal, den, block)
+        if pool.width == 0:
+            return None
+        valid, idx = pool.valid, pool.index()
+        raw: dict[str, torch.Tensor] = {}
+        if block is not None:
+            raw["lexical"] = torch.gather(block, 1, idx).to(torch.float64)
+        if plan.dense is not None:
+            if dense_all is not None:  # dense layout: column j is memory j
+                raw["dense"] = torch.where(valid, dense_all, float("-inf")).to(torch.float64)
+            else:
+                raw["dense"] = dense_score(
+                    self.cortex.dense, slice_queries(plan.dense, lo, hi), idx, valid
+                )
+        cols = self.columns.gather(idx)
+        d = pool_strength(cols, plan)
+        if "salience" in plan.relays:
+            raw["salience"] = salience_score(cols, d)
+        fz = self._fuse(plan, lo, hi, pool, raw, (cols.importance, d, cols.s_term))
+        vals, pos = topk_exact_torch(fz.fused, plan.opts.k)
+        hit = pos >= 0
+        at = pos.clamp(min=0)
+        ordinals = torch.where(hit, torch.gather(pool.ordinals, 1, at), torch.full_like(at, -1))
+        take = (
+            ordinals,
+            vals.to(torch.float32),
+            torch.gather(d, 1, at),
+            torch.gather(cols.storage, 1, at).to(torch.float64),
+        )
+        return fz, at, hit, take
+
+    def _fuse(
+        self,
+        plan: RecallPlan,
+        lo: int,
+        hi: int,
+        pool: Pool,
+        raw: dict[str, torch.Tensor],
+        strength: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    ) -> Fused:
+        cfg = self.cortex.config
+        assoc = None
+        if "association" in plan.relays and pool.dense:
+            graph = self._graph(plan)
+
+            def assoc(base: torch.Tensor) -> torch.Tensor:
+                return graph.spread(pool.valid, base, cfg.association)
+
+        elif "association" in plan.relays:
+            nbr, weight = self._neighbours(plan, pool)
+
+            def assoc(base: torch.Tensor) -> torch.Tensor:
+                return association_score(pool, nbr, weight, base, cfg.association)
+
+        return fuse(
+            raw,
+            pool.valid,
+            weights=plan.weights,
+            mode=plan.opts.fusion,
+            k=plan.opts.k,
+            rrf_k=cfg.recall.rrf_k,
+            beta=cfg.recall.cognitive_beta,
+            tau=cfg.recall.tag_tau,
+            strength=strength,
+            association=assoc,
+            cue_match=lambda: self.cues.match(pool.index(), plan.tokens[lo:hi]),
+            want_ranks=plan.opts.fusion == "rrf" or plan.opts.explain,
+        )
+
+
+def _explain(
+    plan: RecallPlan,
+    fz: Fused,
+    at: torch.Tensor,
+    hit: torch.Tensor,
+    d: np.ndarray,
+    s: np.ndarray,
+) -> list[list[Explanation]]:
+    """Per query, the explanation of each hit (the values the fusion used)."""
+
+    def take(t: torch.Tensor) -> np.ndarray:
+        return torch.gather(t, 1, at).cpu().numpy()
+
+    raw = {name: take(v) for name, v in fz.raw.items()}
+    ranks = {name: take(v) for name, v in fz.ranks.items()}
+    rel, fac, fus = take(fz.relevance), take(fz.factor), take(fz.fused)
+    gates = active_gates(plan.opts)
+    out = []
+    for i, row in enumerate(hit.cpu().numpy()):
+        items = []
+        for j in np.flatnonzero(row).tolist():
+            relays: dict[str, RelayExplanation] = {
+                name: RelayExplanation(
+                    score=float(raw[name][i, j])
+                    if name in raw and np.isfinite(raw[name][i, j])
+                    else None,
+                    rank=int(ranks[name][i, j]) or None if name in ranks else None,
+                    weight=plan.weights[name],
+                )
+                for name in plan.opts.relays
+            }
+            items.append(
+                Explanation(
+                    relays=relays,
+                    relevance=float(rel[i, j]),
+                    cognitive_factor=float(fac[i, j]),
+                    fused=float(fus[i, j]),
+                    retrieval_strength=float(d[i, j]),
+                    storage_strength=float(s[i, j]),
+                    gates=gates,
+                )
+            )
+        out.append(items)
+    return out

@@ -1,0 +1,256 @@
+"""Padded per-memory tables the batched relays gather from: association links and cue tokens.
+
+* :class:`LinkTables` — the association graph as gatherable tensors: the same-session
+  neighbours within the temporal window (:class:`ChainTable`) and the extra edges (tag and
+  lineage links) as a padded neighbour table, one row per memory that has any (a row map
+  sends an ordinal to its row, ``-1`` for none).
+* :class:`CueTable` — each memory's cue tokens (speaker's first name, tags) as ids into a cue
+  vocabulary, padded per memory; queries are mapped to the same ids.
+
+All are built once and then extended over appended ordinals (see :mod:`.state` for when that
+is allowed): an append adds the new memories' rows, the reverse halves of their edges and the
+next-chains of their predecessors, never a pass over the store. On a GPU each table has a
+device copy, updated row by row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ...cortex.cortex import Cortex
+from .state import StoreVersion
+
+__all__ = ["ChainTable", "CueTable", "LinkTables", "PaddedRows"]
+
+
+class PaddedRows:
+    """A host table of rows padded to a common width (``fill`` past each row's entries) that
+    grows by doubling in both directions, with an optional device copy."""
+
+    def __init__(self, dtype: type, fill: float | int, device: torch.device | None) -> None:
+        self.dtype = np.dtype(dtype)
+        self.fill = fill
+        self.data = np.full((0, 0), fill, dtype=self.dtype)
+        self.size = np.zeros(0, dtype=np.int64)  # entries per row
+        self.rows = 0
+        self.device = device
+        self._dev: torch.Tensor | None = None
+        self._dirty: list[int] = []
+
+    def clear(self) -> None:
+        self.data = np.full((0, 0), self.fill, dtype=self.dtype)
+        self.size = np.zeros(0, dtype=np.int64)
+        self.rows = 0
+        self._dev = None
+
+    def add_row(self) -> int:
+        if self.rows == self.data.shape[0]:
+            self._grow(max(2 * self.rows, 64), self.data.shape[1])
+        self.rows += 1
+        return self.rows - 1
+
+    def push(self, row: int, value: float | int) -> None:
+        k = int(self.size[row])
+        if k == self.data.shape[1]:
+            self._grow(self.data.shape[0], max(2 * k, 2))
+        self.data[row, k] = value
+        self.size[row] = k + 1
+        self._dirty.append(row)
+
+    def _grow(self, rows: int, width: int) -> None:
+        data = np.full((rows, width), self.fill, dtype=self.dtype)
+        data[: self.data.shape[0], : self.data.shape[1]] = self.data
+        size = np.zeros(rows, dtype=np.int64)
+        size[: len(self.size)] = self.size
+        self.data, self.size, self._dev = data, size, None
+
+    @property
+    def width(self) -> int:
+        """Widest row in use (the gather width)."""
+        return int(self.size[: self.rows].max(initial=0))
+
+    def tensor(self) -> torch.Tensor:
+        """(rows, width) on the device: a view of the host table on the CPU."""
+        if self.device is None:
+            return torch.from_numpy(self.data[: self.rows, : self.width])
+        if self._dev is None or self._dev.shape != self.data.shape:
+            self._dev = torch.from_numpy(self.data).to(self.device)
+        elif self._dirty:
+            rows = np.unique(np.asarray(self._dirty, dtype=np.int64))
+            idx = torch.from_numpy(rows).to(self.device)
+            self._dev[idx] = torch.from_numpy(self.data[rows]).to(self.device)
+        self._dirty = []
+        return self._dev[: self.rows, : self.width]
+
+
+class ChainTable:
+    """Same-session neighbours within ``window`` steps, one row per memory: columns
+    ``0..window-1`` the previous turns (distance 1, 2, …), then the next ones; ``-1`` for none.
+
+    An append computes the new rows and re-walks the ``window`` predecessors of each (the only
+    older rows whose next-chain can change), never the whole store."""
+
+    def __init__(self, window: int, device: torch.device | None) -> None:
+        self.window = window
+        self.device = device
+        self.data = np.full((0, 2 * window), -1, dtype=np.int64)
+        self.n = 0
+        self._dev: torch.Tensor | None = None
+        self._dirty: np.ndarray | None = None
+
+    def _walk(self, prev: np.ndarray, nxt: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        cols = []
+        for table in (prev, nxt):
+            cur = rows
+            for _ in range(self.window):
+                cur = np.where(cur >= 0, table[np.maximum(cur, 0)], -1)
+                cols.append(cur)
+        return np.stack(cols, axis=1) if cols else np.zeros((len(rows), 0), dtype=np.int64)
+
+    def update(self, prev: np.ndarray, nxt: np.ndarray, lo: int, hi: int) -> None:
+        """Rows ``[lo, hi)`` are new (``lo == 0``: build); ``prev`` / ``next`` cover ``[0, hi)``."""
+        if hi > len(self.data):
+            grown = np.full((max(hi, 2 * len(self.data), 1024), 2 * self.window), -1, np.int64)
+            grown[: self.n] = self.data[: self.n]
+            self.data, self._dev = grown, None
+        rows = np.arange(lo, hi, dtype=np.int64)
+        if lo:  # the predecessors whose next-chain now reaches a new row
+            back = self._walk(prev, nxt, rows)[:, : self.window].reshape(-1)
+            rows = np.concatenate([np.unique(back[(back >= 0) & (back < lo)]), rows])
+        self.data[rows] = self._walk(prev, nxt, rows)
+        self.n = hi
+        self._dirty = rows if self._dirty is None else np.concatenate([self._dirty, rows])
+
+    def tensor(self) -> torch.Tensor:
+        """int64 (n, 2·window) on the device (a view of the host table on the CPU)."""
+        if self.device is None:
+            return torch.from_numpy(self.data[: self.n])
+        if self._dev is None or self._dev.shape[0] != self.data.shape[0]:
+            self._dev = torch.from_numpy(self.data).to(self.device)
+        elif self._dirty is not None and len(self._dirty):
+            idx = torch.from_numpy(self._dirty).to(self.device)
+            self._dev[idx] = torch.from_numpy(self.data[self._dirty]).to(self.device)
+        self._dirty = None
+        return self._dev[: self.n]
+
+
+class LinkTables:
+    """The association graph of the store (see the module docstring); ``mirror`` keeps device
+    copies on ``device`` (a GPU, or the CPU in the tests of the GPU code path)."""
+
+    def __init__(self, device: torch.device, *, mirror: bool) -> None:
+        self.device = device
+        self.mirror = mirror
+        self._at: StoreVersion | None = None
+        self._row_of = np.zeros(0, dtype=np.int64)
+        self._nbr = PaddedRows(np.int64, -1, device if mirror else None)
+        self._w = PaddedRows(np.float64, 0.0, device if mirror else None)
+        self._chain: ChainTable | None = None
+        self._n = 0
+
+    def sync(self, cortex: Cortex, now: StoreVersion) -> None:
+        """Bring the tables up to the store at ``now``."""
+        if self._at == now:
+            return
+        links, window = cortex.links, cortex.config.association.temporal_window
+        prev, nxt = links.prev[: now.n], links.next[: now.n]
+        if self._at is not None and now.extends(self._at) and self._chain is not None:
+            self._extend_extra(cortex, self._n, now.n)
+            self._chain.update(prev, nxt, self._n, now.n)
+        else:
+            self._row_of = np.full(0, -1, dtype=np.int64)
+            self._nbr.clear()
+            self._w.clear()
+            self._extend_extra(cortex, 0, now.n, rebuild=True)
+            self._chain = ChainTable(window, self.device if self.mirror else None)
+            self._chain.update(prev, nxt, 0, now.n)
+        self._n, self._at = now.n, now
+
+    def _extend_extra(self, cortex: Cortex, lo: int, hi: int, *, rebuild: bool = False) -> None:
+        extra = cortex.links.extra
+        grown = np.full(hi, -1, dtype=np.int64)
+        grown[: len(self._row_of)] = self._row_of[:hi]
+        self._row_of = grown
+        if not extra:
+            return
+        nodes = sorted(extra) if rebuild else range(lo, hi)
+        for node in nodes:
+            for nbr, weight in extra.get(node, ()):
+                self._push(node, nbr, weight)
+                if not rebuild and nbr < lo:  # the old end's half of a new edge
+                    self._push(nbr, node, weight)
+
+    def _push(self, node: int, nbr: int, weight: float) -> None:
+        row = int(self._row_of[node])
+        if row < 0:
+            row = self._nbr.add_row()
+            self._w.add_row()
+            self._row_of[node] = row
+        self._nbr.push(row, nbr)
+        self._w.push(row, float(np.float32(weight)))  # the graph hands weights out as float32
+
+    @property
+    def chain(self) -> torch.Tensor:
+        """int64 (n, 2·window): each memory's same-session neighbours (:class:`ChainTable`)."""
+        if self._chain is None:
+            raise RuntimeError("LinkTables.sync() first")
+        return self._chain.tensor()
+
+    def extra(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+        """``(row_of (n,), nbr (R, D), weight (R, D))`` of the extra edges, or None without any."""
+        if self._nbr.rows == 0 or self._nbr.width == 0:
+            return None
+        row_of = torch.from_numpy(self._row_of)
+        if self.mirror:
+            row_of = row_of.to(self.device)
+        return row_of, self._nbr.tensor(), self._w.tensor()
+
+
+class CueTable:
+    """Cue token ids per memory (see the module docstring)."""
+
+    def __init__(self, device: torch.device, *, mirror: bool) -> None:
+        self.device = device
+        self.mirror = mirror
+        self._at: StoreVersion | None = None
+        self._vocab: dict[str, int] = {}
+        self._ids = PaddedRows(np.int64, -1, device if mirror else None)
+
+    def sync(self, cortex: Cortex, now: StoreVersion) -> None:
+        if self._at == now:
+            return
+        lo = self._ids.rows
+        if self._at is None or not now.extends(self._at):
+            self._vocab.clear()
+            self._ids.clear()
+            lo = 0
+        vocab, tokens = self._vocab, cortex.cues.cue_tokens
+        for i in range(lo, now.n):
+            row = self._ids.add_row()
+            for t in sorted(tokens[i]):
+                self._ids.push(row, vocab.setdefault(t, len(vocab)))
+        self._at = now
+
+    def table(self) -> torch.Tensor | None:
+        """int64 (n, C) cue ids, ``-1`` padding; None when no memory has a cue."""
+        if self._ids.width == 0:
+            return None
+        return self._ids.tensor()
+
+    def match(self, members: torch.Tensor, tokens: list[list[str]]) -> torch.Tensor | None:
+        """bool (n_q, W): a cue token of memory ``members[i, j]`` occurs among query i's tokens;
+        None when no memory has a cue. ``members`` int64 (n_q, W), every value in [0, n)."""
+        table = self.table()
+        if table is None:
+            return None
+        vocab = len(self._vocab)  # column `vocab` stands for "no cue" and is never set
+        asked = np.zeros((len(tokens), vocab + 1), dtype=bool)
+        for i, q in enumerate(tokens):
+            asked[i, [self._vocab[t] for t in q if t in self._vocab]] = True
+        mask = torch.from_numpy(asked)
+        if self.mirror:
+            mask = mask.to(self.device)
+        ids = table[members]  # (n_q, W, C)
+        ids = torch.where(ids >= 0, ids, torch.full_like(ids, vocab)).reshape(len(tokens), -1)
+        return torch.gather(mask, 1, ids).reshape(*members.shape, -1).any(dim=-1)

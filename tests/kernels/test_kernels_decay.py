@@ -1,0 +1,102 @@
+"""The decay law of the salience relay: native top-k, torch and numpy twins, and the cortex's
+own ``strength.decayed`` all give the same bits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from spector_gpu.kernels.decay import (
+    decay_topk,
+    decay_topk_reference,
+    decayed_numpy,
+    decayed_torch,
+)
+
+from spector_gpu.config import StrengthConfig
+from spector_gpu.cortex.layouts import FLAG_PINNED, FLAG_RESOLVED, HEADER_DTYPE
+from spector_gpu.cortex.strength import decayed
+from spector_gpu.pathways.recall.pathway import decay_law
+
+NOW = 1_800_000_000_000
+
+
+def rows(seed: int, n: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    h = np.zeros(n, dtype=HEADER_DTYPE)
+    h["importance"] = rng.choice([0.05, 1.0, 1.0, 2.5, 10.0], n).astype(np.float32)
+    h["flags"] = rng.choice([FLAG_RESOLVED, FLAG_RESOLVED, 0, FLAG_RESOLVED | FLAG_PINNED], n)
+    h["arousal"] = rng.choice([0, 0, 17, 255], n)
+    # ages on and next to every bucket edge, in ms (edges are exact seconds)
+    edges = np.array([0, 60, 300, 900, 3600, 4 * 3600, 86400, 90 * 86400], dtype=np.int64)
+    age = rng.choice(edges, n) * 1000 + rng.integers(-2, 3, n)
+    return {
+        "h": h,
+        "d": rng.choice([1.0, 0.5, 0.25, 0.123], n).astype(np.float32),
+        "last": NOW - age,
+    }
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(0, 2**31 - 1), st.sampled_from([StrengthConfig(), StrengthConfig(0.4, 0.3, 60.0)])
+)
+def test_every_twin_equals_the_cortex_law(seed: int, cfg: StrengthConfig) -> None:
+    r = rows(seed, 257)
+    law = decay_law(cfg)
+    srows = np.zeros(257, dtype=[("last_recall_ms", "<i8"), ("retrieval_strength", "<f4")])
+    srows["last_recall_ms"], srows["retrieval_strength"] = r["last"], r["d"]
+    h = r["h"]
+    want = decayed(srows, NOW, h["flags"], h["arousal"], cfg)
+    got = decayed_numpy(law, NOW, r["d"], r["last"], h["flags"], h["arousal"])
+    np.testing.assert_array_equal(got, want)
+    t = decayed_torch(
+        law,
+        NOW,
+        torch.from_numpy(r["d"]),
+        torch.from_numpy(r["last"]),
+        torch.from_numpy(np.ascontiguousarray(h["flags"])),
+        torch.from_numpy(np.ascontiguousarray(h["arousal"])),
+    )
+    np.testing.assert_array_equal(t.numpy(), want)
+
+
+@pytest.mark.parametrize("k", [1, 5, 300])
+@pytest.mark.parametrize("gate", ["none", "half", "none_pass"])
+def test_topk_equals_reference_on_strided_columns(k: int, gate: str) -> None:
+    r = rows(k, 257)
+    law = decay_law(StrengthConfig())
+    h = r["h"]  # importance, flags and arousal are strided fields of the header rows
+    allowed = {
+        "none": None,
+        "half": np.random.default_rng(1).random(257) < 0.5,
+        "none_pass": np.zeros(257, dtype=bool),
+    }[gate]
+    args = (law, NOW, 10.0, h["importance"], r["d"], r["last"], h["flags"], h["arousal"])
+    got = decay_topk(*args, allowed, k)
+    want = decay_topk_reference(*args, allowed, k)
+    for horizon in (False, True):
+        again = decay_topk(*args, allowed, k, horizon=horizon)
+        np.testing.assert_array_equal(again[1], want[1])
+        np.testing.assert_array_equal(again[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_array_equal(got[0], want[0])
+    assert len(got[1]) == min(k, 257 if allowed is None else int(allowed.sum()))
+
+
+def test_the_horizon_is_a_lower_bound_on_every_change() -> None:
+    r = rows(11, 300)
+    r["last"] = r["last"] - 5000  # every age 5 s past a bucket edge: the next change is ahead
+    law = decay_law(StrengthConfig())
+    h = r["h"]
+    args = (law, NOW, 10.0, h["importance"], r["d"], r["last"], h["flags"], h["arousal"])
+    _, _, until = decay_topk(*args, None, 5, horizon=True)
+    assert NOW < until < NOW + 90 * 86400 * 1000
+    before = decayed_numpy(law, NOW, r["d"], r["last"], h["flags"], h["arousal"])
+    for later in (NOW + 1, (NOW + until) // 2, until):
+        same = decayed_numpy(law, later, r["d"], r["last"], h["flags"], h["arousal"])
+        np.testing.assert_array_equal(same, before)  # nothing changed before the horizon
+    after = decayed_numpy(law, until + 3, r["d"], r["last"], h["flags"], h["arousal"])
+    assert not np.array_equal(after, before)  # ... and something does right after it

@@ -1,0 +1,129 @@
+"""The native CPU kernels (kernels/_native.c) against their numpy twins, on every dot-product
+implementation this CPU offers (AVX-512 VNNI, AVX2, portable)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from spector_gpu.kernels.dense import DenseIndex
+from spector_gpu.kernels.dense_reference import score_slots_reference, search_reference
+from spector_gpu.kernels.native import dot_impl, native
+from spector_gpu.kernels.quant import l2_normalize, quantize_int8
+from spector_gpu.kernels.selection import rows_topk
+from spector_gpu.kernels.topk import topk_stable
+
+from spector_gpu.device import single_threaded
+
+pytestmark = pytest.mark.skipif(native is None, reason="native kernels not built")
+IMPLS = native.dot_impls() if native is not None else []
+
+
+def corpus(n: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = l2_normalize(rng.standard_normal((n, d), dtype=np.float32))
+    x[5 : 5 + n // 4] = x[1]  # ties everywhere
+    x[n // 2 : n // 2 + 3] = 0.0
+    q, s = quantize_int8(x)
+    return x, q, s
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("d", [1, 7, 63, 64, 65, 130, 384])
+@pytest.mark.parametrize("nq", [1, 2])
+def test_scan_equals_reference(impl: str, d: int, nq: int) -> None:
+    x, q, s = corpus(700, d, d)
+    rng = np.random.default_rng(nq)
+    queries = np.vstack([x[1], rng.standard_normal((nq - 1, d))]).astype(np.float32)
+    for allowed in (None, rng.random(700) < 0.4, np.zeros(700, dtype=bool)):
+        index = DenseIndex(d, device="cpu", cpu_kernel="native")
+        index.add(q, s)
+        with dot_impl(impl):
+            got = index.search(queries, 25, allowed=allowed)
+            slots = rng.integers(-1, 700, (nq, 40))
+            scored = index.score_slots(queries, slots)
+        want = search_reference(q, s, queries, 25, allowed)
+        np.testing.assert_array_equal(got[1], want[1])
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(scored, score_slots_reference(q, s, queries, slots))
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_gemm_tiles_with_native_selection_equal_torch_and_reference(impl: str) -> None:
+    x, q, s = corpus(3000, 48, 3)
+    queries = np.vstack([x[:5], np.random.default_rng(0).standard_normal((9, 48))]).astype(
+        np.float32
+    )
+    fast = DenseIndex(48, device="cpu", tile_rows=512, cpu_kernel="native")
+    slow = DenseIndex(48, device="cpu", tile_rows=512, cpu_kernel="torch")
+    for index in (fast, slow):
+        index.add(q, s)
+    allowed = np.random.default_rng(1).random(3000) < 0.5
+    for gate in (None, allowed, allowed & (np.arange(3000) < 200)):
+        for k in (1, 10, 300):
+            with dot_impl(impl):
+                got = fast.search(queries, k, allowed=gate)
+            want = search_reference(q, s, queries, k, gate)
+            for a, b, c in zip(got, slow.search(queries, k, allowed=gate), want):
+                np.testing.assert_array_equal(a, c)
+                np.testing.assert_array_equal(b, c)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 2**31 - 1),
+    st.integers(1, 5),
+    st.integers(1, 300),
+    st.integers(1, 40),
+    st.booleans(),
+)
+def test_rows_topk_equals_stable_topk(
+    seed: int, n: int, width: int, k: int, positive: bool
+) -> None:
+    rng = np.random.default_rng(seed)
+    x = rng.choice([0.0, -1.0, 0.5, 0.25, 3.0, -np.inf], (n, width)).astype(np.float32)
+    x += (rng.random((n, width)) < 0.3) * rng.random((n, width), dtype=np.float32)
+    keep = x > 0 if positive else np.isfinite(x)
+    want = topk_stable(np.where(keep, x, -np.inf), k)
+    t = torch.from_numpy(x)
+    for use_native in (True, False):
+        got = rows_topk(t, k, positive=positive, use_native=use_native)
+        np.testing.assert_array_equal(got[0].numpy(), want[0])
+        np.testing.assert_array_equal(got[1].numpy(), want[1])
+
+
+def test_native_entry_points_refuse_bad_buffers() -> None:
+    codes = np.zeros((4, 8), dtype=np.int8)
+    scales = np.ones(4, dtype=np.float32)
+    keys, slots = np.empty((1, 2), np.float32), np.empty((1, 2), np.int64)
+    with pytest.raises(ValueError, match="codes hold fewer"):
+        native.int8_topk(codes, 5, 8, 8, scales, np.zeros(8, np.int8), None, keys, slots)
+    with pytest.raises(ValueError, match="expected"):
+        native.int8_topk(codes.astype(np.int16), 4, 8, 8, scales, codes[0], None, keys, slots)
+    with pytest.raises(ValueError, match="outside"):
+        native.int8_score_rows(
+            codes, 4, 8, 8, scales, codes[0], np.array([[4]]), np.empty((1, 1), np.float32)
+        )
+    with pytest.raises(ValueError, match="not available"):
+        native.set_dot_impl("quantum")
+
+
+def test_single_threaded_restores_the_callers_setting() -> None:
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with single_threaded():
+            assert torch.get_num_threads() == 1
+            with single_threaded():
+                assert torch.get_num_threads() == 1
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2
+        with single_threaded(False):
+            assert torch.get_num_threads() == 2
+        with pytest.raises(RuntimeError), single_threaded():
+            raise RuntimeError("boom")
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

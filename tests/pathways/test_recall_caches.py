@@ -1,0 +1,194 @@
+"""The recall pathway's cached tables stay equal to a fresh build across every kind of write,
+and an append extends them instead of rebuilding (a remember between two recalls costs the new
+rows)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import spector_gpu.pathways.recall.gates as gates_module
+from spector_gpu import RecallOptions, SpectorMemory
+from spector_gpu.pathways.recall import RecallPathway
+from spector_gpu.pathways.recall.gates import gate_mask
+
+FAST: dict[str, Any] = {"store": {"durability": "none"}, "association": {"tag_weight": 0.5}}
+OPTS = [
+    RecallOptions(k=5, mode="observe"),
+    RecallOptions(k=5, mode="observe", tags=frozenset({"red"}), fusion="weighted"),
+    RecallOptions(k=5, mode="observe", provenance=frozenset({"verbatim"}), fusion="rrf"),
+]
+QUERIES = ["red fox den", "quiet night ann", "blue whale"]
+
+
+def _turns(start: int, n: int) -> list[dict[str, Any]]:
+    words = ["red fox", "blue whale", "quiet night", "den", "kite"]
+    return [
+        {
+            "text": f"turn {i}: the {words[i % 5]} again",
+            "session_id": i % 4,
+            "speaker": ("Ann", "Bo")[i % 2],
+            "tags": [("red", "blue")[i % 2]] if i % 3 == 0 else [],
+        }
+        for i in range(start, start + n)
+    ]
+
+
+def _tables(pw: RecallPathway) -> dict[str, np.ndarray]:
+    out = {name: pw._columns.column(name).cpu().numpy() for name in ("d_event", "last_ms", "flags")}
+    if pw._columns.mirror:
+        out["s_term"] = pw._columns._cols["s_term"][: pw._columns._n].cpu().numpy()
+    out["chain"] = pw._links.chain.cpu().numpy()
+    extra = pw._links.extra()
+    if extra is not None:
+        row_of, nbr, w = (t.cpu().numpy() for t in extra)
+        edges = sorted(
+            (node, int(b), float(x))
+            for node in range(len(row_of))
+            if row_of[node] >= 0
+            for b, x in zip(nbr[row_of[node]], w[row_of[node]])
+            if b >= 0
+        )
+        out["edges"] = np.array(edges)
+    cues = pw._cues.table()
+    out["cue_rows"] = np.array(
+        [] if cues is None else [(cues[i] >= 0).sum().item() for i in range(len(cues))]
+    )
+    return out
+
+
+def _answers(pw: RecallPathway) -> list[Any]:
+    out = []
+    for opts in OPTS:
+        b = pw.recall_batch(QUERIES, opts)
+        out.append((b.ids.tolist(), b.scores.tolist()))
+    return out
+
+
+@pytest.mark.parametrize("device_path", [False, True])
+def test_caches_follow_every_kind_of_write(tmp_path: Path, device_path: bool) -> None:
+    with SpectorMemory.open(tmp_path / "s", config=FAST) as mem:
+        ids = mem.remember_batch(_turns(0, 30))
+        c = mem._cortex
+        pw = RecallPathway(c, mem._recall.pathway.strength_writer, device_path=device_path)
+        pw.clock = lambda: 10**13
+        writes = [
+            lambda: mem.remember_batch(_turns(30, 7)),  # append: tags link to older memories
+            lambda: mem.remember("one more red fox", tags=["red"], session_id=1),
+            lambda: mem.forget(ids[3]),  # strength rewritten in place
+            lambda: mem.reinforce(ids[4], valence=9),
+            lambda: mem.consolidate(),  # facts appended, parents marked, lineage edges
+            lambda: mem.backfill_provenance(execute=True),  # headers rewritten in place
+            lambda: pw.recall_batch(QUERIES, RecallOptions(k=5)),  # learn mode: onRecall
+            lambda: mem.remember_batch(_turns(40, 3)),
+        ]
+        _answers(pw)
+        for write in writes:
+            write()
+            got = _answers(pw)
+            fresh = RecallPathway(c, None, device_path=device_path)
+            fresh.clock = pw.clock
+            assert got == _answers(fresh)
+            mine, theirs = _tables(pw), _tables(fresh)
+            assert mine.keys() == theirs.keys()
+            for name in mine:
+                np.testing.assert_array_equal(mine[name], theirs[name], err_msg=name)
+            for opts in OPTS:
+                at = pw._tracker.current(c)
+                np.testing.assert_array_equal(pw._gates.mask(c, opts, at), gate_mask(c, opts))
+
+
+def test_an_append_extends_the_gate_masks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[int, int | None]] = []
+    real = gates_module.gate_mask
+
+    def spy(cortex: Any, opts: RecallOptions, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        calls.append((lo, hi))
+        return real(cortex, opts, lo, hi)
+
+    monkeypatch.setattr(gates_module, "gate_mask", spy)
+    with SpectorMemory.open(tmp_path / "s", config=FAST) as mem:
+        mem.remember_batch(_turns(0, 20))
+        opts = RecallOptions(k=3, mode="observe")
+        mem.recall("red fox", opts)
+        assert calls == [(0, None)]
+        for i in range(3):  # an agent alternating remember and recall
+            mem.remember(f"note {i} about the red fox")
+            mem.recall("red fox", opts)
+        assert calls[1:] == [(20, 21), (21, 22), (22, 23)]
+        mem.forget(mem.recall("red fox", opts)[0].id)  # in place: a rebuild
+        mem.recall("red fox", opts)
+        assert calls[-1] == (0, None)
+
+
+def test_learn_mode_flushes_do_not_invalidate_the_caches(tmp_path: Path) -> None:
+    with SpectorMemory.open(tmp_path / "s", config=FAST) as mem:
+        mem.remember_batch(_turns(0, 20))
+        pw = RecallPathway(mem._cortex, mem._recall.pathway.strength_writer, device_path=True)
+        mem._recall.pathway.strength_writer.flush_interval_s = (
+            0.0  # every onRecall commits its rows
+        )
+        pw.recall_batch(["red fox"], RecallOptions(k=3))
+        before = pw._tracker.current(mem._cortex)
+        version = mem._cortex.version
+        pw.recall_batch(["blue whale"], RecallOptions(k=3))
+        assert mem._cortex.version > version  # the flush committed
+        assert pw._tracker.current(mem._cortex) == before  # ... and the caches knew why
+        fresh = RecallPathway(mem._cortex, None, device_path=True)
+        for name in ("d_event", "last_ms"):
+            np.testing.assert_array_equal(
+                pw._columns.column(name).numpy(), fresh_column(fresh, mem, name)
+            )
+
+
+def fresh_column(pw: RecallPathway, mem: SpectorMemory, name: str) -> np.ndarray:
+    pw.recall_batch(["x"], RecallOptions(k=1, mode="observe"))
+    return pw._columns.column(name).numpy()
+
+
+def test_batches_hydrate_under_the_owners_lock(tmp_path: Path) -> None:
+    with SpectorMemory.open(tmp_path / "s", config=FAST) as mem:
+        mem.remember_batch(_turns(0, 10))
+        lock = threading.RLock()
+        pw = RecallPathway(mem._cortex, None, lock=lock)
+        batch = pw.recall_batch(["red fox", "night"], RecallOptions(k=2, mode="observe"))
+        holder: list[bool] = []
+
+        def hydrate_elsewhere() -> None:
+            holder.append(bool(batch[1]))
+
+        with lock:
+            worker = threading.Thread(target=hydrate_elsewhere)
+            worker.start()
+            worker.join(timeout=0.2)
+            assert worker.is_alive() and not holder  # waits for the lock
+        worker.join(timeout=5)
+        assert holder == [True]
+        assert torch.get_num_threads() >= 1
+
+
+def test_salience_proposals_follow_the_clock(tmp_path: Path) -> None:
+    """The salience relay reuses its scan only until some memory's decay bucket changes: here
+    older, more important memories fall behind newer ones when they cross the 300 s edge."""
+    with SpectorMemory.open(tmp_path / "s", config=FAST) as mem:
+        mem.remember_batch([{"text": f"old note {i}", "importance": 2.0} for i in range(8)])
+        mem.remember_batch([{"text": f"new note {i}", "importance": 1.98} for i in range(8)])
+        c = mem._cortex
+        start = int(c.cols.last_event_ms[: c.n].max())
+        c.cols.last_event_ms[:8] = start - 290_000  # the old ones: 290 s at the start
+        pw = RecallPathway(c, None)
+        opts = RecallOptions(k=4, mode="observe", relays=("salience",))
+        seen = []
+        for offset_s in (0, 5, 9, 11, 30, 59, 61, 3601):
+            pw.clock = lambda offset_s=offset_s: start + offset_s * 1000
+            fresh = RecallPathway(c, None)
+            fresh.clock = pw.clock
+            got = pw.recall_batch(["note"], opts).ids.tolist()
+            assert got == fresh.recall_batch(["note"], opts).ids.tolist(), offset_s
+            seen.append(got[0][0])
+        assert len(set(seen)) >= 2  # the order did change over time
