@@ -94,6 +94,11 @@ class RecallConfig:
     candidates: int = 200  # per relay, before fusion
     cognitive_beta: float = 0.1
     tag_tau: float = 0.3
+    # caps of one recall_batch call (ValidationError naming the key when exceeded)
+    max_queries: int = 10_000  # queries per call
+    max_k: int = 10_000  # results per query
+    max_results: int = 1_000_000  # k x queries per call
+    max_query_chars: int = 100_000  # characters per query
 
 
 @dataclass(frozen=True)
@@ -242,6 +247,10 @@ _POSITIVE = {
     ("recall", "k"),
     ("recall", "candidates"),
     ("recall", "rrf_k"),
+    ("recall", "max_queries"),
+    ("recall", "max_k"),
+    ("recall", "max_results"),
+    ("recall", "max_query_chars"),
     ("embedder", "batch_size"),
     ("store", "snapshot_every"),
     ("reflect", "max_facts_per_session"),

@@ -7,7 +7,6 @@ usearch's ``Matches`` / ``BatchMatches``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from typing import Any, Literal, TypedDict, TypeVar
 
 import numpy as np
 
+from . import checks
 from .errors import ValidationError
 from .provenance.citations import Citation
 from .provenance.record import RecordProvenance
@@ -78,6 +78,7 @@ class Source(IntEnum):
 
 
 E = TypeVar("E", bound=IntEnum)
+T = TypeVar("T")
 
 
 def _parse_enum(cls: type[E], value: object, what: str) -> E:
@@ -145,6 +146,8 @@ class RecallOptions:
     ``min_importance``, ``tags``, ``session_id``, provenance filters) are hard filters applied
     before top-k, so a recall returns ``k`` results whenever ``k`` memories pass them.
     ``mode="observe"`` leaves strength untouched; ``"learn"`` (default) applies onRecall.
+    A call's caps (``k`` <= ``[recall] max_k``, queries, ``k`` x queries, characters per
+    query) are checked by ``recall`` / ``recall_batch`` against the store's configuration.
     """
 
     k: int = 10
@@ -165,56 +168,98 @@ class RecallOptions:
     explain: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.k, int) or isinstance(self.k, bool) or not 1 <= self.k <= 10_000:
-            raise ValidationError(f"RecallOptions.k must be an int in [1, 10000], got {self.k!r}")
-        if not self.relays:
-            raise ValidationError("RecallOptions.relays must name at least one relay")
-        for relay in self.relays:
-            if relay not in RELAYS:
-                raise ValidationError(
-                    f"RecallOptions.relays: unknown relay {relay!r}; expected any of {RELAYS}"
-                )
-        if self.fusion not in ("cognitive", "weighted", "rrf"):
-            raise ValidationError(
-                "RecallOptions.fusion must be 'cognitive', 'weighted' or 'rrf', "
-                f"got {self.fusion!r}"
-            )
-        if self.mode not in ("learn", "observe"):
-            raise ValidationError(
-                f"RecallOptions.mode must be 'learn' or 'observe', got {self.mode!r}"
-            )
-        if self.weights is not None:
-            for name, w in self.weights.items():
-                if name not in RELAYS:
-                    raise ValidationError(f"RecallOptions.weights: unknown relay {name!r}")
-                if not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
-                    raise ValidationError(
-                        f"RecallOptions.weights[{name!r}] must be a finite number >= 0, got {w!r}"
-                    )
-        if self.memory_types is not None:
-            object.__setattr__(
-                self, "memory_types", frozenset(MemoryType.parse(t) for t in self.memory_types)
-            )
-        if self.tags is not None:
-            if isinstance(self.tags, str):
-                raise ValidationError(
-                    "RecallOptions.tags must be a collection of strings, not a str"
-                )
-            object.__setattr__(self, "tags", frozenset(self.tags))
-        if self.provenance is not None:
-            from .provenance.record import parse_provenance
+        # Every field is checked for type and range, and stored in its canonical type: a wrong
+        # value is a ValidationError naming the field and the rule, never a builtin error at
+        # recall time or a filter that quietly matches nothing ("1" is not a session id).
+        name = "RecallOptions"
+        put = object.__setattr__
+        put(self, "k", checks.integer(self.k, f"{name}.k", lo=1, hi=None))
+        relays = checks.collection(self.relays, f"{name}.relays")
+        for relay in relays:
+            checks.choice(relay, f"{name}.relays[]", RELAYS)
+        if not relays:
+            raise ValidationError(f"{name}.relays must name at least one relay")
+        put(self, "relays", tuple(dict.fromkeys(relays)))
+        checks.choice(self.fusion, f"{name}.fusion", ("cognitive", "weighted", "rrf"))
+        checks.choice(self.mode, f"{name}.mode", ("learn", "observe"))
+        put(self, "weights", _weights(self.weights))
+        put(self, "memory_types", _parsed(self.memory_types, "memory_types", MemoryType.parse))
+        put(self, "provenance", _parsed(self.provenance, "provenance", _provenance))
+        put(self, "tags", _parsed(self.tags, "tags", lambda t: checks.string(t, "tag")))
+        put(self, "time_window", _window(self.time_window, "time_window", None))
+        put(self, "valence_window", _window(self.valence_window, "valence_window", (-127, 127)))
+        put(
+            self,
+            "min_importance",
+            checks.optional(
+                self.min_importance,
+                lambda v: checks.number(v, f"{name}.min_importance", lo=0.0, hi=10.0),
+            ),
+        )
+        put(
+            self,
+            "session_id",
+            checks.optional(self.session_id, lambda v: checks.integer(v, f"{name}.session_id")),
+        )
+        put(
+            self,
+            "has_citations",
+            checks.optional(
+                self.has_citations, lambda v: checks.boolean(v, f"{name}.has_citations")
+            ),
+        )
+        put(
+            self,
+            "source_uri_prefix",
+            checks.optional(
+                self.source_uri_prefix,
+                lambda v: checks.string(v, f"{name}.source_uri_prefix", max_chars=4096),
+            ),
+        )
+        for flag in ("include_simulated", "explain"):
+            put(self, flag, checks.boolean(getattr(self, flag), f"{name}.{flag}"))
 
-            object.__setattr__(
-                self, "provenance", frozenset(parse_provenance(p) for p in self.provenance)
-            )
-        if self.min_importance is not None and not math.isfinite(float(self.min_importance)):
-            raise ValidationError("RecallOptions.min_importance must be finite")
-        for name in ("time_window", "valence_window"):
-            window = getattr(self, name)
-            if window is not None and (not isinstance(window, (tuple, list)) or len(window) != 2):
-                raise ValidationError(f"RecallOptions.{name} must be a (low, high) pair")
-        if self.source_uri_prefix is not None and not isinstance(self.source_uri_prefix, str):
-            raise ValidationError("RecallOptions.source_uri_prefix must be a string")
+
+def _parsed(value: object, field: str, parse: Callable[[Any], T]) -> frozenset[T] | None:
+    return None if value is None else checks.parsed_set(value, f"RecallOptions.{field}", parse)
+
+
+def _provenance(value: Any) -> RecordProvenance:
+    from .provenance.record import parse_provenance
+
+    return parse_provenance(value)
+
+
+def _weights(value: object) -> Mapping[str, float] | None:
+    """Relay -> finite weight >= 0, as a new dict (the caller's mapping is not kept)."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValidationError(
+            f"RecallOptions.weights must be a mapping of relay names to weights, got "
+            f"{type(value).__name__}"
+        )
+    out = {}
+    for relay, w in value.items():
+        checks.choice(relay, "RecallOptions.weights key", RELAYS)
+        out[relay] = checks.number(w, f"RecallOptions.weights[{relay!r}]", lo=0.0)
+    return out
+
+
+def _window(
+    value: object, field: str, bounds: tuple[int, int] | None
+) -> tuple[int | None, int | None] | None:
+    """A ``(low, high)`` window of ints (either may be None), low <= high, within ``bounds``."""
+    if value is None:
+        return None
+    where = f"RecallOptions.{field}"
+    lo, hi = checks.pair(value, where)
+    least, most = bounds if bounds is not None else (-(1 << 63), (1 << 63) - 1)
+    low = checks.optional(lo, lambda v: checks.integer(v, f"{where}[0]", lo=least, hi=most))
+    high = checks.optional(hi, lambda v: checks.integer(v, f"{where}[1]", lo=least, hi=most))
+    if low is not None and high is not None and low > high:
+        raise ValidationError(f"{where} is empty: low {low} > high {high} (nothing could pass)")
+    return (low, high)
 
 
 @dataclass(frozen=True)
