@@ -121,6 +121,7 @@ class WorkingConfig:
 class ReflectConfig:
     max_facts_per_session: int = 32
     min_sentence_chars: int = 12
+    max_turns_per_pass: int = 256  # a longer session is consolidated in passes of this many
 
 
 @dataclass(frozen=True)
@@ -254,6 +255,7 @@ _POSITIVE = {
     ("embedder", "batch_size"),
     ("store", "snapshot_every"),
     ("reflect", "max_facts_per_session"),
+    ("reflect", "max_turns_per_pass"),
     ("strength", "decay_unit_s"),
     ("working", "capacity"),
 }

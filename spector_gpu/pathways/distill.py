@@ -2,10 +2,12 @@
 
 A distiller is any callable ``(session_id, turns, prior) -> list[str | FactDraft | dict]``
 (or an object with such a ``distill`` method): ``turns`` are the turns not yet consolidated,
-``prior`` the session's already-consolidated turns, offered as context only — facts must come
-from ``turns``. An LLM can be wrapped this way. The default, :class:`ExtractiveDistiller`, is
-deterministic and offline: it keeps the most informative sentences of the new turns, one fact
-per sentence, never the whole session as one blob.
+``prior`` the session's latest already-consolidated turns (at most ``[reflect]
+max_turns_per_pass`` of them), offered as context only — facts must come from ``turns``. A
+session longer than ``max_turns_per_pass`` is distilled in several calls (passes), in order.
+An LLM can be wrapped this way. The default, :class:`ExtractiveDistiller`, is deterministic
+and offline: it keeps the most informative sentences of the new turns, one fact per sentence,
+never the whole session as one blob.
 """
 
 from __future__ import annotations
