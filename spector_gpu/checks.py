@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
@@ -22,6 +23,7 @@ __all__ = [
     "optional",
     "pair",
     "parsed_set",
+    "path",
     "string",
 ]
 
@@ -128,6 +130,25 @@ def pair(value: object, field: str) -> tuple[Any, Any]:
     if not isinstance(value, (tuple, list)) or len(value) != 2:
         raise ValidationError(f"{field} must be a (low, high) pair, got {_shown(value)}")
     return value[0], value[1]
+
+
+def path(value: object, field: str) -> str:
+    """A filesystem path: a ``str`` or ``os.PathLike[str]`` the OS can encode, without NUL."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str) or not value:
+        raise ValidationError(
+            f"{field} must be a non-empty path (str or os.PathLike), got {_shown(value)}"
+        )
+    try:
+        encoded = os.fsencode(value)
+    except UnicodeEncodeError:
+        raise ValidationError(
+            f"{field} cannot be encoded as a file name: {_shown(value)}"
+        ) from None
+    if b"\0" in encoded:
+        raise ValidationError(f"{field} contains a NUL byte")
+    return value
 
 
 def optional(value: T | None, check: Callable[[T], T]) -> T | None:

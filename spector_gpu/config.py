@@ -352,12 +352,14 @@ def load_config(
         config = _apply(config, base, origin="saved store config")
     if path is not None:
         p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"config file not found: {p}")
         try:
+            if not p.is_file():
+                raise ConfigError(f"config file not found: {p}")
             data = tomllib.loads(p.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{p}: not valid TOML ({exc})") from None
+        except (OSError, ValueError) as exc:  # a name too long, a NUL byte, no permission
+            raise ConfigError(f"cannot read config file {str(p)[:200]!r}: {exc}") from None
         config = _apply(config, data, origin=str(p))
     env = _env_overrides(os.environ if environ is None else environ)
     if env:

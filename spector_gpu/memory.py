@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from . import checks
 from .config import Config
 from .cortex.cortex import Cortex
 from .cortex.ids import TsidGenerator
@@ -84,6 +85,8 @@ class SpectorMemory:
             signing_key: 32-byte Ed25519 private key to sign every event (extra ``sign``).
             create_in_nonempty: create a store in a non-empty directory (else ``StoreError``).
         """
+        read_only = checks.boolean(read_only, "read_only")
+        create_in_nonempty = checks.boolean(create_in_nonempty, "create_in_nonempty")
         where = store_path(path)
         cfg = resolve_config(config, where)
         if isinstance(embedder, str):  # a spec: remember it, so a plain reopen finds it again

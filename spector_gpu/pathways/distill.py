@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from .. import checks
 from ..cortex.payload import attributed
 from ..errors import ValidationError
 
@@ -123,10 +124,7 @@ def normalise_drafts(raw: Sequence[Any], turns: Sequence[TurnView]) -> list[Fact
             item = FactDraft(text=item)
         elif isinstance(item, Mapping):
             try:
-                fields: dict[str, Any] = {
-                    k: (tuple(v) if k in ("parents", "tags") else v) for k, v in item.items()
-                }
-                item = FactDraft(**fields)
+                item = FactDraft(**item)  # parents and tags: checked as collections below
             except TypeError as exc:
                 raise ValidationError(f"distiller fact {i}: {exc}") from None
         if not isinstance(item, FactDraft):
@@ -135,6 +133,7 @@ def normalise_drafts(raw: Sequence[Any], turns: Sequence[TurnView]) -> list[Fact
             )
         if not isinstance(item.text, str) or not item.text.strip():
             raise ValidationError(f"distiller fact {i} has empty text")
+        item = _checked(item, f"distiller fact {i}")
         unknown = [p for p in item.parents if p not in ids]
         if unknown:
             raise ValidationError(
@@ -146,6 +145,26 @@ def normalise_drafts(raw: Sequence[Any], turns: Sequence[TurnView]) -> list[Fact
             f"a distiller returned {len(out)} facts for one session; at most 255 fit a batch"
         )
     return out
+
+
+def _checked(d: FactDraft, where: str) -> FactDraft:
+    """``d`` with each field of the right type (ranges are checked where facts are written)."""
+    fields: dict[str, Any] = {
+        "parents": tuple(
+            checks.string(p, f"{where}.parents[]")
+            for p in checks.collection(d.parents, f"{where}.parents")
+        ),
+        "tags": tuple(
+            checks.string(t, f"{where}.tags[]") for t in checks.collection(d.tags, f"{where}.tags")
+        ),
+        "importance": checks.optional(
+            d.importance, lambda v: checks.number(v, f"{where}.importance")
+        ),
+        "valence": checks.optional(d.valence, lambda v: checks.integer(v, f"{where}.valence")),
+        "arousal": checks.optional(d.arousal, lambda v: checks.integer(v, f"{where}.arousal")),
+        "quote": checks.optional(d.quote, lambda v: checks.string(v, f"{where}.quote")),
+    }
+    return replace(d, **fields)
 
 
 def as_callable(distiller: Any) -> Callable[..., Sequence[Any]]:

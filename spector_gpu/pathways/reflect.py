@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import checks
 from ..cortex import (
     Cortex,
     LineageRun,
@@ -38,7 +39,6 @@ from ..cortex import (
     is_tombstoned,
     killpoint,
 )
-from ..errors import ValidationError
 from ..provenance.citations import find_span
 from ..provenance.record import RecordProvenance
 from ..types import MemoryType, Source
@@ -104,15 +104,11 @@ class ReflectPathway:
     ) -> ReflectReport:
         c = self.cortex
         c.part.check_writable()
-        if max_sessions is not None and (
-            isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1
-        ):
-            raise ValidationError(f"max_sessions must be a positive int, got {max_sessions!r}")
-        if sessions is not None and (
-            isinstance(sessions, (str, bytes))
-            or not all(isinstance(s, int) and not isinstance(s, bool) for s in sessions)
-        ):
-            raise ValidationError("sessions must be a list of int session ids")
+        if max_sessions is not None:
+            max_sessions = checks.integer(max_sessions, "max_sessions", lo=1, hi=None)
+        if sessions is not None:
+            given = checks.collection(sessions, "sessions", limit=1 << 24)
+            sessions = [checks.integer(s, "sessions[]") for s in given]
         if distiller is None:
             rc = c.config.reflect
             distiller = ExtractiveDistiller(
@@ -225,6 +221,9 @@ class ReflectPathway:
             partition=first.partition,
             consolidated_at_ms=now,
         )
+        # every fact is validated before the plan commits: a fact that cannot be written is the
+        # distiller's ValidationError now, never a PARTIAL run that no later call can finish
+        self._fact_items(session, plan, {f["id"] for f in plan})
         turn_ids = [t.id for t in turns]
         payloads = plan_payloads(session, pass_no, plan, turn_ids)
         first_fact = encode_tsid(fact_ids[0])
@@ -262,6 +261,15 @@ class ReflectPathway:
         """Write the facts of ``plan`` whose ids are in ``missing``. Spans are located over the
         whole plan in order (a moving cursor per parent, seed 004), so a resumed run gives every
         fact the span an uninterrupted run would have."""
+        self.remember.write(
+            self._fact_items(session, plan, missing),
+            source=Source.DISTILLED,
+            provenance=RecordProvenance.EXTRACTED,
+            event_kind="consolidate.facts",
+        )
+
+    def _fact_items(self, session: int, plan: list[dict[str, Any]], missing: set[str]) -> list[Any]:
+        """The validated items of the facts of ``plan`` whose ids are in ``missing``."""
         c = self.cortex
         items = []
         cursors: dict[str, int] = {}
@@ -294,12 +302,7 @@ class ReflectPathway:
                 "source_span": span,
             }
             items.append(self.remember.validate(raw, f"fact {f['id']}"))
-        self.remember.write(
-            items,
-            source=Source.DISTILLED,
-            provenance=RecordProvenance.EXTRACTED,
-            event_kind="consolidate.facts",
-        )
+        return items
 
     def _mark(self, turn_ords: list[int]) -> None:
         c = self.cortex
