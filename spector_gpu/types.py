@@ -16,6 +16,7 @@ from typing import Any, Literal, TypedDict, TypeVar
 import numpy as np
 
 from . import checks
+from .enums import NamedIntEnum
 from .errors import ValidationError
 from .provenance.citations import Citation
 from .provenance.record import RecordProvenance
@@ -36,7 +37,7 @@ __all__ = [
 ]
 
 
-class MemoryType(IntEnum):
+class MemoryType(NamedIntEnum):
     """The kind of an engram (header flags bits 1-2)."""
 
     WORKING = 0
@@ -49,7 +50,7 @@ class MemoryType(IntEnum):
         return _parse_enum(cls, value, "memory type")
 
 
-class Role(IntEnum):
+class Role(NamedIntEnum):
     """Conversation role of an episode (episode payload byte 0)."""
 
     USER = 0
@@ -64,7 +65,7 @@ class Role(IntEnum):
         return _parse_enum(cls, value, "role")
 
 
-class Source(IntEnum):
+class Source(NamedIntEnum):
     """How a memory came to be (header byte 46)."""
 
     EXPERIENCED = 0
