@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from ..cortex.analyzer import ENGLISH_STOPWORDS
+
 __all__ = ["reported"]
 
 _LEAD = re.compile(
@@ -56,6 +58,6 @@ def reported(speaker: str, sentence: str) -> str:
     if not speaker:
         return body[:1].upper() + body[1:]
     first = body.split(" ", 1)[0]
-    if first in ("They", "Their", "Them", "The", "A", "An", "It", "This", "That", "We", "Our"):
-        body = body[:1].lower() + body[1:]  # a common word, not a name: it continues the clause
+    if first[:1].isupper() and first.lower() in ENGLISH_STOPWORDS:
+        body = body[:1].lower() + body[1:]  # "Her friend" continues the clause; "Eva" stays
     return f"{speaker} said {body}"
