@@ -117,7 +117,12 @@ class ReflectPathway:
         fn = as_callable(distiller)
         report = ReflectReport()
         partial = self._partial_runs()
-        plans = find_plans(self.cortex.events.records(), set(partial), self.cortex.events.path)
+        # the event log is read only to resume an interrupted run (it grows with every write)
+        plans = (
+            find_plans(self.cortex.events.records(), set(partial), self.cortex.events.path)
+            if partial
+            else {}
+        )
         for key in partial:
             report.resumed_runs += 1
             report.fact_ids.extend(self._finish(*key, plans[key]))
