@@ -1,25 +1,32 @@
 # Two commands on a fresh machine: `make demo` (the main job) and `make test` (the whole suite).
-# Both create .venv, install torch first (CPU build here; GPU users: make TORCH_SPEC=torch ...),
-# then the package with its test extras.
+# Both create .venv and install torch first (CPU build here; GPU users: make TORCH_SPEC=torch
+# ...), then the package: `demo` with its plotting extra only, `test` with the test extras.
 PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
 PYTEST_ARGS ?=
 
 .PHONY: demo test setup lint typecheck bench bench-tests reliability-report gpu-check clean
 
-$(STAMP): pyproject.toml
+# The demo needs only the package and matplotlib (its plots); the test toolchain (mypy, ruff,
+# ray, triton, notebooks, ...) is installed on top of that by `make test` / `make setup`.
+$(RUN_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH_SPEC)"
+	$(PY) -m pip install -q -e ".[plot]"
+	touch $(RUN_STAMP)
+
+$(STAMP): $(RUN_STAMP)
 	$(PY) -m pip install -q -e ".[test]"
 	touch $(STAMP)
 
 setup: $(STAMP)
 
-demo: $(STAMP)
+demo: $(RUN_STAMP)
 	$(VENV)/bin/spector-gpu demo --out demo_out
 
 typecheck: $(STAMP)

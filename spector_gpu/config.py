@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from .config_rules import CHOICES, MAXIMUM, POSITIVE, RETIRED
 from .errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,11 @@ class RecallConfig:
     candidates: int = 200  # per relay, before fusion
     cognitive_beta: float = 0.1
     tag_tau: float = 0.3
+    # caps of one recall_batch call (ValidationError naming the key when exceeded)
+    max_queries: int = 10_000  # queries per call
+    max_k: int = 10_000  # results per query
+    max_results: int = 1_000_000  # k x queries per call
+    max_query_chars: int = 100_000  # characters per query
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,7 @@ class WorkingConfig:
 class ReflectConfig:
     max_facts_per_session: int = 32
     min_sentence_chars: int = 12
+    max_turns_per_pass: int = 256  # a longer session is consolidated in passes of this many
 
 
 @dataclass(frozen=True)
@@ -253,61 +260,6 @@ def _coerce(value: Any, default: Any, where: str) -> Any:
     return value
 
 
-_CHOICES = {
-    ("store", "durability"): ("none", "flush", "fsync"),
-    ("dense", "backend"): ("torch", "faiss"),
-    ("lexical", "method"): ("lucene", "okapi"),
-    ("recall", "fusion"): ("cognitive", "weighted", "rrf"),
-}
-_POSITIVE = {
-    ("store", "provenance_capacity"),
-    ("store", "max_text_bytes"),
-    ("store", "max_batch"),
-    ("store", "checkpoint_mb"),
-    ("recall", "k"),
-    ("recall", "candidates"),
-    ("recall", "rrf_k"),
-    ("embedder", "batch_size"),
-    ("store", "snapshot_every"),
-    ("reflect", "max_facts_per_session"),
-    ("strength", "decay_unit_s"),
-    ("working", "capacity"),
-    ("dream", "fragments"),
-    ("sleep", "max_dreams"),
-}
-# Settings that size a loop per recall: a hostile or mistyped config.json must not hang a reader.
-_MAXIMUM = {
-    ("association", "hops"): 16,
-    ("association", "temporal_window"): 1024,
-    # fusion coefficients: larger ones only overflow the MF-001 factor
-    ("recall", "cognitive_beta"): 1e6,
-    ("recall", "tag_tau"): 1e6,
-    # association edge weights and decay multiply activations once per hop
-    ("association", "temporal_weight"): 1e6,
-    ("association", "tag_weight"): 1e6,
-    ("association", "lineage_weight"): 1e6,
-    ("association", "decay"): 1e6,
-    # factors and fractions: above 1 they would turn forgetting into strengthening
-    ("strength", "forget_factor"): 1.0,
-    ("strength", "decay_floor"): 1.0,
-    ("lexical", "b"): 1.0,
-    ("working", "capacity"): 1_000_000,
-    # a dream replays `fragments` memories; a Hebbian weight is a link weight (<= 1 like D)
-    ("dream", "fragments"): 64,
-    ("dream", "hebbian_rate"): 1.0,
-    ("dream", "hebbian_max"): 1.0,
-    ("dream", "noise_decay"): 1.0,
-    ("sleep", "prune_below"): 1.0,
-    ("sleep", "max_dreams"): 10_000,
-}
-# Settings that existed once and mean nothing now: a saved config.json (or a user's TOML) that
-# still names them opens with a logged note instead of an error.
-_RETIRED = {
-    ("store", "events"): "the hash-chained event log is always kept (provenance needs it)",
-    ("association", "seeds"): "spreading activation starts from every pool member",
-}
-
-
 def _apply(config: Config, overrides: Mapping[str, Mapping[str, Any]], *, origin: str) -> Config:
     sections = {}
     for section, values in overrides.items():
@@ -321,13 +273,13 @@ def _apply(config: Config, overrides: Mapping[str, Mapping[str, Any]], *, origin
         changes = {}
         names = {f.name for f in fields(current)}
         for key, value in values.items():
-            if (section, key) in _RETIRED:
+            if (section, key) in RETIRED:
                 log.info(
                     "%s: %s.%s is retired and ignored: %s",
                     origin,
                     section,
                     key,
-                    _RETIRED[(section, key)],
+                    RETIRED[(section, key)],
                 )
                 continue
             if key not in names:
@@ -336,12 +288,12 @@ def _apply(config: Config, overrides: Mapping[str, Mapping[str, Any]], *, origin
                 )
             where = f"{origin}: {section}.{key}"
             v = _coerce(value, getattr(current, key), where)
-            choices = _CHOICES.get((section, key))
+            choices = CHOICES.get((section, key))
             if choices and v not in choices:
                 raise ConfigError(f"{where} must be one of {choices}, got {v!r}")
-            if (section, key) in _POSITIVE and v <= 0:
+            if (section, key) in POSITIVE and v <= 0:
                 raise ConfigError(f"{where} must be > 0, got {v!r}")
-            top = _MAXIMUM.get((section, key))
+            top = MAXIMUM.get((section, key))
             if top is not None and v > top:
                 raise ConfigError(f"{where} must be <= {top}, got {v!r}")
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
@@ -375,12 +327,14 @@ def load_config(
         config = _apply(config, base, origin="saved store config")
     if path is not None:
         p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"config file not found: {p}")
         try:
+            if not p.is_file():
+                raise ConfigError(f"config file not found: {p}")
             data = tomllib.loads(p.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{p}: not valid TOML ({exc})") from None
+        except (OSError, ValueError) as exc:  # a name too long, a NUL byte, no permission
+            raise ConfigError(f"cannot read config file {str(p)[:200]!r}: {exc}") from None
         config = _apply(config, data, origin=str(p))
     env = _env_overrides(os.environ if environ is None else environ)
     if env:

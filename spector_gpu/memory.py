@@ -1,8 +1,7 @@
 """SpectorMemory: the facade. It wires the cortex and four delegates and holds no logic.
 
-Every public method is one line of delegation (seed ADR-0047); the facade owns the lifetime
-of the cortex (open, share, close). Opening — the path, the effective configuration, the event
-chain — is :mod:`.opening`; sharing one handle per directory in a process is :mod:`.handles`.
+One line of delegation per public method (seed ADR-0047); the facade owns the cortex's
+lifetime. Opening is :mod:`.opening`; one shared handle per directory is :mod:`.handles`.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from typing import Literal
 
 import torch
 
+from . import checks
 from .config import Config
 from .cortex.cortex import Cortex
 from .cortex.ids import TsidGenerator
@@ -112,6 +112,8 @@ class SpectorMemory:
             signing_key: 32-byte Ed25519 private key to sign every event (extra ``sign``).
             create_in_nonempty: create a store in a non-empty directory (else ``StoreError``).
         """
+        read_only = checks.boolean(read_only, "read_only")
+        create_in_nonempty = checks.boolean(create_in_nonempty, "create_in_nonempty")
         where = store_path(path)
         cfg = resolve_config(config, where)
         if isinstance(embedder, str):  # a spec: remember it, so a plain reopen finds it again

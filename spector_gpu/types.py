@@ -7,7 +7,6 @@ usearch's ``Matches`` / ``BatchMatches``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -16,6 +15,8 @@ from typing import Any, Literal, TypedDict, TypeVar
 
 import numpy as np
 
+from . import checks
+from .enums import NamedIntEnum
 from .errors import ValidationError
 from .provenance.citations import Citation
 from .provenance.record import RecordProvenance
@@ -42,7 +43,7 @@ __all__ = [
 ]
 
 
-class MemoryType(IntEnum):
+class MemoryType(NamedIntEnum):
     """The kind of an engram (header flags bits 1-2)."""
 
     WORKING = 0
@@ -55,7 +56,7 @@ class MemoryType(IntEnum):
         return _parse_enum(cls, value, "memory type")
 
 
-class Role(IntEnum):
+class Role(NamedIntEnum):
     """Conversation role of an episode (episode payload byte 0)."""
 
     USER = 0
@@ -70,7 +71,7 @@ class Role(IntEnum):
         return _parse_enum(cls, value, "role")
 
 
-class Source(IntEnum):
+class Source(NamedIntEnum):
     """How a memory came to be (header byte 46)."""
 
     EXPERIENCED = 0
@@ -84,6 +85,7 @@ class Source(IntEnum):
 
 
 E = TypeVar("E", bound=IntEnum)
+T = TypeVar("T")
 
 
 def _parse_enum(cls: type[E], value: object, what: str) -> E:
@@ -160,6 +162,9 @@ class RecallOptions:
     wall clock and gates nothing on formation time. ``now_slack_ms`` (>= 0) admits memories
     stamped up to that much later (dates coarser than the question's, e.g. a session logged
     later on the question's own day).
+
+    A call's caps (``k`` <= ``[recall] max_k``, queries, ``k`` x queries, characters per
+    query) are checked by ``recall`` / ``recall_batch`` against the store's configuration.
     """
 
     k: int = 10
@@ -182,57 +187,61 @@ class RecallOptions:
     now_slack_ms: int = 0
 
     def __post_init__(self) -> None:
+        # Every field is checked for type and range, and stored in its canonical type: a wrong
+        # value is a ValidationError naming the field and the rule, never a builtin error at
+        # recall time or a filter that quietly matches nothing ("1" is not a session id).
         self._check_clock()
-        if not isinstance(self.k, int) or isinstance(self.k, bool) or not 1 <= self.k <= 10_000:
-            raise ValidationError(f"RecallOptions.k must be an int in [1, 10000], got {self.k!r}")
-        if not self.relays:
-            raise ValidationError("RecallOptions.relays must name at least one relay")
-        for relay in self.relays:
-            if relay not in RELAYS:
-                raise ValidationError(
-                    f"RecallOptions.relays: unknown relay {relay!r}; expected any of {RELAYS}"
-                )
-        if self.fusion not in ("cognitive", "weighted", "rrf"):
-            raise ValidationError(
-                "RecallOptions.fusion must be 'cognitive', 'weighted' or 'rrf', "
-                f"got {self.fusion!r}"
-            )
-        if self.mode not in ("learn", "observe"):
-            raise ValidationError(
-                f"RecallOptions.mode must be 'learn' or 'observe', got {self.mode!r}"
-            )
-        if self.weights is not None:
-            for name, w in self.weights.items():
-                if name not in RELAYS:
-                    raise ValidationError(f"RecallOptions.weights: unknown relay {name!r}")
-                if not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
-                    raise ValidationError(
-                        f"RecallOptions.weights[{name!r}] must be a finite number >= 0, got {w!r}"
-                    )
-        if self.memory_types is not None:
-            object.__setattr__(
-                self, "memory_types", frozenset(MemoryType.parse(t) for t in self.memory_types)
-            )
-        if self.tags is not None:
-            if isinstance(self.tags, str):
-                raise ValidationError(
-                    "RecallOptions.tags must be a collection of strings, not a str"
-                )
-            object.__setattr__(self, "tags", frozenset(self.tags))
-        if self.provenance is not None:
-            from .provenance.record import parse_provenance
-
-            object.__setattr__(
-                self, "provenance", frozenset(parse_provenance(p) for p in self.provenance)
-            )
-        if self.min_importance is not None and not math.isfinite(float(self.min_importance)):
-            raise ValidationError("RecallOptions.min_importance must be finite")
-        for name in ("time_window", "valence_window"):
-            window = getattr(self, name)
-            if window is not None and (not isinstance(window, (tuple, list)) or len(window) != 2):
-                raise ValidationError(f"RecallOptions.{name} must be a (low, high) pair")
-        if self.source_uri_prefix is not None and not isinstance(self.source_uri_prefix, str):
-            raise ValidationError("RecallOptions.source_uri_prefix must be a string")
+        name = "RecallOptions"
+        put = object.__setattr__
+        put(self, "k", checks.integer(self.k, f"{name}.k", lo=1, hi=None))
+        relays = checks.collection(self.relays, f"{name}.relays")
+        for relay in relays:
+            checks.choice(relay, f"{name}.relays[]", RELAYS)
+        if not relays:
+            raise ValidationError(f"{name}.relays must name at least one relay")
+        put(self, "relays", tuple(dict.fromkeys(relays)))
+        checks.choice(self.fusion, f"{name}.fusion", ("cognitive", "weighted", "rrf"))
+        checks.choice(self.mode, f"{name}.mode", ("learn", "observe"))
+        put(self, "weights", checks.weights(self.weights, f"{name}.weights", RELAYS))
+        put(self, "memory_types", _parsed(self.memory_types, "memory_types", MemoryType.parse))
+        put(self, "provenance", _parsed(self.provenance, "provenance", _provenance))
+        put(self, "tags", _parsed(self.tags, "tags", lambda t: checks.string(t, "tag")))
+        put(self, "time_window", checks.window(self.time_window, f"{name}.time_window", None))
+        put(
+            self,
+            "valence_window",
+            checks.window(self.valence_window, f"{name}.valence_window", (-127, 127)),
+        )
+        put(
+            self,
+            "min_importance",
+            checks.optional(
+                self.min_importance,
+                lambda v: checks.number(v, f"{name}.min_importance", lo=0.0, hi=10.0),
+            ),
+        )
+        put(
+            self,
+            "session_id",
+            checks.optional(self.session_id, lambda v: checks.integer(v, f"{name}.session_id")),
+        )
+        put(
+            self,
+            "has_citations",
+            checks.optional(
+                self.has_citations, lambda v: checks.boolean(v, f"{name}.has_citations")
+            ),
+        )
+        put(
+            self,
+            "source_uri_prefix",
+            checks.optional(
+                self.source_uri_prefix,
+                lambda v: checks.string(v, f"{name}.source_uri_prefix", max_chars=4096),
+            ),
+        )
+        for flag in ("include_simulated", "explain"):
+            put(self, flag, checks.boolean(getattr(self, flag), f"{name}.{flag}"))
 
     def _check_clock(self) -> None:
         for name, lo in (("now_ms", -_CLOCK_MAX), ("now_slack_ms", 0)):
@@ -246,6 +255,16 @@ class RecallOptions:
             object.__setattr__(self, name, int(value))
         if self.now_ms is None and self.now_slack_ms:
             raise ValidationError("RecallOptions.now_slack_ms needs now_ms (the moment it extends)")
+
+
+def _parsed(value: object, field: str, parse: Callable[[Any], T]) -> frozenset[T] | None:
+    return None if value is None else checks.parsed_set(value, f"RecallOptions.{field}", parse)
+
+
+def _provenance(value: Any) -> RecordProvenance:
+    from .provenance.record import parse_provenance
+
+    return parse_provenance(value)
 
 
 @dataclass(frozen=True)

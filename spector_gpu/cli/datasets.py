@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..errors import ValidationError
+from ..errors import SpectorError, ValidationError
 from ..paths import store_dir_name
 from .arguments import add_subcommand, data_options
 
@@ -82,10 +82,15 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
         if not conv.turns:
             print(f"{conv.conv_id}: no turns, skipped")
             continue
-        with SpectorMemory.open(
-            target, config=config, embedder=embedder, device=args.device
-        ) as mem:
-            ids = mem.remember_batch(_ingest_records(conv))
+        try:
+            with SpectorMemory.open(
+                target, config=config, embedder=embedder, device=args.device
+            ) as mem:
+                ids = mem.remember_batch(_ingest_records(conv))
+        except SpectorError as exc:
+            # the same error, its message saying which conversation (stores before it stand)
+            exc.args = (f"conversation {conv.conv_id!r} ({target}): {exc}", *exc.args[1:])
+            raise
         print(f"{conv.conv_id}: {len(ids)} turns -> {target}")
     return 0
 

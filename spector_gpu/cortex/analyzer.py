@@ -26,7 +26,7 @@ import json
 import re
 import threading
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal, cast
 
 from spector_gpu.errors import ConfigError, ValidationError
@@ -43,6 +43,15 @@ _TOKEN_RE = re.compile(r"\w+(?:['\u2019\u02bc]\w+)*")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'"})
 _NORMAL_FORMS = ("NFKC", "NFC")
 _DEFAULT_CACHE = 1 << 20  # memoised distinct tokens before the memo is cleared
+# Texts longer than this (characters) are tokenised match by match: findall's list of raw
+# tokens would hold ~70 bytes per token at once (a 1 MiB text of U+FDFA: 1.3M tokens, 100 MB).
+_STREAM_CHARS = 1 << 16
+
+
+def _raw_tokens(text: str) -> Iterable[str]:
+    if len(text) <= _STREAM_CHARS:
+        return _TOKEN_RE.findall(text)
+    return (m.group() for m in _TOKEN_RE.finditer(text))
 
 
 def _stop_fingerprint(words: frozenset[str]) -> str:
@@ -275,7 +284,7 @@ class Analyzer:
         if self._lowercase:
             text = text.lower()
         lookup = self._memo.__getitem__
-        return [t for t in map(lookup, _TOKEN_RE.findall(text)) if t]
+        return [t for t in map(lookup, _raw_tokens(text)) if t]
 
     def tokens_batch(self, texts: Sequence[str]) -> list[list[str]]:
         """Index terms of each text: ``result[i] == tokens(texts[i])``.
@@ -288,7 +297,6 @@ class Analyzer:
         norm = self._normalize
         lower = self._lowercase
         normalize = unicodedata.normalize
-        findall = _TOKEN_RE.findall
         lookup = self._memo.__getitem__
         out: list[list[str]] = []
         for i, text in enumerate(texts):
@@ -298,7 +306,7 @@ class Analyzer:
                 text = normalize(norm, text)
             if lower:
                 text = text.lower()
-            out.append([t for t in map(lookup, findall(text)) if t])
+            out.append([t for t in map(lookup, _raw_tokens(text)) if t])
         return out
 
 

@@ -305,6 +305,7 @@ class Cortex:
         if audit is not None:
             audit()
         self.commit(tx)
+        del tx  # the batch's encoded bytes are written: free them before the indexes grow
         if staged is not None and batch.memories is not None:
             self._adopt_memories(batch.memories, staged)
         for o, header in headers.items():

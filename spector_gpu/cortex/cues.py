@@ -45,6 +45,9 @@ class Cues:
         self.cue_tokens: list[frozenset[str]] = []
         self.last_seq: dict[int, int] = {}
         self.tag_index: dict[str, list[int]] = defaultdict(list)
+        # episode ordinals of each session in ordinal order: a session's turns are found in
+        # O(its turns), so consolidating S sessions costs O(N), not O(S·N)
+        self.session_index: dict[int, list[int]] = defaultdict(list)
 
     def append(
         self,
@@ -68,6 +71,7 @@ class Cues:
         self.cue_tokens.append(cue_tokens)
         if sequence >= 0:
             self.last_seq[session] = max(self.last_seq.get(session, -1), sequence)
+            self.session_index[session].append(i)
         for t in tags:
             self.tag_index[t].append(i)
         self.n += 1

@@ -27,6 +27,7 @@ from .analyzer import Analyzer
 from .bm25 import BM25Index
 from .cues import Cues
 from .identity import regular_or_refuse
+from .layouts import PROV_PARTIAL
 from .links import Links
 from .payload import Payload, attributed
 from .provenance_store import ProvenanceMemory
@@ -37,6 +38,7 @@ __all__ = ["SNAPSHOT_NAME", "DerivedIndexes", "index_text"]
 log = logging.getLogger(__name__)
 SNAPSHOT_NAME = "derived.snap"
 _CUE_CACHE_MAX = 65536
+_INDEX_GROUP_TOKENS = 1 << 18  # tokens added to BM25 per call
 
 
 def index_text(p: Payload) -> str:
@@ -68,6 +70,8 @@ class DerivedIndexes:
         self.snapshot_covers = 0  # memories the snapshot on disk covers
         self._cue_cache: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
         self._lineage_linked: set[int] = set()  # fact TSIDs whose lineage edges are linked
+        self._lineage_scanned = 0  # provenance slots below this were looked at
+        self._lineage_waiting: set[int] = set()  # of those, slots to look at again
 
     def __len__(self) -> int:
         return self.cues.n
@@ -96,12 +100,25 @@ class DerivedIndexes:
                 self.cue_tokens(p),
             )
             self.links.append(p.session_id if episodic else None, p.tags, tw)
-        self.bm25.add(self.analyzer.tokens_batch([index_text(p) for p in payloads]))
+        # Added to BM25 in groups of about _INDEX_GROUP_TOKENS tokens: the token lists and
+        # BM25's per-posting scratch exist for one group at a time, not for the whole batch
+        # (the postings are the same as from one call).
+        group: list[list[str]] = []
+        size = 0
+        for p in payloads:
+            group.append(self.analyzer.tokens(index_text(p)))
+            size += len(group[-1])
+            if size >= _INDEX_GROUP_TOKENS:
+                self.bm25.add(group)
+                group, size = [], 0
+        if group:
+            self.bm25.add(group)
 
     def _links_from_cues(self, stop: int, types: np.ndarray) -> None:
         """Rebuild the links of ordinals ``[0, stop)`` from the cues (a loaded snapshot)."""
         self.links = Links()
         self._lineage_linked = set()
+        self._lineage_scanned, self._lineage_waiting = 0, set()
         tw = self.config.association.tag_weight
         for i in range(stop):
             episodic = int(types[i]) == MemoryType.EPISODIC
@@ -126,15 +143,13 @@ class DerivedIndexes:
         self, types: np.ndarray, session: int, first_seq: int, last_seq: int
     ) -> list[int]:
         """Ordinals of the episodes of ``session`` with sequence in [first_seq, last_seq]
-        (``types``: the MemoryType of every ordinal)."""
-        c = self.cues
-        m = (
-            (c.session[: c.n] == session)
-            & (c.sequence[: c.n] >= first_seq)
-            & (c.sequence[: c.n] <= last_seq)
-        )
-        m &= types[: c.n] == MemoryType.EPISODIC
-        turns: list[int] = np.flatnonzero(m).tolist()
+        (``types``: the MemoryType of every ordinal), ascending. Cost ∝ the session's turns."""
+        ords = np.asarray(self.cues.session_index.get(session, ()), dtype=np.int64)
+        if not ords.size:
+            return []
+        seq = self.cues.sequence[ords]
+        m = (seq >= first_seq) & (seq <= last_seq) & (types[ords] == MemoryType.EPISODIC)
+        turns: list[int] = ords[m].tolist()
         return turns
 
     def link_lineage(
@@ -143,20 +158,42 @@ class DerivedIndexes:
         """Add lineage edges fact <-> parent turns for every LIVE record not yet linked.
 
         The parents are the record's turn range (what ``explain`` reports), so the edges are a
-        function of the persisted regions alone."""
-        rows = provenance.rows(verify=False)
+        function of the persisted regions alone. Only records appended since the last call and
+        those still waiting (PARTIAL, or LIVE before their fact is indexed) are read, and the
+        turns of one run are found once: a consolidation of S sessions links in O(its facts)."""
+        n = provenance.count
+        if n < self._lineage_scanned:  # a different region: start over
+            self._lineage_scanned, self._lineage_waiting = 0, set()
+        slots = np.array(
+            sorted(self._lineage_waiting | set(range(self._lineage_scanned, n))), dtype=np.int64
+        )
+        self._lineage_scanned = n
+        if not slots.size:
+            return
+        rows = provenance.read(slots, verify=False)
         lw = self.config.association.lineage_weight
-        for r in rows[ProvenanceMemory.live(rows)]:
+        live = ProvenanceMemory.live(rows)
+        runs: dict[tuple[int, int, int], list[int]] = {}
+        for slot, r, is_live in zip(slots.tolist(), rows, live.tolist(), strict=True):
             target = int(r["target_tsid"])
-            fact = id_map.get(target)
-            if fact is None or target in self._lineage_linked:
+            if target in self._lineage_linked:
+                self._lineage_waiting.discard(slot)
                 continue
-            turns = self.session_turns(
-                types, int(r["session_id"]), int(r["first_seq"]), int(r["last_seq"])
-            )
-            for parent in turns:
+            fact = id_map.get(target)
+            if not is_live or fact is None:
+                # PARTIAL (it may turn LIVE), or LIVE ahead of its fact: looked at again
+                if is_live or int(r["flags"]) == PROV_PARTIAL:
+                    self._lineage_waiting.add(slot)
+                else:
+                    self._lineage_waiting.discard(slot)
+                continue
+            key = (int(r["session_id"]), int(r["first_seq"]), int(r["last_seq"]))
+            if key not in runs:
+                runs[key] = self.session_turns(types, *key)
+            for parent in runs[key]:
                 self.links.link(fact, parent, lw)
             self._lineage_linked.add(target)
+            self._lineage_waiting.discard(slot)
 
     # ---- snapshot ----------------------------------------------------------------------
     def load_snapshot(

@@ -10,6 +10,7 @@ hydrates a memory from the store its ``Location.type`` names, and audits the pre
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +37,21 @@ from .textpool import TextPool
 from .vectors import VectorSlab
 
 __all__ = ["Staged", "Stores", "region_specs"]
+
+_GROUP_CHARS = 1 << 22  # characters of payload text encoded at once by stage_memories
+
+
+def _groups(ordinals: np.ndarray, payloads: Sequence[Payload]) -> Iterator[np.ndarray]:
+    """``ordinals`` (int64 (m,)) in consecutive groups of about ``_GROUP_CHARS`` characters of
+    text (at least one memory each); nothing for an empty ``ordinals``."""
+    start, size = 0, 0
+    for pos, k in enumerate(ordinals.tolist()):
+        size += len(payloads[k].text)
+        if size >= _GROUP_CHARS:
+            yield ordinals[start : pos + 1]
+            start, size = pos + 1, 0
+    if start < len(ordinals):
+        yield ordinals[start:]
 
 
 def region_specs(dim: int, provenance_capacity: int) -> list[RegionSpec]:
@@ -176,24 +192,7 @@ class Stores:
             provenance=new.provenance,
             consolidation_flags=new.consolidation_flags,
         )
-        raw = [encode_payload(p) for p in new.payloads]
-        offsets = np.zeros(len(ids), dtype=np.int64)
-        text_loc: list[tuple[int, int]] = [(0, 0)] * len(ids)
-        ep = np.flatnonzero(types == MemoryType.EPISODIC)
-        if ep.size:
-            seqs = np.asarray(new.sequences)[ep]
-            offsets[ep] = self.episodic.append(tx, ids[ep], headers[ep], [raw[k] for k in ep], seqs)
-        for t, store in (
-            (MemoryType.SEMANTIC, self.semantic),
-            (MemoryType.PROCEDURAL, self.procedural),
-        ):
-            sel = np.flatnonzero(types == t)
-            if sel.size:
-                locs = self.text.append(tx, ids[sel].tolist(), [raw[k] for k in sel])
-                for k, loc in zip(sel.tolist(), locs):
-                    text_loc[k] = loc
-                slot0 = store.insert(tx, headers[sel], qv.q[sel])
-                offsets[sel] = np.arange(slot0, slot0 + sel.size)
+        offsets, text_loc = self._stage_payloads(tx, new, ids, types, headers, qv.q)
         srows = self.strength.init_rows(
             ids, new.now_ms, headers["valence"], headers["importance"], headers["timestamp_ms"]
         )
@@ -202,6 +201,40 @@ class Stores:
         entries = self.index.encode_entries(ids, types, offsets, text_loc, first)
         self.index.register(tx, entries)
         return Staged(entries, headers, srows, qv.q, qv.scale)
+
+    def _stage_payloads(
+        self,
+        tx: Transaction,
+        new: NewMemories,
+        ids: np.ndarray,
+        types: np.ndarray,
+        headers: np.ndarray,
+        q: np.ndarray,
+    ) -> tuple[np.ndarray, list[tuple[int, int]]]:
+        """Episode records, and fact/skill slots with their text-pool entries, staged in
+        ``tx``; returns each memory's record offset or slot and its ``(offset, length)`` in the
+        text pool (``(0, 0)`` for an episode). Payloads are encoded in groups of about
+        ``_GROUP_CHARS`` characters, so only one group's encoded copies exist beside ``tx``."""
+        offsets = np.zeros(len(ids), dtype=np.int64)
+        text_loc: list[tuple[int, int]] = [(0, 0)] * len(ids)
+        seqs = np.asarray(new.sequences)
+        for sel in _groups(np.flatnonzero(types == MemoryType.EPISODIC), new.payloads):
+            raw = [encode_payload(new.payloads[k]) for k in sel]
+            offsets[sel] = self.episodic.append(tx, ids[sel], headers[sel], raw, seqs[sel])
+        for t, store in (
+            (MemoryType.SEMANTIC, self.semantic),
+            (MemoryType.PROCEDURAL, self.procedural),
+        ):
+            every = np.flatnonzero(types == t)
+            if not every.size:
+                continue
+            for sel in _groups(every, new.payloads):
+                raw = [encode_payload(new.payloads[k]) for k in sel]
+                for k, loc in zip(sel.tolist(), self.text.append(tx, ids[sel].tolist(), raw)):
+                    text_loc[k] = loc
+            slot0 = store.insert(tx, headers[every], q[every])
+            offsets[every] = np.arange(slot0, slot0 + every.size)
+        return offsets, text_loc
 
     def rewrite_header(self, tx: Transaction, entry: np.void, header: np.ndarray) -> None:
         """Rewrite, in the store ``entry`` (INDEX_DTYPE) names, its memory's header."""

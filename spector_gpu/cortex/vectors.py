@@ -23,6 +23,8 @@ from .layouts import seal, vector_dtype
 
 __all__ = ["QuantisedVectors", "VectorSlab"]
 
+_GROUP_ROWS = 4096  # rows quantised at once
+
 
 class QuantisedVectors:
     """INT8 rows of a batch: ``q`` int8 (m, dim), ``scale`` float32 (m,), and the exact L2
@@ -52,8 +54,14 @@ class VectorSlab(FixedStrideStore):
     def quantise(vectors: np.ndarray) -> QuantisedVectors:
         """INT8 rows of float32 ``vectors`` (m, dim), each finite (the caller checks)."""
         v = np.asarray(vectors, dtype=np.float32)
-        q, scale = quantize_int8(v)
-        return QuantisedVectors(q, scale, np.linalg.norm(v, axis=1))
+        q = np.empty(v.shape, dtype=np.int8)
+        scale = np.empty(len(v), dtype=np.float32)
+        norm = np.empty(len(v), dtype=np.float32)
+        for lo in range(0, len(v), _GROUP_ROWS):  # row-wise: float temporaries of one group
+            hi = lo + _GROUP_ROWS
+            q[lo:hi], scale[lo:hi] = quantize_int8(v[lo:hi])
+            norm[lo:hi] = np.linalg.norm(v[lo:hi], axis=1)
+        return QuantisedVectors(q, scale, norm)
 
     def rows(self, q: np.ndarray, scale: np.ndarray, first: int) -> np.ndarray:
         """Sealed rows (m,) for ordinals ``first .. first+m-1``."""

@@ -8,10 +8,11 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import cast
 
+from .. import checks
 from ..cortex.cortex import Cortex
 from ..cortex.ids import encode_tsid
 from ..cortex.working import WorkingMemory
-from ..errors import CorruptionError, ReadOnlyStoreError
+from ..errors import CorruptionError, ReadOnlyStoreError, ValidationError
 from ..pathways.check import CheckReport, check_store
 from ..pathways.export import export_bundle
 from ..pathways.reinforcement import StrengthUpdater
@@ -76,6 +77,11 @@ class MemoryAdminView:
 
     def verify_chain(self, *, public_key: bytes | None = None) -> ChainReport:
         """Verify the event chain; damaged log framing is reported as a break, never raised."""
+        if public_key is not None and not (isinstance(public_key, bytes) and len(public_key) == 32):
+            raise ValidationError(
+                f"public_key must be 32 bytes (an Ed25519 public key) or None, got "
+                f"{type(public_key).__name__}"
+            )
         with self.lock:
             self.cortex.part.check_usable()
             log = _UpToDamage(self.cortex.events)
@@ -99,10 +105,15 @@ class MemoryAdminView:
     def export_bundle(
         self, memory_id: str, path: str | os.PathLike[str], *, include_parents: bool = True
     ) -> BundleInfo:
+        where = checks.path(path, "path")
+        parents = checks.boolean(include_parents, "include_parents")
         with self.lock:
-            return export_bundle(self.cortex, memory_id, path, include_parents=include_parents)
+            return export_bundle(self.cortex, memory_id, where, include_parents=parents)
 
     def verify_bundle(self, path: str | os.PathLike[str]) -> BundleReport:
+        # a path that names no readable bundle is a report (ok False); a non-path is refused
+        if not isinstance(path, (str, os.PathLike)):
+            raise ValidationError(f"path must be a str or os.PathLike, got {type(path).__name__}")
         return verify_bundle(path)
 
     @property

@@ -11,6 +11,7 @@ import numpy as np
 from ..cortex.cortex import Cortex
 from ..cortex.working import WorkingMemory
 from ..errors import ValidationError
+from ..pathways.limits import check_recall
 from ..pathways.recall import RecallPathway, retrieval_strength
 from ..pathways.reinforcement import StrengthUpdater
 from ..provenance.record import RecordProvenance
@@ -36,15 +37,23 @@ class MemoryRecall:
         self.lock = lock
 
     def recall(self, query: str, options: RecallOptions | None = None) -> list[CognitiveResult]:
-        if not isinstance(query, str):
-            raise ValidationError(f"query must be a string, got {type(query).__name__}")
+        self._check([query], options, single=True)
         return self.recall_batch([query], options).results(0)
 
     def recall_batch(
         self, queries: Sequence[str], options: RecallOptions | None = None
     ) -> RecallBatch:
+        self._check(queries, options)
         with self.lock:
             return self.pathway.recall_batch(queries, options)  # hydrates under self.lock
+
+    def _check(self, queries: object, options: object, *, single: bool = False) -> None:
+        """The call's caps and queries (:func:`~..pathways.limits.check_recall`)."""
+        if options is not None and not isinstance(options, RecallOptions):
+            raise ValidationError(f"options must be a RecallOptions, got {type(options).__name__}")
+        limits = self.cortex.config.recall
+        k = options.k if options is not None else limits.k
+        check_recall(queries, k, limits, single=single)
 
     def get(self, memory_id: str) -> CognitiveResult | None:
         with self.lock:

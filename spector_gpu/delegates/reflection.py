@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
+from .. import checks
 from ..cortex.cortex import Cortex
 from ..pathways.distill import Distiller
 from ..pathways.reflect import BackfillReport, MemoryProvenance, ReflectPathway, ReflectReport
@@ -34,13 +35,15 @@ class MemoryReflection:
             )
 
     def explain(self, memory_id: str, *, include_parents: bool = False) -> MemoryProvenance | None:
+        parents = checks.boolean(include_parents, "include_parents")
         with self.lock:
-            return self.pathway.explain(memory_id, include_parents=include_parents)
+            return self.pathway.explain(memory_id, include_parents=parents)
 
     def session_provenance(self, session_id: int) -> list[MemoryProvenance]:
         with self.lock:
             return self.pathway.session_provenance(session_id)
 
     def backfill_provenance(self, *, execute: bool = False) -> BackfillReport:
+        run = checks.boolean(execute, "execute")
         with self.lock:
-            return self.pathway.backfill_provenance(execute=execute)
+            return self.pathway.backfill_provenance(execute=run)

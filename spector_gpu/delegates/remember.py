@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from .. import checks
 from ..cortex.cortex import Cortex
 from ..cortex.ids import TsidGenerator
 from ..cortex.working import Thought, WorkingMemory
@@ -56,10 +57,16 @@ class MemoryRemember:
     ) -> str:
         if not isinstance(text, str) or not text.strip():
             raise ValidationError("working memory text must be a non-empty string")
+        text = checks.string(text, "text", max_chars=self.cortex.config.store.max_text_bytes)
+        weight = checks.number(importance, "importance", lo=0.05, hi=10.0)
+        labels = tuple(
+            checks.string(t, "tags[]", max_chars=256)
+            for t in checks.collection(tags, "tags", limit=64)
+        )
         with self.lock:
             tid = self.ids.next()
             now = int(time.time() * 1000)
-            self.working.add(Thought(tid, text, now, float(importance), tuple(tags)))
+            self.working.add(Thought(tid, text, now, weight, labels))
             return tid
 
     def reinforce(self, memory_id: str, valence: int = 0) -> None:

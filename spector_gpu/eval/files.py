@@ -24,6 +24,8 @@ def read_json(path: Path) -> object:
         raise DatasetError(
             f"{str(path)!r} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
         ) from exc
+    except RecursionError:  # nesting deeper than the parser's stack: refuse, no traceback
+        raise DatasetError(f"{str(path)!r} nests JSON arrays or objects too deeply") from None
 
 
 def write_atomic(path: Path, text: str) -> Path:

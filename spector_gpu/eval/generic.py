@@ -81,6 +81,8 @@ def _jsonl(path: Path) -> Iterator[tuple[dict[str, Any], str]]:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise DatasetError(f"{where}: invalid JSON: {exc.msg}") from None
+            except RecursionError:
+                raise DatasetError(f"{where}: JSON nested too deeply") from None
             if not isinstance(record, dict):
                 raise DatasetError(f"{where}: expected a JSON object, got {type(record).__name__}")
             yield record, where

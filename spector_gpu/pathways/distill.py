@@ -2,21 +2,24 @@
 
 A distiller is any callable ``(session_id, turns, prior) -> list[str | FactDraft | dict]``
 (or an object with such a ``distill`` method): ``turns`` are the turns not yet consolidated,
-``prior`` the session's already-consolidated turns, offered as context only — facts must come
-from ``turns``. An LLM can be wrapped this way. The default, :class:`ExtractiveDistiller`, is
-deterministic and offline: it keeps the most informative sentences of the new turns, one fact
-per sentence, never the whole session as one blob.
+``prior`` the session's latest already-consolidated turns (at most ``[reflect]
+max_turns_per_pass`` of them), offered as context only — facts must come from ``turns``. A
+session longer than ``max_turns_per_pass`` is distilled in several calls (passes), in order.
+An LLM can be wrapped this way. The default, :class:`ExtractiveDistiller`, is deterministic
+and offline: it restates the most informative sentence of each new turn about its speaker, at
+most one fact per turn, never the whole session as one blob.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from ..cortex.payload import attributed
+from .. import checks
 from ..errors import ValidationError
+from .reported_speech import reported
 
 __all__ = ["Distiller", "ExtractiveDistiller", "FactDraft", "TurnView", "normalise_drafts"]
 
@@ -59,12 +62,18 @@ class Distiller(Protocol):
 
 
 class ExtractiveDistiller:
-    """Deterministic extractive distiller: salient sentences of the new turns.
+    """Deterministic extractive distiller: at most one fact per turn, in reported speech.
 
-    A sentence's salience counts its content words (not stop words), with extra weight for
-    numbers and capitalised words inside the sentence (names, places, dates). Sentences with
-    fewer than ``min_words`` content words or ``min_chars`` characters are skipped; the best
-    ``max_facts`` are kept in conversation order. A fact reads ``"<speaker>: <sentence>"``.
+    Each turn offers its most salient statement: a sentence's salience counts its content
+    words (not stop words), with extra weight for numbers and capitalised words inside it
+    (names, places, dates); questions state nothing and are skipped, as are sentences with
+    fewer than ``min_words`` content words or ``min_chars`` characters. The best ``max_facts``
+    turns' statements are kept, in conversation order, so a pass never writes more facts than
+    it has turns. A fact restates the sentence about its speaker
+    (:func:`~.reported_speech.reported`: ``"Ann said they moved to Lisbon in May."``) and
+    quotes the original sentence (its source span), so it is never a verbatim copy of the turn
+    it came from; a turn without a speaker gives a fact only when its statement is a part of
+    the turn (a whole-turn copy would add nothing the turn does not already hold).
     """
 
     def __init__(self, *, max_facts: int = 32, min_chars: int = 12, min_words: int = 3) -> None:
@@ -85,27 +94,34 @@ class ExtractiveDistiller:
         )
         return len(content) + bonus
 
+    def _statement(self, turn: TurnView) -> tuple[int, FactDraft] | None:
+        """The turn's most salient statement as a fact, with its score (None: nothing)."""
+        body = turn.text
+        if turn.speaker and body.startswith(turn.speaker + ":"):
+            body = body[len(turn.speaker) + 1 :]  # the attribution is not content
+        best: tuple[int, str] | None = None
+        for m in _SENTENCE.finditer(body):
+            sentence = m.group(0).strip()
+            if len(sentence) < self.min_chars or sentence.endswith("?"):
+                continue
+            score = self._score(sentence)
+            if score > 0 and (best is None or score > best[0]):
+                best = (score, sentence)
+        if best is None:
+            return None
+        text = reported(turn.speaker, best[1])
+        if text.strip() == turn.text.strip():
+            return None
+        return best[0], FactDraft(text=text, parents=(turn.id,), quote=best[1])
+
     def __call__(
         self, session_id: int, turns: Sequence[TurnView], prior: Sequence[TurnView]
     ) -> list[FactDraft]:
         candidates: list[tuple[int, int, FactDraft]] = []
-        order = 0
-        for turn in turns:
-            body = turn.text
-            if turn.speaker and body.startswith(turn.speaker + ":"):
-                body = body[len(turn.speaker) + 1 :]  # the attribution is not content
-            for m in _SENTENCE.finditer(body):
-                sentence = m.group(0).strip()
-                if len(sentence) < self.min_chars:
-                    continue
-                score = self._score(sentence)
-                if score <= 0:
-                    continue
-                text = attributed(turn.speaker, sentence)
-                candidates.append(
-                    (score, order, FactDraft(text=text, parents=(turn.id,), quote=sentence))
-                )
-                order += 1
+        for order, turn in enumerate(turns):
+            found = self._statement(turn)
+            if found is not None:
+                candidates.append((found[0], order, found[1]))
         best = sorted(candidates, key=lambda c: (-c[0], c[1]))[: self.max_facts]
         return [d for _, _, d in sorted(best, key=lambda c: c[1])]
 
@@ -121,10 +137,7 @@ def normalise_drafts(raw: Sequence[Any], turns: Sequence[TurnView]) -> list[Fact
             item = FactDraft(text=item)
         elif isinstance(item, Mapping):
             try:
-                fields: dict[str, Any] = {
-                    k: (tuple(v) if k in ("parents", "tags") else v) for k, v in item.items()
-                }
-                item = FactDraft(**fields)
+                item = FactDraft(**item)  # parents and tags: checked as collections below
             except TypeError as exc:
                 raise ValidationError(f"distiller fact {i}: {exc}") from None
         if not isinstance(item, FactDraft):
@@ -133,6 +146,7 @@ def normalise_drafts(raw: Sequence[Any], turns: Sequence[TurnView]) -> list[Fact
             )
         if not isinstance(item.text, str) or not item.text.strip():
             raise ValidationError(f"distiller fact {i} has empty text")
+        item = _checked(item, f"distiller fact {i}")
         unknown = [p for p in item.parents if p not in ids]
         if unknown:
             raise ValidationError(
@@ -144,6 +158,26 @@ def normalise_drafts(raw: Sequence[Any], turns: Sequence[TurnView]) -> list[Fact
             f"a distiller returned {len(out)} facts for one session; at most 255 fit a batch"
         )
     return out
+
+
+def _checked(d: FactDraft, where: str) -> FactDraft:
+    """``d`` with each field of the right type (ranges are checked where facts are written)."""
+    fields: dict[str, Any] = {
+        "parents": tuple(
+            checks.string(p, f"{where}.parents[]")
+            for p in checks.collection(d.parents, f"{where}.parents")
+        ),
+        "tags": tuple(
+            checks.string(t, f"{where}.tags[]") for t in checks.collection(d.tags, f"{where}.tags")
+        ),
+        "importance": checks.optional(
+            d.importance, lambda v: checks.number(v, f"{where}.importance")
+        ),
+        "valence": checks.optional(d.valence, lambda v: checks.integer(v, f"{where}.valence")),
+        "arousal": checks.optional(d.arousal, lambda v: checks.integer(v, f"{where}.arousal")),
+        "quote": checks.optional(d.quote, lambda v: checks.string(v, f"{where}.quote")),
+    }
+    return replace(d, **fields)
 
 
 def as_callable(distiller: Any) -> Callable[..., Sequence[Any]]:

@@ -173,7 +173,7 @@ def _importance(raw: Mapping[str, Any], where: str) -> float:
 
 def _tags(raw: Mapping[str, Any], where: str) -> tuple[str, ...]:
     raw_tags = raw.get("tags")
-    if not raw_tags:
+    if raw_tags is None:
         return ()
     if isinstance(raw_tags, str) or not isinstance(raw_tags, (list, tuple, set, frozenset)):
         raise ValidationError(f"{where}.tags must be a list of strings")
@@ -184,16 +184,14 @@ def _tags(raw: Mapping[str, Any], where: str) -> tuple[str, ...]:
 
 def _steps(raw: Mapping[str, Any], where: str) -> tuple[str, ...]:
     raw_steps = raw.get("steps")
+    if raw_steps is not None and not isinstance(raw_steps, (list, tuple)):
+        raise ValidationError(f"{where}.steps must be a list of strings")
     if raw_steps:
-        if isinstance(raw_steps, str) or not isinstance(raw_steps, (list, tuple)):
-            raise ValidationError(f"{where}.steps must be a list of strings")
         if len(raw_steps) > _MAX_STEPS:  # with _MAX_SHORT chars each: a bounded payload
             raise ValidationError(
                 f"{where}.steps has {len(raw_steps)} entries; the limit is {_MAX_STEPS}"
             )
         return tuple(_short_str(x, "steps[]", where, allow_empty=False) for x in raw_steps)
-    if raw_steps is not None and not isinstance(raw_steps, (list, tuple)):
-        raise ValidationError(f"{where}.steps must be a list of strings")
     return ()
 
 
@@ -207,7 +205,7 @@ def _payload(
         raise ValidationError(f"{where}: skill_name/steps belong to PROCEDURAL memories")
     raw_cit = raw.get("citations")
     try:
-        citations = validate_citations(raw_cit) if raw_cit else ()
+        citations = validate_citations(raw_cit) if raw_cit is not None else ()
     except CitationError as exc:
         raise CitationError(f"{where}.{exc}") from None
     source_uri = raw.get("source_uri")

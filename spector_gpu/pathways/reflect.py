@@ -19,7 +19,6 @@ rerun consolidation yields exactly the facts of an uninterrupted one: none lost,
 
 from __future__ import annotations
 
-import json
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -28,9 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from .. import checks
 from ..cortex import (
     Cortex,
     LineageRun,
+    LineageState,
     WriteBatch,
     decode_tsid,
     encode_tsid,
@@ -38,14 +39,13 @@ from ..cortex import (
     is_tombstoned,
     killpoint,
 )
-from ..errors import CorruptionError, ValidationError
-from ..provenance.chain import decode_event
 from ..provenance.citations import find_span
 from ..provenance.record import RecordProvenance
 from ..types import MemoryType, Source
 from .backfill import BackfillReport, backfill_provenance
 from .distill import ExtractiveDistiller, FactDraft, TurnView, as_callable, normalise_drafts
 from .lineage import MemoryProvenance, explain, session_provenance
+from .plan import PLAN_EVENT, Plan, find_plans, plan_payloads
 from .remember import RememberPathway
 
 __all__ = ["BackfillReport", "MemoryProvenance", "ReflectPathway", "ReflectReport"]
@@ -104,15 +104,11 @@ class ReflectPathway:
     ) -> ReflectReport:
         c = self.cortex
         c.part.check_writable()
-        if max_sessions is not None and (
-            isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1
-        ):
-            raise ValidationError(f"max_sessions must be a positive int, got {max_sessions!r}")
-        if sessions is not None and (
-            isinstance(sessions, (str, bytes))
-            or not all(isinstance(s, int) and not isinstance(s, bool) for s in sessions)
-        ):
-            raise ValidationError("sessions must be a list of int session ids")
+        if max_sessions is not None:
+            max_sessions = checks.integer(max_sessions, "max_sessions", lo=1, hi=None)
+        if sessions is not None:
+            given = checks.collection(sessions, "sessions", limit=1 << 24)
+            sessions = [checks.integer(s, "sessions[]") for s in given]
         if distiller is None:
             rc = c.config.reflect
             distiller = ExtractiveDistiller(
@@ -120,9 +116,16 @@ class ReflectPathway:
             )
         fn = as_callable(distiller)
         report = ReflectReport()
-        for key in self._partial_runs():
+        partial = self._partial_runs()
+        # the event log is read only to resume an interrupted run (it grows with every write)
+        plans = (
+            find_plans(self.cortex.events.records(), set(partial), self.cortex.events.path)
+            if partial
+            else {}
+        )
+        for key in partial:
             report.resumed_runs += 1
-            report.fact_ids.extend(self._finish(*key))
+            report.fact_ids.extend(self._finish(*key, plans[key]))
         pending = self._unconsolidated()
         order = sorted(pending, key=lambda s: min(pending[s]))
         if sessions is not None:
@@ -130,14 +133,32 @@ class ReflectPathway:
             order = [s for s in order if s in wanted]
         if max_sessions is not None:
             order = order[:max_sessions]
+        passes = self._last_passes()
+        chunk = c.config.reflect.max_turns_per_pass
         for session in order:
             turns = pending[session]
-            ids, n_turns = self._consolidate_session(session, turns, fn)
+            # a long session is consolidated in passes of at most `chunk` turns: each pass's
+            # plan, distiller input and commits are bounded, whatever the session's length
+            for start in range(0, len(turns), chunk):
+                passes[session] = passes.get(session, 0) + 1
+                part = turns[start : start + chunk]
+                ids = self._consolidate_session(session, part, fn, passes[session])
+                report.fact_ids.extend(ids)
+                report.turns_consolidated += len(part)
             report.sessions.append(session)
-            report.fact_ids.extend(ids)
-            report.turns_consolidated += n_turns
-            report.passes[session] = int(self.cortex.provenance.next_pass(session)) - 1
+            report.passes[session] = passes[session]
         return report
+
+    def _last_passes(self) -> dict[int, int]:
+        """Each session's highest pass number (one read of the lineage records)."""
+        rows = self.cortex.provenance.rows()
+        rows = rows[rows["flags"] != LineageState.TOMBSTONE]
+        out: dict[int, int] = {}
+        for session, pass_no in zip(
+            rows["session_id"].tolist(), rows["pass_number"].tolist(), strict=True
+        ):
+            out[session] = max(out.get(session, 0), pass_no)
+        return out
 
     def _unconsolidated(self) -> dict[int, list[int]]:
         c = self.cortex
@@ -169,23 +190,25 @@ class ReflectPathway:
         )
 
     def _consolidate_session(
-        self, session: int, turn_ords: list[int], fn: Any
-    ) -> tuple[list[str], int]:
+        self, session: int, turn_ords: list[int], fn: Any, pass_no: int
+    ) -> list[str]:
+        """One pass over ``turn_ords`` (a session's next unconsolidated turns, in order)."""
         c = self.cortex
         turns = [self._view(o) for o in turn_ords]
-        flags = c.cols.headers["flags"][: c.n]
-        prior_ords = np.flatnonzero(
-            (c.cues.session[: c.n] == session)
-            & (c.cols.index["type"][: c.n] == MemoryType.EPISODIC)
-            & is_consolidated(flags)
-        ).tolist()
-        prior = [self._view(o) for o in sorted(prior_ords, key=lambda o: int(c.cues.sequence[o]))]
+        # context: the session's latest consolidated turns, at most one pass's worth (so a
+        # pass hydrates O(max_turns_per_pass) turns however long the session grew)
+        seen = c.session_turns(session, 0, int(np.iinfo(np.int32).max))
+        done = is_consolidated(c.cols.headers["flags"][seen]) if seen else np.zeros(0, bool)
+        prior_ords = sorted(
+            (o for o, d in zip(seen, done.tolist(), strict=True) if d),
+            key=lambda o: int(c.cues.sequence[o]),
+        )[-c.config.reflect.max_turns_per_pass :]
+        prior = [self._view(o) for o in prior_ords]
         drafts = normalise_drafts(fn(session, turns, prior), turns)
-        pass_no = c.provenance.next_pass(session)
         if not drafts:
             # nothing worth keeping: still mark the turns so they are not distilled again
             self._mark(turn_ords)
-            return [], len(turn_ords)
+            return []
         now = int(time.time() * 1000)
         fact_ids = self.remember.ids.next_ints(len(drafts))
         by_id = {t.id: t for t in turns}
@@ -203,41 +226,28 @@ class ReflectPathway:
             partition=first.partition,
             consolidated_at_ms=now,
         )
-        payload: dict[str, str | int] = {
-            "session_id": session,
-            "pass": pass_no,
-            "facts": json.dumps(plan, sort_keys=True),
-            "turns": ",".join(t.id for t in turns),
-        }
-        c.write(
-            WriteBatch(lineage=run),
-            audit=lambda: self.remember.chain.append(
-                "consolidate.plan", encode_tsid(fact_ids[0]), payload, now
-            ),
-        )
+        # every fact is validated before the plan commits: a fact that cannot be written is the
+        # distiller's ValidationError now, never a PARTIAL run that no later call can finish
+        self._fact_items(session, plan, {f["id"] for f in plan})
+        turn_ids = [t.id for t in turns]
+        payloads = plan_payloads(session, pass_no, plan, turn_ids)
+        first_fact = encode_tsid(fact_ids[0])
+
+        def audit() -> None:
+            for payload in payloads:
+                self.remember.chain.append(PLAN_EVENT, first_fact, payload, now)
+
+        c.write(WriteBatch(lineage=run), audit=audit)
         killpoint("consolidate.after_partial")
-        return self._finish(session, pass_no), len(turns)
+        return self._finish(session, pass_no, (plan, turn_ids))
 
     def _partial_runs(self) -> list[tuple[int, int]]:
         return self.cortex.provenance.partial_runs()
 
-    def _plan(self, session: int, pass_no: int) -> tuple[list[dict[str, Any]], list[str]]:
-        for data in reversed(list(self.cortex.events.records())):
-            ev = decode_event(data)
-            if (
-                ev.kind == "consolidate.plan"
-                and ev.payload.get("session_id") == session
-                and ev.payload.get("pass") == pass_no
-            ):
-                return json.loads(str(ev.payload["facts"])), str(ev.payload["turns"]).split(",")
-        raise CorruptionError(
-            f"{self.cortex.path}: no consolidation plan event for session {session} pass {pass_no}"
-        )
-
-    def _finish(self, session: int, pass_no: int) -> list[str]:
+    def _finish(self, session: int, pass_no: int, planned: Plan) -> list[str]:
         """Steps 2-4 for a planned run; each skips what an interrupted run already did."""
         c = self.cortex
-        plan, turn_ids = self._plan(session, pass_no)
+        plan, turn_ids = planned
         turn_ords = [c.id_map[decode_tsid(t)] for t in turn_ids]
         missing = {f["id"] for f in plan if decode_tsid(f["id"]) not in c.id_map}
         if missing:
@@ -256,6 +266,15 @@ class ReflectPathway:
         """Write the facts of ``plan`` whose ids are in ``missing``. Spans are located over the
         whole plan in order (a moving cursor per parent, seed 004), so a resumed run gives every
         fact the span an uninterrupted run would have."""
+        self.remember.write(
+            self._fact_items(session, plan, missing),
+            source=Source.DISTILLED,
+            provenance=RecordProvenance.EXTRACTED,
+            event_kind="consolidate.facts",
+        )
+
+    def _fact_items(self, session: int, plan: list[dict[str, Any]], missing: set[str]) -> list[Any]:
+        """The validated items of the facts of ``plan`` whose ids are in ``missing``."""
         c = self.cortex
         items = []
         cursors: dict[str, int] = {}
@@ -288,12 +307,7 @@ class ReflectPathway:
                 "source_span": span,
             }
             items.append(self.remember.validate(raw, f"fact {f['id']}"))
-        self.remember.write(
-            items,
-            source=Source.DISTILLED,
-            provenance=RecordProvenance.EXTRACTED,
-            event_kind="consolidate.facts",
-        )
+        return items
 
     def _mark(self, turn_ords: list[int]) -> None:
         c = self.cortex

@@ -8,7 +8,7 @@ provenance is stamped here from the write path, never from a caller's argument (
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,8 @@ from ..types import MemoryType, Source
 from .items import ITEM_FIELDS, Item, parse_item
 
 __all__ = ["ITEM_FIELDS", "Item", "RememberPathway", "tag_bloom"]
+
+_EMBED_GROUP_CHARS = 1 << 22  # characters of dense text handed to the embedder at once
 
 
 class RememberPathway:
@@ -105,8 +107,9 @@ class RememberPathway:
             out.append(seq)
         return out
 
-    def _embed_texts(self, parsed: list[Item]) -> list[str]:
-        """Dense text per item: exactly the caller's text, except for a conversation turn.
+    def _embed_texts(self, parsed: list[Item]) -> Iterator[str]:
+        """Dense text per item, in order: exactly the caller's text, except for a conversation
+        turn.
 
         A conversation turn is an EPISODIC memory remembered with an explicit ``session_id``;
         it is embedded as ``"<speaker>\n<previous same-session turn>\n<speaker>: <text>"``
@@ -117,15 +120,15 @@ class RememberPathway:
         with the hashing embedder 0.746 without context, 0.752 with both (docs/retrieval.md).
         Everything else — a memory without a session (a plain list of documents), a fact, a
         skill — is embedded as its text alone, so dense recall over it is the caller's
-        embedder's own similarity."""
+        embedder's own similarity. A generator, so that only the texts of one embedding group
+        exist at a time (the context keeps ``context_turns`` strings per session)."""
         c = self.cortex
         context = c.config.embedder.context_turns
         recent: dict[int, list[str]] = {}
-        out = []
         for it in parsed:
             p = it.payload
             if it.type != MemoryType.EPISODIC or not it.in_session:
-                out.append(p.text)
+                yield p.text
                 continue
             own = attributed(p.speaker, p.text)
             s = p.session_id
@@ -133,9 +136,40 @@ class RememberPathway:
             if prev is None:
                 prev = self._stored_context(s, context)
             head = [p.speaker] if p.speaker else []
-            out.append("\n".join([*head, *(prev[-context:] if context > 0 else []), own]))
+            yield "\n".join([*head, *(prev[-context:] if context > 0 else []), own])
             recent[s] = (prev + [own])[-max(context, 1) :]
-        return out
+
+    def _embed(self, parsed: list[Item]) -> np.ndarray:
+        """float32 (m, dim) finite vectors of ``parsed``, embedded in groups of at most
+        ``_EMBED_GROUP_CHARS`` characters or ``embedder.batch_size`` texts (bounds the dense
+        texts held at once); ``ValidationError`` for a wrong shape or a NaN/inf row."""
+        c = self.cortex
+        vectors = np.empty((len(parsed), c.dim), dtype=np.float32)
+        group: list[str] = []
+        size = done = 0
+        limit = max(1, c.config.embedder.batch_size)
+        texts = self._embed_texts(parsed)
+        for k, text in enumerate(texts):
+            group.append(text)
+            size += len(text)
+            if size >= _EMBED_GROUP_CHARS or len(group) >= limit or k == len(parsed) - 1:
+                got = np.asarray(c.embedder.embed(group), dtype=np.float32)
+                if got.shape != (len(group), c.dim):
+                    raise ValidationError(
+                        f"embedder returned shape {got.shape} for {len(group)} texts, "
+                        f"expected ({len(group)}, {c.dim})"
+                    )
+                finite = np.isfinite(got).all(axis=1)
+                if not finite.all():
+                    bad = done + int(np.flatnonzero(~finite)[0])
+                    raise ValidationError(
+                        f"embedder {getattr(c.embedder, 'name', '?')!r} returned NaN or inf "
+                        f"for items[{bad}]; nothing was written (fix or replace the embedder)"
+                    )
+                vectors[done : done + len(group)] = got
+                done += len(group)
+                group, size = [], 0
+        return vectors
 
     def _stored_context(self, session: int, context: int) -> list[str]:
         """The last ``context`` stored turns of ``session``, oldest first, as attributed."""
@@ -160,18 +194,7 @@ class RememberPathway:
         c.part.check_writable()
         ids = self._assign_ids(parsed)
         sequences = self._sequences(parsed)
-        vectors = np.asarray(c.embedder.embed(self._embed_texts(parsed)), dtype=np.float32)
-        if vectors.shape != (len(parsed), c.dim):
-            raise ValidationError(
-                f"embedder returned shape {vectors.shape}, expected ({len(parsed)}, {c.dim})"
-            )
-        finite = np.isfinite(vectors).all(axis=1)
-        if not finite.all():
-            bad = int(np.flatnonzero(~finite)[0])
-            raise ValidationError(
-                f"embedder {getattr(c.embedder, 'name', '?')!r} returned NaN or inf for "
-                f"items[{bad}]; nothing was written (fix or replace the embedder)"
-            )
+        vectors = self._embed(parsed)
         now = int(time.time() * 1000)
         batch = NewMemories(
             ids=ids,

@@ -20,8 +20,7 @@ unknown is always flagged.
 
 from __future__ import annotations
 
-from enum import IntEnum
-
+from spector_gpu.enums import NamedIntEnum
 from spector_gpu.errors import ValidationError
 
 __all__ = [
@@ -35,7 +34,7 @@ __all__ = [
 UNKNOWN_PROVENANCE_FLAG = "⚠ provenance: unknown"
 
 
-class RecordProvenance(IntEnum):
+class RecordProvenance(NamedIntEnum):
     """Record provenance code, stored as a ``u8`` in each record header."""
 
     UNKNOWN = 0

@@ -211,7 +211,12 @@ class StoreMachine(RuleBasedStateMachine):
     # ---- reads -------------------------------------------------------------------------
     @rule(query=TEXTS, learn=st.booleans())
     def recall(self, query: str, learn: bool) -> None:
-        hits = self.mem.recall(query, RecallOptions(k=5, mode="learn" if learn else "observe"))
+        opts = RecallOptions(k=5, mode="learn" if learn else "observe")
+        if not query.strip():  # nothing to match: refused, and the store is unchanged
+            with pytest.raises(ValidationError, match="empty"):
+                self.mem.recall(query, opts)
+            return
+        hits = self.mem.recall(query, opts)
         for h in hits:
             assert h.id in self.model and h.text == self.model[h.id]["text"]
             assert not self.model[h.id].get("simulated"), "a dream reached default recall"

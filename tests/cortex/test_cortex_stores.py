@@ -38,7 +38,13 @@ def test_index_memory_locates_every_id_and_rebuilds_on_open(tmp_path):
 def test_provenance_tombstone_hides_a_record(tmp_path):
     with Rig.open(tmp_path) as rig:
         rig.remember_batch(
-            [{"text": "Ann moved to Lisbon in May with her sister.", "session_id": 4}]
+            [
+                {
+                    "text": "I moved to Lisbon in May with my sister.",
+                    "speaker": "Ann",
+                    "session_id": 4,
+                }
+            ]
         )
         fact = rig.reflection.consolidate().fact_ids[0]
         assert rig.reflection.explain(fact) is not None

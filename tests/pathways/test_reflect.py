@@ -463,4 +463,5 @@ def test_default_distiller_spans_point_at_the_sentence(mem: SpectorMemory) -> No
         assert parent is not None and parent.id in turns
         start, end = f.source_span
         quoted = parent.text.encode("utf-8")[start:end].decode("utf-8")
-        assert quoted and quoted in f.text
+        # the span quotes the sentence the fact restates about its speaker
+        assert quoted and f.text.startswith(f"{parent.speaker} said ") and f.text != parent.text

@@ -5,10 +5,10 @@ This is issue 5 at ``SpectorMemory``.
 Turn ``m`` of the workload is a closed-form function of ``m`` (text, session, speaker, tags,
 time, importance), so a writer can resume from whatever a crash left and a checker knows the
 exact bytes every memory must hold. Every turn has two salient sentences; the default
-extractive distiller makes one fact per salient sentence whatever the grouping of turns into
-passes (``reflect.max_facts_per_session`` is raised so it never binds), so the facts of a turn
-are a function of the turn alone and an uninterrupted reference run gives the exact expected
-facts of any crashed-and-resumed run.
+extractive distiller makes one fact of each turn (its most salient sentence) whatever the
+grouping of turns into passes (``reflect.max_facts_per_session`` is raised so it never binds),
+so the facts of a turn are a function of the turn alone and an uninterrupted reference run
+gives the exact expected facts of any crashed-and-resumed run.
 
 Children that run the engine are started by :mod:`.harness` (``run_child``, ``fork_process``)
 and call ``harness.child_init`` first (one torch thread: libgomp is not fork-safe).
@@ -86,7 +86,7 @@ DERIVED_RELAYS = ("lexical", "association")  # the relays whose indexes live in 
 
 # ---- the closed-form workload ------------------------------------------------------------
 def item(m: int, sessions: int = SESSIONS) -> dict[str, Any]:
-    """Turn ``m``: two salient sentences (two facts), session ``m % sessions``."""
+    """Turn ``m``: two salient sentences (one fact, the more salient), session ``m % sessions``."""
     who = _SPEAKERS[m % len(_SPEAKERS)]
     city = _CITIES[(m * 3) % len(_CITIES)]
     thing = _THINGS[(m * 5) % len(_THINGS)]

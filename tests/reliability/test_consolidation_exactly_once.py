@@ -58,7 +58,7 @@ def two_pass_template(path: Path, sessions: int, per_session: int) -> np.ndarray
     prefill(path, range(n, 2 * n), sessions=sessions)
     with open_memory(path) as mem:
         first = prov_rows(mem).copy()
-    assert len(first) == 2 * n and (first["pass_number"] == 1).all()
+    assert len(first) == n and (first["pass_number"] == 1).all()  # one fact per turn
     return first
 
 

@@ -636,8 +636,8 @@ def test_oversized_batches_and_queries_are_refused(mem: SpectorMemory) -> None:
         mem.remember_batch(["x"] * 100_001)
     with pytest.raises(ValidationError):
         mem.recall("q" * 200_000)
-    with pytest.raises(ValidationError):
-        RecallOptions(k=10**9)
+    with pytest.raises(ValidationError, match=r"recall\.max_k"):
+        mem.recall("q", RecallOptions(k=10**9))
     assert mem.count() == 0
 
 

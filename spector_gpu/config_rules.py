@@ -1,0 +1,66 @@
+"""The value rules of configuration keys: allowed choices, keys that must be positive, upper
+bounds of keys that size a per-recall loop, and retired keys (read with a note, never an error).
+``config.py`` applies them to every override (TOML, environment, arguments, a saved store)."""
+
+from __future__ import annotations
+
+__all__ = ["CHOICES", "MAXIMUM", "POSITIVE", "RETIRED"]
+
+CHOICES = {
+    ("store", "durability"): ("none", "flush", "fsync"),
+    ("dense", "backend"): ("torch", "faiss"),
+    ("lexical", "method"): ("lucene", "okapi"),
+    ("recall", "fusion"): ("cognitive", "weighted", "rrf"),
+}
+POSITIVE = {
+    ("store", "provenance_capacity"),
+    ("store", "max_text_bytes"),
+    ("store", "max_batch"),
+    ("store", "checkpoint_mb"),
+    ("recall", "k"),
+    ("recall", "candidates"),
+    ("recall", "rrf_k"),
+    ("recall", "max_queries"),
+    ("recall", "max_k"),
+    ("recall", "max_results"),
+    ("recall", "max_query_chars"),
+    ("embedder", "batch_size"),
+    ("store", "snapshot_every"),
+    ("reflect", "max_facts_per_session"),
+    ("reflect", "max_turns_per_pass"),
+    ("strength", "decay_unit_s"),
+    ("working", "capacity"),
+    ("dream", "fragments"),
+    ("sleep", "max_dreams"),
+}
+# Settings that size a loop per recall: a hostile or mistyped config.json must not hang a reader.
+MAXIMUM = {
+    ("association", "hops"): 16,
+    ("association", "temporal_window"): 1024,
+    # fusion coefficients: larger ones only overflow the MF-001 factor
+    ("recall", "cognitive_beta"): 1e6,
+    ("recall", "tag_tau"): 1e6,
+    # association edge weights and decay multiply activations once per hop
+    ("association", "temporal_weight"): 1e6,
+    ("association", "tag_weight"): 1e6,
+    ("association", "lineage_weight"): 1e6,
+    ("association", "decay"): 1e6,
+    # factors and fractions: above 1 they would turn forgetting into strengthening
+    ("strength", "forget_factor"): 1.0,
+    ("strength", "decay_floor"): 1.0,
+    ("lexical", "b"): 1.0,
+    ("working", "capacity"): 1_000_000,
+    # a dream replays `fragments` memories; a Hebbian weight is a link weight (<= 1 like D)
+    ("dream", "fragments"): 64,
+    ("dream", "hebbian_rate"): 1.0,
+    ("dream", "hebbian_max"): 1.0,
+    ("dream", "noise_decay"): 1.0,
+    ("sleep", "prune_below"): 1.0,
+    ("sleep", "max_dreams"): 10_000,
+}
+# Settings that existed once and mean nothing now: a saved config.json (or a user's TOML) that
+# still names them opens with a logged note instead of an error.
+RETIRED = {
+    ("store", "events"): "the hash-chained event log is always kept (provenance needs it)",
+    ("association", "seeds"): "spreading activation starts from every pool member",
+}
