@@ -26,6 +26,13 @@ KILLPOINTS: tuple[str, ...] = (
     "consolidate.after_facts",
     "consolidate.after_mark",
     "consolidate.after_live",
+    "compact.after_scrub",
+    "compact.after_stage",
+    "compact.before_marker",
+    "compact.after_marker",
+    "compact.mid_install",
+    "compact.after_install",
+    "compact.after_finish",
 )
 
 _spec = os.environ.get("SPECTOR_KILLPOINT")
