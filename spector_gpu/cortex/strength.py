@@ -77,7 +77,7 @@ class StrengthMemory(FixedStrideStore):
         rows["retrieval_strength"] = 1.0
         rows["last_recall_ms"] = now_ms
         rows["last_auto_ltp_ms"] = now_ms
-        rows["reconsolidation_delta"] = 0
+        rows["expires_ms"] = 0  # never; the write path sets an expiry it was given
         rows["owner"] = owners
         return seal(rows)
 
@@ -112,7 +112,6 @@ class StrengthMemory(FixedStrideStore):
             rows["storage_strength"],
         )
         rows["last_auto_ltp_ms"] = np.where(ltp, now_ms, rows["last_auto_ltp_ms"])
-        rows["reconsolidation_delta"] = 1.0 - current_d.astype(np.float64)
         rows["retrieval_strength"] = 1.0
         rows["last_recall_ms"] = now_ms
         return rows
