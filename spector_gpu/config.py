@@ -48,6 +48,7 @@ class StoreConfig:
         16  # journal size that triggers a checkpoint (the journal is reused after it)
     )
     snapshot_every: int = 50_000  # new memories between automatic index snapshots
+    compact_dead_share: float = 0.25  # share of dead rows (0..1] past which a store compacts
 
 
 @dataclass(frozen=True)
@@ -244,6 +245,7 @@ _POSITIVE = {
     ("recall", "rrf_k"),
     ("embedder", "batch_size"),
     ("store", "snapshot_every"),
+    ("store", "compact_dead_share"),
     ("reflect", "max_facts_per_session"),
     ("strength", "decay_unit_s"),
     ("working", "capacity"),
@@ -264,6 +266,7 @@ _MAXIMUM = {
     ("strength", "forget_factor"): 1.0,
     ("strength", "decay_floor"): 1.0,
     ("lexical", "b"): 1.0,
+    ("store", "compact_dead_share"): 1.0,  # 1.0: never compact automatically
     ("working", "capacity"): 1_000_000,
 }
 # Settings that existed once and mean nothing now: a saved config.json (or a user's TOML) that

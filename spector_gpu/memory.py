@@ -18,13 +18,20 @@ from .config import Config
 from .cortex.cortex import Cortex
 from .cortex.ids import TsidGenerator
 from .cortex.working import WorkingMemory
-from .delegates import MemoryAdminView, MemoryRecall, MemoryReflection, MemoryRemember
+from .delegates import (
+    MemoryAdminView,
+    MemoryCompaction,
+    MemoryRecall,
+    MemoryReflection,
+    MemoryRemember,
+)
 from .device import DeviceLike, resolve_device
 from .embedders import Embedder, make_embedder
 from .errors import StoreClosedError
 from .handles import HandleRegistry, Requested, Settings, settings_conflict
 from .opening import ConfigArg, open_chain, resolve_config, store_path
 from .pathways.check import CheckReport
+from .pathways.compact import CompactionReport
 from .pathways.distill import Distiller
 from .pathways.reflect import BackfillReport, MemoryProvenance, ReflectReport
 from .pathways.reinforcement import StrengthUpdater
@@ -58,6 +65,7 @@ class SpectorMemory:
         self._recall = MemoryRecall(cortex, strength, working, self._lock)
         self._reflection = MemoryReflection(cortex, self._remember.pathway, self._lock)
         self._admin = MemoryAdminView(cortex, strength, working, self._lock, self._public_key)
+        self._compaction = MemoryCompaction(cortex, self._remember, self._admin, self._lock, signer)
 
     # ---- lifetime ------------------------------------------------------------------------
     @classmethod
@@ -303,8 +311,14 @@ class SpectorMemory:
         return self._admin.verify_bundle(path)
 
     def flush(self) -> None:
-        """Write deferred strength updates and a derived-index snapshot now."""
-        return self._admin.flush()
+        """Write deferred strength updates and a derived-index snapshot now; then compact if
+        the dead share passed ``[store] compact_dead_share``."""
+        return self._compaction.flush()
+
+    def compact(self, *, keep_history: bool = True) -> CompactionReport:
+        """Rewrite the store without its dead rows (deleted, expired; older versions too with
+        ``keep_history=False``): their bytes leave every file. Crash-safe (old or new store)."""
+        return self._compaction.compact(keep_history=keep_history)
 
     def external_ids(self) -> dict[str, str]:
         """``{external_id: memory id}`` of every memory that has one."""

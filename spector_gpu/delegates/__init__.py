@@ -6,12 +6,14 @@ and takes the handle's lock around its work; the facade only wires them and forw
 
 from ._ids import ordinal_of, writable_ordinal
 from .admin import MemoryAdminView
+from .compaction import MemoryCompaction
 from .recall import MemoryRecall
 from .reflection import MemoryReflection
 from .remember import MemoryRemember
 
 __all__ = [
     "MemoryAdminView",
+    "MemoryCompaction",
     "MemoryRecall",
     "MemoryReflection",
     "MemoryRemember",

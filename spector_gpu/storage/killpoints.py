@@ -27,6 +27,7 @@ KILLPOINTS: tuple[str, ...] = (
     "consolidate.after_mark",
     "consolidate.after_live",
     "compact.after_scrub",
+    "compact.mid_build",
     "compact.after_stage",
     "compact.before_marker",
     "compact.after_marker",

@@ -1,0 +1,67 @@
+"""Compaction behind the facade (see :mod:`spector_gpu.pathways.compact`)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from ..cortex.batch import WriteBatch
+from ..cortex.cortex import Cortex
+from ..pathways.compact import CompactionReport, compact_store, dead_share
+from ..provenance.chain import Ed25519Signer, EventChain
+from .admin import MemoryAdminView
+from .remember import MemoryRemember
+
+__all__ = ["MemoryCompaction"]
+
+log = logging.getLogger(__name__)
+
+
+class MemoryCompaction:
+    """compact, and the automatic compaction past ``[store] compact_dead_share`` (under the
+    handle's lock). After a compaction the handle's event chain continues the rewritten log."""
+
+    def __init__(
+        self,
+        cortex: Cortex,
+        remember: MemoryRemember,
+        admin: MemoryAdminView,
+        lock: threading.RLock,
+        signer: Ed25519Signer | None = None,
+    ) -> None:
+        self.cortex = cortex
+        self.remember = remember
+        self.admin = admin
+        self.lock = lock
+        self.signer = signer
+
+    def compact(self, *, keep_history: bool = True) -> CompactionReport:
+        with self.lock:
+            c = self.cortex
+            c.part.check_writable()
+            c.write(WriteBatch())  # deferred strength rows are keyed by ordinal: commit them
+            report = compact_store(c, self.signer, keep_history=keep_history)
+            chain = EventChain(c.events, signer=self.signer)
+            self.remember.chain = self.remember.pathway.chain = chain
+            return report
+
+    def maybe_compact(self) -> CompactionReport | None:
+        """Compact when the dead share of a writable handle's rows exceeds
+        ``[store] compact_dead_share`` (a share of 1.0 never does); None otherwise."""
+        with self.lock:
+            c = self.cortex
+            if c.read_only or c.part.failed is not None or c.quarantined:
+                return None
+            share = dead_share(c)
+            if share <= c.config.store.compact_dead_share:
+                return None
+            log.info("%s: %.1f %% of rows are dead; compacting", c.path, 100 * share)
+            return self.compact()
+
+    def flush(self) -> None:
+        """The handle's flush (deferred strength rows, snapshot), then the automatic
+        compaction check."""
+        with self.lock:
+            self.admin.flush()
+            if not self.cortex.read_only:
+                self.maybe_compact()
