@@ -1,0 +1,181 @@
+"""compact(): dead rows leave every file; the kept rows, their indexes, lineage and events
+stay consistent under new ordinals; readers follow the swap; the automatic threshold."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spector_gpu import MemoryType, SpectorMemory
+from spector_gpu.config import ConfigError, load_config
+from spector_gpu.cortex.ids import decode_tsid, encode_tsid
+from spector_gpu.cortex.lifecycle import with_replaced, with_tombstone
+from spector_gpu.pathways.compact import dead_share
+
+FAST = {"store": {"durability": "none"}}
+
+
+def kill_rows(mem: SpectorMemory, ids: list[str], *, how: str = "tombstone") -> None:
+    """Mark rows dead the way the lifecycle's write paths do, in one commit: the TOMBSTONE
+    or REPLACED header bit, or an expiry in the past (strength row bytes 72..79)."""
+    c = mem._cortex
+    ords = [c.id_map[decode_tsid(i)] for i in ids]
+    tx = c.transaction()
+    if how == "expire":
+        rows = c.strength.read(np.array(ords))
+        rows["expires_ms"] = 1
+        c.stores.stage_strength(tx, np.array(ords), rows)
+        c.commit(tx)
+        c.cols.expires_ms[ords] = 1  # what the expiry write path adopts with its commit
+        return
+    mark = with_tombstone if how == "tombstone" else with_replaced
+    headers = {o: mark(c.cols.headers[o : o + 1]) for o in ords}
+    for o, h in headers.items():
+        c.rewrite_header(tx, o, h)
+    c.commit(tx)
+    for o, h in headers.items():
+        c.cols.headers[o] = h[0]
+
+
+def files_with(directory: Path, token: bytes) -> list[str]:
+    return [str(p) for p in directory.rglob("*") if p.is_file() and token in p.read_bytes()]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    return tmp_path / "mem"
+
+
+@pytest.mark.parametrize("how", ["tombstone", "expire"])
+def test_dead_rows_bytes_leave_every_file(store: Path, how: str) -> None:
+    token = b"qzvxwkjyplorbitune"
+    with SpectorMemory.open(store, config=FAST) as mem:
+        mem.remember_batch([f"turn {i} on gardening and tomatoes" for i in range(40)])
+        secret = mem.remember(f"the vault code is {token.decode()}", session_id=3)
+        fact = mem.remember(f"fact {token.decode()} restated", type=MemoryType.SEMANTIC)
+        mem.flush()  # the token is now in the snapshot, the journal, the logs and the pool
+        assert files_with(store, token)
+        kill_rows(mem, [secret, fact], how=how)
+        report = mem.compact()
+        assert (report.rows_before, report.rows_after, report.dropped) == (42, 40, 2)
+        assert mem.get(secret) is None and mem.get(fact) is None
+        assert mem.check().ok and mem.verify_chain().ok
+    assert files_with(store, token) == []
+    assert not (store / ".compact").exists()
+
+
+def test_kept_rows_keep_everything_under_new_ordinals(store: Path) -> None:
+    with SpectorMemory.open(store, config=FAST) as mem:
+        turns = mem.remember_batch(
+            [
+                {"text": f"Ann: day {i} we talked about topic{i} and sailing", "session_id": 1}
+                for i in range(12)
+            ]
+        )
+        skill = mem.remember("brew tea", type=MemoryType.PROCEDURAL, steps=["boil", "steep"])
+        facts = mem.consolidate().fact_ids
+        assert facts
+        kill_rows(mem, turns[:5])  # the first parents of the facts
+        keep = [*turns[5:], skill, *facts]
+        before = {i: mem.get(i) for i in keep}
+        lineage = {f: mem.explain(f) for f in facts}
+        hits = {f"topic{i}": [h.id for h in mem.recall(f"topic{i}")][:1] for i in range(5, 12)}
+        mem.compact()
+        for i in keep:
+            got, was = mem.get(i), before[i]
+            assert got is not None and was is not None
+            assert (got.text, got.memory_type, got.importance) == (
+                was.text,
+                was.memory_type,
+                was.importance,
+            )
+        for f in facts:
+            now, was = mem.explain(f), lineage[f]
+            assert now is not None and was is not None
+            assert (now.session_id, now.first_seq, now.last_seq, now.pass_number) == (
+                was.session_id,
+                was.first_seq,
+                was.last_seq,
+                was.pass_number,
+            )
+            assert now.first_offset == -1  # the first parent was erased
+        assert {q: [h.id for h in mem.recall(q)][:1] for q in hits} == hits
+        assert mem.count() == len(keep)
+        assert mem.check().ok and mem.verify_chain().ok
+        mem.remember("written after the compaction")  # ordinals continue
+    with SpectorMemory.open(store, config=FAST) as mem:
+        assert mem.count() == len(keep) + 1 and mem.check().ok
+        assert mem.recovery["snapshot_covered"] == len(keep) + 1
+
+
+def test_erased_fact_text_leaves_its_consolidation_plan(store: Path) -> None:
+    with SpectorMemory.open(store, config=FAST) as mem:
+        mem.remember_batch(
+            [{"text": "Bo: my locker combination is grimblefrotz", "session_id": 2}]
+            + [{"text": f"Bo: unrelated line {i}", "session_id": 2} for i in range(3)]
+        )
+        facts = mem.consolidate().fact_ids
+        c = mem._cortex
+        quoting = [encode_tsid(int(c.cols.ids[o])) for o in range(c.n) if "grim" in c.text_of(o)]
+        assert len(quoting) >= 2 and set(quoting) & set(facts)  # a fact quotes the turn
+        kill_rows(mem, quoting)
+        report = mem.compact()
+        assert report.events_redacted >= 1
+        assert mem.verify_chain().ok
+    assert files_with(store, b"grimblefrotz") == []
+
+
+def test_replaced_row_without_a_live_version_goes(store: Path) -> None:
+    with SpectorMemory.open(store, config=FAST) as mem:
+        old, live = mem.remember_batch(["a first wording", "a second memory"])
+        kill_rows(mem, [old], how="replaced")  # REPLACED, and no newer row of its memory
+        assert mem.compact().rows_after == 1
+        assert mem.count() == 1 and mem.get(old) is None and mem.get(live) is not None
+
+
+def test_reader_follows_the_swap(store: Path) -> None:
+    with SpectorMemory.open(store, config=FAST) as mem:
+        ids = mem.remember_batch([f"note {i} about kites" for i in range(20)])
+        with SpectorMemory.open(store, read_only=True) as reader:
+            assert reader.count() == 20
+            kill_rows(mem, ids[:10])
+            mem.compact()
+            assert reader.count() == 10  # the refresh saw the swap and reopened
+            assert reader.get(ids[0]) is None
+            got = reader.get(ids[15])
+            assert got is not None and got.text == "note 15 about kites"
+            assert {h.id for h in reader.recall("kites", None)} <= set(ids[10:])
+            mem.remember("one more about kites")
+            assert reader.count() == 11
+
+
+def test_automatic_compaction_past_the_dead_share(store: Path) -> None:
+    cfg = {"store": {"durability": "none", "compact_dead_share": 0.3}}
+    with SpectorMemory.open(store, config=cfg) as mem:
+        ids = mem.remember_batch([f"row {i}" for i in range(10)])
+        kill_rows(mem, ids[:3])
+        assert dead_share(mem._cortex) == pytest.approx(0.3)
+        mem.flush()  # at the threshold, not past it
+        assert mem._cortex.n == 10
+        kill_rows(mem, ids[3:4])
+        mem.flush()
+        assert mem._cortex.n == 6 and mem.count() == 6
+
+
+@pytest.mark.parametrize("bad", [0, -0.1, 1.5, "half"])
+def test_compact_dead_share_is_validated(bad: object) -> None:
+    with pytest.raises(ConfigError, match="compact_dead_share"):
+        load_config(overrides={"store": {"compact_dead_share": bad}}, environ={})
+
+
+def test_leftover_build_is_discarded_on_open(store: Path) -> None:
+    with SpectorMemory.open(store, config=FAST) as mem:
+        mem.remember("kept")
+    (store / ".compact").mkdir()
+    (store / ".compact" / "episodic.log").write_bytes(b"half a build")
+    with SpectorMemory.open(store, config=FAST) as mem:
+        assert mem.count() == 1 and mem.check().ok
+    assert not os.path.lexists(store / ".compact")
