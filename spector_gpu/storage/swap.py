@@ -32,7 +32,7 @@ import logging
 import os
 import stat
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -114,7 +114,8 @@ class SwapMarker:
             raise bad("CRC mismatch")
         if body.get("version") != _VERSION:
             raise bad(f"version {body.get('version')}")
-        if not set(files) <= set(names) or len(set(files)) != len(files):
+        plain = all(f and "/" not in f and f not in (".", "..") for f in files)
+        if not plain or not all(f in names for f in files) or len(set(files)) != len(files):
             raise bad("it names files that are not this store's")
         return marker
 
@@ -294,11 +295,24 @@ def replaced(directory: Path, last: Region) -> bool:
     return os.path.lexists(path) and not _same_file(last, path)
 
 
+class _AnyName(Collection[str]):
+    """Every file name (a reader's view of a marker's list; the writer checks it)."""
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
 def current_paths(directory: Path, names: Sequence[str]) -> dict[str, str]:
     """Where each of ``names`` is now, for a reader (no lock): a file a committed swap has not
     installed yet is still in ``.compact/`` (both places hold the new store)."""
-    try:
-        marker = read_marker(directory, names)
+    try:  # a reader knows only the names it asks for: any plain name may be listed
+        marker = read_marker(directory, _AnyName())
     except CorruptionError:
         marker = None  # a writer's open reports it; a reader keeps to the files in place
     staged = set(marker.files) if marker is not None else set()
