@@ -28,7 +28,7 @@ import numpy as np
 from spector_gpu import SpectorMemory
 from spector_gpu.cortex.lifecycle import with_tombstone
 
-WORDS = [
+WORDS = (
     "river",
     "mountain",
     "coffee",
@@ -63,7 +63,7 @@ WORDS = [
     "weekend",
     "holiday",
     "dinner",
-]
+)
 
 
 def texts(n: int, seed: int) -> list[str]:
