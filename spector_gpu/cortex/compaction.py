@@ -34,14 +34,15 @@ import numpy as np
 
 from ..errors import StoreError
 from ..storage import swap
-from ..storage.io import atomic_write, fsync_dir, open_nofollow, read_regular, remove_file
+from ..storage.io import fsync_dir, open_nofollow, remove_file
 from ..storage.killpoints import killpoint
 from ..storage.preamble import PREAMBLE_SIZE
 from ..types import MemoryType
 from .cortex import Cortex
-from .derived_indexes import SNAPSHOT_NAME
+from .derived_indexes import SNAPSHOT_NAME, DerivedIndexes
+from .identity import snapshot_stamp
 from .layouts import PROV_TOMBSTONE
-from .payload import encode_payload
+from .payload import Payload, decode_payload, encode_payload
 from .stores import STORE_COMPANIONS, Stores
 
 __all__ = ["CompactionResult", "compact", "store_names"]
@@ -106,7 +107,7 @@ def compact(cortex: Cortex, keep: np.ndarray, events: Sequence[bytes]) -> Compac
         fsync_dir(directory)
     killpoint("compact.after_scrub")
     remap, generation = _build(cortex, staging, keep, events)
-    staged = [n for n in names if os.path.lexists(staging / n) and n != "store.json"]
+    staged = [n for n in names if os.path.lexists(staging / n)]
     for name in staged:
         _fsync(staging / name)
     order = [n for n in staged if n != SNAPSHOT_NAME] + [n for n in staged if n == SNAPSHOT_NAME]
@@ -132,9 +133,10 @@ def _fsync(path: Path) -> None:
 def _build(
     cortex: Cortex, staging: Path, keep: np.ndarray, events: Sequence[bytes]
 ) -> tuple[np.ndarray, int]:
-    """Write the staged store (regions, journal, ``store.json``, snapshot); returns the remap
-    and the generation its files carry."""
+    """Write the staged store (regions, journal, snapshot); returns the remap and the
+    generation its files carry."""
     cfg = cortex.config
+    derived = DerivedIndexes(cfg, cortex.analyzer, cortex.dim, cortex.device)
     stores = Stores.open(staging, cortex.dim, cfg, writable=True)
     try:
         stores.part.adopt_identity(int(cortex.part.store_id or 0), cortex.part.generation)
@@ -143,7 +145,7 @@ def _build(
         remap[rows] = np.arange(len(rows))
         offsets: dict[int, int] = {}  # old episode record offset -> new
         for lo in range(0, len(rows), _CHUNK):
-            offsets.update(_copy_rows(cortex, stores, rows[lo : lo + _CHUNK], lo))
+            offsets.update(_copy_rows(cortex, stores, derived, rows[lo : lo + _CHUNK], lo))
         _copy_lineage(cortex, stores, offsets, set(cortex.cols.ids[rows].tolist()))
         for lo in range(0, len(events), _CHUNK):
             tx = stores.transaction()
@@ -152,18 +154,20 @@ def _build(
         if stores.part.generation == cortex.part.generation:  # nothing written: stamp the ids
             stores.part.commit(stores.transaction(), stamp_only=True)
         generation = stores.part.generation
+        killpoint("compact.mid_build")
+        if len(rows):  # the kept rows' BM25 and cue state, bound to the staged files
+            stamp = snapshot_stamp(stores.part, cortex.cols.ids[rows], len(rows))
+            derived.save_snapshot(staging, durable=True, stamp=stamp)
     finally:
         stores.close()
-    killpoint("compact.mid_build")
-    atomic_write(staging / "store.json", read_regular(cortex.path / "store.json"))
-    # opening derives every index from the kept rows; closing writes their snapshot
-    Cortex.open(staging, cfg, cortex.embedder, device=cortex.device, read_only=False).close()
     return remap, generation
 
 
-def _copy_rows(cortex: Cortex, stores: Stores, rows: np.ndarray, first: int) -> dict[int, int]:
-    """Copy old ordinals ``rows`` to new ordinals ``first ..`` in one commit; returns the
-    episodes' old -> new record offsets."""
+def _copy_rows(
+    cortex: Cortex, stores: Stores, derived: DerivedIndexes, rows: np.ndarray, first: int
+) -> dict[int, int]:
+    """Copy old ordinals ``rows`` to new ordinals ``first ..`` in one commit and index them
+    in ``derived``; returns the episodes' old -> new record offsets."""
     cols, src = cortex.cols, cortex.stores
     entries, headers = cols.index[rows], np.array(cols.headers[rows])
     ids, types = np.asarray(entries["id"], np.int64), np.asarray(entries["type"], np.int32)
@@ -171,31 +175,42 @@ def _copy_rows(cortex: Cortex, stores: Stores, rows: np.ndarray, first: int) -> 
     tx = stores.transaction()
     offsets = np.zeros(len(rows), dtype=np.int64)
     text_loc: list[tuple[int, int]] = [(0, 0)] * len(rows)
+    payloads: list[Payload] = [Payload(text="")] * len(rows)
+    seqs = np.full(len(rows), -1, dtype=np.int64)
     ep = np.flatnonzero(types == MemoryType.EPISODIC)
     if ep.size:
         recs = [src.episodic.read(int(old_off[k]), int(ids[k])) for k in ep.tolist()]
+        for k, r in zip(ep.tolist(), recs):
+            payloads[k], seqs[k] = r.payload, r.sequence
         raw = [encode_payload(r.payload) for r in recs]
-        seqs = [r.sequence for r in recs]
-        offsets[ep] = stores.episodic.append(tx, ids[ep], headers[ep], raw, seqs)
+        offsets[ep] = stores.episodic.append(tx, ids[ep], headers[ep], raw, seqs[ep])
     for t in _SLOTS:
         sel = np.flatnonzero(types == t)
         if not sel.size:
             continue
-        texts = [
-            src.text.read(int(e["text_offset"]), int(e["text_length"]), int(e["id"]))
-            for e in entries[sel]
-        ]
+        texts = [src.text.read(int(o), int(n), int(i)) for o, n, i in _text_refs(entries[sel])]
+        for k, raw_text in zip(sel.tolist(), texts):
+            payloads[k] = decode_payload(raw_text, where=f"{src.text.region.path}: memory {k}")
         for k, loc in zip(sel.tolist(), stores.text.append(tx, ids[sel].tolist(), texts)):
             text_loc[k] = loc
-        q = src.slot_store(t).vectors(old_off[sel])
-        slot0 = stores.slot_store(t).insert(tx, headers[sel], q)
+        slot0 = stores.slot_store(t).insert(
+            tx, headers[sel], src.slot_store(t).vectors(old_off[sel])
+        )
         offsets[sel] = np.arange(slot0, slot0 + sel.size)
     stores.strength.append(tx, src.strength.read(rows))
     vec = src.vectors.read(rows)
     stores.vectors.append_rows(tx, vec["q"], vec["scale"], first)
     stores.index.register(tx, stores.index.encode_entries(ids, types, offsets, text_loc, first))
     stores.commit(tx)
+    derived.append(types, payloads, seqs.tolist())
     return dict(zip(old_off[ep].tolist(), offsets[ep].tolist()))
+
+
+def _text_refs(entries: np.ndarray) -> zip[tuple[int, int, int]]:
+    """``(offset, length, owner)`` of each entry's text-pool entry."""
+    return zip(
+        entries["text_offset"].tolist(), entries["text_length"].tolist(), entries["id"].tolist()
+    )
 
 
 def _copy_lineage(cortex: Cortex, stores: Stores, offsets: dict[int, int], kept: set[int]) -> None:
