@@ -179,3 +179,46 @@ def test_leftover_build_is_discarded_on_open(store: Path) -> None:
     with SpectorMemory.open(store, config=FAST) as mem:
         assert mem.count() == 1 and mem.check().ok
     assert not os.path.lexists(store / ".compact")
+
+
+_READER = """
+import sys
+from spector_gpu import SpectorMemory
+with SpectorMemory.open(sys.argv[1], read_only=True, device="cpu") as mem:
+    live, dead = sys.argv[2], sys.argv[3]
+    print(mem.count(), mem.get(dead) is not None, flush=True)
+    for line in sys.stdin:  # one probe per line the writer sends, after each of its steps
+        got = mem.get(live)
+        print(mem.count(), mem.get(dead) is not None, got.text if got else None, flush=True)
+"""
+
+
+def test_reader_in_another_process_reloads_after_the_swap(store: Path) -> None:
+    import subprocess
+    import sys
+
+    with SpectorMemory.open(store, config=FAST) as mem:
+        ids = mem.remember_batch([f"line {i} about owls" for i in range(30)])
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _READER, str(store), ids[20], ids[0]],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            assert proc.stdout.readline().split() == ["30", "True"]
+            kill_rows(mem, ids[:10])
+            mem.compact()
+            proc.stdin.write("probe\n")
+            proc.stdin.flush()
+            assert proc.stdout.readline().strip() == "20 False line 20 about owls"
+            mem.remember("a new line about owls")
+            proc.stdin.write("probe\n")
+            proc.stdin.flush()
+            assert proc.stdout.readline().split()[:2] == ["21", "False"]
+        finally:
+            proc.stdin.close()
+            code = proc.wait(60)
+            proc.stdout.close()
+        assert code == 0
