@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import StoreError
+from ..errors import SpectorError, StoreError
 from ..storage import swap
 from ..storage.io import fsync_dir, open_nofollow, remove_file
 from ..storage.killpoints import killpoint
@@ -105,8 +105,17 @@ def compact(cortex: Cortex, keep: np.ndarray, events: Sequence[bytes]) -> Compac
     # the new one is installed after every region
     if remove_file(directory / SNAPSHOT_NAME):
         fsync_dir(directory)
+    cortex.derived.snapshot_covers = 0  # should the build fail, closing writes it again
     killpoint("compact.after_scrub")
-    remap, generation = _build(cortex, staging, keep, events)
+    try:
+        remap, generation = _build(cortex, staging, keep, events)
+    except OSError as exc:
+        if isinstance(exc, SpectorError):
+            raise
+        raise StoreError(
+            f"{staging}: compaction failed while building the new store ({exc}); the store is "
+            "unchanged — free space or check the device, then compact again"
+        ) from exc
     staged = [n for n in names if os.path.lexists(staging / n)]
     for name in staged:
         _fsync(staging / name)

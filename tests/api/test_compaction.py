@@ -13,6 +13,7 @@ from spector_gpu import MemoryType, SpectorMemory
 from spector_gpu.config import ConfigError, load_config
 from spector_gpu.cortex.ids import decode_tsid, encode_tsid
 from spector_gpu.cortex.lifecycle import with_replaced, with_tombstone
+from spector_gpu.errors import StoreError
 from spector_gpu.pathways.compact import dead_share
 
 FAST = {"store": {"durability": "none"}}
@@ -222,3 +223,26 @@ def test_reader_in_another_process_reloads_after_the_swap(store: Path) -> None:
             code = proc.wait(60)
             proc.stdout.close()
         assert code == 0
+
+
+def test_failed_build_leaves_the_old_store_and_a_usable_handle(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from spector_gpu.cortex import compaction
+
+    def no_space(*_: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    with SpectorMemory.open(store, config=FAST) as mem:
+        ids = mem.remember_batch([f"entry {i} on maps" for i in range(8)])
+        kill_rows(mem, ids[:2])
+        monkeypatch.setattr(compaction, "_copy_lineage", no_space)
+        with pytest.raises(StoreError, match="the store is unchanged"):
+            mem.compact()
+        monkeypatch.undo()
+        assert mem._cortex.n == 8 and mem.check().ok
+        mem.remember("still writable")
+    with SpectorMemory.open(store, config=FAST) as mem:
+        assert mem._cortex.n == 9 and mem.recovery["snapshot_covered"] == 9
+        assert not (store / ".compact").exists()
+        assert mem.compact().rows_after == 7
