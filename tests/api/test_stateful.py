@@ -158,6 +158,12 @@ class StoreMachine(RuleBasedStateMachine):
     def reinforce(self, mid: str, valence: int) -> None:
         self.mem.reinforce(mid, valence)
 
+    @rule()
+    def compact(self) -> None:
+        """Nothing is dead in this model: every row is kept under the same ordinal order."""
+        report = self.mem.compact()
+        assert report.rows_after == report.rows_before == len(self.model)
+
     # ---- reads -------------------------------------------------------------------------
     @rule(query=TEXTS, learn=st.booleans())
     def recall(self, query: str, learn: bool) -> None:
