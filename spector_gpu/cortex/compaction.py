@@ -42,6 +42,7 @@ from .cortex import Cortex
 from .derived_indexes import SNAPSHOT_NAME, DerivedIndexes
 from .identity import snapshot_stamp
 from .layouts import PROV_TOMBSTONE
+from .lifecycle import removed
 from .payload import Payload, decode_payload, encode_payload
 from .stores import STORE_COMPANIONS, Stores
 
@@ -153,8 +154,11 @@ def _build(
         remap = np.full(len(keep), -1, dtype=np.int64)
         remap[rows] = np.arange(len(rows))
         offsets: dict[int, int] = {}  # old episode record offset -> new
+        history: dict[int, Payload] = {}  # kept REPLACED rows: out of the BM25 statistics
         for lo in range(0, len(rows), _CHUNK):
-            offsets.update(_copy_rows(cortex, stores, derived, rows[lo : lo + _CHUNK], lo))
+            chunk = rows[lo : lo + _CHUNK]
+            offsets.update(_copy_rows(cortex, stores, derived, chunk, lo, history))
+        derived.retire(np.isin(np.arange(len(rows)), list(history)), history.__getitem__)
         _copy_lineage(cortex, stores, offsets, set(cortex.cols.ids[rows].tolist()))
         for lo in range(0, len(events), _CHUNK):
             tx = stores.transaction()
@@ -173,10 +177,16 @@ def _build(
 
 
 def _copy_rows(
-    cortex: Cortex, stores: Stores, derived: DerivedIndexes, rows: np.ndarray, first: int
+    cortex: Cortex,
+    stores: Stores,
+    derived: DerivedIndexes,
+    rows: np.ndarray,
+    first: int,
+    history: dict[int, Payload],
 ) -> dict[int, int]:
     """Copy old ordinals ``rows`` to new ordinals ``first ..`` in one commit and index them
-    in ``derived``; returns the episodes' old -> new record offsets."""
+    in ``derived`` (``history`` gains the payload of each kept REPLACED row, by new
+    ordinal); returns the episodes' old -> new record offsets."""
     cols, src = cortex.cols, cortex.stores
     entries, headers = cols.index[rows], np.array(cols.headers[rows])
     ids, types = np.asarray(entries["id"], np.int64), np.asarray(entries["type"], np.int32)
@@ -212,6 +222,8 @@ def _copy_rows(
     stores.index.register(tx, stores.index.encode_entries(ids, types, offsets, text_loc, first))
     stores.commit(tx)
     derived.append(types, payloads, seqs.tolist())
+    for k in np.flatnonzero(removed(headers)).tolist():
+        history[first + k] = payloads[k]
     return dict(zip(old_off[ep].tolist(), offsets[ep].tolist()))
 
 

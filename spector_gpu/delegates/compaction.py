@@ -8,7 +8,7 @@ import threading
 from ..cortex.batch import WriteBatch
 from ..cortex.cortex import Cortex
 from ..pathways.compact import CompactionReport, compact_store, dead_share
-from ..provenance.chain import Ed25519Signer, EventChain
+from ..provenance.chain import Ed25519Signer
 from .admin import MemoryAdminView
 from .remember import MemoryRemember
 
@@ -41,8 +41,7 @@ class MemoryCompaction:
             c.part.check_writable()
             c.write(WriteBatch())  # deferred strength rows are keyed by ordinal: commit them
             report = compact_store(c, self.signer, keep_history=keep_history)
-            chain = EventChain(c.events, signer=self.signer)
-            self.remember.chain = self.remember.pathway.chain = chain
+            self.remember.chain.reattach(c.events)  # the one chain every writer appends to
             return report
 
     def maybe_compact(self) -> CompactionReport | None:
