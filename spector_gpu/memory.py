@@ -70,7 +70,8 @@ class SpectorMemory:
         self._reflection = MemoryReflection(cortex, self._remember.pathway, self._lock)
         self._admin = MemoryAdminView(cortex, strength, working, self._lock, self._public_key)
         self._compaction = MemoryCompaction(cortex, self._remember, self._admin, self._lock, signer)
-        self._lifecycle = MemoryLifecycle(cortex, self._remember.pathway, working, self._lock)
+        auto = self._compaction.maybe_compact
+        self._lifecycle = MemoryLifecycle(cortex, self._remember.pathway, working, self._lock, auto)
 
     # ---- lifetime ------------------------------------------------------------------------
     @classmethod

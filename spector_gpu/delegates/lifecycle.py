@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..cortex.cortex import Cortex
@@ -30,9 +30,12 @@ class MemoryLifecycle:
         remember: RememberPathway,
         working: WorkingMemory,
         lock: threading.RLock,
+        after_removal: Callable[[], object] | None = None,
     ) -> None:
         self.cortex = cortex
         self.working = working
+        # run after a write that leaves dead rows (the automatic compaction check)
+        self.after_removal = after_removal or (lambda: None)
         self.pathway = LifecyclePathway(cortex, remember.chain, remember)
         self.listing = ListingPathway(cortex, Hydrator(cortex))
         self.lock = lock
@@ -40,6 +43,7 @@ class MemoryLifecycle:
     def update(self, memory_id: str, changes: Mapping[str, Any]) -> None:
         with self.lock:
             self.pathway.update(memory_id, changes)
+            self.after_removal()
 
     def supersede(self, old_id: str, new_text: str, fields: Mapping[str, Any]) -> str:
         with self.lock:
@@ -47,7 +51,9 @@ class MemoryLifecycle:
 
     def delete(self, memory_ids: Sequence[str], *, cascade: bool = False) -> int:
         with self.lock:
-            return self.pathway.delete(memory_ids, cascade=cascade)
+            n = self.pathway.delete(memory_ids, cascade=cascade)
+            self.after_removal()
+            return n
 
     def delete_all(self, **scope: Any) -> int:
         """Delete every live memory of a scope; at least one of ``user_id``, ``agent_id``,
@@ -59,7 +65,9 @@ class MemoryLifecycle:
             )
         with self.lock:
             rows = self.listing.selected(scope_options(**scope), _now())
-            return self.pathway.delete_rows(rows)
+            n = self.pathway.delete_rows(rows)
+            self.after_removal()
+            return n
 
     def history(self, memory_id: str) -> list[MemoryEvent]:
         with self.lock:

@@ -246,3 +246,62 @@ def test_failed_build_leaves_the_old_store_and_a_usable_handle(
         assert mem._cortex.n == 9 and mem.recovery["snapshot_covered"] == 9
         assert not (store / ".compact").exists()
         assert mem.compact().rows_after == 7
+
+
+# ---- through the lifecycle API -------------------------------------------------------------
+
+
+def test_delete_then_compact_erases_the_token_everywhere(store: Path) -> None:
+    token = "wyxqnobblestrand"
+    with SpectorMemory.open(store, config=FAST) as mem:
+        mem.remember_batch([f"Cy: line {i} about rivers" for i in range(30)])
+        gone = mem.remember(f"Cy: my passphrase is {token}", session_id=4)
+        kept = mem.remember("Cy: something else entirely", session_id=4)
+        mem.flush()
+        mem.delete(gone)
+        assert files_with(store, token.encode())  # a delete hides; compaction erases
+        assert mem.compact().dropped == 1
+        assert mem.get(gone) is None and mem.get(kept) is not None
+        assert mem.check().ok and mem.verify_chain().ok
+    assert files_with(store, token.encode()) == []
+
+
+def test_update_history_is_kept_unless_dropped(store: Path) -> None:
+    with SpectorMemory.open(store, config=FAST) as mem:
+        mid = mem.remember("Dee lives in Oporto, flat quillmarsh")
+        mem.remember("an unrelated memory")
+        mem.update(mid, text="Dee lives in Braga now")
+        assert mem.compact().rows_after == 3  # the older version is history
+        assert [e.event for e in mem.history(mid)] == ["ADD", "UPDATE"]
+        got = mem.get(mid)
+        assert got is not None and got.text == "Dee lives in Braga now"
+        assert mem.compact(keep_history=False).rows_after == 2
+        got = mem.get(mid)
+        assert got is not None and got.text == "Dee lives in Braga now"
+        assert mem.check().ok
+    assert files_with(store, b"quillmarsh") == []
+
+
+def test_expired_memories_are_purged(store: Path) -> None:
+    import time
+
+    with SpectorMemory.open(store, config=FAST) as mem:
+        short = mem.remember("a fleeting note zorbulant", ttl_s=0.05)
+        mem.remember("a lasting note")
+        time.sleep(0.1)
+        assert mem.get(short) is None  # gated at once
+        assert mem.compact().dropped == 1
+    assert files_with(store, b"zorbulant") == []
+
+
+def test_deletes_past_the_dead_share_compact_automatically(store: Path) -> None:
+    cfg = {"store": {"durability": "none", "compact_dead_share": 0.25}}
+    with SpectorMemory.open(store, config=cfg) as mem:
+        ids = mem.remember_batch([f"item {i} flurbish" for i in range(8)])
+        mem.delete_batch(ids[:2])  # 2 of 8 dead: at the share, not past it
+        assert mem._cortex.n == 8
+        mem.delete(ids[2])  # 3 of 8: compacted
+        assert mem._cortex.n == 5 and mem.count() == 5
+        mem.delete_batch(ids[3:])
+        assert mem._cortex.n == 0 and mem.count() == 0
+    assert files_with(store, b"flurbish") == []
