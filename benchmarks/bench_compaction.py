@@ -3,7 +3,7 @@
     python benchmarks/bench_compaction.py [--memories 20000] [--dead 0.10] [--queries 200]
 
 * Builds a store of ``--memories`` conversation turns (durability ``none``, hashing embedder),
-  then tombstones ``--dead`` of them (one commit, the header bit the delete path sets).
+  then deletes ``--dead`` of them (``delete_batch``, automatic compaction off).
 * Recall p50 / p95 (single ``recall`` calls, k = 10, ``--queries`` queries drawn from live
   memories' texts) on the store before any delete, with the dead rows still in it, and after
   ``compact()`` — plus hit@10 of each query's own memory, which compaction must not change.
@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 
 from spector_gpu import SpectorMemory
-from spector_gpu.cortex.lifecycle import with_tombstone
 
 WORDS = (
     "river",
@@ -87,13 +86,11 @@ def build(path: Path, n: int) -> list[str]:
     return ids
 
 
-def kill(path: Path, ordinals: np.ndarray) -> None:
-    with SpectorMemory.open(path) as mem:
-        c = mem._cortex
-        tx = c.transaction()
-        for o in ordinals.tolist():
-            c.rewrite_header(tx, o, with_tombstone(c.cols.headers[o : o + 1]))
-        c.commit(tx)
+def kill(path: Path, ids: list[str]) -> None:
+    """Delete ``ids`` through the public API (below the automatic compaction share)."""
+    with SpectorMemory.open(path, config={"store": {"compact_dead_share": 1.0}}) as mem:
+        for lo in range(0, len(ids), 1000):
+            mem.delete_batch(ids[lo : lo + 1000])
 
 
 def recall_stats(path: Path, queries: list[tuple[str, str]]) -> tuple[float, float, float]:
@@ -131,7 +128,7 @@ def main() -> None:
         rows = [("no deletes", recall_stats(base, queries))]
         holed = root / "holed"
         shutil.copytree(base, holed)
-        kill(holed, dead)
+        kill(holed, [ids[o] for o in dead.tolist()])
         rows.append((f"{args.dead:.0%} deleted", recall_stats(holed, queries)))
         runs = []
         for r in range(args.repeat):
