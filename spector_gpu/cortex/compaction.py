@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import SpectorError, StoreError
 from ..storage import swap
-from ..storage.io import fsync_dir, open_nofollow, remove_file
+from ..storage.io import File, fsync_dir, remove_file
 from ..storage.killpoints import killpoint
 from ..storage.preamble import PREAMBLE_SIZE
 from ..types import MemoryType
@@ -133,11 +133,11 @@ def compact(cortex: Cortex, keep: np.ndarray, events: Sequence[bytes]) -> Compac
 
 
 def _fsync(path: Path) -> None:
-    fd = open_nofollow(str(path), os.O_RDONLY)
+    f = File(path, writable=False)  # through storage.io: the power-loss recorder sees it
     try:
-        os.fsync(fd)
+        f.sync("full")
     finally:
-        os.close(fd)
+        f.close()
 
 
 def _build(
