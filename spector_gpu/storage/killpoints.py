@@ -34,6 +34,11 @@ KILLPOINTS: tuple[str, ...] = (
     "compact.mid_install",
     "compact.after_install",
     "compact.after_finish",
+    "dream.after_journal",
+    "dream.after_memory",
+    "sleep.after_reflect",
+    "sleep.after_prune",
+    "sleep.after_snapshot",
 )
 
 _spec = os.environ.get("SPECTOR_KILLPOINT")
