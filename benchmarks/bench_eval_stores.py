@@ -233,8 +233,10 @@ def breakdown(n: int) -> None:
 
 
 def _haystacks(questions: int) -> Sequence[Sequence[dict[str, Any]]]:
+    from spector_gpu.eval.ingest import (
+        ingest_records as _ingest_records,  # what evaluate() remembers
+    )
     from spector_gpu.eval.longmemeval import load_longmemeval
-    from spector_gpu.eval.runner import _ingest_records  # the records evaluate() remembers
 
     dataset = load_longmemeval(DEV)
     return [_ingest_records(c) for c in dataset.conversations[:questions]]

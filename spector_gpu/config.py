@@ -51,6 +51,7 @@ class StoreConfig:
         16  # journal size that triggers a checkpoint (the journal is reused after it)
     )
     snapshot_every: int = 50_000  # new memories between automatic index snapshots
+    compact_dead_share: float = 0.25  # share of dead rows (0..1] past which a store compacts
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ POSITIVE = {
     ("recall", "max_query_chars"),
     ("embedder", "batch_size"),
     ("store", "snapshot_every"),
+    ("store", "compact_dead_share"),
     ("reflect", "max_facts_per_session"),
     ("reflect", "max_turns_per_pass"),
     ("strength", "decay_unit_s"),
@@ -49,6 +50,7 @@ MAXIMUM = {
     ("strength", "forget_factor"): 1.0,
     ("strength", "decay_floor"): 1.0,
     ("lexical", "b"): 1.0,
+    ("store", "compact_dead_share"): 1.0,  # 1.0: never compact automatically
     ("working", "capacity"): 1_000_000,
     # a dream replays `fragments` memories; a Hebbian weight is a link weight (<= 1 like D)
     ("dream", "fragments"): 64,

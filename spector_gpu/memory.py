@@ -1,16 +1,14 @@
-"""SpectorMemory: the facade. It wires the cortex and four delegates and holds no logic.
-
-One line of delegation per public method (seed ADR-0047); the facade owns the cortex's
-lifetime. Opening is :mod:`.opening`; one shared handle per directory is :mod:`.handles`.
-"""
+"""SpectorMemory, the facade: one line of delegation per public method (seed ADR-0047; lifecycle
+verbs in :mod:`.facade_lifecycle`). Opening is :mod:`.opening`; sharing, :mod:`.handles`."""
 
 from __future__ import annotations
 
+import builtins
 import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 
@@ -21,6 +19,8 @@ from .cortex.ids import TsidGenerator
 from .cortex.working import WorkingMemory
 from .delegates import (
     MemoryAdminView,
+    MemoryCompaction,
+    MemoryLifecycle,
     MemoryRecall,
     MemoryReflection,
     MemoryRemember,
@@ -29,7 +29,9 @@ from .delegates import (
 from .device import DeviceLike, resolve_device
 from .embedders import Embedder, make_embedder
 from .errors import StoreClosedError
+from .facade_lifecycle import LifecycleMethods
 from .handles import HandleRegistry, Requested, Settings, settings_conflict
+from .lifecycle import MemoryKind
 from .opening import ConfigArg, open_chain, resolve_config, store_path
 from .pathways.check import CheckReport
 from .pathways.distill import Distiller
@@ -58,13 +60,10 @@ __all__ = ["SpectorMemory"]
 _HANDLES: HandleRegistry[SpectorMemory] = HandleRegistry()
 
 
-class SpectorMemory:
-    """A memory store directory: remember, recall, reflect, administer.
-
-    Open with :meth:`open` (a context manager). Opening the same directory twice in one process
-    returns the same handle (reference counted); ``read_only=True`` handles take no lock and
-    work from many processes at once while one writer appends.
-    """
+class SpectorMemory(LifecycleMethods):
+    """A store directory: remember, recall, reflect, correct and erase, administer. Open with
+    :meth:`open` (a context manager); a second ``open`` in one process shares the handle
+    (reference counted); ``read_only=True`` handles take no lock, from any number of processes."""
 
     def __init__(self, cortex: Cortex, *, signer: Ed25519Signer | None = None) -> None:
         self._cortex = cortex
@@ -78,14 +77,11 @@ class SpectorMemory:
         self._recall = MemoryRecall(cortex, strength, working, self._lock)
         self._reflection = MemoryReflection(cortex, self._remember.pathway, self._lock)
         self._admin = MemoryAdminView(cortex, strength, working, self._lock, self._public_key)
-        # compaction and delete come from other rooms; absent ones are reported as such
-        hooks = SleepHooks(
-            compact=getattr(self, "compact", None), delete=getattr(self, "delete", None)
-        )
-        reflect = self._reflection.pathway
-        self._sleep = MemorySleep(
-            cortex, self._remember.pathway, reflect, strength, self._recall, self._lock, hooks
-        )
+        self._compaction = MemoryCompaction(cortex, self._remember, self._admin, self._lock, signer)
+        self._lifecycle = MemoryLifecycle(cortex, self._remember.pathway, working, self._lock, self._compaction.maybe_compact)  # fmt: skip  # noqa: E501
+        hooks = SleepHooks(compact=self._compaction.compact_if_dead, delete=self.delete)
+        self._sleep = MemorySleep(cortex, self._remember.pathway, self._reflection.pathway, strength, self._recall, self._lock, hooks)  # fmt: skip  # noqa: E501
+        self._compaction.on_compacted = self._sleep.hebbian.sync
 
     # ---- lifetime ------------------------------------------------------------------------
     @classmethod
@@ -235,19 +231,28 @@ class SpectorMemory:
         skill_name: str | None = None,
         steps: Sequence[str] = (),
         pinned: bool = False,
+        metadata: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        kind: MemoryKind | str | None = None,
+        confidence: float | None = None,
+        upsert: bool = False,
+        expires_at: int | None = None,
+        ttl_s: float | None = None,
     ) -> str:
-        """Remember one memory (a batch of one); returns its TSID. Fields as in
-        :meth:`remember_batch` (``session_id`` None: not a conversation turn)."""
-        return self._remember.remember(text, type=type, id=id, session_id=session_id, role=role, speaker=speaker, timestamp_ms=timestamp_ms, importance=importance, valence=valence, arousal=arousal, tags=tags, external_id=external_id, citations=citations, source_uri=source_uri, source_span=source_span, skill_name=skill_name, steps=steps, pinned=pinned)  # fmt: skip  # noqa: E501
+        """One memory (a batch of one); returns its TSID. ``metadata`` a JSON object, ``confidence``
+        in [0, 1], ``expires_at`` epoch ms or ``ttl_s``; blank text is a ``ValidationError``;
+        ``session_id`` None: not a conversation turn."""
+        return self._remember.remember(text, type=type, id=id, session_id=session_id, role=role, speaker=speaker, timestamp_ms=timestamp_ms, importance=importance, valence=valence, arousal=arousal, tags=tags, external_id=external_id, citations=citations, source_uri=source_uri, source_span=source_span, skill_name=skill_name, steps=steps, pinned=pinned, metadata=metadata, user_id=user_id, agent_id=agent_id, run_id=run_id, kind=kind, confidence=confidence, upsert=upsert or None, expires_at=expires_at, ttl_s=ttl_s)  # fmt: skip  # noqa: E501
 
     def remember_batch(self, items: Sequence[str | Mapping[str, object]]) -> list[str]:
-        """Remember texts or dicts (``text``, ``type``, ``id``, ``session_id``, ``role``,
-        ``speaker``, ``timestamp_ms``, ``importance``, ``valence``, ``arousal``, ``tags``,
-        ``external_id``, ``citations``, ``source_uri``, ``source_span``, ``skill_name``,
-        ``steps``, ``pinned``) in one atomic commit. Returns TSID strings in input order.
-        An EPISODIC memory with a ``session_id`` is a conversation turn, embedded with its
-        speaker and previous turn (``[embedder] context_turns``); anything else is embedded
-        as exactly its text (docs/retrieval.md)."""
+        """Remember texts or dicts of memory fields (those of :meth:`remember`, plus
+        ``namespace``) in one atomic commit; returns TSID strings in input order. An
+        ``external_id`` is unique per scope among live memories (``DuplicateIdError``, or
+        ``upsert=True``: the next version of the memory holding it, same id). An EPISODIC
+        memory with a ``session_id`` is a conversation turn, embedded with its speaker and
+        previous turn; anything else is embedded as exactly its text (docs/retrieval.md)."""
         return self._remember.remember_batch(items)
 
     def remember_working(
@@ -304,7 +309,7 @@ class SpectorMemory:
         """Lineage of a consolidated memory, or None for a memory no consolidation wrote."""
         return self._reflection.explain(memory_id, include_parents=include_parents)
 
-    def session_provenance(self, session_id: int) -> list[MemoryProvenance]:
+    def session_provenance(self, session_id: int) -> builtins.list[MemoryProvenance]:
         """Every memory derived from a session, ordered by pass then fact index."""
         return self._reflection.session_provenance(session_id)
 
@@ -321,9 +326,8 @@ class SpectorMemory:
         prune: bool | None = None,
         dream: bool | None = None,
     ) -> SleepReport:
-        """One idle-time maintenance cycle: reflect, decay, prune (off by default, always
-        reported), compaction, snapshot, and a dream phase when ``[sleep] dream`` is on.
-        Idempotent; an interrupted cycle rerun with the same ``now_ms`` converges."""
+        """Idle-time cycle: reflect, decay, prune (off by default, reported), compaction, snapshot,
+        dream (``[sleep] dream``). Idempotent: a rerun with the same ``now_ms`` converges."""
         return self._sleep.sleep(now_ms=now_ms, budget=budget, prune=prune, dream=dream)
 
     def dream(
@@ -336,8 +340,7 @@ class SpectorMemory:
         generator: Generator | None = None,
         now_ms: int | None = None,
     ) -> DreamReport:
-        """Replay salient memories: Hebbian link updates and SIMULATED recombinations
-        (excluded from recall unless ``include_simulated``), journaled; deterministic per seed."""
+        """Replay salient memories: Hebbian links, SIMULATED recombinations; journaled, seeded."""
         return self._sleep.dream(seeds=seeds, max_dreams=max_dreams, temperature=temperature, seed=seed, generator=generator, now_ms=now_ms)  # fmt: skip  # noqa: E501
 
     def wander(
@@ -350,12 +353,12 @@ class SpectorMemory:
         temperature: float = 1.0,
         include_simulated: bool = False,
         now_ms: int | None = None,
-    ) -> list[WanderStep]:
+    ) -> builtins.list[WanderStep]:
         """A seeded random walk over the association graph from ``cue`` (a memory id or a
         text), each step saying why; read-only unless ``mode="learn"``."""
         return self._sleep.wander(cue, steps=steps, seed=seed, mode=mode, temperature=temperature, include_simulated=include_simulated, now_ms=now_ms)  # fmt: skip  # noqa: E501
 
-    def dream_journal(self) -> list[DreamEntry]:
+    def dream_journal(self) -> builtins.list[DreamEntry]:
         """Every dream, in order: seed, fragments, what it wrote, link changes."""
         return self._sleep.dream_journal()
 
@@ -363,16 +366,13 @@ class SpectorMemory:
         """The dream that wrote a simulated memory (its lineage), or None."""
         return self._sleep.explain_dream(memory_id)
 
-    def associations(self, memory_id: str, *, now_ms: int | None = None) -> list[WanderStep]:
-        """Every association link of a memory (temporal, tag, lineage, hebbian, dream) with
-        its weight and the neighbour's D."""
+    def associations(
+        self, memory_id: str, *, now_ms: int | None = None
+    ) -> builtins.list[WanderStep]:
+        """Every association link of a memory (kind, weight, the neighbour's D)."""
         return self._sleep.associations(memory_id, now_ms=now_ms)
 
     # ---- admin -----------------------------------------------------------------------------
-    def count(self, memory_type: MemoryType | str | None = None) -> int:
-        """Number of memories (of one type, if given)."""
-        return self._admin.count(memory_type)
-
     def check(self) -> CheckReport:
         """Verify every CRC and cross-reference; ``report.ok`` only when nothing is wrong."""
         return self._admin.check()
@@ -392,8 +392,8 @@ class SpectorMemory:
         return self._admin.verify_bundle(path)
 
     def flush(self) -> None:
-        """Write deferred strength updates and a derived-index snapshot now."""
-        return self._admin.flush()
+        """Write deferred strength rows and a snapshot; compact past the dead share."""
+        return self._compaction.flush()
 
     def external_ids(self) -> dict[str, str]:
         """``{external_id: memory id}`` of every memory that has one."""

@@ -104,7 +104,7 @@ class SleepReport:
         mean_strength: mean retrieval strength D of the live memories at ``now_ms``.
         prune_candidates: TSIDs whose D fell below ``sleep.prune_below`` (listed even when
             pruning is off); ``pruned``: those marked for compaction.
-        compaction: the compaction step's result line (``"not available"`` without it).
+        compaction: the compaction step's result line (``"nothing to compact"`` without dead rows).
         snapshot_saved: whether the derived-index snapshot was written.
         dream: the dream phase's report, or None when it did not run.
     """

@@ -10,14 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from enum import IntEnum
 from typing import Any, Literal, TypedDict, TypeVar
 
 import numpy as np
 
 from . import checks
-from .enums import NamedIntEnum
+from .enums import MemoryType, Role, Source
 from .errors import ValidationError
+from .lifecycle import MemoryKind, checked_recall_fields
+from .metadata import Filter
 from .provenance.citations import Citation
 from .provenance.record import RecordProvenance
 from .sleep_types import DreamEntry, DreamReport, HebbianChange, SleepReport, WanderStep
@@ -43,66 +44,7 @@ __all__ = [
 ]
 
 
-class MemoryType(NamedIntEnum):
-    """The kind of an engram (header flags bits 1-2)."""
-
-    WORKING = 0
-    EPISODIC = 1
-    SEMANTIC = 2
-    PROCEDURAL = 3
-
-    @classmethod
-    def parse(cls, value: MemoryType | str | int) -> MemoryType:
-        return _parse_enum(cls, value, "memory type")
-
-
-class Role(NamedIntEnum):
-    """Conversation role of an episode (episode payload byte 0)."""
-
-    USER = 0
-    ASSISTANT = 1
-    SYSTEM = 2
-    TOOL_CALL = 3
-    TOOL_RESULT = 4
-    THOUGHT = 5
-
-    @classmethod
-    def parse(cls, value: Role | str | int) -> Role:
-        return _parse_enum(cls, value, "role")
-
-
-class Source(NamedIntEnum):
-    """How a memory came to be (header byte 46)."""
-
-    EXPERIENCED = 0
-    DISTILLED = 1
-    SIMULATED = 2
-    REHEARSED = 3
-
-    @classmethod
-    def parse(cls, value: Source | str | int) -> Source:
-        return _parse_enum(cls, value, "source")
-
-
-E = TypeVar("E", bound=IntEnum)
 T = TypeVar("T")
-
-
-def _parse_enum(cls: type[E], value: object, what: str) -> E:
-    if isinstance(value, cls):
-        return value
-    if isinstance(value, str):
-        try:
-            return cls[value.strip().upper()]
-        except KeyError:
-            pass
-    elif isinstance(value, int) and not isinstance(value, bool):
-        try:
-            return cls(value)
-        except ValueError:
-            pass
-    choices = ", ".join(m.name.lower() for m in cls)
-    raise ValidationError(f"unknown {what} {value!r}; expected one of: {choices}")
 
 
 class Recovery(TypedDict, total=False):
@@ -165,6 +107,14 @@ class RecallOptions:
 
     A call's caps (``k`` <= ``[recall] max_k``, queries, ``k`` x queries, characters per
     query) are checked by ``recall`` / ``recall_batch`` against the store's configuration.
+
+    Lifecycle gates, also before top-k: ``where`` (a metadata filter document, see
+    :mod:`spector_gpu.metadata.filters`; compiled here), ``user_id`` / ``agent_id`` /
+    ``run_id`` (exact scope match), ``kind`` (one ``MemoryKind`` or a set), ``min_confidence``
+    (memories without a confidence fail it), ``include_superseded`` (superseded memories are
+    left out unless True) and ``min_relevance`` (results whose absolute ``relevance`` is below
+    it are left out; docs/retrieval.md says how it is computed). Deleted, replaced and expired
+    memories never pass.
     """
 
     k: int = 10
@@ -186,11 +136,22 @@ class RecallOptions:
     now_ms: int | None = None
     now_slack_ms: int = 0
 
+    where: Filter | Mapping[str, Any] | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    kind: frozenset[MemoryKind] | MemoryKind | str | None = None
+    min_confidence: float | None = None
+    include_superseded: bool = False
+    min_relevance: float | None = None
+
     def __post_init__(self) -> None:
         # Every field is checked for type and range, and stored in its canonical type: a wrong
         # value is a ValidationError naming the field and the rule, never a builtin error at
         # recall time or a filter that quietly matches nothing ("1" is not a session id).
         self._check_clock()
+        for field_name, value in checked_recall_fields(self).items():  # lifecycle gates
+            object.__setattr__(self, field_name, value)
         name = "RecallOptions"
         put = object.__setattr__
         put(self, "k", checks.integer(self.k, f"{name}.k", lo=1, hi=None))
@@ -291,7 +252,14 @@ class Explanation:
 
 @dataclass(frozen=True)
 class CognitiveResult:
-    """One recalled memory, hydrated from the store its ``Location.type`` names."""
+    """One recalled memory, hydrated from the store its ``Location.type`` names.
+
+    ``score`` ranks (fused, relative to the candidate pool); ``relevance`` in [0, 1] is
+    absolute (the query and the memory alone; 0.0 from ``get``). Lifecycle fields:
+    scopes, ``kind``, ``confidence``, JSON ``metadata``, ``created_at`` / ``updated_at`` /
+    ``expires_at`` (epoch ms; None: never expires), ``version`` (1 for a first version), and
+    the supersession links (TSID strings).
+    """
 
     id: str
     text: str
@@ -317,6 +285,20 @@ class CognitiveResult:
     steps: tuple[str, ...] = ()
     consolidated: bool = False
     breakdown: Explanation | None = None
+    relevance: float = 0.0
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    namespace: tuple[str, ...] = ()
+    kind: MemoryKind | None = None
+    confidence: float | None = None
+    metadata: Mapping[str, Any] | None = None
+    created_at: int = 0
+    updated_at: int = 0
+    expires_at: int | None = None
+    version: int = 1
+    supersedes: str | None = None
+    superseded_by: tuple[str, ...] = ()
 
     @property
     def D(self) -> float:
@@ -343,7 +325,8 @@ class RecallBatch:
 
     ``ids``: ``<U13`` (n_queries, k) TSID strings, ``""`` where a query had fewer hits;
     ``scores``: float32 (n_queries, k), higher is better, ``-inf`` padding;
-    ``counts``: int32 (n_queries,) hits per query. ``batch[i]`` (or ``results(i)``) hydrates
+    ``counts``: int32 (n_queries,) hits per query; ``relevance``: float32 (n_queries, k) in
+    [0, 1], absolute (0 at padding). ``batch[i]`` (or ``results(i)``) hydrates
     the ``CognitiveResult`` list of query ``i`` on demand (and caches it).
 
     Hydration hook: ``hydrator(i)`` builds query ``i``'s results (the recall pathway supplies
@@ -354,6 +337,7 @@ class RecallBatch:
     ids: np.ndarray
     scores: np.ndarray
     counts: np.ndarray
+    relevance: np.ndarray | None = None
     hydrator: Callable[[int], list[CognitiveResult]] | None = field(default=None, repr=False)
     lock: AbstractContextManager[Any] | None = field(default=None, repr=False)
     _cache: dict[int, list[CognitiveResult]] = field(default_factory=dict, repr=False)

@@ -9,8 +9,8 @@ so a store written with another embedder or analyzer opens as it was written.
 
 Layout: :mod:`.app` (the parser and ``main``), one module per verb group — :mod:`.datasets`
 (``eval``, ``ingest``, ``demo``), :mod:`.queries` (``recall``, ``explain``),
-:mod:`.maintenance` (``check``, ``provenance backfill``, ``consolidate``), :mod:`.bundles`
-(``export-bundle``, ``verify-bundle``) — over :mod:`.store` (opening a saved store),
+:mod:`.maintenance` (``check``, ``provenance backfill``, ``consolidate``, ``compact``),
+:mod:`.bundles` (``export-bundle``, ``verify-bundle``) — over :mod:`.store` (opening a saved store),
 :mod:`.output` (how results print) and :mod:`.arguments` (shared parser pieces).
 """
 

@@ -11,7 +11,8 @@ from ..errors import SpectorError
 from .arguments import PROG, usage
 from .bundles import add_export_bundle, add_verify_bundle
 from .datasets import add_demo, add_eval, add_ingest
-from .maintenance import add_check, add_consolidate, add_provenance
+from .lifecycle import add_delete, add_history, add_list, add_update
+from .maintenance import add_check, add_compact, add_consolidate, add_provenance
 from .queries import add_explain, add_recall
 
 __all__ = ["EXAMPLES", "build_parser", "main"]
@@ -26,6 +27,7 @@ examples:
   spector-gpu consolidate stores/conv-26
   spector-gpu explain stores/conv-26 095FGNWK44R00 --parents
   spector-gpu check stores/conv-26
+  spector-gpu compact stores/conv-26                 # erase deleted and expired memories for good
   spector-gpu provenance backfill stores/conv-26 --execute
   spector-gpu export-bundle stores/conv-26 095FGNWK44R00 fact.tar && spector-gpu verify-bundle fact.tar
 
@@ -38,11 +40,16 @@ _COMMANDS = (
     add_ingest,
     add_recall,
     add_explain,
+    add_list,
+    add_history,
+    add_update,
+    add_delete,
     add_check,
     add_provenance,
     add_export_bundle,
     add_verify_bundle,
     add_consolidate,
+    add_compact,
     add_demo,
 )
 

@@ -63,9 +63,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 def _cmd_ingest(args: argparse.Namespace) -> int:
     from ..config import load_config
     from ..eval import load_dataset
-    from ..eval.runner import (
-        _ingest_records,
-    )  # one mapping of turns to records, shared with evaluate
+    from ..eval.ingest import ingest_records, ingest_turns  # the mapping evaluate uses
     from ..memory import SpectorMemory
 
     dataset = load_dataset(args.path, format=args.format)
@@ -86,12 +84,14 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
             with SpectorMemory.open(
                 target, config=config, embedder=embedder, device=args.device
             ) as mem:
-                ids = mem.remember_batch(_ingest_records(conv))
+                ids = mem.remember_batch(ingest_records(conv))
         except SpectorError as exc:
             # the same error, its message saying which conversation (stores before it stand)
             exc.args = (f"conversation {conv.conv_id!r} ({target}): {exc}", *exc.args[1:])
             raise
-        print(f"{conv.conv_id}: {len(ids)} turns -> {target}")
+        skipped = len(conv.turns) - len(ingest_turns(conv))
+        note = f" ({skipped} empty turns skipped)" if skipped else ""
+        print(f"{conv.conv_id}: {len(ids)} turns -> {target}{note}")
     return 0
 
 

@@ -1,5 +1,5 @@
-"""The verbs that check and maintain a store: ``check``, ``provenance backfill`` and
-``consolidate``."""
+"""The verbs that check and maintain a store: ``check``, ``provenance backfill``,
+``consolidate`` and ``compact``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from .arguments import add_subcommand, usage
 from .output import print_json
 from .store import open_store
 
-__all__ = ["add_check", "add_consolidate", "add_provenance"]
+__all__ = ["add_check", "add_compact", "add_consolidate", "add_provenance"]
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -66,6 +66,26 @@ def _cmd_consolidate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compact(args: argparse.Namespace) -> int:
+    with open_store(args.store, read_only=False) as mem:
+        report = mem.compact(keep_history=not args.drop_history)
+    if args.json:
+        print_json(
+            {
+                "rows_before": report.rows_before,
+                "rows_after": report.rows_after,
+                "dropped": report.dropped,
+                "bytes_before": report.bytes_before,
+                "bytes_after": report.bytes_after,
+                "events_redacted": report.events_redacted,
+                "seconds": report.seconds,
+            }
+        )
+    else:
+        print(report)
+    return 0
+
+
 def add_check(subs: Any) -> None:
     """The ``check`` subcommand: every CRC, cross-reference and the event chain."""
     p = add_subcommand(
@@ -103,3 +123,20 @@ def add_consolidate(subs: Any) -> None:
         "distil unconsolidated turns into facts, exactly once",
     )
     p.add_argument("store", help="store directory")
+
+
+def add_compact(subs: Any) -> None:
+    """The ``compact`` subcommand: rewrite the store without its dead rows."""
+    p = add_subcommand(
+        subs,
+        "compact",
+        _cmd_compact,
+        "rewrite the store without deleted, expired or replaced rows (their bytes are erased)",
+    )
+    p.add_argument("store", help="store directory")
+    p.add_argument(
+        "--drop-history",
+        action="store_true",
+        help="also erase the older versions of updated memories (default: kept as history)",
+    )
+    p.add_argument("--json", action="store_true", help="JSON output")

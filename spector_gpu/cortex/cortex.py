@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Config
-from ..errors import CorruptionError, SpectorError, StoreFailedError, ValidationError
+from ..errors import CorruptionError, SpectorError, StoreFailedError
 from ..storage.partition import Transaction, open_failure
 from ..types import Location, MemoryType
 from .analyzer import Analyzer
@@ -30,9 +30,9 @@ from .columns import Columns
 from .cues import Cues
 from .derived_indexes import SNAPSHOT_NAME, DerivedIndexes
 from .episodic import EpisodeRecord
-from .header import with_consolidated, with_provenance
 from .identity import STORE_FORMAT, bound_snapshot, open_bound, snapshot_stamp
 from .index import IndexMemory
+from .lifecycle import marked_headers, removed
 from .links import Links
 from .loader import PrimaryLoader
 from .payload import Payload
@@ -51,11 +51,8 @@ DeferredStrength = Callable[[], tuple[np.ndarray, np.ndarray] | None]
 
 class Cortex:
     """Opens, reads and writes every region of a store directory (see the module docstring).
-
-    Attributes:
-        version: bumped by every commit and refresh (invalidates recall caches).
-        recovery: the open report (journal records replayed, snapshot coverage, damage).
-    """
+    ``version`` is bumped by every commit and refresh (invalidates recall caches); ``recovery``
+    is the open report (journal records replayed, snapshot coverage, damage)."""
 
     def __init__(
         self,
@@ -74,23 +71,27 @@ class Cortex:
         self.device = device
         self.read_only = read_only
         self.dim = int(embedder.dim)
+        self.version = 0
+        self._deferred: list[DeferredStrength] = []
+        self._wire(stores, derived)
+
+    def _wire(self, stores: Stores, derived: DerivedIndexes) -> None:
+        """Take ``stores`` and ``derived`` (at open, and again after a compaction swap)."""
         self.stores = stores
         self.derived = derived
         self.cols = Columns()
         self.recovery: dict[str, Any] = {"replayed_journal_records": stores.part.replayed_records}
         self.quarantine = Quarantine(
-            path,
+            self.path,
             stores.index.path,
-            strict=config.store.strict,
-            max_storage=config.strength.max_storage,
+            strict=self.config.store.strict,
+            max_storage=self.config.strength.max_storage,
             recovery=self.recovery,
             fail=self._fail_writer,
         )
         self._loader = PrimaryLoader(stores, self.cols, derived, self.quarantine)
-        self.version = 0
-        self._deferred: list[DeferredStrength] = []
-        # Aliases of components' members that never change identity: the read side's
-        # contract (recall, gates, delegates, the facade and tests read them from the cortex).
+        # Aliases of components' members (changed only by a compaction's reopen): the read
+        # side's contract (recall, gates, delegates, the facade and tests read them here).
         self.part = stores.part
         self.events = stores.events
         self.episodic, self.text = stores.episodic, stores.text
@@ -134,9 +135,8 @@ class Cortex:
         read_only: bool,
         create_in_nonempty: bool = False,
     ) -> Cortex:
-        """Open every region of the store at ``path``; any ``OSError`` met on the way (a name
-        too long, a permission, a full disk) is the library error that names the fix.
-        ``create_in_nonempty`` allows creating a store in a directory that holds other files."""
+        """Open every region of the store at ``path`` (an ``OSError`` becomes the library error
+        naming the fix); ``create_in_nonempty``: create one in a directory holding others."""
         where = Path(path)
         analyzer = Analyzer(
             stopwords=config.lexical.stopwords,
@@ -174,15 +174,10 @@ class Cortex:
             self.part.failed = exc
 
     def _load(self) -> None:
-        """Open-time validation and loading, point-in-time by default.
-
-        ``store.strict`` refuses to open on any corruption found here. Otherwise damage is
-        reported (``recovery["corruption"]``, a warning in the log, and ``check()``): a damaged
-        record raises when read and is left out of the derived indexes; a damaged index entry
-        quarantines its one memory; damage the index cannot be read past (a region shorter
-        than its count) exposes the prefix of memories before it and turns the handle
-        read-only, so no write can build on it.
-        """
+        """Open-time validation and loading, point-in-time (``store.strict`` refuses): damage
+        is reported; a damaged record is left out of the derived indexes, a damaged entry
+        quarantines its memory, damage the index cannot be read past keeps the prefix before
+        it and turns the handle read-only (docs/architecture.md, "open after damage")."""
         for exc in self.part.damage:  # files missing, restored or foreign (storage.identity)
             self.quarantine.report(exc, structural=True)
         n = self.stores.index.count
@@ -207,6 +202,7 @@ class Cortex:
         self.recovery["replayed_memories"] = n - covered
         self._loader.derive(covered, n, self._payload_or_blank)
         self.link_lineage()
+        self.derived.retire(removed(self.cols.headers), self._payload_or_blank)
 
     def _payload_or_blank(self, i: int) -> Payload:
         """A memory's payload for index building; a damaged one is reported and left blank."""
@@ -242,8 +238,18 @@ class Cortex:
             self.quarantine.check_entry(i)
         return self.stores.text_of(entry)
 
+    def reopen(self) -> None:
+        """Open and load again over the files a compaction swap installed; ordinals change,
+        so ``version`` jumps (every cache keyed on it is rebuilt)."""
+        stores = Stores(self.part.reopen(), self.dim, self.config)
+        self._wire(stores, DerivedIndexes(self.config, self.analyzer, self.dim, self.device))
+        self.version += 2
+        self._load()
+
     def refresh(self) -> None:
-        """Readers: pick up memories and header/strength changes committed since open."""
+        """Readers: pick up what was committed since open (all of it after a swap)."""
+        if self.part.swapped():
+            return self.reopen()
         self.stores.refresh()
         n = self.stores.index.count
         if n < self.n:
@@ -258,18 +264,22 @@ class Cortex:
         self._loader.derive(old, n, self._payload_or_blank)
         self.link_lineage()
         self._loader.reload_mutable(np.arange(0, old))
+        self.derived.retire(removed(self.cols.headers), self._payload_or_blank)
 
     def reload_mutable(self, ordinals: np.ndarray) -> None:
         """Re-read headers and strength columns of existing ordinals (after in-place updates)."""
         self._loader.reload_mutable(ordinals)
 
     def session_turns(self, session: int, first_seq: int, last_seq: int) -> list[int]:
-        """Ordinals of the episodes of ``session`` with sequence in [first_seq, last_seq]."""
-        return self.derived.session_turns(self.cols.index["type"], session, first_seq, last_seq)
+        """Ordinals of the episodes of ``session`` with sequence in [first_seq, last_seq] (the
+        current version of each turn; deleted turns included: lineage still names them)."""
+        turns = self.derived.session_turns(self.cols.index["type"], session, first_seq, last_seq)
+        return [o for o in turns if self.cols.current[o]]
 
     def session_cursor(self, session: int, *, after_seq: int = -1) -> Iterator[EpisodeRecord]:
         """A session's episodes in sequence order, after ``after_seq``."""
         ords = self.session_turns(session, after_seq + 1, int(np.iinfo(np.int32).max))
+        ords = [o for o in ords if not removed(self.cols.headers[o : o + 1])[0]]
         ords.sort(key=lambda o: int(self.cues.sequence[o]))
         return self.episodic.cursor([int(self.cols.index["record_offset"][o]) for o in ords])
 
@@ -284,10 +294,8 @@ class Cortex:
 
     def write(self, batch: WriteBatch, *, audit: Callable[[], object] | None = None) -> None:
         """Encode, commit (one journaled transaction: all or nothing) and adopt ``batch``.
-
-        ``audit`` runs once every part is encoded and before the commit (it queues the
-        batch's event; a part that cannot be written raises first, and nothing is queued).
-        Raises what the stores raise: ``ValidationError`` for a malformed batch,
+        ``audit`` runs once every part is encoded, before the commit (it queues the batch's
+        event). Raises what the stores raise: ``ValidationError`` for a malformed batch,
         ``RegionFullError``, ``CorruptionError`` for a quarantined memory's header,
         ``ReadOnlyStoreError`` / ``StoreFailedError`` when the handle cannot write."""
         tx = self.stores.transaction()
@@ -312,32 +320,26 @@ class Cortex:
             self.cols.headers[o] = header[0]
         if batch.lineage_live is not None:
             self.link_lineage()
+        if batch.rewrites_existing():
+            self.version += 1  # gates of stored rows changed: no recall cache extends
+            self.derived.retire(removed(self.cols.headers), self._payload_or_blank)
 
     def _stage_headers(self, tx: Transaction, batch: WriteBatch) -> dict[int, np.ndarray]:
-        consolidate = set(batch.consolidate)
-        out: dict[int, np.ndarray] = {}
-        for o in batch.header_updates():
-            if not 0 <= o < self.n:
-                raise ValidationError(f"header update of ordinal {o}: no such memory (n={self.n})")
-            header = self.cols.headers[o : o + 1]
-            if o in consolidate:
-                header = with_consolidated(header)
-            if o in batch.record_provenance:
-                header = with_provenance(header, np.array([batch.record_provenance[o]]))
+        out = marked_headers(self.cols.headers, batch, self.n)
+        for o, header in out.items():
             self.rewrite_header(tx, o, header)
-            out[o] = header
         return out
 
     def _adopt_memories(self, new: NewMemories, staged: Staged) -> None:
-        self.cols.extend(self.n, staged.entries, staged.headers, staged.strength_rows)
-        self.stores.index.adopt(staged.entries)
+        prev = new.previous()
+        self.cols.extend(self.n, staged.entries, staged.headers, staged.strength_rows, prev)
+        self.stores.index.adopt(staged.entries, versions=prev >= 0)
         self.derived.dense.add(staged.q, staged.scale)
         self.derived.append(new.types, new.payloads, np.asarray(new.sequences).tolist())
 
     def rewrite_header(self, tx: Transaction, i: int, header: np.ndarray) -> None:
-        """Stage, in ``tx``, ordinal ``i``'s header (HEADER_DTYPE (1,)) rewritten in place; a
-        quarantined memory's in-memory header is not trustworthy and is never written back
-        (``CorruptionError``). Prefer :meth:`write`; this is the transaction-level step."""
+        """Stage, in ``tx``, ordinal ``i``'s header (HEADER_DTYPE (1,)) rewritten in place
+        (never a quarantined memory's: ``CorruptionError``). Prefer :meth:`write`."""
         if i in self.quarantined:
             raise self.quarantine_error(i)
         self.stores.rewrite_header(tx, self.cols.index[i], header)
@@ -347,9 +349,8 @@ class Cortex:
         return self.stores.transaction()
 
     def commit(self, tx: Transaction) -> None:
-        """Commit ``tx`` with the deferred strength rows and the queued events (no adoption:
-        :meth:`write` does both). Takes an automatic snapshot every ``store.snapshot_every``
-        memories."""
+        """Commit ``tx`` with the deferred strength rows and the queued events (no adoption);
+        a snapshot every ``store.snapshot_every`` memories."""
         for source in self._deferred:
             pending = source()
             if pending is not None:
@@ -366,9 +367,8 @@ class Cortex:
                 log.warning("%s", exc)
 
     def save_snapshot(self) -> None:
-        """Write the derived-index snapshot. An I/O error fails the handle like a failed
-        commit (``StoreFailedError``; no write after it touches the disk): the memories stay
-        safe in the regions and a reopen rebuilds what the snapshot would have held."""
+        """Write the derived-index snapshot; an I/O error fails the handle like a failed commit
+        (``StoreFailedError``; a reopen rebuilds what the snapshot would have held)."""
         if self.read_only or self.part.failed is not None or self.n == self.derived.snapshot_covers:
             return
         try:

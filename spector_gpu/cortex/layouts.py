@@ -12,7 +12,8 @@ EncodingHeader, 64 B (Spector's V2 header; identity of an engram at encoding)::
     16 exact_norm f32           20 centroid i16          22 pad u16
     24 tags_lo u64              32 tags_hi u64 (128-bit Bloom filter of tags, k=3)
     40 consolidation_flags u8: bit0 contradicted, bit1 retracted, bit2 unverified,
-       bit3 restricted, bit4 crystallized, bit5 simulated, bit7 dreamed
+       bit3 restricted, bit4 crystallized, bit5 simulated, bit6 replaced (our addition: an
+       older version of an updated memory, see :mod:`.lifecycle`), bit7 dreamed
     41 encoding_profile u8      42 alpha u8   43 beta u8   44 soul_version u16
     46 source u8 (EXPERIENCED 0, DISTILLED 1, SIMULATED 2, REHEARSED 3)
     47 provenance u8 (record provenance, see provenance.record)
@@ -32,7 +33,8 @@ Strength record, 96 B (region STRENGTH, Spector's layout plus our tail)::
     4 agent_recall_count i32   8 passive_recall_count i32   12 effective_importance f32
     16 storage_strength S f32 (1.0-5.0)  20 last_agent_hash u32  24 last_auto_ltp_ms i64
     32 last_recall_ms i64      40 actr_ring i32[8] (seconds since creation)
-    72 reconsolidation_delta i64
+    72 expires_ms i64 (epoch ms after which the memory is gone from every read; 0 = never.
+       Spector's reconsolidation_delta, which was written truncated to 0 and never read)
     80 D at last event f32     84 owner i64 (the memory's TSID; our addition)
     92 crc32c over [0, 92)
 
@@ -59,6 +61,7 @@ from ..storage.crc import crc32c_rows
 
 __all__ = [
     "CF_DREAMED",
+    "CF_REPLACED",
     "CF_RETRACTED",
     "CF_SIMULATED",
     "EPIS_MAGIC",
@@ -136,7 +139,7 @@ STRENGTH_DTYPE = np.dtype(
         ("last_auto_ltp_ms", "<i8"),
         ("last_recall_ms", "<i8"),
         ("actr_ring", "<i4", (8,)),
-        ("reconsolidation_delta", "<i8"),
+        ("expires_ms", "<i8"),
         ("retrieval_strength", "<f4"),
         ("owner", "<i8"),
         ("crc32c", "<u4"),
@@ -208,6 +211,7 @@ FLAG_PINNED = 0x10
 FLAG_RESOLVED = 0x20
 CF_RETRACTED = 0x02
 CF_SIMULATED = 0x20
+CF_REPLACED = 0x40
 CF_DREAMED = 0x80
 
 PROV_LIVE, PROV_TOMBSTONE, PROV_PARTIAL = 0, 1, 2

@@ -194,7 +194,12 @@ class Stores:
         )
         offsets, text_loc = self._stage_payloads(tx, new, ids, types, headers, qv.q)
         srows = self.strength.init_rows(
-            ids, new.now_ms, headers["valence"], headers["importance"], headers["timestamp_ms"]
+            ids,
+            new.now_ms,
+            headers["valence"],
+            headers["importance"],
+            headers["timestamp_ms"],
+            new.expires_ms,
         )
         self.strength.append(tx, srows)
         self.vectors.append_rows(tx, qv.q, qv.scale, first)

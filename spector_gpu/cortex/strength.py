@@ -79,9 +79,11 @@ class StrengthMemory(FixedStrideStore):
         valence: np.ndarray,
         importance: np.ndarray,
         formed_ms: np.ndarray,
+        expires_ms: np.ndarray | None = None,
     ) -> np.ndarray:
         """Sealed rows (m,) of new memories written at ``now_ms``: D = 1 and S = 1 at their
-        formation ``formed_ms`` (int64 (m,) epoch ms, the headers' ``timestamp_ms``)."""
+        formation ``formed_ms`` (int64 (m,) epoch ms, the headers' ``timestamp_ms``);
+        ``expires_ms`` int64 (m,) epoch ms (0 or None: never)."""
         rows = np.zeros(len(owners), dtype=STRENGTH_DTYPE)
         rows["valence"] = valence
         rows["effective_importance"] = importance
@@ -89,7 +91,7 @@ class StrengthMemory(FixedStrideStore):
         rows["retrieval_strength"] = 1.0
         rows["last_recall_ms"] = formed_ms
         rows["last_auto_ltp_ms"] = now_ms
-        rows["reconsolidation_delta"] = 0
+        rows["expires_ms"] = 0 if expires_ms is None else expires_ms
         rows["owner"] = owners
         return seal(rows)
 
@@ -124,7 +126,6 @@ class StrengthMemory(FixedStrideStore):
             rows["storage_strength"],
         )
         rows["last_auto_ltp_ms"] = np.where(ltp, now_ms, rows["last_auto_ltp_ms"])
-        rows["reconsolidation_delta"] = 1.0 - current_d.astype(np.float64)
         rows["retrieval_strength"] = 1.0
         rows["last_recall_ms"] = _event_ms(rows, now_ms)
         return rows

@@ -6,6 +6,8 @@ and takes the handle's lock around its work; the facade only wires them and forw
 
 from ._ids import ordinal_of, writable_ordinal
 from .admin import MemoryAdminView
+from .compaction import MemoryCompaction
+from .lifecycle import MemoryLifecycle
 from .recall import MemoryRecall
 from .reflection import MemoryReflection
 from .remember import MemoryRemember
@@ -13,6 +15,8 @@ from .sleep import MemorySleep
 
 __all__ = [
     "MemoryAdminView",
+    "MemoryCompaction",
+    "MemoryLifecycle",
     "MemoryRecall",
     "MemoryReflection",
     "MemoryRemember",

@@ -39,6 +39,8 @@ from typing import TYPE_CHECKING, Any, get_args
 from ..errors import SpectorError, ValidationError
 from .as_of import AsOf, question_chunks
 from .dataset import Dataset
+from .ingest import ingest_records as _ingest_records
+from .ingest import ingest_turns
 from .parallel import check_workers, run_in_workers
 from .records import ADVERSARIAL_CATEGORY, UNCATEGORISED, Conversation, Question
 from .result import EvalResult
@@ -257,23 +259,6 @@ def _store_path(root: Path | None, conv_id: str, stack: ExitStack, temp_dir: str
     return path
 
 
-def _ingest_records(conv: Conversation) -> list[dict[str, Any]]:
-    records = []
-    for t in conv.turns:
-        rec: dict[str, Any] = {
-            "text": t.index_text,
-            "speaker": t.speaker,
-            "role": t.role,
-            "external_id": t.dia_id,
-        }
-        if t.session:  # 0 = unknown: a document, not a turn of a conversation
-            rec["session_id"] = t.session
-        if t.timestamp_ms:  # 0 = unknown: let the engine stamp it
-            rec["timestamp_ms"] = t.timestamp_ms
-        records.append(rec)
-    return records
-
-
 @dataclass
 class _Job:
     """What every conversation of one ``evaluate`` call shares."""
@@ -327,14 +312,22 @@ class _Job:
             t_open = time.perf_counter()
             with self.factory(path) as mem:
                 log.timing["open_s"] += time.perf_counter() - t_open
+                turns = ingest_turns(conv)
+                if len(turns) < len(conv.turns):
+                    log.skipped_turns += len(conv.turns) - len(turns)
+                    logger.warning(
+                        "%s: %d empty turn(s) skipped",
+                        conv.conv_id,
+                        len(conv.turns) - len(turns),
+                    )
                 with log.phase("remember"):
                     tsids = list(mem.remember_batch(_ingest_records(conv)))
                 log.stores += 1
-                if len(tsids) != len(conv.turns):
+                if len(tsids) != len(turns):
                     raise SpectorError(
-                        f"remember_batch returned {len(tsids)} ids for {len(conv.turns)} turns"
+                        f"remember_batch returned {len(tsids)} ids for {len(turns)} turns"
                     )
-                to_doc = {str(t): turn.dia_id for t, turn in zip(tsids, conv.turns, strict=True)}
+                to_doc = {str(t): turn.dia_id for t, turn in zip(tsids, turns, strict=True)}
                 if log.described is None:
                     log.described = _describe(mem)
                 with log.phase("recall"):

@@ -104,6 +104,13 @@ class EventChain:
         self._last_seq, self._head = seq, head
         self._lock = threading.Lock()
 
+    def reattach(self, log: RecordLog) -> None:
+        """Continue on ``log``, this chain rewritten elsewhere (a store's compaction): the
+        head is read again from its last record; every holder of this object follows."""
+        fresh = EventChain(log, signer=self._signer)
+        with self._lock:
+            self._log, self._last_seq, self._head = log, fresh._last_seq, fresh._head
+
     @property
     def next_seq(self) -> int:
         """Sequence number the next appended event will get."""

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import CorruptionError, ReadOnlyStoreError, StoreError, StoreFailedError
-from . import identity
+from . import identity, swap
 from .lock import acquire_writer_lock
 from .region import Region, RegionSpec
 
@@ -127,13 +127,20 @@ class OpenedRegions:
         )
 
 
-def open_regions(directory: Path, specs: Sequence[RegionSpec], *, writable: bool) -> OpenedRegions:
+def open_regions(
+    directory: Path,
+    specs: Sequence[RegionSpec],
+    *,
+    writable: bool,
+    paths: Mapping[str, str] | None = None,
+) -> OpenedRegions:
     """Open every region of ``specs`` present in ``directory`` (the others are listed in
-    ``missing``, for :func:`fill_missing`)."""
+    ``missing``, for :func:`fill_missing`); ``paths`` says where a file is when not under its
+    name (a reader during a compaction swap: :func:`.swap.current_paths`)."""
     out = OpenedRegions()
     try:
         for spec in specs:
-            path = str(directory / spec.filename)
+            path = (paths or {}).get(spec.filename) or str(directory / spec.filename)
             if os.path.lexists(path):
                 out.regions[spec.file_no] = Region.open(spec, path, writable=writable)
             else:
@@ -203,15 +210,22 @@ def claim_directory(
 
 
 def open_store_files(
-    directory: Path, specs: Sequence[RegionSpec], names: Sequence[str], *, writable: bool
+    directory: Path,
+    specs: Sequence[RegionSpec],
+    names: Sequence[str],
+    *,
+    writable: bool,
+    paths: Mapping[str, str] | None = None,
 ) -> tuple[OpenedRegions, int | None, bool]:
-    """Open the store's region files: remove a writer's leftover temporaries, open what is
-    there, settle the store id (the files' own, or a new one), create or stand in for what is
-    missing. Returns the regions, the store id (None: a format-1 store, whose upgrade gives
-    it one) and whether the store is in format 1 (a reader refuses it)."""
+    """Open the store's region files: finish or discard a compaction swap and remove leftover
+    temporaries (a writer), open what is there (``paths``: see :func:`open_regions`), settle
+    the store id (the files' own, or a new one), create or stand in for what is missing.
+    Returns the regions, the store id (None: a format-1 store, whose upgrade gives it one)
+    and whether the store is in format 1 (a reader refuses it)."""
     if writable:
+        swap.recover(directory, names)
         remove_partial_files(directory, names)
-    opened = open_regions(directory, specs, writable=writable)
+    opened = open_regions(directory, specs, writable=writable, paths=paths)
     try:
         present = list(opened.regions.values())
         legacy = any(identity.is_legacy(r) for r in present)

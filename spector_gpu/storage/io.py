@@ -31,6 +31,7 @@ __all__ = [
     "get_observer",
     "open_nofollow",
     "read_regular",
+    "remove_file",
     "replace_file",
     "set_observer",
 ]
@@ -46,6 +47,7 @@ class IOObserver(Protocol):
     def on_dir_sync(self, path: str) -> None: ...
     def on_create(self, path: str) -> None: ...
     def on_replace(self, src: str, dst: str) -> None: ...
+    def on_unlink(self, path: str) -> None: ...
 
 
 _observer: IOObserver | None = None
@@ -267,6 +269,21 @@ def replace_file(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> No
     if _observer is not None:
         _observer.on_replace(str(src), str(dst))
     os.replace(src, dst)
+
+
+def remove_file(path: str | os.PathLike[str]) -> bool:
+    """Unlink ``path`` (a symbolic link is removed itself, never followed); False if nothing
+    was there. A directory is refused (``StoreFormatError``). Durable after :func:`fsync_dir`."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    if stat.S_ISDIR(mode):
+        _refuse_special(str(path), mode)
+    if _observer is not None:
+        _observer.on_unlink(str(path))
+    os.unlink(path)
+    return True
 
 
 def atomic_write(

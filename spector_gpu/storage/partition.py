@@ -9,7 +9,9 @@ journal, makes that durable per the durability level, then applies them to the r
 data first, each region's preamble (its committed count) after, in spec order, so a reader
 that sees a count sees the bytes behind it. Durability levels: ``none`` (no barrier: survives
 a process crash, not power loss), ``flush`` (``fdatasync`` of the journal at each commit) and
-``fsync`` (``fsync`` of the journal and of the directory when files were created).
+``fsync`` (``fsync`` of the journal and of the directory when files were created). A
+compaction replaces the files under an open partition (:mod:`.swap`): a reader notices
+(:meth:`Partition.swapped`) and both sides carry on with :meth:`Partition.reopen`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -29,18 +32,13 @@ from ..errors import (
     StoreFailedError,
     ValidationError,
 )
-from . import identity
+from . import identity, swap
 from .directory import OpenedRegions, claim_directory, open_failure, open_store_files
 from .io import fsync_dir
 from .journal import encode_record_parts
 from .killpoints import killpoint
 from .lock import track_writer
-from .preamble import (
-    PREAMBLE_SIZE,
-    SHAPE_APPEND,
-    Preamble,
-    RegionId,
-)
+from .preamble import PREAMBLE_SIZE, SHAPE_APPEND, Preamble, RegionId
 from .recovery import open_writer
 from .region import Region, RegionSpec
 from .transaction import Transaction, capacity_of, publish_key
@@ -62,6 +60,17 @@ JOURNAL_SPEC = RegionSpec(0, "journal.jrn", SHAPE_APPEND, RegionId.JOURNAL, "JRN
 _DEFAULT_CHECKPOINT_BYTES = 16 << 20
 
 
+@dataclass(frozen=True)
+class _Settings:
+    """What a partition was opened with (a reopen after a compaction repeats it)."""
+
+    specs: tuple[RegionSpec, ...]
+    writable: bool
+    durability: Durability
+    checkpoint_bytes: int
+    companions: tuple[str, ...]
+
+
 class Partition:
     """The open region files of one store directory."""
 
@@ -69,19 +78,18 @@ class Partition:
         self,
         directory: Path,
         regions: dict[int, Region],
+        settings: _Settings,
         *,
-        writable: bool,
-        durability: Durability,
         lock_fd: int | None,
-        checkpoint_bytes: int,
         store_id: int | None,
     ) -> None:
         self.directory = directory
         self.regions = regions
         self.by_name = {r.spec.filename: r for r in regions.values()}
-        self.writable = writable
-        self.durability = durability
-        self.checkpoint_bytes = checkpoint_bytes
+        self.settings = settings  # what a reopen repeats
+        self.writable = settings.writable
+        self.durability = settings.durability
+        self.checkpoint_bytes = settings.checkpoint_bytes
         self.store_id = store_id  # None only while a format-1 store awaits its upgrade
         self._lock_fd = lock_fd
         self._pid = os.getpid()
@@ -122,31 +130,41 @@ class Partition:
             raise ValidationError(
                 f"durability must be one of {DURABILITY_LEVELS}, got {durability!r}"
             )
-        directory, all_specs = Path(directory), (JOURNAL_SPEC, *specs)
-        regions = [s.filename for s in all_specs]
-        names = regions + list(companions)
-        proof = [*regions, *markers]
-        lock_fd = claim_directory(
-            directory, names, proof, writable=writable, create_in_nonempty=create_in_nonempty
+        where = Path(directory)
+        how = _Settings(
+            (JOURNAL_SPEC, *specs), writable, durability, checkpoint_bytes, tuple(companions)
         )
+        names, nonempty = [s.filename for s in how.specs], create_in_nonempty
+        owned, proof = names + list(companions), [*names, *markers]
+        lock_fd = claim_directory(
+            where, owned, proof, writable=writable, create_in_nonempty=nonempty
+        )
+        return cls._open(where, how, lock_fd)
+
+    @classmethod
+    def _open(cls, directory: Path, how: _Settings, lock_fd: int | None) -> Partition:
+        """Open the files (the writer lock, if any, already held); a reader never holds a mix
+        of files a compaction swap was installing (:func:`.swap.open_current`)."""
+        if how.writable:
+            return cls._open_files(directory, how, lock_fd)
+        return swap.open_current(lambda: cls._open_files(directory, how, lock_fd), directory)
+
+    @classmethod
+    def _open_files(cls, directory: Path, how: _Settings, lock_fd: int | None) -> Partition:
+        names = [s.filename for s in how.specs] + list(how.companions)
+        paths = None if how.writable else swap.current_paths(directory, names[: len(how.specs)])
         opened = OpenedRegions()
         part: Partition | None = None
         try:
-            opened, ref, legacy = open_store_files(directory, all_specs, names, writable=writable)
-            part = cls(
-                directory,
-                opened.regions,
-                writable=writable,
-                durability=durability,
-                lock_fd=lock_fd,
-                checkpoint_bytes=checkpoint_bytes,
-                store_id=ref,
+            opened, ref, legacy = open_store_files(
+                directory, how.specs, names, writable=how.writable, paths=paths
             )
+            part = cls(directory, opened.regions, how, lock_fd=lock_fd, store_id=ref)
             part.damage = list(opened.damage)
             part.created = opened.created
             if lock_fd is not None:
                 track_writer(part)
-            if writable:
+            if how.writable:
                 open_writer(part, legacy)
             else:
                 part._open_reader()
@@ -157,7 +175,7 @@ class Partition:
             if lock_fd is not None:
                 os.close(lock_fd)
             if isinstance(exc, OSError) and not isinstance(exc, SpectorError):
-                raise open_failure(directory, exc, writable=writable) from exc
+                raise open_failure(directory, exc, writable=how.writable) from exc
             raise
         return part
 
@@ -167,6 +185,26 @@ class Partition:
         self.refresh()
         order = sorted(self.regions, key=publish_key(()), reverse=True)
         self.damage += identity.reader_findings([self.regions[n] for n in order], self.store_id)
+
+    def reopen(self) -> Partition:
+        """This store opened again (same settings) over the files now in the directory, after
+        a compaction swap; a writer hands its lock over and finishes the swap
+        (:func:`.swap.recover`). This partition is closed without a checkpoint."""
+        lock_fd, self._lock_fd = self._lock_fd, None
+        self.close(checkpoint=False)
+        return Partition._open(self.directory, self.settings, lock_fd)
+
+    def swapped(self) -> bool:
+        """A reader: whether a compaction installed new files since this one opened."""
+        return not self.writable and swap.replaced(self.directory, self.regions[max(self.regions)])
+
+    def adopt_identity(self, store_id: int, generation: int) -> None:
+        """A store this open created, before its first commit, takes ``store_id`` and counts
+        commits on from ``generation`` (a compaction's rebuilt store continues the old one,
+        so no file of the old store can pass for one of the new)."""
+        if not self.created or self._next_seq or self._journal_end != PREAMBLE_SIZE:
+            raise StoreError(f"{self.directory}: only a new, empty store can adopt an identity")
+        self.store_id, self._next_seq = store_id, generation
 
     # ---- guards ------------------------------------------------------------------------
     def in_this_process(self) -> bool:
@@ -339,11 +377,13 @@ class Partition:
         return self.by_name[filename]
 
     # ---- closing -----------------------------------------------------------------------
-    def close(self) -> None:
+    def close(self, *, checkpoint: bool = True) -> None:
+        """Checkpoint (a healthy writer in its own process, unless ``checkpoint`` is False),
+        then close every file and release the writer lock."""
         if self._closed:
             return
         try:
-            if self.writable and self.failed is None and os.getpid() == self._pid:
+            if checkpoint and self.writable and self.failed is None and os.getpid() == self._pid:
                 self.checkpoint()
                 if self.durability == "fsync":
                     fsync_dir(self.directory)

@@ -44,6 +44,7 @@ from spector_gpu import (
     RecallOptions,
     Source,
     TurnView,
+    UnknownIdError,
     ValidationError,
 )
 
@@ -97,6 +98,7 @@ class StoreMachine(RuleBasedStateMachine):
         self.path = self.root / "s0"
         self.mem = open_memory(self.path)
         self.model: dict[str, dict[str, Any]] = {}
+        self.deleted: set[str] = set()
         self.now_ms = int(time.time() * 1000)
 
     # ---- writes ------------------------------------------------------------------------
@@ -195,6 +197,8 @@ class StoreMachine(RuleBasedStateMachine):
 
     @rule(mid=ids, seed=st.integers(0, 1000))
     def wander(self, mid: str, seed: int) -> None:
+        if mid in self.deleted:
+            return  # a walk starts from a live memory (the model has no row for a deleted one)
         before = self.mem.count()
         walk = self.mem.wander(mid, steps=4, seed=seed)
         assert walk[0].id == mid and self.mem.count() == before
@@ -202,11 +206,51 @@ class StoreMachine(RuleBasedStateMachine):
 
     @rule(mid=ids)
     def forget(self, mid: str) -> None:
+        if mid in self.deleted:
+            with pytest.raises(UnknownIdError):
+                self.mem.forget(mid)
+            return
         self.mem.forget(mid)
 
     @rule(mid=ids, valence=st.integers(-127, 127))
     def reinforce(self, mid: str, valence: int) -> None:
+        if mid in self.deleted:
+            with pytest.raises(UnknownIdError):
+                self.mem.reinforce(mid, valence)
+            return
         self.mem.reinforce(mid, valence)
+
+    @rule(mid=ids, text=TEXTS)
+    def update(self, mid: str, text: str) -> None:
+        if mid not in self.model:
+            with pytest.raises(UnknownIdError):
+                self.mem.update(mid, text=text or "x")
+            return
+        if not text.strip():
+            with pytest.raises(ValidationError):
+                self.mem.update(mid, text=text)
+            return
+        self.mem.update(mid, text=text)
+        # a corrected turn is new evidence: the next consolidation distils it again
+        self.model[mid].update(text=text, consolidated=False)
+
+    @rule(mid=ids)
+    def delete(self, mid: str) -> None:
+        if mid not in self.model:
+            with pytest.raises(UnknownIdError):
+                self.mem.delete(mid)
+            return
+        self.mem.delete(mid)
+        del self.model[mid]
+        self.deleted.add(mid)
+
+    @rule(keep_history=st.booleans())
+    def compact(self, keep_history: bool) -> None:
+        """Dead rows (deleted memories, older versions unless kept) go; the invariant then
+        checks every live memory against the model under its new ordinal."""
+        report = self.mem.compact(keep_history=keep_history)
+        assert report.rows_after == report.rows_before - report.dropped
+        assert self.mem.count() == len(self.model)
 
     # ---- reads -------------------------------------------------------------------------
     @rule(query=TEXTS, learn=st.booleans())
@@ -254,6 +298,8 @@ class StoreMachine(RuleBasedStateMachine):
                 m["session"],
                 m["consolidated"],
             ), mid
+        for mid in self.deleted:
+            assert self.mem.get(mid) is None, mid
 
     def teardown(self) -> None:
         try:

@@ -209,7 +209,7 @@ def test_strength_record_golden_bytes() -> None:
     r["last_auto_ltp_ms"] = 0x1112131415161718
     r["last_recall_ms"] = 0x2122232425262728
     r["actr_ring"] = np.arange(1, 9)
-    r["reconsolidation_delta"] = -2
+    r["expires_ms"] = -2
     r["retrieval_strength"] = 0.25
     r["owner"] = 0x0A0B0C0D0E0F1011
     seal(r)
@@ -224,7 +224,7 @@ def test_strength_record_golden_bytes() -> None:
         28 27 26 25 24 23 22 21   # 32 last_recall ms
         01 00 00 00 02 00 00 00 03 00 00 00 04 00 00 00   # 40 ACT-R ring i32[8]
         05 00 00 00 06 00 00 00 07 00 00 00 08 00 00 00
-        FE FF FF FF FF FF FF FF   # 72 reconsolidation_delta -2
+        FE FF FF FF FF FF FF FF   # 72 expires_ms (was reconsolidation_delta) -2
         00 00 80 3E               # 80 D at last event 0.25f
         11 10 0F 0E 0D 0C 0B 0A   # 84 owner TSID (our addition in the reserved tail)
     """)

@@ -53,12 +53,12 @@ def test_a_cycle_reports_every_step_and_a_second_one_does_nothing(
             "snapshot",
         ]
         assert report.consolidated_turns == 24 and report.consolidated_facts > 0
-        assert report.compaction == "not available" == report.steps["compaction"]
+        assert report.compaction == "nothing to compact" == report.steps["compaction"]
         assert report.snapshot_saved and report.dream is not None
         assert len(report.dream.dreams) == mem.config.sleep.max_dreams
         assert set(report.dream.written) == simulated_ids(mem)
         assert 0 < report.mean_strength <= 1 and report.pruned == ()
-        assert "compaction" in str(report) and "not available" in str(report)
+        assert "compaction" in str(report) and "nothing to compact" in str(report)
         after = state(mem)
         again = mem.sleep(now_ms=NOW, dream=True)
         assert state(mem) == after
@@ -91,9 +91,6 @@ def test_pruning_is_off_by_default_and_never_silent(template: Path, tmp_path: Pa
         assert report.prune_candidates and report.pruned == ()
         assert "off" in report.steps["prune"]
         assert len(report.prune_candidates) == n - 1  # all but the pinned memory
-        report = mem.sleep(now_ms=later, prune=True)  # this build has no delete: say so
-        assert report.pruned == () and "not available" in report.steps["prune"]
-        assert mem.count() == n
         marked: list[str] = []
         compacted: list[int] = []
         pathway = mem._sleep.sleeping
@@ -109,6 +106,9 @@ def test_pruning_is_off_by_default_and_never_silent(template: Path, tmp_path: Pa
         report = hooked.sleep(now_ms=later, prune=True)
         assert list(report.pruned) == marked == list(report.prune_candidates)
         assert report.compaction == "compacted 0 bytes" and compacted == [1]
+        report = mem.sleep(now_ms=later, prune=True)  # the lifecycle's delete erases them
+        assert set(report.pruned) == set(report.prune_candidates) == set(marked)
+        assert "marked" in report.steps["prune"] and mem.count() == n - len(marked)
         early = mem.sleep(now_ms=NOW)
         assert early.prune_candidates == ()
         with pytest.raises(ValidationError):
@@ -121,3 +121,19 @@ def test_budget_caps_the_sessions_of_one_cycle(template: Path, tmp_path: Path) -
         assert mem.sleep(now_ms=NOW, budget=1).consolidated_turns == 6
         assert mem.sleep(now_ms=NOW, budget=2).consolidated_turns == 12
         assert mem.sleep(now_ms=NOW).consolidated_turns == 6
+
+
+def test_the_compaction_step_erases_what_was_deleted(tmp_path: Path) -> None:
+    """Sleep compacts only when a row is dead; the deleted text then leaves every file."""
+    token = "zebracorn-7f3a"
+    with SpectorMemory.open(tmp_path / "s", config={"store": {"durability": "none"}}) as mem:
+        mem.remember_batch([f"note {i} about the garden" for i in range(6)])
+        doomed = mem.remember(f"the secret word is {token}")
+        mem.delete(doomed)
+        report = mem.sleep(now_ms=NOW, dream=False)
+        assert report.compaction.startswith("compacted"), report.compaction
+        assert mem.get(doomed) is None
+        assert mem.sleep(now_ms=NOW, dream=False).compaction == "nothing to compact"
+    for f in (tmp_path / "s").rglob("*"):
+        if f.is_file():
+            assert token.encode() not in f.read_bytes(), f

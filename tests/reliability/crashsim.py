@@ -10,8 +10,12 @@ disk could hold after power failed at any point of the trace:
   (durable, after the 1st later write, …, latest) — page cache writeback is unordered;
 * optionally one torn sector: a prefix of one version over the previous one;
 * size updates may be lost (the file back at its durable size, data past it gone);
-* creations and renames since the last directory fsync are undone (a random prefix of them
-  survives, as a journaling filesystem commits metadata in order).
+* creations, renames and unlinks since the last directory fsync are undone (a random prefix of
+  them survives, as a journaling filesystem commits metadata in order).
+
+Files directly in the root and in its ``.compact/`` staging directory (a compaction's build)
+are followed; their names are relative (``.compact/index.midx``), and a fsync of either
+directory is a metadata barrier (the journal commits in order).
 
 Images are plain ``{name: bytes}`` dicts, materialised into a directory for reopening.
 This is a model of POSIX + a volatile write cache honouring barriers; it assumes the OS and
@@ -29,6 +33,7 @@ from dataclasses import dataclass, field
 __all__ = ["SECTOR", "PowerLossRecorder", "materialize"]
 
 SECTOR = 512
+STAGING = ".compact"  # spector_gpu.storage.swap.STAGING
 
 
 @dataclass
@@ -71,9 +76,12 @@ class PowerLossRecorder:
     # ---- observer hooks ----------------------------------------------------------------
     def _name(self, path: str) -> str | None:
         path = os.path.abspath(path)
-        if os.path.dirname(path) != self.root:
-            return None
-        return os.path.basename(path)
+        parent = os.path.dirname(path)
+        if parent == self.root:
+            return os.path.basename(path)
+        if parent == os.path.join(self.root, STAGING):
+            return f"{STAGING}/{os.path.basename(path)}"
+        return None
 
     def _new_inode(self, data: bytes, *, at: int) -> int:
         node = _Inode(bytearray(data))
@@ -140,7 +148,7 @@ class PowerLossRecorder:
         node.sync_data.append(bytes(node.content))
 
     def on_dir_sync(self, path: str) -> None:
-        if os.path.abspath(path) == self.root:
+        if os.path.abspath(path) in (self.root, os.path.join(self.root, STAGING)):
             self.dir_sync_idx.append(self._event())
 
     def on_create(self, path: str) -> None:
@@ -160,6 +168,15 @@ class PowerLossRecorder:
         idx = self._event()
         self.current_ns[b] = self.current_ns.pop(a)
         self.ns_ops.append((idx, "replace", a, b))
+        self.ns_idx.append(idx)
+
+    def on_unlink(self, path: str) -> None:
+        name = self._name(path)
+        if name is None or name not in self.current_ns:
+            return
+        idx = self._event()
+        del self.current_ns[name]
+        self.ns_ops.append((idx, "unlink", name, 0))
         self.ns_idx.append(idx)
 
     def mark(self, label: str, value: int = 0) -> None:
@@ -187,6 +204,8 @@ class PowerLossRecorder:
         for _, kind, a, b in self.ns_ops[:keep]:
             if kind == "create":
                 ns[str(a)] = int(b)
+            elif kind == "unlink":
+                ns.pop(str(a), None)
             else:
                 ns[str(b)] = ns.pop(str(a))
         return ns
@@ -281,5 +300,6 @@ def materialize(image: dict[str, bytes], directory: str | os.PathLike[str]) -> N
         shutil.rmtree(directory)
     os.makedirs(directory)
     for name, data in image.items():
+        os.makedirs(os.path.dirname(os.path.join(directory, name)), exist_ok=True)
         with open(os.path.join(directory, name), "wb") as fh:
             fh.write(data)

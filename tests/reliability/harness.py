@@ -384,6 +384,9 @@ class HookObserver:
     def on_replace(self, src: str, dst: str) -> None:
         self.on_call("replace", dst)
 
+    def on_unlink(self, path: str) -> None:
+        self.on_call("unlink", path)
+
 
 class FaultInjector(HookObserver):
     """Raises ``OSError(err)`` at the ``nth`` call of ``hook`` on a file whose name contains
