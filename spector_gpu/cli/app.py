@@ -13,6 +13,7 @@ from .bundles import add_export_bundle, add_verify_bundle
 from .datasets import add_demo, add_eval, add_ingest
 from .maintenance import add_check, add_consolidate, add_provenance
 from .queries import add_explain, add_recall
+from .serving import add_mcp
 
 __all__ = ["EXAMPLES", "build_parser", "main"]
 
@@ -28,6 +29,7 @@ examples:
   spector-gpu check stores/conv-26
   spector-gpu provenance backfill stores/conv-26 --execute
   spector-gpu export-bundle stores/conv-26 095FGNWK44R00 fact.tar && spector-gpu verify-bundle fact.tar
+  spector-gpu mcp --store stores/agent                # an MCP server over stdio (extra: mcp)
 
 exit codes: 0 ok · 1 check/verify found problems · 2 usage or input error
 """  # noqa: E501 (help text, printed verbatim)
@@ -43,6 +45,7 @@ _COMMANDS = (
     add_export_bundle,
     add_verify_bundle,
     add_consolidate,
+    add_mcp,
     add_demo,
 )
 
