@@ -22,7 +22,7 @@ ADAPTERS = {
 def test_missing_framework_names_the_extra(module: str, monkeypatch: pytest.MonkeyPatch) -> None:
     framework, extra = ADAPTERS[module]
     for name in list(sys.modules):  # forget the adapter and the framework, if loaded
-        if name == module or name == framework or name.startswith(f"{framework}."):
+        if name in (module, framework) or name.startswith(f"{framework}."):
             monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, framework, None)  # None in sys.modules: ImportError
     with pytest.raises(MissingExtraError, match=rf"pip install 'spector-gpu\[{extra}\]'"):
