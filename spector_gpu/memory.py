@@ -7,10 +7,12 @@ chain — is :mod:`.opening`; sharing one handle per directory in a process is :
 
 from __future__ import annotations
 
+import builtins
 import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -18,11 +20,18 @@ from .config import Config
 from .cortex.cortex import Cortex
 from .cortex.ids import TsidGenerator
 from .cortex.working import WorkingMemory
-from .delegates import MemoryAdminView, MemoryRecall, MemoryReflection, MemoryRemember
+from .delegates import (
+    MemoryAdminView,
+    MemoryLifecycle,
+    MemoryRecall,
+    MemoryReflection,
+    MemoryRemember,
+)
 from .device import DeviceLike, resolve_device
 from .embedders import Embedder, make_embedder
 from .errors import StoreClosedError
 from .handles import HandleRegistry, Requested, Settings, settings_conflict
+from .lifecycle import MemoryEvent, MemoryKind
 from .opening import ConfigArg, open_chain, resolve_config, store_path
 from .pathways.check import CheckReport
 from .pathways.distill import Distiller
@@ -58,6 +67,7 @@ class SpectorMemory:
         self._recall = MemoryRecall(cortex, strength, working, self._lock)
         self._reflection = MemoryReflection(cortex, self._remember.pathway, self._lock)
         self._admin = MemoryAdminView(cortex, strength, working, self._lock, self._public_key)
+        self._lifecycle = MemoryLifecycle(cortex, self._remember.pathway, working, self._lock)
 
     # ---- lifetime ------------------------------------------------------------------------
     @classmethod
@@ -205,16 +215,31 @@ class SpectorMemory:
         skill_name: str | None = None,
         steps: Sequence[str] = (),
         pinned: bool = False,
+        metadata: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        kind: MemoryKind | str | None = None,
+        confidence: float | None = None,
+        upsert: bool = False,
+        expires_at: int | None = None,
+        ttl_s: float | None = None,
     ) -> str:
         """Remember one memory (a batch of one); returns its TSID. Fields as in
         :meth:`remember_batch`."""
-        return self._remember.remember(text, type=type, id=id, session_id=session_id, role=role, speaker=speaker, timestamp_ms=timestamp_ms, importance=importance, valence=valence, arousal=arousal, tags=tags, external_id=external_id, citations=citations, source_uri=source_uri, source_span=source_span, skill_name=skill_name, steps=steps, pinned=pinned)  # fmt: skip  # noqa: E501
+        return self._remember.remember(text, type=type, id=id, session_id=session_id, role=role, speaker=speaker, timestamp_ms=timestamp_ms, importance=importance, valence=valence, arousal=arousal, tags=tags, external_id=external_id, citations=citations, source_uri=source_uri, source_span=source_span, skill_name=skill_name, steps=steps, pinned=pinned, metadata=metadata, user_id=user_id, agent_id=agent_id, run_id=run_id, kind=kind, confidence=confidence, upsert=upsert or None, expires_at=expires_at, ttl_s=ttl_s)  # fmt: skip  # noqa: E501
 
     def remember_batch(self, items: Sequence[str | Mapping[str, object]]) -> list[str]:
         """Remember texts or dicts (``text``, ``type``, ``id``, ``session_id``, ``role``,
         ``speaker``, ``timestamp_ms``, ``importance``, ``valence``, ``arousal``, ``tags``,
         ``external_id``, ``citations``, ``source_uri``, ``source_span``, ``skill_name``,
-        ``steps``, ``pinned``) in one atomic commit. Returns TSID strings in input order."""
+        ``steps``, ``pinned``; lifecycle: ``metadata`` (a JSON object), ``user_id``,
+        ``agent_id``, ``run_id``, ``namespace``, ``kind`` (``MemoryKind``), ``confidence``
+        in [0, 1], ``expires_at`` (epoch ms) or ``ttl_s``, ``upsert``) in one atomic commit.
+        Text must not be empty or whitespace (``ValidationError``). An ``external_id`` is
+        unique per scope (user, agent, run) among live memories: a taken one is a
+        ``DuplicateIdError`` unless ``upsert=True``, which writes the next version of the
+        memory holding it (same id). Returns TSID strings in input order."""
         return self._remember.remember_batch(items)
 
     def remember_working(
@@ -246,6 +271,59 @@ class SpectorMemory:
         """The memory with this id, or None."""
         return self._recall.get(memory_id)
 
+    # ---- lifecycle -------------------------------------------------------------------------
+    def update(
+        self,
+        memory_id: str,
+        *,
+        text: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        importance: float | None = None,
+        tags: Sequence[str] | None = None,
+        kind: MemoryKind | str | None = None,
+        confidence: float | None = None,
+        expires_at: int | None = None,
+        ttl_s: float | None = None,
+        pinned: bool | None = None,
+        external_id: str | None = None,
+    ) -> None:
+        """Correct a memory in place: same id and ``created_at``, ``updated_at`` moves, every
+        relay re-indexes, the previous version is kept in :meth:`history`. Fields left None
+        are kept. ``UnknownIdError`` if no live memory has this id."""
+        return self._lifecycle.update(memory_id, {"text": text, "metadata": metadata, "importance": importance, "tags": tags, "kind": kind, "confidence": confidence, "expires_at": expires_at, "ttl_s": ttl_s, "pinned": pinned, "external_id": external_id})  # fmt: skip  # noqa: E501
+
+    def supersede(self, old_id: str, new_text: str, **fields: Any) -> str:
+        """Write ``new_text`` as a new memory that supersedes ``old_id`` (reciprocal
+        ``supersedes`` / ``superseded_by``); recall leaves the old one out unless
+        ``RecallOptions(include_superseded=True)``. Returns the new id."""
+        return self._lifecycle.supersede(old_id, new_text, fields)
+
+    def delete(self, memory_id: str, *, cascade: bool = False) -> None:
+        """Erase a memory: from this commit it is out of recall/get/list and its text and
+        vector weigh on no score; ``compact()`` removes its bytes. ``cascade`` also deletes
+        facts consolidated only from it. The event chain keeps a hash, never the text."""
+        self._lifecycle.delete([memory_id], cascade=cascade)
+
+    def delete_batch(self, memory_ids: Sequence[str], *, cascade: bool = False) -> int:
+        """:meth:`delete` of many memories in one commit; returns how many were deleted."""
+        return self._lifecycle.delete(memory_ids, cascade=cascade)
+
+    def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, where: Mapping[str, Any] | None = None) -> int:  # fmt: skip  # noqa: E501
+        """Delete every live memory of a scope (at least one filter); returns the count."""
+        return self._lifecycle.delete_all(user_id=user_id, agent_id=agent_id, run_id=run_id, where=where)  # fmt: skip  # noqa: E501
+
+    def history(self, memory_id: str) -> builtins.list[MemoryEvent]:
+        """The memory's ADD / UPDATE / DELETE events, oldest first (``[]`` if unknown)."""
+        return self._lifecycle.history(memory_id)
+
+    def list(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, where: Mapping[str, Any] | None = None, kind: MemoryKind | str | None = None, memory_type: MemoryType | str | None = None, offset: int = 0, limit: int = 100) -> list[CognitiveResult]:  # fmt: skip  # noqa: E501
+        """Live memories passing the filters, by id (creation order), without a query."""
+        return self._lifecycle.list(offset, limit, user_id=user_id, agent_id=agent_id, run_id=run_id, where=where, kind=kind, memory_type=memory_type)  # fmt: skip  # noqa: E501
+
+    def get_by_external_id(self, external_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> CognitiveResult | None:  # fmt: skip  # noqa: E501
+        """The live memory holding ``external_id`` in exactly this scope, or None."""
+        return self._lifecycle.get_by_external_id(external_id, user_id, agent_id, run_id)
+
     # ---- reflect ---------------------------------------------------------------------------
     def consolidate(
         self,
@@ -271,7 +349,7 @@ class SpectorMemory:
         """Lineage of a consolidated memory, or None for a memory no consolidation wrote."""
         return self._reflection.explain(memory_id, include_parents=include_parents)
 
-    def session_provenance(self, session_id: int) -> list[MemoryProvenance]:
+    def session_provenance(self, session_id: int) -> builtins.list[MemoryProvenance]:
         """Every memory derived from a session, ordered by pass then fact index."""
         return self._reflection.session_provenance(session_id)
 
@@ -280,9 +358,9 @@ class SpectorMemory:
         return self._reflection.backfill_provenance(execute=execute)
 
     # ---- admin -----------------------------------------------------------------------------
-    def count(self, memory_type: MemoryType | str | None = None) -> int:
-        """Number of memories (of one type, if given)."""
-        return self._admin.count(memory_type)
+    def count(self, memory_type: MemoryType | str | None = None, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, where: Mapping[str, Any] | None = None, kind: MemoryKind | str | None = None) -> int:  # fmt: skip  # noqa: E501
+        """Number of live memories (of one type, scope, kind or ``where``, if given)."""
+        return self._lifecycle.count(memory_type=memory_type, user_id=user_id, agent_id=agent_id, run_id=run_id, where=where, kind=kind)  # fmt: skip  # noqa: E501
 
     def check(self) -> CheckReport:
         """Verify every CRC and cross-reference; ``report.ok`` only when nothing is wrong."""

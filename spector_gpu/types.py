@@ -17,6 +17,8 @@ from typing import Any, Literal, TypedDict, TypeVar
 import numpy as np
 
 from .errors import ValidationError
+from .lifecycle import MemoryKind, checked_recall_fields
+from .metadata import Filter
 from .provenance.citations import Citation
 from .provenance.record import RecordProvenance
 
@@ -145,6 +147,14 @@ class RecallOptions:
     ``min_importance``, ``tags``, ``session_id``, provenance filters) are hard filters applied
     before top-k, so a recall returns ``k`` results whenever ``k`` memories pass them.
     ``mode="observe"`` leaves strength untouched; ``"learn"`` (default) applies onRecall.
+
+    Lifecycle gates, also before top-k: ``where`` (a metadata filter document, see
+    :mod:`spector_gpu.metadata.filters`; compiled here), ``user_id`` / ``agent_id`` /
+    ``run_id`` (exact scope match), ``kind`` (one ``MemoryKind`` or a set), ``min_confidence``
+    (memories without a confidence fail it), ``include_superseded`` (superseded memories are
+    left out unless True) and ``min_relevance`` (results whose absolute ``relevance`` is below
+    it are left out; docs/retrieval.md says how it is computed). Deleted, replaced and expired
+    memories never pass.
     """
 
     k: int = 10
@@ -163,8 +173,18 @@ class RecallOptions:
     source_uri_prefix: str | None = None
     mode: Literal["learn", "observe"] = "learn"
     explain: bool = False
+    where: Filter | Mapping[str, Any] | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    kind: frozenset[MemoryKind] | MemoryKind | str | None = None
+    min_confidence: float | None = None
+    include_superseded: bool = False
+    min_relevance: float | None = None
 
     def __post_init__(self) -> None:
+        for name, value in checked_recall_fields(self).items():
+            object.__setattr__(self, name, value)
         if not isinstance(self.k, int) or isinstance(self.k, bool) or not 1 <= self.k <= 10_000:
             raise ValidationError(f"RecallOptions.k must be an int in [1, 10000], got {self.k!r}")
         if not self.relays:
@@ -241,7 +261,14 @@ class Explanation:
 
 @dataclass(frozen=True)
 class CognitiveResult:
-    """One recalled memory, hydrated from the store its ``Location.type`` names."""
+    """One recalled memory, hydrated from the store its ``Location.type`` names.
+
+    ``score`` ranks (fused, relative to the candidate pool); ``relevance`` in [0, 1] is
+    absolute (the query and the memory alone; 0.0 from ``get``). Lifecycle fields:
+    scopes, ``kind``, ``confidence``, JSON ``metadata``, ``created_at`` / ``updated_at`` /
+    ``expires_at`` (epoch ms; None: never expires), ``version`` (1 for a first version), and
+    the supersession links (TSID strings).
+    """
 
     id: str
     text: str
@@ -267,6 +294,20 @@ class CognitiveResult:
     steps: tuple[str, ...] = ()
     consolidated: bool = False
     breakdown: Explanation | None = None
+    relevance: float = 0.0
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    namespace: tuple[str, ...] = ()
+    kind: MemoryKind | None = None
+    confidence: float | None = None
+    metadata: Mapping[str, Any] | None = None
+    created_at: int = 0
+    updated_at: int = 0
+    expires_at: int | None = None
+    version: int = 1
+    supersedes: str | None = None
+    superseded_by: tuple[str, ...] = ()
 
     @property
     def D(self) -> float:
@@ -293,7 +334,8 @@ class RecallBatch:
 
     ``ids``: ``<U13`` (n_queries, k) TSID strings, ``""`` where a query had fewer hits;
     ``scores``: float32 (n_queries, k), higher is better, ``-inf`` padding;
-    ``counts``: int32 (n_queries,) hits per query. ``batch[i]`` (or ``results(i)``) hydrates
+    ``counts``: int32 (n_queries,) hits per query; ``relevance``: float32 (n_queries, k) in
+    [0, 1], absolute (0 at padding). ``batch[i]`` (or ``results(i)``) hydrates
     the ``CognitiveResult`` list of query ``i`` on demand (and caches it).
 
     Hydration hook: ``hydrator(i)`` builds query ``i``'s results (the recall pathway supplies
@@ -304,6 +346,7 @@ class RecallBatch:
     ids: np.ndarray
     scores: np.ndarray
     counts: np.ndarray
+    relevance: np.ndarray | None = None
     hydrator: Callable[[int], list[CognitiveResult]] | None = field(default=None, repr=False)
     lock: AbstractContextManager[Any] | None = field(default=None, repr=False)
     _cache: dict[int, list[CognitiveResult]] = field(default_factory=dict, repr=False)

@@ -38,6 +38,9 @@ class NewMemories:
         provenance: int (m,) ``RecordProvenance`` values.
         source: the batch's ``Source`` (EXPERIENCED, DISTILLED, ...).
         now_ms: creation time of the strength rows (D = 1, S = 1), epoch ms.
+        expires_ms: int64 (m,) epoch ms after which each memory is gone (0 = never), or None.
+        replaces: int64 (m,) the ordinal each row is a newer version of (its TSID's current
+            row, which the commit marks REPLACED; -1 for a new memory), or None (all new).
     """
 
     ids: np.ndarray
@@ -53,6 +56,8 @@ class NewMemories:
     provenance: np.ndarray
     source: Source
     now_ms: int
+    expires_ms: np.ndarray | None = None
+    replaces: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -69,6 +74,16 @@ class NewMemories:
             raise ValidationError(f"pinned, provenance and payloads must have {m} rows")
         if not np.isin(self.types, _DURABLE_TYPES).all():
             raise ValidationError("types must be EPISODIC, SEMANTIC or PROCEDURAL")
+        for name in ("expires_ms", "replaces"):
+            col = getattr(self, name)
+            if col is not None and len(col) != m:
+                raise ValidationError(f"{name} has {len(col)} rows, expected {m}")
+
+    def previous(self) -> np.ndarray:
+        """int64 (m,): :attr:`replaces`, -1 everywhere when None."""
+        if self.replaces is None:
+            return np.full(len(self.ids), -1, dtype=np.int64)
+        return np.asarray(self.replaces, dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -83,6 +98,8 @@ class WriteBatch:
         lineage: the PARTIAL lineage records of a planned consolidation run.
         lineage_live: ``(session, pass)`` whose PARTIAL records turn LIVE (their lineage
             edges join the association graph when the commit is adopted).
+        tombstone: ordinals whose header gets the TOMBSTONE bit (every row of a deleted
+            memory: ``cortex.lifecycle``).
     """
 
     memories: NewMemories | None = None
@@ -90,7 +107,28 @@ class WriteBatch:
     record_provenance: Mapping[int, int] = field(default_factory=dict)
     lineage: LineageRun | None = None
     lineage_live: tuple[int, int] | None = None
+    tombstone: Sequence[int] = ()
+
+    def replaced(self) -> list[int]:
+        """Ordinals the new memories replace (they get the REPLACED bit)."""
+        if self.memories is None:
+            return []
+        prev = self.memories.previous()
+        out: list[int] = prev[prev >= 0].tolist()
+        return out
 
     def header_updates(self) -> list[int]:
         """Ordinals whose header this batch rewrites, each once, in the order given."""
-        return list(dict.fromkeys([*self.consolidate, *self.record_provenance]))
+        return list(
+            dict.fromkeys(
+                [*self.consolidate, *self.record_provenance, *self.tombstone, *self.replaced()]
+            )
+        )
+
+    def rewrites_existing(self) -> bool:
+        """True when the commit changes what gates read of memories already stored (so no
+        recall cache may extend across it: ``pathways.recall.state``)."""
+        if self.tombstone or self.replaced():
+            return True
+        mem = self.memories
+        return mem is not None and any(p.supersedes for p in mem.payloads)

@@ -85,6 +85,8 @@ class BM25Index:
         self._doc_len = Growable(np.int32)
         self._total_len = 0
         self._post = Postings()
+        self._retired = Growable(np.bool_)  # slots whose document left the statistics
+        self._n_retired = 0
         self._generation = 0
         self._avg_idf: tuple[int, float] = (-1, 0.0)
 
@@ -92,57 +94,39 @@ class BM25Index:
     def __len__(self) -> int:
         return self._doc_len.n
 
-    @property
-    def vocab_size(self) -> int:
-        """Number of distinct terms indexed."""
-        return len(self._terms)
+    vocab_size = property(lambda self: len(self._terms), doc="Distinct terms indexed.")
+
+    method = property(lambda self: self._method, doc="``'lucene'`` or ``'okapi'``.")
+    k1 = property(lambda self: self._k1, doc="Term-frequency saturation.")
+    b = property(lambda self: self._b, doc="Length normalisation.")
+    epsilon = property(lambda self: self._eps, doc="Okapi's negative-IDF floor factor.")
+    analyzer = property(lambda self: self._analyzer, doc="Name of the tokens' analyzer.")
 
     @property
-    def method(self) -> Literal["lucene", "okapi"]:
-        return self._method
-
-    @property
-    def k1(self) -> float:
-        return self._k1
-
-    @property
-    def b(self) -> float:
-        return self._b
-
-    @property
-    def epsilon(self) -> float:
-        return self._eps
-
-    @property
-    def analyzer(self) -> str:
-        return self._analyzer
+    def live(self) -> int:
+        """Documents in the statistics: slots not :meth:`retire`\\ d (N of the IDF)."""
+        return len(self) - self._n_retired
 
     @property
     def avgdl(self) -> float:
-        """Mean document length in tokens (0.0 when empty)."""
-        return self._total_len / len(self) if len(self) else 0.0
+        """Mean length in tokens of the live documents (0.0 when none)."""
+        return self._total_len / self.live if self.live else 0.0
 
     def doc_freq(self, term: str) -> int:
         """Number of documents containing ``term`` (0 if unknown)."""
-        tid = self._vocab.get(term)
-        return 0 if tid is None else int(self._df.buf[tid])
+        return int(self._df.buf[self._vocab[term]]) if term in self._vocab else 0
 
     def __repr__(self) -> str:
-        return (
-            f"BM25Index(method={self._method!r}, k1={self._k1}, b={self._b}, "
-            f"docs={len(self)}, vocab={self.vocab_size})"
-        )
+        return f"BM25Index(method={self._method!r}, k1={self._k1}, b={self._b}, docs={len(self)})"
 
     # ------------------------------------------------------------------ writes
     def add(self, tokens_batch: Sequence[Sequence[str]]) -> int:
         """Append documents (one token list each, e.g. ``Analyzer.tokens_batch``).
 
-        Cost ∝ the new documents' tokens; nothing already indexed is touched. A document may
-        be empty (it gets a slot and never matches). Returns the first new slot (int); the
-        i-th document gets slot ``first + i``.
+        Cost ∝ the new documents' tokens. A document may be empty (it never matches).
+        Returns the first new slot (int); the i-th document gets slot ``first + i``.
 
-        Raises:
-            ValidationError: the batch or a document is a bare string, or a token is not a str.
+        ``ValidationError``: the batch or a document is a string, or a token is not a str.
         """
         if isinstance(tokens_batch, (str, bytes)):
             raise ValidationError("tokens_batch must be a sequence of token lists, not a string")
@@ -176,6 +160,7 @@ class BM25Index:
         self._df.extend(np.zeros(len(new_terms), dtype=np.int64))
         self._post.add_terms(len(new_terms))
         self._doc_len.extend(np.asarray(lengths, dtype=np.int32))
+        self._retired.extend(np.zeros(len(lengths), dtype=np.bool_))
         self._total_len += len(flat)
         self._generation += 1
         if flat:
@@ -188,6 +173,34 @@ class BM25Index:
             self._post.append(keys // n_terms + first, terms, tf)
         return first
 
+    def retire(self, slot: int, tokens: Sequence[str]) -> None:
+        """Take document ``slot`` (added with ``tokens``) out of N, avgdl and the document
+        frequencies (idempotent): the other documents then score as in a fresh build without
+        it. Its postings stay until a rebuild; callers never allow the slot."""
+        if not 0 <= slot < len(self) or self._retired.buf[slot]:
+            return
+        tids = [t for t in dict.fromkeys(tokens) if t in self._vocab]
+        self._df.buf[np.fromiter(map(self._vocab.__getitem__, tids), np.int64, len(tids))] -= 1
+        self._total_len -= int(self._doc_len.buf[slot])
+        self._retired.buf[slot] = True
+        self._n_retired += 1
+        self._generation += 1
+
+    def ceiling(self, query_tokens: Sequence[Sequence[str]]) -> np.ndarray:
+        """float64 (n,): each query's supremum score, Σ q(t)·idf(t)·sup tfc (1 lucene, k1+1
+        okapi; tfc approaches it as tf grows), so ``score / ceiling`` lies in [0, 1)."""
+        q, uterms = query_matrix(self._vocab, query_tokens)
+        if not len(uterms) or not self.live:
+            return np.zeros(q.shape[0])
+        top = self._k1 + 1.0 if self._method == "okapi" else 1.0
+        return np.asarray(q @ (np.maximum(self._idf(uterms), 0.0) * top), dtype=np.float64)
+
+    def retired(self) -> np.ndarray:
+        """bool (N,): the slots :meth:`retire` took out (a read-only view)."""
+        out = self._retired.view()
+        out.flags.writeable = False
+        return out
+
     def compact(self) -> None:
         """Fold the tail into the term-major main segment (O(total postings)); queries and
         :meth:`state` call it when needed, so calling it is never required."""
@@ -198,15 +211,9 @@ class BM25Index:
             self.compact()
 
     # ------------------------------------------------------------------ scoring internals
-    def _query_matrix(
-        self, query_tokens: Sequence[Sequence[str]]
-    ) -> tuple[sp.csr_matrix, np.ndarray]:
-        """Q float32 (n, m) of query-term multiplicities over the m distinct known terms."""
-        return query_matrix(self._vocab, query_tokens)
-
     def _idf(self, uterms: np.ndarray) -> np.ndarray:
         """IDF float64 (m,) of the given term ids at the current N."""
-        n_docs = float(len(self))
+        n_docs = float(self.live)
         df = self._df.buf[uterms].astype(np.float64)
         if self._method == "lucene":
             lucene: np.ndarray = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
@@ -246,7 +253,7 @@ class BM25Index:
         """Q float32 (n, m) and W float32 (m, N): W[j, d] = idf(t_j) · tfc(t_j, d)."""
         allowed = self._check_allowed(allowed)
         self._maybe_compact()
-        q, uterms = self._query_matrix(query_tokens)
+        q, uterms = query_matrix(self._vocab, query_tokens)
         if len(uterms) == 0 or len(self) == 0:
             return q, sp.csr_matrix((len(uterms), len(self)), dtype=np.float32)
         indptr, doc, tf = self._post.gather(uterms, allowed)
@@ -273,7 +280,7 @@ class BM25Index:
         if native is None:
             return np.asarray(self.score_batch(query_tokens, allowed=allowed).toarray())
         self._maybe_compact()
-        q, uterms = self._query_matrix(query_tokens)
+        q, uterms = query_matrix(self._vocab, query_tokens)
         if len(uterms) == 0 or len(self) == 0:
             return np.zeros((q.shape[0], len(self)), dtype=np.float32)
         params = (self._k1, self._b, self.avgdl, self._method == "okapi")
@@ -304,16 +311,9 @@ class BM25Index:
         *,
         allowed: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The k best slots per query, gates applied first.
-
-        Only slots with a positive score are hits; ties go to the lower slot. A gate never
-        lowers the count below k while k allowed slots score > 0. Queries are scored in chunks
-        of bounded size, so memory stays ∝ the index, not n × N.
-
-        Returns:
-            ``(scores float32 (n, k), slots int64 (n, k))``, best first, padded with
-            ``-inf`` / ``-1``.
-        """
+        """``(scores float32 (n, k), slots int64 (n, k))``: the k best allowed slots per query,
+        best first, padded with ``-inf`` / ``-1``. Only positive scores are hits; ties go to
+        the lower slot; queries are scored in chunks (memory ∝ the index, not n × N)."""
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
             raise ValidationError(f"k={k!r}: use an int >= 0")
         k = int(k)
@@ -336,7 +336,7 @@ class BM25Index:
         if slots.size and (slots.min() < -1 or slots.max() >= len(self)):
             raise ValidationError(f"slots must lie in [0, {len(self)}) or be -1 (padding)")
         self._maybe_compact()
-        q, uterms = self._query_matrix(query_tokens)
+        q, uterms = query_matrix(self._vocab, query_tokens)
         if q.shape[0] != slots.shape[0]:
             raise ValidationError(
                 f"slots has {slots.shape[0]} rows but {q.shape[0]} queries were given"
@@ -395,5 +395,6 @@ class BM25Index:
         index._post.add_terms(len(terms))
         index._df.extend(np.diff(arrays["indptr"]))
         index._doc_len.extend(arrays["doc_len"])
+        index._retired.extend(np.zeros(len(arrays["doc_len"]), dtype=np.bool_))
         index._total_len = int(arrays["doc_len"].sum(dtype=np.int64))
         return index

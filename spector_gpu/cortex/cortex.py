@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Config
-from ..errors import CorruptionError, SpectorError, StoreFailedError, ValidationError
+from ..errors import CorruptionError, SpectorError, StoreFailedError
 from ..storage.partition import Transaction, open_failure
 from ..types import Location, MemoryType
 from .analyzer import Analyzer
@@ -30,9 +30,9 @@ from .columns import Columns
 from .cues import Cues
 from .derived_indexes import SNAPSHOT_NAME, DerivedIndexes
 from .episodic import EpisodeRecord
-from .header import with_consolidated, with_provenance
 from .identity import STORE_FORMAT, bound_snapshot, open_bound, snapshot_stamp
 from .index import IndexMemory
+from .lifecycle import marked_headers, removed
 from .links import Links
 from .loader import PrimaryLoader
 from .payload import Payload
@@ -207,6 +207,7 @@ class Cortex:
         self.recovery["replayed_memories"] = n - covered
         self._loader.derive(covered, n, self._payload_or_blank)
         self.link_lineage()
+        self.derived.retire(removed(self.cols.headers), self._payload_or_blank)
 
     def _payload_or_blank(self, i: int) -> Payload:
         """A memory's payload for index building; a damaged one is reported and left blank."""
@@ -258,6 +259,7 @@ class Cortex:
         self._loader.derive(old, n, self._payload_or_blank)
         self.link_lineage()
         self._loader.reload_mutable(np.arange(0, old))
+        self.derived.retire(removed(self.cols.headers), self._payload_or_blank)
 
     def reload_mutable(self, ordinals: np.ndarray) -> None:
         """Re-read headers and strength columns of existing ordinals (after in-place updates)."""
@@ -311,25 +313,20 @@ class Cortex:
             self.cols.headers[o] = header[0]
         if batch.lineage_live is not None:
             self.link_lineage()
+        if batch.rewrites_existing():
+            self.version += 1  # gates of stored rows changed: no recall cache extends
+            self.derived.retire(removed(self.cols.headers), self._payload_or_blank)
 
     def _stage_headers(self, tx: Transaction, batch: WriteBatch) -> dict[int, np.ndarray]:
-        consolidate = set(batch.consolidate)
-        out: dict[int, np.ndarray] = {}
-        for o in batch.header_updates():
-            if not 0 <= o < self.n:
-                raise ValidationError(f"header update of ordinal {o}: no such memory (n={self.n})")
-            header = self.cols.headers[o : o + 1]
-            if o in consolidate:
-                header = with_consolidated(header)
-            if o in batch.record_provenance:
-                header = with_provenance(header, np.array([batch.record_provenance[o]]))
+        out = marked_headers(self.cols.headers, batch, self.n)
+        for o, header in out.items():
             self.rewrite_header(tx, o, header)
-            out[o] = header
         return out
 
     def _adopt_memories(self, new: NewMemories, staged: Staged) -> None:
-        self.cols.extend(self.n, staged.entries, staged.headers, staged.strength_rows)
-        self.stores.index.adopt(staged.entries)
+        prev = new.previous()
+        self.cols.extend(self.n, staged.entries, staged.headers, staged.strength_rows, prev)
+        self.stores.index.adopt(staged.entries, versions=prev >= 0)
         self.derived.dense.add(staged.q, staged.scale)
         self.derived.append(new.types, new.payloads, np.asarray(new.sequences).tolist())
 

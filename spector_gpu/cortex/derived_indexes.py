@@ -24,6 +24,7 @@ from ..errors import CorruptionError
 from ..kernels.dense import DenseIndex
 from ..types import MemoryType
 from .analyzer import Analyzer
+from .attributes import Attributes
 from .bm25 import BM25Index
 from .cues import Cues
 from .identity import regular_or_refuse
@@ -64,6 +65,7 @@ class DerivedIndexes:
         self.bm25 = self._new_bm25()
         self.cues = Cues()
         self.links = Links()
+        self.attrs = Attributes()
         self.dense = DenseIndex(dim, device=device, backend=config.dense.backend)
         self.snapshot_covers = 0  # memories the snapshot on disk covers
         self._cue_cache: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
@@ -84,7 +86,8 @@ class DerivedIndexes:
         per-session ``sequences`` (-1 for non-episodes). Cost ∝ the new memories alone."""
         tw = self.config.association.tag_weight
         for k, p in enumerate(payloads):
-            episodic = int(types[k]) == MemoryType.EPISODIC
+            # a later version of a turn is not a new turn: it joins no temporal chain
+            episodic = int(types[k]) == MemoryType.EPISODIC and p.version == 1
             self.cues.append(
                 p.session_id,
                 int(sequences[k]),
@@ -97,6 +100,14 @@ class DerivedIndexes:
             )
             self.links.append(p.session_id if episodic else None, p.tags, tw)
         self.bm25.add(self.analyzer.tokens_batch([index_text(p) for p in payloads]))
+        self.attrs.append(payloads)
+
+    def retire(self, removed: np.ndarray, payload: Callable[[int], Payload]) -> None:
+        """Take the rows of bool ``removed`` (n,) (deleted or replaced: ``lifecycle.removed``)
+        out of the BM25 statistics, reading each newly removed row's text (``payload(i)``)."""
+        fresh = np.flatnonzero(removed[: len(self.bm25)] & ~self.bm25.retired())
+        for i in fresh.tolist():
+            self.bm25.retire(i, self.analyzer.tokens(index_text(payload(i))))
 
     def _links_from_cues(self, stop: int, types: np.ndarray) -> None:
         """Rebuild the links of ordinals ``[0, stop)`` from the cues (a loaded snapshot)."""
@@ -179,6 +190,7 @@ class DerivedIndexes:
         except (CorruptionError, KeyError, ValueError) as exc:
             log.warning("%s: derived snapshot unusable (%s); rebuilding", directory, exc)
             self.bm25, self.cues, self.links = self._new_bm25(), Cues(), Links()
+            self.attrs = Attributes()
             return 0
         self._links_from_cues(covered, types)
         self.snapshot_covers = covered
@@ -206,7 +218,12 @@ class DerivedIndexes:
             raise CorruptionError(
                 f"{snap}: BM25 covers {len(bm25)} docs, not {covered}", file=str(snap)
             )
-        self.bm25, self.cues = bm25, Cues.from_state(cue, covered, str(snap))
+        if "life.user" not in arrays:  # written before the lifecycle columns existed
+            raise CorruptionError(f"{snap}: snapshot has no lifecycle columns", file=str(snap))
+        cues = Cues.from_state(cue, covered, str(snap))
+        life = {k[5:]: v for k, v in arrays.items() if k.startswith("life.")}
+        self.attrs = Attributes.from_state(life, covered, cues.external_id, str(snap))
+        self.bm25, self.cues = bm25, cues
         return covered
 
     def save_snapshot(
@@ -230,6 +247,7 @@ class DerivedIndexes:
             return
         arrays = {f"bm25.{k}": v for k, v in self.bm25.state().items()}
         arrays.update({f"cue.{k}": v for k, v in self.cues.state().items()})
+        arrays.update({f"life.{k}": v for k, v in self.attrs.state().items()})
         write_snapshot(
             target,
             arrays,

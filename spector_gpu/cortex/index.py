@@ -84,15 +84,23 @@ class IndexMemory(FixedStrideStore):
         """Append sealed entries in ``tx`` (the commit writes this region's count last)."""
         return tx.append(self.region, entries.tobytes())
 
-    def adopt(self, entries: np.ndarray, *, skip: np.ndarray | None = None) -> None:
+    def adopt(
+        self,
+        entries: np.ndarray,
+        *,
+        skip: np.ndarray | None = None,
+        versions: np.ndarray | None = None,
+    ) -> None:
         """Add committed entries to the id map; ``CorruptionError`` on a repeated id. Entries
-        where ``skip`` (bool, same length) is True are left out (quarantined ordinals)."""
+        where ``skip`` (bool, same length) is True are left out (quarantined ordinals); where
+        ``versions`` is True, an entry is a newer version of its id and takes its place."""
         ids, slots = entries["id"].tolist(), entries["graph_slot"].tolist()
         keep = [True] * len(ids) if skip is None else (~skip).tolist()
-        for tsid, slot, k in zip(ids, slots, keep):
+        newer = [False] * len(ids) if versions is None else versions.tolist()
+        for tsid, slot, k, v in zip(ids, slots, keep, newer):
             if not k:
                 continue
-            if tsid in self.id_map:
+            if tsid in self.id_map and not v:
                 raise CorruptionError(
                     f"{self.region.path}: id appears twice (slot {slot})",
                     file=self.region.path,

@@ -36,7 +36,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ..errors import ValidationError
+from .batch import WriteBatch
 from .columns import Columns
+from .header import with_consolidated, with_provenance
 from .layouts import CF_REPLACED, FLAG_TOMBSTONE, HEADER_DTYPE
 
 __all__ = [
@@ -48,6 +51,7 @@ __all__ = [
     "expired",
     "keep_mask",
     "live_mask",
+    "marked_headers",
     "previous_rows",
     "removed",
     "replaced",
@@ -174,3 +178,25 @@ def with_tombstone(headers: np.ndarray) -> np.ndarray:
 def with_replaced(headers: np.ndarray) -> np.ndarray:
     """A copy of HEADER_DTYPE ``headers`` with the REPLACED bit set."""
     return _marked(headers, "consolidation_flags", CF_REPLACED)
+
+
+def marked_headers(headers: np.ndarray, batch: WriteBatch, n: int) -> dict[int, np.ndarray]:
+    """The rewritten header (HEADER_DTYPE (1,)) of every ordinal ``batch`` updates in place,
+    from the current HEADER_DTYPE ``headers`` of the ``n`` stored rows: consolidated bit,
+    record provenance, TOMBSTONE, REPLACED (for the rows its new memories are versions of)."""
+    consolidate, tomb, repl = set(batch.consolidate), set(batch.tombstone), set(batch.replaced())
+    out: dict[int, np.ndarray] = {}
+    for o in batch.header_updates():
+        if not 0 <= o < n:
+            raise ValidationError(f"header update of ordinal {o}: no such memory (n={n})")
+        header = headers[o : o + 1]
+        if o in consolidate:
+            header = with_consolidated(header)
+        if o in batch.record_provenance:
+            header = with_provenance(header, np.array([batch.record_provenance[o]]))
+        if o in tomb:
+            header = with_tombstone(header)
+        if o in repl:
+            header = with_replaced(header)
+        out[o] = header
+    return out

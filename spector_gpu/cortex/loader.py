@@ -16,6 +16,7 @@ import numpy as np
 from ..types import MemoryType
 from .columns import Columns
 from .derived_indexes import DerivedIndexes
+from .lifecycle import previous_rows, replaced
 from .payload import Payload
 from .quarantine import Quarantine
 from .stores import Stores
@@ -66,7 +67,11 @@ class PrimaryLoader:
             bad |= (types == t) & ~bad & ((offs < 0) | (offs >= store.count))
         # settled: a reader may copy a row while the writer rewrites it (onRecall, reinforce)
         srows, sok = st.strength.settled(start, stop)
-        Quarantine.repeated_ids(entries["id"], bad, id_map)
+        prev = self._versions(entries, bad, start)
+        version = prev >= 0
+        flagged = bad | version  # a newer version repeats its id legitimately
+        Quarantine.repeated_ids(entries["id"], flagged, id_map)
+        bad |= flagged & ~version
         # Belonging: a header or a CRC-valid strength row naming another memory (a file
         # restored from an older copy, or taken from another store) quarantines the entry.
         good = np.flatnonzero(~bad)
@@ -78,10 +83,29 @@ class PrimaryLoader:
             owners = np.where(sok, srows["owner"], 0)
             unnamed = self.quarantine.seal_off(entries, bad, owners, named, start)
         q, scale = st.vectors.codes(start, stop)
-        self.cols.extend(start, entries, st.headers(entries), srows)
-        st.index.adopt(entries, skip=unnamed)
+        prev[bad] = -1
+        self.cols.extend(start, entries, st.headers(entries), srows, prev)
+        st.index.adopt(entries, skip=unnamed, versions=prev >= 0)
         self.derived.dense.add(q, scale)
         self.quarantine.contain(self.cols, np.arange(start, stop))
+
+    def _versions(self, entries: np.ndarray, bad: np.ndarray, start: int) -> np.ndarray:
+        """int64 (m,): for each entry that is a newer version of a memory — it repeats the
+        id of an earlier row whose header on disk carries REPLACED (``cortex.lifecycle``) —
+        that row's ordinal; -1 for the others (a repeat without REPLACED is damage, left to
+        :meth:`Quarantine.repeated_ids`)."""
+        prev = previous_rows(entries["id"], start, self.stores.index.id_map)
+        has = np.flatnonzero((prev >= 0) & ~bad)
+        if has.size:
+            p = prev[has]
+            older = np.zeros(len(p), dtype=entries.dtype)
+            loaded = p < start
+            older[loaded] = self.cols.index[p[loaded]]
+            older[~loaded] = entries[p[~loaded] - start]
+            ok = replaced(self.stores.headers(older))  # on disk: a reader's may be stale
+            prev[has[~ok]] = -1
+        prev[bad] = -1
+        return prev
 
     def derive(self, start: int, stop: int, payload_or_blank: Callable[[int], Payload]) -> None:
         """Index ordinals [start, stop) from their payloads (``payload_or_blank(i)``)."""

@@ -12,14 +12,26 @@ Layout (little-endian)::
 Field tags: 1 speaker, 2 text, 3 external_id, 4 tags (joined by U+001F), 5 citations
 (canonical JSON, see provenance.citations), 6 source_uri, 7 source_span (u64 start, u64 end),
 8 skill name, 9 steps (joined by U+001F). Strings are UTF-8.
+
+Lifecycle fields (each written only when set, so a memory without them encodes as before and
+older payloads decode with the defaults): 10 user_id, 11 agent_id, 12 run_id, 13 namespace
+(labels joined by U+001F), 14 kind u8 (``MemoryKind``), 15 confidence f64, 16 metadata
+(canonical JSON, :func:`spector_gpu.metadata.encode_metadata`), 17 created_ms i64 (when the
+memory's first version was written), 18 updated_ms i64 (when this version was written),
+19 version u32 (1 for the first), 20 supersedes i64 (TSID of the memory this one supersedes),
+21 ttl_ms i64 (the sliding time-to-live ``touch`` renews), 22 flags u8 (bit0: not indexed —
+stored and listed, never scored by a relay).
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import CorruptionError, ValidationError
+from ..metadata import decode_metadata, encode_metadata
 from ..provenance.citations import Citation, decode_citations, encode_citations
 
 __all__ = ["Payload", "attributed", "decode_payload", "decode_text", "encode_payload"]
@@ -28,7 +40,11 @@ _HEAD = struct.Struct("<BBHIq")
 _FIELD = struct.Struct("<BI")
 _SEP = "\x1f"
 SPEAKER, TEXT, EXTERNAL_ID, TAGS, CITATIONS, SOURCE_URI, SOURCE_SPAN, SKILL, STEPS = range(1, 10)
+USER, AGENT, RUN, NAMESPACE, KIND, CONFIDENCE, METADATA = range(10, 17)
+CREATED, UPDATED, VERSION, SUPERSEDES, TTL, FLAGS = range(17, 23)
 NO_ROLE = 255
+_UNINDEXED = 0x01
+_I64, _U32, _F64 = struct.Struct("<q"), struct.Struct("<I"), struct.Struct("<d")
 
 
 @dataclass(frozen=True)
@@ -44,6 +60,19 @@ class Payload:
     source_span: tuple[int, int] | None = None
     skill_name: str | None = None
     steps: tuple[str, ...] = ()
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    namespace: tuple[str, ...] = ()
+    kind: int | None = None
+    confidence: float | None = None
+    metadata: Mapping[str, Any] | None = None
+    created_ms: int | None = None
+    updated_ms: int | None = None
+    version: int = 1
+    supersedes: int | None = None
+    ttl_ms: int | None = None
+    indexed: bool = True
 
 
 def _utf8(value: str, what: str) -> bytes:
@@ -72,12 +101,40 @@ def encode_payload(p: Payload) -> bytes:
         fields.append((SKILL, _utf8(p.skill_name, "skill name")))
     if p.steps:
         fields.append((STEPS, _utf8(_SEP.join(p.steps), "steps")))
+    fields.extend(_lifecycle_fields(p))
     role = NO_ROLE if p.role is None else int(p.role)
     parts = [_HEAD.pack(1, role, len(fields), 0, int(p.session_id))]
     for tag, data in fields:
         parts.append(_FIELD.pack(tag, len(data)))
         parts.append(data)
     return b"".join(parts)
+
+
+def _lifecycle_fields(p: Payload) -> list[tuple[int, bytes]]:
+    out: list[tuple[int, bytes]] = []
+    for tag, text, what in ((USER, p.user_id, "user_id"), (AGENT, p.agent_id, "agent_id")):
+        if text is not None:
+            out.append((tag, _utf8(text, what)))
+    if p.run_id is not None:
+        out.append((RUN, _utf8(p.run_id, "run_id")))
+    if p.namespace:
+        out.append((NAMESPACE, _utf8(_SEP.join(p.namespace), "namespace")))
+    if p.kind is not None:
+        out.append((KIND, bytes([int(p.kind)])))
+    if p.confidence is not None:
+        out.append((CONFIDENCE, _F64.pack(float(p.confidence))))
+    if p.metadata is not None:
+        out.append((METADATA, encode_metadata(dict(p.metadata), max_bytes=1 << 30)))
+    for tag, value in ((CREATED, p.created_ms), (UPDATED, p.updated_ms), (TTL, p.ttl_ms)):
+        if value is not None:
+            out.append((tag, _I64.pack(int(value))))
+    if p.version != 1:
+        out.append((VERSION, _U32.pack(int(p.version))))
+    if p.supersedes is not None:
+        out.append((SUPERSEDES, _I64.pack(int(p.supersedes))))
+    if not p.indexed:
+        out.append((FLAGS, bytes([_UNINDEXED])))
+    return out
 
 
 def _fields(data: bytes | memoryview, where: str) -> tuple[int, int, dict[int, bytes]]:
@@ -126,6 +183,7 @@ def decode_payload(data: bytes | memoryview, *, where: str = "payload") -> Paylo
     except CorruptionError as exc:
         raise CorruptionError(f"{where}: {exc}") from None
     return Payload(
+        **_decode_lifecycle(f, where),
         text=_str(f[TEXT], where),
         session_id=session,
         role=None if role == NO_ROLE else role,
@@ -138,6 +196,47 @@ def decode_payload(data: bytes | memoryview, *, where: str = "payload") -> Paylo
         skill_name=_str(f[SKILL], where) if SKILL in f else None,
         steps=tuple(_str(f[STEPS], where).split(_SEP)) if STEPS in f else (),
     )
+
+
+def _fixed(f: dict[int, bytes], tag: int, codec: struct.Struct, where: str) -> Any:
+    raw = f.get(tag)
+    if raw is None:
+        return None
+    if len(raw) != codec.size:
+        raise CorruptionError(f"{where}: payload field {tag} is not {codec.size} bytes")
+    return codec.unpack(raw)[0]
+
+
+def _decode_lifecycle(f: dict[int, bytes], where: str) -> dict[str, Any]:
+    """The lifecycle fields of a decoded field table (module docstring), as Payload keywords."""
+    out: dict[str, Any] = {}
+    for tag, name in ((USER, "user_id"), (AGENT, "agent_id"), (RUN, "run_id")):
+        if tag in f:
+            out[name] = _str(f[tag], where)
+    if NAMESPACE in f:
+        out["namespace"] = tuple(_str(f[NAMESPACE], where).split(_SEP))
+    if KIND in f:
+        if len(f[KIND]) != 1:
+            raise CorruptionError(f"{where}: payload kind field is not 1 byte")
+        out["kind"] = f[KIND][0]
+    if METADATA in f:
+        out["metadata"] = decode_metadata(f[METADATA], where=f"{where}: metadata")
+    for tag, name, codec in (
+        (CONFIDENCE, "confidence", _F64),
+        (CREATED, "created_ms", _I64),
+        (UPDATED, "updated_ms", _I64),
+        (SUPERSEDES, "supersedes", _I64),
+        (TTL, "ttl_ms", _I64),
+        (VERSION, "version", _U32),
+    ):
+        value = _fixed(f, tag, codec, where)
+        if value is not None:
+            out[name] = value
+    if FLAGS in f:
+        if len(f[FLAGS]) != 1:
+            raise CorruptionError(f"{where}: payload flags field is not 1 byte")
+        out["indexed"] = not f[FLAGS][0] & _UNINDEXED
+    return out
 
 
 def decode_text(data: bytes | memoryview, *, where: str = "payload") -> str:

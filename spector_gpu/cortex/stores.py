@@ -193,7 +193,9 @@ class Stores:
                     text_loc[k] = loc
                 slot0 = store.insert(tx, headers[sel], qv.q[sel])
                 offsets[sel] = np.arange(slot0, slot0 + sel.size)
-        srows = self.strength.init_rows(ids, new.now_ms, headers["valence"], headers["importance"])
+        srows = self.strength.init_rows(
+            ids, new.now_ms, headers["valence"], headers["importance"], new.expires_ms
+        )
         self.strength.append(tx, srows)
         self.vectors.append_rows(tx, qv.q, qv.scale, first)
         entries = self.index.encode_entries(ids, types, offsets, text_loc, first)

@@ -67,9 +67,15 @@ class StrengthMemory(FixedStrideStore):
         self.cfg = cfg
 
     def init_rows(
-        self, owners: np.ndarray, now_ms: int, valence: np.ndarray, importance: np.ndarray
+        self,
+        owners: np.ndarray,
+        now_ms: int,
+        valence: np.ndarray,
+        importance: np.ndarray,
+        expires_ms: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Sealed rows (m,) of new memories: D = 1 and S = 1 at ``now_ms``."""
+        """Sealed rows (m,) of new memories: D = 1 and S = 1 at ``now_ms``; ``expires_ms``
+        int64 (m,) epoch ms (0 or None: never)."""
         rows = np.zeros(len(owners), dtype=STRENGTH_DTYPE)
         rows["valence"] = valence
         rows["effective_importance"] = importance
@@ -77,7 +83,7 @@ class StrengthMemory(FixedStrideStore):
         rows["retrieval_strength"] = 1.0
         rows["last_recall_ms"] = now_ms
         rows["last_auto_ltp_ms"] = now_ms
-        rows["expires_ms"] = 0  # never; the write path sets an expiry it was given
+        rows["expires_ms"] = 0 if expires_ms is None else expires_ms
         rows["owner"] = owners
         return seal(rows)
 

@@ -1,4 +1,4 @@
-"""The four delegates behind the ``SpectorMemory`` facade (seed ADR-0047).
+"""The delegates behind the ``SpectorMemory`` facade (seed ADR-0047).
 
 Each is constructible and testable alone against a :class:`~spector_gpu.cortex.cortex.Cortex`
 and takes the handle's lock around its work; the facade only wires them and forwards calls.
@@ -6,12 +6,14 @@ and takes the handle's lock around its work; the facade only wires them and forw
 
 from ._ids import ordinal_of, writable_ordinal
 from .admin import MemoryAdminView
+from .lifecycle import MemoryLifecycle
 from .recall import MemoryRecall
 from .reflection import MemoryReflection
 from .remember import MemoryRemember
 
 __all__ = [
     "MemoryAdminView",
+    "MemoryLifecycle",
     "MemoryRecall",
     "MemoryReflection",
     "MemoryRemember",

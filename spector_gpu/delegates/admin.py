@@ -10,6 +10,7 @@ from typing import cast
 
 from ..cortex.cortex import Cortex
 from ..cortex.ids import encode_tsid
+from ..cortex.lifecycle import tombstoned
 from ..cortex.working import WorkingMemory
 from ..errors import CorruptionError, ReadOnlyStoreError
 from ..pathways.check import CheckReport, check_store
@@ -117,4 +118,6 @@ class MemoryAdminView:
                 e: encode_tsid(int(c.cols.ids[i]))
                 for i, e in enumerate(c.cues.external_id)
                 if e is not None
+                and c.cols.current[i]
+                and not tombstoned(c.cols.headers[i : i + 1])[0]
             }

@@ -13,6 +13,7 @@ from ..cortex.working import WorkingMemory
 from ..errors import ValidationError
 from ..pathways.recall import RecallPathway, retrieval_strength
 from ..pathways.reinforcement import StrengthUpdater
+from ..pathways.versions import alive
 from ..provenance.record import RecordProvenance
 from ..types import CognitiveResult, MemoryType, RecallBatch, RecallOptions
 from ._ids import ordinal_of
@@ -57,7 +58,10 @@ class MemoryRecall:
                 return self._working(memory_id)
             if o in c.quarantined:
                 raise c.quarantine_error(o, memory_id)
-            d = retrieval_strength(c, np.array([o]), int(time.time() * 1000))
+            now = int(time.time() * 1000)
+            if not alive(c, o, now):  # deleted or expired: gone from every read
+                return None
+            d = retrieval_strength(c, np.array([o]), now)
             return self.pathway.hydrator.result(o, 0.0, float(d[0]))
 
     def _working(self, memory_id: str) -> CognitiveResult | None:

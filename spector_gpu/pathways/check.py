@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..cortex import Cortex, FixedStrideStore, ProvenanceMemory
+from ..cortex.lifecycle import replaced
 from ..errors import CorruptionError, SpectorError
 from ..types import MemoryType
 
@@ -64,9 +65,13 @@ def _index(report: CheckReport, c: Cortex) -> np.ndarray:
     entries = _crc_problems(report, idx, "index", n)
     for slot in np.flatnonzero(idx.owners(entries) != np.arange(n)).tolist():
         report.problems.append(Problem(idx.path, "index", slot, "entry is not at its own slot"))
-    ids, first = np.unique(entries["id"], return_index=True)
-    if len(ids) != n:
-        for slot in sorted(set(range(n)) - set(first.tolist())):
+    # an id repeats legitimately only as a memory's version rows: every row of it but the
+    # last carries REPLACED on disk (cortex.lifecycle)
+    last = n - 1 - np.unique(entries["id"][::-1], return_index=True)[1]
+    older = np.setdiff1d(np.arange(n), last)
+    if older.size:
+        ok = replaced(c.stores.headers(entries[older]))
+        for slot in older[~ok].tolist():
             report.problems.append(Problem(idx.path, "index", slot, "duplicate memory id"))
     return entries
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -19,30 +19,34 @@ from ..cortex import Payload, decode_tsid
 from ..errors import CitationError, ValidationError
 from ..provenance.citations import validate_citations, validate_source_uri, validate_span
 from ..types import MemoryType, Role
+from .item_lifecycle import LIFECYCLE_FIELDS, parse_lifecycle
 
 __all__ = ["ITEM_FIELDS", "Item", "parse_item"]
 
-ITEM_FIELDS = frozenset(
-    {
-        "text",
-        "type",
-        "id",
-        "session_id",
-        "role",
-        "speaker",
-        "timestamp_ms",
-        "importance",
-        "valence",
-        "arousal",
-        "tags",
-        "external_id",
-        "citations",
-        "source_uri",
-        "source_span",
-        "skill_name",
-        "steps",
-        "pinned",
-    }
+ITEM_FIELDS = (
+    frozenset(
+        {
+            "text",
+            "type",
+            "id",
+            "session_id",
+            "role",
+            "speaker",
+            "timestamp_ms",
+            "importance",
+            "valence",
+            "arousal",
+            "tags",
+            "external_id",
+            "citations",
+            "source_uri",
+            "source_span",
+            "skill_name",
+            "steps",
+            "pinned",
+        }
+    )
+    | LIFECYCLE_FIELDS
 )
 _MAX_TAGS = 64
 _MAX_STEPS = 256
@@ -63,6 +67,9 @@ class Item:
     valence: int
     arousal: int
     pinned: bool
+    expires_ms: int = 0  # epoch ms, 0 = never
+    upsert: bool = False  # update the live memory holding this external_id in its scope
+    replaces: int = -1  # ordinal of the row this item is a newer version of (-1: new)
 
 
 def _short_str(value: Any, field: str, where: str, *, allow_empty: bool = True) -> str:
@@ -122,8 +129,13 @@ def _fields(raw: Any, where: str) -> Mapping[str, Any]:
 
 def _text(raw: Mapping[str, Any], where: str, max_bytes: int) -> str:
     text = raw.get("text")
-    if not isinstance(text, str) or not text.strip():
-        raise ValidationError(f"{where}.text must be a non-empty string")
+    if raw.get("index") is False and isinstance(text, str):
+        pass  # stored, not searchable: its text may be empty (LangGraph's index=False)
+    elif not isinstance(text, str) or not text.strip():
+        raise ValidationError(
+            f"{where}.text must be a non-empty string (not only whitespace); a memory with no "
+            "searchable text is written with index=False"
+        )
     try:
         size = len(text.encode("utf-8"))
     except UnicodeEncodeError:
@@ -230,13 +242,23 @@ def _payload(
     )
 
 
-def parse_item(raw: Any, where: str, *, now_ms: int | None, max_text_bytes: int) -> Item:
+def parse_item(
+    raw: Any,
+    where: str,
+    *,
+    now_ms: int | None,
+    max_text_bytes: int,
+    max_metadata_bytes: int = 1 << 16,
+) -> Item:
     """Validate one raw item (a text or a dict of :data:`ITEM_FIELDS`) named ``where``.
 
     Defaults: type EPISODIC (role USER), importance 1.0, affect 0, not pinned, timestamp
-    ``now_ms`` (the wall clock when None). ``ValidationError`` (or ``CitationError``) names
-    the field and the rule it breaks."""
+    ``now_ms`` (the wall clock when None); no scope, namespace, kind, confidence, metadata or
+    expiry, indexed. ``ValidationError`` (or ``CitationError``) names the field and the rule
+    it breaks."""
     fields = _fields(raw, where)
+    clock = int(time.time() * 1000) if now_ms is None else now_ms
+    life = parse_lifecycle(fields, where, now_ms=clock, max_metadata_bytes=max_metadata_bytes)
     text = _text(fields, where, max_text_bytes)
     mtype = _memory_type(fields, where)
     mid = _memory_id(fields, where)
@@ -247,18 +269,18 @@ def parse_item(raw: Any, where: str, *, now_ms: int | None, max_text_bytes: int)
         else (int(Role.USER) if mtype == MemoryType.EPISODIC else None)
     )
     importance = _importance(fields, where)
-    payload = _payload(fields, where, text, mtype, role)
+    payload = replace(_payload(fields, where, text, mtype, role), **life.payload)
     ts = fields.get("timestamp_ms")
     valence, arousal, pinned = fields.get("valence"), fields.get("arousal"), fields.get("pinned")
     return Item(
         id=mid,
         type=mtype,
         payload=payload,
-        timestamp_ms=(int(time.time() * 1000) if now_ms is None else now_ms)
-        if ts is None
-        else _int(ts, "timestamp_ms", where, *_I64),
+        timestamp_ms=clock if ts is None else _int(ts, "timestamp_ms", where, *_I64),
         importance=importance,
         valence=0 if valence is None else _int(valence, "valence", where, -127, 127),
         arousal=0 if arousal is None else _int(arousal, "arousal", where, 0, 255),
         pinned=False if pinned is None else _bool(pinned, "pinned", where),
+        expires_ms=life.expires_ms,
+        upsert=life.upsert,
     )

@@ -29,6 +29,7 @@ from ..provenance.chain import EventChain
 from ..provenance.record import RecordProvenance
 from ..types import MemoryType, Source
 from .items import ITEM_FIELDS, Item, parse_item
+from .versions import alive, versioned
 
 __all__ = ["ITEM_FIELDS", "Item", "RememberPathway", "tag_bloom"]
 
@@ -76,6 +77,45 @@ class RememberPathway:
         parsed = [self.validate(raw, f"items[{i}]", now) for i, raw in enumerate(items)]
         return self.write(parsed, source=source, provenance=provenance, event_kind=event_kind)
 
+    def _keyed(self, parsed: list[Item], now_ms: int) -> list[Item]:
+        """Enforce ``external_id`` uniqueness per scope (user, agent, run) over the live
+        memories: a taken key is a ``DuplicateIdError``, or with ``upsert`` the item becomes
+        the next version of the memory holding it (same id, ``created_at`` kept)."""
+        attrs = self.cortex.derived.attrs
+        out: list[Item] = []
+        seen: dict[tuple[str | None, str | None, str | None, str], int] = {}
+        for k, it in enumerate(parsed):
+            p = it.payload
+            if p.external_id is None:
+                out.append(it)
+                continue
+            key = (p.user_id, p.agent_id, p.run_id, p.external_id)
+            if key in seen:
+                raise DuplicateIdError(
+                    f"items[{k}]: external_id {p.external_id!r} is given twice in this scope "
+                    f"(items[{seen[key]}])"
+                )
+            seen[key] = k
+            row = attrs.keyed(key)
+            if row is not None:
+                row = self.cortex.id_map.get(int(self.cortex.cols.ids[row]), row)
+            if (
+                row is None
+                or row == it.replaces  # an update of the memory that holds the key
+                or not alive(self.cortex, row, now_ms)
+                or _key_moved(self, row, key)
+            ):
+                out.append(it)
+            elif it.upsert:
+                out.append(versioned(self.cortex, row, it, self.cortex.payload(row), now_ms))
+            else:
+                raise DuplicateIdError(
+                    f"items[{k}]: external_id {p.external_id!r} is already used in this scope "
+                    f"by memory {encode_tsid(int(self.cortex.cols.ids[row]))}; pass "
+                    "upsert=True to update that memory instead"
+                )
+        return out
+
     def _assign_ids(self, parsed: list[Item]) -> np.ndarray:
         fresh = iter(self.ids.next_ints(sum(1 for it in parsed if it.id is None)))
         ids = np.array(
@@ -84,6 +124,9 @@ class RememberPathway:
         ids_i = ids.astype(np.int64)
         seen: set[int] = set()
         for k, tsid in enumerate(ids_i.tolist()):
+            if parsed[k].replaces >= 0 and tsid not in seen:
+                seen.add(tsid)  # a newer version of a stored memory keeps its id
+                continue
             if tsid in seen or tsid in self.cortex.id_map:
                 raise DuplicateIdError(
                     f"items[{k}]: memory id {encode_tsid(int(ids[k]))} is already stored"
@@ -98,6 +141,9 @@ class RememberPathway:
         for it in parsed:
             if it.type != MemoryType.EPISODIC:
                 out.append(-1)
+                continue
+            if it.replaces >= 0:  # a newer version keeps its turn's place in the session
+                out.append(int(cues.sequence[it.replaces]))
                 continue
             s = it.payload.session_id
             seq = nxt.get(s, cues.next_sequence(s))
@@ -151,6 +197,8 @@ class RememberPathway:
     ) -> list[str]:
         c = self.cortex
         c.part.check_writable()
+        now = int(time.time() * 1000)
+        parsed = self._keyed(parsed, now)
         ids = self._assign_ids(parsed)
         sequences = self._sequences(parsed)
         vectors = np.asarray(c.embedder.embed(self._embed_texts(parsed)), dtype=np.float32)
@@ -165,7 +213,6 @@ class RememberPathway:
                 f"embedder {getattr(c.embedder, 'name', '?')!r} returned NaN or inf for "
                 f"items[{bad}]; nothing was written (fix or replace the embedder)"
             )
-        now = int(time.time() * 1000)
         batch = NewMemories(
             ids=ids,
             types=np.array([int(it.type) for it in parsed], dtype=np.int32),
@@ -180,6 +227,8 @@ class RememberPathway:
             provenance=np.array([_stamp(it, provenance) for it in parsed], dtype=np.uint8),
             source=source,
             now_ms=now,
+            expires_ms=np.array([it.expires_ms for it in parsed], dtype=np.int64),
+            replaces=np.array([it.replaces for it in parsed], dtype=np.int64),
         )
         strs: list[str] = encode_tsids(ids).tolist()
         summary: dict[str, str | int] = {
@@ -188,11 +237,21 @@ class RememberPathway:
             "last_id": strs[-1],
             "ids_crc32c": ids_digest(ids),
         }
+        versions = sum(1 for it in parsed if it.replaces >= 0)
+        if versions:
+            summary["updated"] = versions  # upserts: newer versions of stored memories
         c.write(
             WriteBatch(memories=batch),
             audit=lambda: self.chain.append(event_kind, strs[0], summary, now),
         )
         return strs
+
+
+def _key_moved(path: RememberPathway, row: int, key: tuple[object, ...]) -> bool:
+    """The live row no longer holds ``key`` (an update changed its external_id or scope)."""
+    attrs = path.cortex.derived.attrs
+    ext = path.cortex.cues.external_id[row]
+    return ext is None or attrs.scope_key(row, ext) != key
 
 
 def _stamp(item: Item, provenance: RecordProvenance | None) -> int:

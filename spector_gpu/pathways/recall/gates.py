@@ -24,6 +24,7 @@ from ...cortex.layouts import (
     type_of_flags,
 )
 from ...types import RecallOptions, Source
+from .lifecycle_gates import LIFECYCLE_GATES, lifecycle_mask
 from .state import StoreVersion
 
 __all__ = ["GateCache", "active_gates", "gate_key", "gate_mask"]
@@ -39,17 +40,22 @@ _GATE_FIELDS = (
     "provenance",
     "has_citations",
     "source_uri_prefix",
+    *LIFECYCLE_GATES,
 )
 _CACHED_SETTINGS = 8  # gate settings whose masks are kept (least recently used dropped)
 
 
 def active_gates(opts: RecallOptions) -> list[str]:
     """Names of the gates an options object switches on (for explanations)."""
-    names = ["tombstone", "retracted"]
+    names = ["tombstone", "retracted", "current", "expiry"]
     if not opts.include_simulated:
         names.append("simulated")
+    if not opts.include_superseded:
+        names.append("superseded")
     names.extend(
-        f for f in _GATE_FIELDS if f != "include_simulated" and getattr(opts, f) is not None
+        f
+        for f in _GATE_FIELDS
+        if f not in ("include_simulated", "include_superseded") and getattr(opts, f) is not None
     )
     return names
 
@@ -81,6 +87,7 @@ def gate_mask(
     flags = h["flags"]
     cf = h["consolidation_flags"]
     m: np.ndarray = (flags & FLAG_TOMBSTONE) == 0
+    m &= lifecycle_mask(cortex, opts, lo, hi)
     m &= (cf & CF_RETRACTED) == 0
     if not opts.include_simulated:
         m &= (cf & (CF_SIMULATED | CF_DREAMED)) == 0

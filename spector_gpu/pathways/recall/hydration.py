@@ -9,16 +9,21 @@ the ones that ranked the memory (taken at the recall's clock), not re-read at hy
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ...cortex.cortex import Cortex
 from ...cortex.ids import encode_tsid
 from ...cortex.layouts import FLAG_CONSOLIDATED
+from ...cortex.lifecycle import tombstoned
+from ...cortex.payload import Payload
 from ...cortex.strength import decayed
+from ...lifecycle import MemoryKind
 from ...provenance.record import RecordProvenance
 from ...types import CognitiveResult, Explanation, MemoryType, Role, Source
 
-__all__ = ["Hydrator", "retrieval_strength"]
+__all__ = ["Hydrator", "lifecycle_fields", "retrieval_strength"]
 
 _STRENGTH_ROWS = np.dtype([("last_recall_ms", "<i8"), ("retrieval_strength", "<f4")])
 
@@ -35,6 +40,32 @@ def retrieval_strength(cortex: Cortex, ordinals: np.ndarray, now_ms: int) -> np.
     )
 
 
+def lifecycle_fields(cortex: Cortex, o: int, p: Payload) -> dict[str, Any]:
+    """The lifecycle fields of ordinal ``o`` (payload ``p``) as ``CognitiveResult`` keywords:
+    scopes, kind, confidence, metadata, times (epoch ms), version and supersession links
+    (``superseded_by``: the live memories that supersede it)."""
+    cols = cortex.cols
+    created = p.created_ms or int(cols.created_ms[o])
+    expires = int(cols.expires_ms[o])
+    after = cortex.derived.attrs.successors(int(cols.ids[o]))
+    live = [j for j in after if cols.current[j] and not tombstoned(cols.headers[j : j + 1])[0]]
+    return {
+        "user_id": p.user_id,
+        "agent_id": p.agent_id,
+        "run_id": p.run_id,
+        "namespace": p.namespace,
+        "kind": None if not p.kind else MemoryKind(p.kind),
+        "confidence": p.confidence,
+        "metadata": p.metadata,
+        "created_at": created,
+        "updated_at": p.updated_ms or created,
+        "expires_at": expires or None,
+        "version": p.version,
+        "supersedes": None if not p.supersedes else encode_tsid(p.supersedes),
+        "superseded_by": tuple(encode_tsid(int(cols.ids[j])) for j in live),
+    }
+
+
 class Hydrator:
     """Builds typed results from a cortex (the caller holds the store's lock)."""
 
@@ -48,11 +79,13 @@ class Hydrator:
         d: float,
         s: float | None = None,
         explain: Explanation | None = None,
+        relevance: float = 0.0,
     ) -> CognitiveResult:
         """Hydrate ordinal ``o``; ``s`` defaults to the current storage strength."""
         c = self.cortex
         h = c.cols.headers[o]
         p = c.payload(o)
+        life = lifecycle_fields(c, o, p)
         provenance, source = int(h["provenance"]), int(h["source"])
         return CognitiveResult(
             id=encode_tsid(int(c.cols.ids[o])),
@@ -81,6 +114,8 @@ class Hydrator:
             steps=p.steps,
             consolidated=bool(int(h["flags"]) & FLAG_CONSOLIDATED),
             breakdown=explain,
+            relevance=relevance,
+            **life,
         )
 
     def results(
@@ -90,11 +125,14 @@ class Hydrator:
         d: np.ndarray,
         s: np.ndarray,
         explain: list[Explanation] | None,
+        relevance: np.ndarray | None = None,
     ) -> list[CognitiveResult]:
-        """One query's hits, best first: int64 ordinals, float32 scores, float64 D and S."""
+        """One query's hits, best first: int64 ordinals, float32 scores, float64 D and S,
+        float32 absolute relevance."""
+        rel = np.zeros(len(ordinals)) if relevance is None else relevance
         return [
-            self.result(o, sc, dd, ss, explain[j] if explain is not None else None)
-            for j, (o, sc, dd, ss) in enumerate(
-                zip(ordinals.tolist(), scores.tolist(), d.tolist(), s.tolist())
+            self.result(o, sc, dd, ss, explain[j] if explain is not None else None, rr)
+            for j, (o, sc, dd, ss, rr) in enumerate(
+                zip(ordinals.tolist(), scores.tolist(), d.tolist(), s.tolist(), rel.tolist())
             )
         ]

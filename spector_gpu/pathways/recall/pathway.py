@@ -37,6 +37,7 @@ from .columns import RecallColumns
 from .fusion import COEFFICIENT_MAX
 from .gates import GateCache
 from .hydration import Hydrator, retrieval_strength
+from .lifecycle_gates import unexpired
 from .relays import RecallPlan
 from .scorer import Scored, Scorer
 from .state import StoreVersion, VersionTracker
@@ -196,10 +197,12 @@ class RecallPathway:
         self._links.sync(c, at)
         if opts.fusion == "cognitive":
             self._cues.sync(c, at)
-        allowed = self._gates.mask(c, opts, at)
+        allowed = unexpired(c, self._gates.mask(c, opts, at), now)
         n_allowed = int(allowed.sum())
         relays = frozenset(opts.relays)
-        dense = None
+        dense, ceiling, tokens = None, None, c.analyzer.tokens_batch(queries)
+        if "lexical" in relays:
+            ceiling = torch.from_numpy(c.bm25.ceiling(tokens)).to(c.dense.device)
         if "dense" in relays:
             dense = c.dense.queries(np.asarray(c.embedder.embed(queries), dtype=np.float32))
         return RecallPlan(
@@ -213,11 +216,12 @@ class RecallPathway:
             n_allowed=n_allowed,
             device=c.dense.device,
             law=self._law,
-            tokens=c.analyzer.tokens_batch(queries),
+            tokens=tokens,
             dense=dense,
             native=native is not None and not self._device_path,
             store=at,
             trim=not self._device_path,
+            ceiling=ceiling,
         )
 
     def _batch(self, scored: Scored) -> RecallBatch:
@@ -236,8 +240,15 @@ class RecallPathway:
                 scored.d[i, :m],
                 scored.s[i, :m],
                 scored.explain[i] if scored.explain is not None else None,
+                None if scored.relevance is None else scored.relevance[i, :m],
             )
 
+        rel = scored.relevance
         return RecallBatch(
-            ids=ids, scores=scored.fused, counts=scored.counts, hydrator=hydrate, lock=self.lock
+            ids=ids,
+            scores=scored.fused,
+            counts=scored.counts,
+            relevance=np.zeros(ids.shape, np.float32) if rel is None else rel,
+            hydrator=hydrate,
+            lock=self.lock,
         )

@@ -27,6 +27,7 @@ from .relays.association import DenseGraph, association_score, dense_graph, neig
 from .relays.dense import dense_score, dense_top, slice_queries
 from .relays.lexical import lexical_block, lexical_top
 from .relays.salience import SalienceCache, pool_strength, salience_score, salience_top
+from .relevance import absolute_relevance
 from .tables import CueTable, LinkTables
 
 __all__ = ["Scored", "Scorer"]
@@ -39,7 +40,7 @@ _DENSE_LAYOUT_MIN = 2048  # stores up to this size always take the dense pool la
 @dataclass
 class Scored:
     """Host results of a batch: ordinals int64 (n, k) (-1 padding), fused float32 (n, k),
-    counts int32 (n,), D and S float64 (n, k), explanations per query or None."""
+    counts int32 (n,), D and S float64 (n, k), explanations per query or None, relevance."""
 
     ordinals: np.ndarray
     fused: np.ndarray
@@ -47,6 +48,7 @@ class Scored:
     d: np.ndarray
     s: np.ndarray
     explain: list[list[Explanation]] | None
+    relevance: np.ndarray | None = None  # float32 (n, k) absolute relevance, 0 at padding
 
 
 class Scorer:
@@ -119,6 +121,7 @@ class Scorer:
             np.concatenate([p[2] for p in parts]),
             np.concatenate([p[3] for p in parts]),
             [e for p in parts for e in p[4]] if plan.opts.explain else None,
+            np.concatenate([p[5] for p in parts]),
         )
 
     def _neighbours(self, plan: RecallPlan, pool: Pool) -> tuple[torch.Tensor, torch.Tensor]:
@@ -180,7 +183,7 @@ class Scorer:
         sal: torch.Tensor,
         den: torch.Tensor | None,
         exact_rounds: bool,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[list[Explanation]]]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[list[Explanation]], np.ndarray]:  # fmt: skip  # noqa: E501
         k, m = plan.opts.k, hi - lo
         out = self.compute(plan, lo, hi, sal, den, exact_rounds)
         if out is None:
@@ -191,11 +194,12 @@ class Scorer:
                 empty,
                 empty.copy(),
                 [[] for _ in range(m)],
+                np.zeros((m, k), np.float32),
             )
         fz, at, hit, take = out
-        o_h, f_h, d_h, s_h = (t.cpu().numpy() for t in take)  # the chunk's one host transfer
+        o_h, f_h, d_h, s_h, r_h = (t.cpu().numpy() for t in take)  # the chunk's one transfer
         explain = _explain(plan, fz, at, hit, d_h, s_h) if plan.opts.explain else []
-        return o_h, f_h, d_h, s_h, explain
+        return o_h, f_h, d_h, s_h, explain, r_h
 
     def compute(
         self,
@@ -232,7 +236,10 @@ class Scorer:
         if "salience" in plan.relays:
             raw["salience"] = salience_score(cols, d)
         fz = self._fuse(plan, lo, hi, pool, raw, (cols.importance, d, cols.s_term))
-        vals, pos = topk_exact_torch(fz.fused, plan.opts.k)
+        rel = absolute_relevance(raw, _rows(plan.ceiling, lo, hi), valid.shape).to(valid.device)
+        floor = plan.opts.min_relevance
+        gate = None if floor is None else rel >= floor
+        vals, pos = topk_exact_torch(fz.fused, plan.opts.k, valid=gate)
         hit = pos >= 0
         at = pos.clamp(min=0)
         ordinals = torch.where(hit, torch.gather(pool.ordinals, 1, at), torch.full_like(at, -1))
@@ -241,6 +248,7 @@ class Scorer:
             vals.to(torch.float32),
             torch.gather(d, 1, at),
             torch.gather(cols.storage, 1, at).to(torch.float64),
+            torch.where(hit, torch.gather(rel, 1, at), torch.zeros_like(vals)).to(torch.float32),
         )
         return fz, at, hit, take
 
@@ -281,6 +289,10 @@ class Scorer:
             cue_match=lambda: self.cues.match(pool.index(), plan.tokens[lo:hi]),
             want_ranks=plan.opts.fusion == "rrf" or plan.opts.explain,
         )
+
+
+def _rows(t: torch.Tensor | None, lo: int, hi: int) -> torch.Tensor | None:
+    return None if t is None else t[lo:hi]
 
 
 def _explain(

@@ -45,7 +45,9 @@ class RecallPlan:
         native: CPU kernels may be used (False runs the device code path on the CPU);
         store: the store version the caches were brought to (keys per-version tables);
         trim: host reads are allowed (the CPU path: pools are trimmed to their widest row),
-            False on the GPU code path, which never reads a value back inside a batch.
+            False on the GPU code path, which never reads a value back inside a batch;
+        ceiling: float64 (n,) on the device, each query's supremum BM25 score (the scale of
+            its absolute lexical relevance, :mod:`..relevance`), or None without lexical.
     """
 
     opts: RecallOptions
@@ -63,3 +65,4 @@ class RecallPlan:
     native: bool
     store: StoreVersion
     trim: bool
+    ceiling: torch.Tensor | None = None

@@ -1,0 +1,65 @@
+"""The lifecycle gates: live rows, scopes, kinds, confidence, metadata, supersession, expiry.
+
+They join :func:`.gates.gate_mask` (cached per gate setting, extended over appended rows) —
+except expiry, which depends on the recall's clock and is applied to the cached mask at every
+recall (:func:`unexpired`, one vectorised comparison). A row passes only while it is the
+current version of its memory and not deleted (``cortex.lifecycle``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...cortex.cortex import Cortex
+from ...cortex.lifecycle import expired, tombstoned
+from ...types import RecallOptions
+
+__all__ = ["LIFECYCLE_GATES", "lifecycle_mask", "superseded", "unexpired"]
+
+#: RecallOptions fields of these gates (in gate keys and explanations).
+LIFECYCLE_GATES = (
+    "where",
+    "user_id",
+    "agent_id",
+    "run_id",
+    "kind",
+    "min_confidence",
+    "include_superseded",
+)
+_SCOPES = (("user_id", "user"), ("agent_id", "agent"), ("run_id", "run"))
+
+
+def superseded(cortex: Cortex, lo: int, hi: int) -> np.ndarray:
+    """bool (hi-lo,): rows whose memory a live (current, not deleted) memory supersedes."""
+    cols, n = cortex.cols, cortex.n
+    sup = cortex.derived.attrs.column("supersedes")[:n]
+    alive = cols.current[:n] & ~tombstoned(cols.headers[:n]) & (sup != 0)
+    if not alive.any():
+        return np.zeros(hi - lo, dtype=bool)
+    return np.isin(cols.ids[lo:hi], np.unique(sup[alive]))
+
+
+def lifecycle_mask(cortex: Cortex, opts: RecallOptions, lo: int, hi: int) -> np.ndarray:
+    """bool (hi-lo,): rows ``[lo, hi)`` passing the lifecycle gates of ``opts`` (not expiry)."""
+    attrs = cortex.derived.attrs
+    m: np.ndarray = cortex.cols.current[lo:hi].copy()
+    for field, column in _SCOPES:
+        want = getattr(opts, field)
+        if want is not None:
+            m &= attrs.column(column)[lo:hi] == attrs.code(want)
+    if opts.kind is not None:
+        kinds = [int(k) for k in opts.kind]  # type: ignore[union-attr]
+        m &= np.isin(attrs.column("kind")[lo:hi], kinds)
+    if opts.min_confidence is not None:
+        m &= attrs.column("confidence")[lo:hi] >= np.float32(opts.min_confidence)
+    if opts.where is not None:
+        m &= attrs.metadata.mask(opts.where, hi)[lo:hi]
+    if not opts.include_superseded:
+        m &= ~superseded(cortex, lo, hi)
+    return m
+
+
+def unexpired(cortex: Cortex, mask: np.ndarray, now_ms: int) -> np.ndarray:
+    """``mask`` (bool (n,), not modified) without the rows expired at ``now_ms``."""
+    gone = expired(cortex.cols.expires_ms[: len(mask)], now_ms)
+    return mask & ~gone if gone.any() else mask
