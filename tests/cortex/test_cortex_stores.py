@@ -4,8 +4,8 @@ working memory eviction, strength decay law."""
 from __future__ import annotations
 
 import numpy as np
+from rig import Rig
 
-from spector_gpu import SpectorMemory
 from spector_gpu.config import StrengthConfig
 from spector_gpu.cortex.layouts import FLAG_PINNED, FLAG_RESOLVED, PROV_TOMBSTONE, STRENGTH_DTYPE
 from spector_gpu.cortex.strength import decayed
@@ -14,9 +14,9 @@ from spector_gpu.storage.tsid import decode_tsid
 
 
 def test_session_cursor_walks_one_session_in_sequence_order(tmp_path):
-    with SpectorMemory.open(tmp_path) as mem:
-        ids = mem.remember_batch([{"text": f"turn {i}", "session_id": i % 2} for i in range(6)])
-        c = mem._cortex
+    with Rig.open(tmp_path) as rig:
+        ids = rig.remember_batch([{"text": f"turn {i}", "session_id": i % 2} for i in range(6)])
+        c = rig.cortex
         texts = [r.payload.text for r in c.session_cursor(1)]
         assert texts == ["turn 1", "turn 3", "turn 5"]
         assert [r.sequence for r in c.session_cursor(1)] == [0, 1, 2]
@@ -26,29 +26,29 @@ def test_session_cursor_walks_one_session_in_sequence_order(tmp_path):
 
 
 def test_index_memory_locates_every_id_and_rebuilds_on_open(tmp_path):
-    with SpectorMemory.open(tmp_path) as mem:
-        ids = mem.remember_batch([f"memory {i}" for i in range(10)])
-    with SpectorMemory.open(tmp_path) as mem:
-        index = mem._cortex.index
+    with Rig.open(tmp_path) as rig:
+        ids = rig.remember_batch([f"memory {i}" for i in range(10)])
+    with Rig.open(tmp_path) as rig:
+        index = rig.cortex.index
         assert [index.locate(decode_tsid(i)) for i in ids] == list(range(10))
-        loc = mem._cortex.location(3)
+        loc = rig.cortex.location(3)
         assert loc.vector_slot == loc.graph_slot == 3
 
 
 def test_provenance_tombstone_hides_a_record(tmp_path):
-    with SpectorMemory.open(tmp_path) as mem:
-        mem.remember_batch(
+    with Rig.open(tmp_path) as rig:
+        rig.remember_batch(
             [{"text": "Ann moved to Lisbon in May with her sister.", "session_id": 4}]
         )
-        fact = mem.consolidate().fact_ids[0]
-        assert mem.explain(fact) is not None
-        c = mem._cortex
+        fact = rig.reflection.consolidate().fact_ids[0]
+        assert rig.reflection.explain(fact) is not None
+        c = rig.cortex
         tx = c.transaction()
         c.provenance.tombstone(tx, np.array([0]))
         c.commit(tx)
         assert c.provenance.rows()["flags"][0] == PROV_TOMBSTONE
-        assert mem.explain(fact) is None
-        assert mem.session_provenance(4) == []
+        assert rig.reflection.explain(fact) is None
+        assert rig.reflection.session_provenance(4) == []
 
 
 def test_working_memory_evicts_oldest_first():

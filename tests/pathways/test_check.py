@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from rig import Rig
 
-from spector_gpu import Citation, SpectorMemory
-from spector_gpu.storage.tsid import decode_tsid
+from spector_gpu import Citation
 
 FAST = {"store": {"durability": "none"}}
 RECORD_REGIONS = {  # file: region name in the report
@@ -25,8 +25,8 @@ ALL_FILES = ["episodic.log", "text.pool", "events.log", *RECORD_REGIONS]
 
 
 @pytest.fixture
-def mem(tmp_path: Path) -> Iterator[SpectorMemory]:
-    m = SpectorMemory.open(tmp_path / "s", config=FAST)
+def rig(tmp_path: Path) -> Iterator[Rig]:
+    m = Rig.open(tmp_path / "s", FAST)
     m.remember_batch(
         [
             {"text": f"turn {i}: we sailed past lighthouse number {i} at dawn", "session_id": 1}
@@ -49,7 +49,7 @@ def mem(tmp_path: Path) -> Iterator[SpectorMemory]:
             },
         ]
     )
-    m.consolidate()
+    m.reflection.consolidate()
     yield m
     m.close()
 
@@ -82,24 +82,24 @@ def _frames(path: Path) -> list[int]:
     return out
 
 
-def test_healthy_store_is_ok(mem: SpectorMemory) -> None:
-    report = mem.check()
+def test_healthy_store_is_ok(rig: Rig) -> None:
+    report = rig.admin.check()
     assert report.ok and report.problems == []
-    assert report.counts["memories"] == mem.count()
+    assert report.counts["memories"] == rig.admin.count()
     assert report.counts["episodes"] == 4
-    assert report.counts["provenance"] == len(mem.session_provenance(1)) > 0
-    assert report.counts["events"] == mem.verify_chain().events
+    assert report.counts["provenance"] == len(rig.reflection.session_provenance(1)) > 0
+    assert report.counts["events"] == rig.admin.verify_chain().events
     assert str(report).startswith("check: ok")
 
 
 @pytest.mark.parametrize("name", sorted(RECORD_REGIONS))
-def test_flipped_byte_in_a_record_region(mem: SpectorMemory, name: str) -> None:
-    path = mem.path / name
+def test_flipped_byte_in_a_record_region(rig: Rig, name: str) -> None:
+    path = rig.path / name
     count, stride = _preamble(path)
     assert count >= 1 and stride > 0
     slot = count - 1
     _flip(path, 64 + slot * stride + 10)
-    report = mem.check()
+    report = rig.admin.check()
     assert not report.ok
     mine = [p for p in report.problems if p.file.endswith(name)]
     assert mine, report
@@ -107,52 +107,52 @@ def test_flipped_byte_in_a_record_region(mem: SpectorMemory, name: str) -> None:
     assert name in str(report) and f"{RECORD_REGIONS[name]}[{slot}]" in str(report)
 
 
-def test_flipped_byte_in_the_episodic_log(mem: SpectorMemory) -> None:
-    path = mem.path / "episodic.log"
-    target = mem.remember("the cook burned the porridge again", session_id=2)
-    offset = int(mem._cortex.cols.index["record_offset"][mem._cortex.id_map[decode_tsid(target)]])
+def test_flipped_byte_in_the_episodic_log(rig: Rig) -> None:
+    path = rig.path / "episodic.log"
+    target = rig.remember.remember("the cook burned the porridge again", session_id=2)
+    offset = int(rig.cortex.cols.index["record_offset"][rig.ordinal(target)])
     _flip(path, path.read_bytes().index(b"porridge"))
-    report = mem.check()
+    report = rig.admin.check()
     assert not report.ok
     p = next(p for p in report.problems if p.file.endswith("episodic.log"))
     assert p.region == "episodic" and p.slot == offset and "CRC" in p.message
 
 
-def test_flipped_byte_in_the_text_pool(mem: SpectorMemory) -> None:
-    c = mem._cortex
+def test_flipped_byte_in_the_text_pool(rig: Rig) -> None:
+    c = rig.cortex
     ordinal = next(
         o for o in range(c.n) if int(c.cols.index["type"][o]) != 1 and "Fresnel" in c.text_of(o)
     )
-    path = mem.path / "text.pool"
+    path = rig.path / "text.pool"
     _flip(path, path.read_bytes().index(b"Fresnel"))
-    report = mem.check()
+    report = rig.admin.check()
     assert not report.ok
     problems = [p for p in report.problems if p.file.endswith("text.pool")]
     assert len(problems) == 1
     assert problems[0].region == "text" and problems[0].slot == ordinal  # the memory's index slot
 
 
-def test_flipped_byte_in_the_events_log(mem: SpectorMemory) -> None:
-    path = mem.path / "events.log"
+def test_flipped_byte_in_the_events_log(rig: Rig) -> None:
+    path = rig.path / "events.log"
     frames = _frames(path)
     assert len(frames) >= 3
     _flip(path, frames[1] + 8 + 3)  # inside the second event's data
-    report = mem.check()
+    report = rig.admin.check()
     assert not report.ok
     p = next(p for p in report.problems if p.file.endswith("events.log"))
     assert p.region == "events" and p.slot == frames[1]
 
 
 @pytest.mark.parametrize("name", ALL_FILES)
-def test_flipped_preamble_byte_is_reported(mem: SpectorMemory, name: str) -> None:
-    _flip(mem.path / name, 44)  # created_ms: covered by the preamble CRC
-    report = mem.check()
+def test_flipped_preamble_byte_is_reported(rig: Rig, name: str) -> None:
+    _flip(rig.path / name, 44)  # created_ms: covered by the preamble CRC
+    report = rig.admin.check()
     assert not report.ok
     assert any(p.file.endswith(name) for p in report.problems), report
 
 
-def test_a_valid_record_in_the_wrong_slot_is_reported(mem: SpectorMemory) -> None:
-    path = mem.path / "strength.rec"
+def test_a_valid_record_in_the_wrong_slot_is_reported(rig: Rig) -> None:
+    path = rig.path / "strength.rec"
     raw = path.read_bytes()
     row0 = raw[64 : 64 + 96]
     fd = os.open(path, os.O_RDWR)
@@ -160,16 +160,16 @@ def test_a_valid_record_in_the_wrong_slot_is_reported(mem: SpectorMemory) -> Non
         os.pwrite(fd, row0, 64 + 96)  # slot 1 now holds slot 0's (CRC-valid) row
     finally:
         os.close(fd)
-    report = mem.check()
+    report = rig.admin.check()
     assert not report.ok
     p = next(p for p in report.problems if p.file.endswith("strength.rec"))
     assert p.region == "strength" and p.slot == 1 and "another memory" in p.message
 
 
-def test_check_never_raises_and_reports_every_damaged_file(mem: SpectorMemory) -> None:
+def test_check_never_raises_and_reports_every_damaged_file(rig: Rig) -> None:
     for name in ALL_FILES:
-        count, stride = _preamble(mem.path / name)
-        _flip(mem.path / name, 64 + (stride * (count - 1) + 10 if stride else 40))
-    report = mem.check()
+        count, stride = _preamble(rig.path / name)
+        _flip(rig.path / name, 64 + (stride * (count - 1) + 10 if stride else 40))
+    report = rig.admin.check()
     damaged = {os.path.basename(p.file) for p in report.problems}
     assert damaged >= set(ALL_FILES)

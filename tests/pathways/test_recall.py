@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from rig import Rig
 
 from spector_gpu import (
     Citation,
@@ -28,7 +29,6 @@ from spector_gpu import (
     SpectorMemory,
     ValidationError,
 )
-from spector_gpu.storage.tsid import decode_tsid
 
 FAST = {"store": {"durability": "none"}}
 K = 3
@@ -257,44 +257,48 @@ def test_hybrid_prefers_what_both_relays_agree_on(small: SpectorMemory) -> None:
 
 
 # ---- hydration -------------------------------------------------------------------------------
-def test_hydration_reads_the_store_named_by_location_type(small: SpectorMemory) -> None:
-    ep = small.remember(
-        "episode about a lighthouse keeper", importance=1.5, session_id=3, speaker="Ida"
-    )
-    fact = small.remember("fact about a lighthouse lens", type=MemoryType.SEMANTIC, importance=2.5)
-    skill = small.remember(
-        "how to light the lighthouse lamp",
-        type=MemoryType.PROCEDURAL,
-        importance=3.5,
-        skill_name="light the lamp",
-        steps=["climb the stairs", "trim the wick", "strike a match"],
-    )
-    hits = {h.id: h for h in small.recall("lighthouse", _observe(k=5))}
-    assert set(hits) == {ep, fact, skill}
-    assert (
-        hits[ep].memory_type,
-        hits[ep].text,
-        hits[ep].importance,
-        hits[ep].speaker,
-        hits[ep].session_id,
-    ) == (MemoryType.EPISODIC, "episode about a lighthouse keeper", 1.5, "Ida", 3)
-    assert (hits[fact].memory_type, hits[fact].text, hits[fact].importance) == (
-        MemoryType.SEMANTIC,
-        "fact about a lighthouse lens",
-        2.5,
-    )
-    assert (hits[skill].memory_type, hits[skill].text, hits[skill].importance) == (
-        MemoryType.PROCEDURAL,
-        "how to light the lighthouse lamp",
-        3.5,
-    )
-    assert hits[skill].skill_name == "light the lamp"
-    assert hits[skill].steps == ("climb the stairs", "trim the wick", "strike a match")
-    c = small._cortex
-    for mid, h in hits.items():
-        assert c.location(c.id_map[decode_tsid(mid)]).type == h.memory_type
-    # steps are searchable too
-    assert small.recall("wick", _observe(k=1, relays=("lexical",)))[0].id == skill
+def test_hydration_reads_the_store_named_by_location_type(tmp_path: Path) -> None:
+    """Through the delegates over a directly built cortex: each hit comes from its store."""
+    with Rig.open(tmp_path / "r", FAST) as rig:
+        ep = rig.remember.remember(
+            "episode about a lighthouse keeper", importance=1.5, session_id=3, speaker="Ida"
+        )
+        fact = rig.remember.remember(
+            "fact about a lighthouse lens", type=MemoryType.SEMANTIC, importance=2.5
+        )
+        skill = rig.remember.remember(
+            "how to light the lighthouse lamp",
+            type=MemoryType.PROCEDURAL,
+            importance=3.5,
+            skill_name="light the lamp",
+            steps=["climb the stairs", "trim the wick", "strike a match"],
+        )
+        hits = {h.id: h for h in rig.recall.recall("lighthouse", _observe(k=5))}
+        assert set(hits) == {ep, fact, skill}
+        assert (
+            hits[ep].memory_type,
+            hits[ep].text,
+            hits[ep].importance,
+            hits[ep].speaker,
+            hits[ep].session_id,
+        ) == (MemoryType.EPISODIC, "episode about a lighthouse keeper", 1.5, "Ida", 3)
+        assert (hits[fact].memory_type, hits[fact].text, hits[fact].importance) == (
+            MemoryType.SEMANTIC,
+            "fact about a lighthouse lens",
+            2.5,
+        )
+        assert (hits[skill].memory_type, hits[skill].text, hits[skill].importance) == (
+            MemoryType.PROCEDURAL,
+            "how to light the lighthouse lamp",
+            3.5,
+        )
+        assert hits[skill].skill_name == "light the lamp"
+        assert hits[skill].steps == ("climb the stairs", "trim the wick", "strike a match")
+        c = rig.cortex
+        for mid, h in hits.items():
+            assert c.location(rig.ordinal(mid)).type == h.memory_type
+        # steps are searchable too
+        assert rig.recall.recall("wick", _observe(k=1, relays=("lexical",)))[0].id == skill
 
 
 # ---- explain and fusion ----------------------------------------------------------------------

@@ -11,9 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from rig import Rig
 
 import spector_gpu.pathways.recall.gates as gates_module
-from spector_gpu import RecallOptions, SpectorMemory
+from spector_gpu import RecallOptions
 from spector_gpu.pathways.recall import RecallPathway
 from spector_gpu.pathways.recall.gates import gate_mask
 
@@ -72,20 +73,20 @@ def _answers(pw: RecallPathway) -> list[Any]:
 
 @pytest.mark.parametrize("device_path", [False, True])
 def test_caches_follow_every_kind_of_write(tmp_path: Path, device_path: bool) -> None:
-    with SpectorMemory.open(tmp_path / "s", config=FAST) as mem:
-        ids = mem.remember_batch(_turns(0, 30))
-        c = mem._cortex
-        pw = RecallPathway(c, mem._recall.pathway.strength_writer, device_path=device_path)
+    with Rig.open(tmp_path / "s", FAST) as rig:
+        ids = rig.remember_batch(_turns(0, 30))
+        c = rig.cortex
+        pw = RecallPathway(c, rig.strength, device_path=device_path)
         pw.clock = lambda: 10**13
         writes = [
-            lambda: mem.remember_batch(_turns(30, 7)),  # append: tags link to older memories
-            lambda: mem.remember("one more red fox", tags=["red"], session_id=1),
-            lambda: mem.forget(ids[3]),  # strength rewritten in place
-            lambda: mem.reinforce(ids[4], valence=9),
-            lambda: mem.consolidate(),  # facts appended, parents marked, lineage edges
-            lambda: mem.backfill_provenance(execute=True),  # headers rewritten in place
+            lambda: rig.remember_batch(_turns(30, 7)),  # append: tags link to older memories
+            lambda: rig.remember.remember("one more red fox", tags=["red"], session_id=1),
+            lambda: rig.remember.forget(ids[3]),  # strength rewritten in place
+            lambda: rig.remember.reinforce(ids[4], valence=9),
+            lambda: rig.reflection.consolidate(),  # facts appended, parents marked, lineage edges
+            lambda: rig.reflection.backfill_provenance(execute=True),  # headers rewritten in place
             lambda: pw.recall_batch(QUERIES, RecallOptions(k=5)),  # learn mode: onRecall
-            lambda: mem.remember_batch(_turns(40, 3)),
+            lambda: rig.remember_batch(_turns(40, 3)),
         ]
         _answers(pw)
         for write in writes:
@@ -112,50 +113,49 @@ def test_an_append_extends_the_gate_masks(tmp_path: Path, monkeypatch: pytest.Mo
         return real(cortex, opts, lo, hi)
 
     monkeypatch.setattr(gates_module, "gate_mask", spy)
-    with SpectorMemory.open(tmp_path / "s", config=FAST) as mem:
-        mem.remember_batch(_turns(0, 20))
+    with Rig.open(tmp_path / "s", FAST) as rig:
+        rig.remember_batch(_turns(0, 20))
         opts = RecallOptions(k=3, mode="observe")
-        mem.recall("red fox", opts)
+        rig.recall.recall("red fox", opts)
         assert calls == [(0, None)]
         for i in range(3):  # an agent alternating remember and recall
-            mem.remember(f"note {i} about the red fox")
-            mem.recall("red fox", opts)
+            rig.remember.remember(f"note {i} about the red fox")
+            rig.recall.recall("red fox", opts)
         assert calls[1:] == [(20, 21), (21, 22), (22, 23)]
-        mem.forget(mem.recall("red fox", opts)[0].id)  # in place: a rebuild
-        mem.recall("red fox", opts)
+        rig.remember.forget(rig.recall.recall("red fox", opts)[0].id)  # in place: a rebuild
+        rig.recall.recall("red fox", opts)
         assert calls[-1] == (0, None)
 
 
 def test_learn_mode_flushes_do_not_invalidate_the_caches(tmp_path: Path) -> None:
-    with SpectorMemory.open(tmp_path / "s", config=FAST) as mem:
-        mem.remember_batch(_turns(0, 20))
-        pw = RecallPathway(mem._cortex, mem._recall.pathway.strength_writer, device_path=True)
-        mem._recall.pathway.strength_writer.flush_interval_s = (
-            0.0  # every onRecall commits its rows
-        )
+    with Rig.open(tmp_path / "s", FAST) as rig:
+        rig.remember_batch(_turns(0, 20))
+        c = rig.cortex
+        pw = RecallPathway(c, rig.strength, device_path=True)
+        rig.strength.flush_interval_s = 0.0  # every onRecall commits its rows
         pw.recall_batch(["red fox"], RecallOptions(k=3))
-        before = pw._tracker.current(mem._cortex)
-        version = mem._cortex.version
+        before = pw._tracker.current(c)
+        version = c.version
         pw.recall_batch(["blue whale"], RecallOptions(k=3))
-        assert mem._cortex.version > version  # the flush committed
-        assert pw._tracker.current(mem._cortex) == before  # ... and the caches knew why
-        fresh = RecallPathway(mem._cortex, None, device_path=True)
+        assert c.version > version  # the flush committed
+        assert pw._tracker.current(c) == before  # ... and the caches knew why
+        fresh = RecallPathway(c, None, device_path=True)
         for name in ("d_event", "last_ms"):
             np.testing.assert_array_equal(
-                pw._columns.column(name).numpy(), fresh_column(fresh, mem, name)
+                pw._columns.column(name).numpy(), fresh_column(fresh, name)
             )
 
 
-def fresh_column(pw: RecallPathway, mem: SpectorMemory, name: str) -> np.ndarray:
+def fresh_column(pw: RecallPathway, name: str) -> np.ndarray:
     pw.recall_batch(["x"], RecallOptions(k=1, mode="observe"))
     return pw._columns.column(name).numpy()
 
 
 def test_batches_hydrate_under_the_owners_lock(tmp_path: Path) -> None:
-    with SpectorMemory.open(tmp_path / "s", config=FAST) as mem:
-        mem.remember_batch(_turns(0, 10))
+    with Rig.open(tmp_path / "s", FAST) as rig:
+        rig.remember_batch(_turns(0, 10))
         lock = threading.RLock()
-        pw = RecallPathway(mem._cortex, None, lock=lock)
+        pw = RecallPathway(rig.cortex, None, lock=lock)
         batch = pw.recall_batch(["red fox", "night"], RecallOptions(k=2, mode="observe"))
         holder: list[bool] = []
 
@@ -175,10 +175,10 @@ def test_batches_hydrate_under_the_owners_lock(tmp_path: Path) -> None:
 def test_salience_proposals_follow_the_clock(tmp_path: Path) -> None:
     """The salience relay reuses its scan only until some memory's decay bucket changes: here
     older, more important memories fall behind newer ones when they cross the 300 s edge."""
-    with SpectorMemory.open(tmp_path / "s", config=FAST) as mem:
-        mem.remember_batch([{"text": f"old note {i}", "importance": 2.0} for i in range(8)])
-        mem.remember_batch([{"text": f"new note {i}", "importance": 1.98} for i in range(8)])
-        c = mem._cortex
+    with Rig.open(tmp_path / "s", FAST) as rig:
+        rig.remember_batch([{"text": f"old note {i}", "importance": 2.0} for i in range(8)])
+        rig.remember_batch([{"text": f"new note {i}", "importance": 1.98} for i in range(8)])
+        c = rig.cortex
         start = int(c.cols.last_event_ms[: c.n].max())
         c.cols.last_event_ms[:8] = start - 290_000  # the old ones: 290 s at the start
         pw = RecallPathway(c, None)

@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from rig import Rig
 
-from spector_gpu import RecallOptions, SpectorMemory
+from spector_gpu import RecallOptions
 from spector_gpu.pathways.recall import RecallPathway
 
 FAST: dict[str, Any] = {"store": {"durability": "none"}, "association": {"tag_weight": 0.5}}
@@ -52,9 +53,9 @@ def _items(n: int, seed: int) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     path = tmp_path_factory.mktemp("device") / "s"
-    with SpectorMemory.open(path, device="cpu", config=FAST) as mem:
-        mem.remember_batch(_items(3000, 1))
-        mem.consolidate(max_sessions=3)
+    with Rig.open(path, FAST) as rig:
+        rig.remember_batch(_items(3000, 1))
+        rig.reflection.consolidate(max_sessions=3)
     return path
 
 
@@ -74,8 +75,8 @@ def test_a_batch_reads_nothing_back_before_its_top_k(
 ) -> None:
     """CPU stand-in for CUDA's sync check: the device work of a chunk (pool, scores, fusion,
     top-k) never reads a tensor's value on the host."""
-    with SpectorMemory.open(store, device="cpu", config=FAST) as mem:
-        c = mem._cortex
+    with Rig.open(store, FAST) as rig:
+        c = rig.cortex
         c.dense._native = False  # the CPU index's torch path is what runs on a GPU
         pw = RecallPathway(c, None, device_path=True, pool_layout="sparse")
         queries = [" ".join(random.Random(i).sample(WORDS, 3)) for i in range(7)]
@@ -112,12 +113,12 @@ def test_cpu_and_cuda_recall_give_the_same_ids_and_scores(
     queries = [" ".join(random.Random(i).sample(WORDS, 3)) for i in range(64)] + ["", "zzz"]
     now = int(time.time() * 1000) + 3600_000
     with (
-        SpectorMemory.open(store, device="cpu", config=FAST) as cpu,
-        SpectorMemory.open(gpu_dir, device="cuda", config=FAST) as gpu,
+        Rig.open(store, FAST) as cpu,
+        Rig.open(gpu_dir, FAST, device="cuda") as gpu,
     ):
         pws = []
-        for mem in (cpu, gpu):
-            pw = RecallPathway(mem._cortex, None, pool_layout=layout)  # type: ignore[arg-type]
+        for rig in (cpu, gpu):
+            pw = RecallPathway(rig.cortex, None, pool_layout=layout)  # type: ignore[arg-type]
             pw.clock = lambda: now
             pws.append(pw)
         for opts in OPTIONS:
@@ -138,8 +139,8 @@ def test_cuda_batches_do_not_synchronise_inside(store: Path, tmp_path: Path) -> 
     """On the GPU the chunk's device work runs with CUDA's sync debug mode set to raise."""
     gpu_dir = tmp_path / "gpu"
     shutil.copytree(store, gpu_dir)
-    with SpectorMemory.open(gpu_dir, device="cuda", config=FAST) as mem:
-        c = mem._cortex
+    with Rig.open(gpu_dir, FAST, device="cuda") as rig:
+        c = rig.cortex
         pw = RecallPathway(c, None, pool_layout="sparse")
         queries = [" ".join(random.Random(i).sample(WORDS, 3)) for i in range(32)]
         opts = RecallOptions(k=10, mode="observe")

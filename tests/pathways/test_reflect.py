@@ -13,6 +13,7 @@ from typing import Any
 import crc32c as crc_lib
 import numpy as np
 import pytest
+from rig import Rig
 
 from spector_gpu import (
     FactDraft,
@@ -70,15 +71,18 @@ def mem(tmp_path: Path) -> Iterator[SpectorMemory]:
     m.close()
 
 
-def _raw_provenance(m: SpectorMemory) -> np.ndarray:
+@pytest.fixture
+def rig(tmp_path: Path) -> Iterator[Rig]:
+    """A cortex built directly, with the delegates the facade would hold."""
+    with Rig.open(tmp_path / "r", FAST) as r:
+        yield r
+
+
+def _raw_provenance(m: SpectorMemory | Rig) -> np.ndarray:
     """The provenance region's committed records, read from the file."""
     raw = (m.path / "provenance.rec").read_bytes()
     count = struct.unpack_from("<q", raw, 24)[0]
     return np.frombuffer(raw[64 : 64 + 72 * count], dtype=PROVENANCE_DTYPE)
-
-
-def _ordinal(m: SpectorMemory, mid: str) -> int:
-    return m._cortex.id_map[decode_tsid(mid)]
 
 
 # ---- what a consolidation writes -------------------------------------------------------------
@@ -106,16 +110,16 @@ def test_consolidate_writes_extracted_semantic_facts(mem: SpectorMemory) -> None
     assert mem.check().ok and mem.verify_chain().ok
 
 
-def test_one_provenance_record_per_fact(mem: SpectorMemory) -> None:
-    turns = mem.remember_batch(_session(7))
-    report = mem.consolidate()
-    recs = _raw_provenance(mem)
+def test_one_provenance_record_per_fact(rig: Rig) -> None:
+    turns = rig.remember_batch(_session(7))
+    report = rig.reflection.consolidate()
+    recs = _raw_provenance(rig)
     assert len(recs) == len(report.fact_ids)
     n = len(report.fact_ids)
-    first = mem._cortex.location(_ordinal(mem, turns[0]))
+    first = rig.cortex.location(rig.ordinal(turns[0]))
     for k, fid in enumerate(report.fact_ids):
         r = recs[k]
-        text = mem.get(fid).text  # type: ignore[union-attr]
+        text = rig.recall.get(fid).text  # type: ignore[union-attr]
         assert int(r["flags"]) == 0  # live
         assert (int(r["source_kind"]), int(r["target_kind"])) == (1, 2)
         assert int(r["target_tsid"]) == decode_tsid(fid)
@@ -128,7 +132,7 @@ def test_one_provenance_record_per_fact(mem: SpectorMemory) -> None:
         )
         assert int(r["partition_seq"]) == first.partition
         assert int(r["consolidated_at"]) > 0
-        p = mem.explain(fid)
+        p = rig.reflection.explain(fid)
         assert p is not None
         assert (p.session_id, p.pass_number, p.first_seq, p.last_seq, p.turn_count) == (
             7,
@@ -418,14 +422,14 @@ def test_bug_duplicates_on_retry_partial_run_is_resumed(
         m.close()
 
 
-def test_bug_stale_partition_record_uses_the_parents_partition(mem: SpectorMemory) -> None:
-    turns = mem.remember_batch(_session(7))
-    fid = mem.consolidate().fact_ids[0]
-    c = mem._cortex
-    parts = {c.location(_ordinal(mem, t)).partition for t in turns}
-    p = mem.explain(fid)
+def test_bug_stale_partition_record_uses_the_parents_partition(rig: Rig) -> None:
+    turns = rig.remember_batch(_session(7))
+    fid = rig.reflection.consolidate().fact_ids[0]
+    c = rig.cortex
+    parts = {c.location(rig.ordinal(t)).partition for t in turns}
+    p = rig.reflection.explain(fid)
     assert p is not None and parts == {p.partition}
-    r = _raw_provenance(mem)[0]
+    r = _raw_provenance(rig)[0]
     assert int(r["partition_seq"]) == p.partition and int(r["source_partition"]) == p.partition
 
 

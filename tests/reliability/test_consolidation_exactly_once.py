@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 import signal
+import statistics
 import time
 from collections import Counter
 from pathlib import Path
@@ -123,14 +124,23 @@ def test_random_kill9_during_consolidation_then_rerun(workdir: Path, soak: int) 
     t0 = time.perf_counter()
     assert run_child(consolidate_and_flush, str(probe)) == 0
     span = time.perf_counter() - t0  # how long an uninterrupted run takes, fork to exit
+    spans = [span]
     target = RANDOM_KILLS * scale(soak)
     kills = rounds = resumed = 0
-    while kills < target:
+    # Under load a kill may land before the child commits its plan (fork, imports, open): keep
+    # killing until enough kills landed inside the consolidation itself, within a hard cap.
+    while kills < target or resumed < target // 4:
+        if kills >= 10 * target:
+            pytest.fail(f"{kills} kills, only {resumed} inside the consolidation itself")
         store = copy_store(template, workdir / f"round{rounds}")
         planned: set[str] = set()
         for attempt in range(200):
+            t0 = time.perf_counter()
             code = run_child(consolidate_and_flush, str(store), kill_after_s=rng.uniform(0, span))
             if code == 0:
+                # the window follows the machine's load: the median of the latest whole runs
+                spans = [*spans[-4:], time.perf_counter() - t0]
+                span = statistics.median(spans)
                 break
             assert code == -signal.SIGKILL, f"round {rounds}: exit {code}"
             kills += 1
@@ -160,4 +170,4 @@ def test_random_kill9_during_consolidation_then_rerun(workdir: Path, soak: int) 
         f"after a plan was committed), {rounds} rounds rerun to completion: 0 facts lost, 0 "
         f"duplicated (uninterrupted run {span * 1e3:.0f} ms)"
     )
-    assert resumed >= kills // 4, "most kills should land inside the consolidation itself"
+    assert resumed >= target // 4
