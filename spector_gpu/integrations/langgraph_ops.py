@@ -17,6 +17,8 @@ __all__ = [
     "encode_key",
     "index_text",
     "list_namespaces",
+    "namespace_labels",
+    "namespace_where",
     "translate_filter",
     "ttl_seconds",
 ]
@@ -62,8 +64,11 @@ def _conditions(path: list[str], cond: Any, out: list[dict[str, Any]]) -> None:
         out.append({format_path(path): {"$eq": cond}})
 
 
-def translate_filter(filter: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The engine ``where`` document of a LangGraph search filter.
+def translate_filter(
+    filter: Mapping[str, Any] | None, base: Sequence[str] = ()
+) -> dict[str, Any] | None:
+    """The engine ``where`` document of a LangGraph search filter over the value stored at
+    metadata path ``base``.
 
     Top-level keys name value fields; a nested dict without ``$`` keys is a subset match
     (each of its keys is a path one level deeper); a dict of ``$eq $ne $gt $gte $lt $lte``
@@ -76,10 +81,25 @@ def translate_filter(filter: Mapping[str, Any] | None) -> dict[str, Any] | None:
         raise ValidationError(f"filter must be a dict, got {type(filter).__name__}")
     out: list[dict[str, Any]] = []
     for k, v in filter.items():
-        _conditions([str(k)], v, out)
+        _conditions([*base, str(k)], v, out)
     if not out:
         return None
     return out[0] if len(out) == 1 else {"$and": out}
+
+
+def namespace_where(prefix: Sequence[str], field: str) -> dict[str, Any]:
+    """The engine ``where`` matching the items whose namespace (stored as
+    ``{field: {"0": label0, "1": label1, ...}}`` in the metadata) starts with ``prefix``,
+    label by label and exactly; ``()`` matches every item."""
+    if not prefix:
+        return {field: {"$exists": True}}
+    conds = [{format_path([field, str(i)]): {"$eq": label}} for i, label in enumerate(prefix)]
+    return conds[0] if len(conds) == 1 else {"$and": conds}
+
+
+def namespace_labels(namespace: Sequence[str]) -> dict[str, str]:
+    """A namespace as the metadata object :func:`namespace_where` matches."""
+    return {str(i): label for i, label in enumerate(namespace)}
 
 
 def _matches(ns: tuple[str, ...], path: Sequence[str], suffix: bool) -> bool:

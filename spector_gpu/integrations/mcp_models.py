@@ -1,13 +1,14 @@
 """The structured results of the MCP server's tools (pydantic models: the SDK lists their JSON
 schemas as each tool's ``outputSchema`` and validates every result against them).
 
-Times are epoch milliseconds (UTC). ``score`` is the engine's fused ranking score, comparable
-only within one recall.
+Times are epoch milliseconds (UTC). ``relevance`` is the engine's absolute match of the query
+and the memory, in [0, 1]; ``score`` is its fused ranking score, comparable only within one
+recall.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ConsolidateResult",
+    "DeleteResult",
     "ForgetResult",
     "Lineage",
     "MemoryOut",
@@ -39,7 +41,17 @@ class MemoryOut(BaseModel):
     speaker: str = ""
     tags: list[str] = Field(default_factory=list)
     external_id: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    metadata: dict[str, Any] | None = None
+    created_at: int = Field(description="first version written, epoch ms")
+    updated_at: int = Field(description="this version written, epoch ms")
+    version: int = Field(description="1 for a memory never updated")
     consolidated: bool = Field(description="a consolidation pass has distilled this turn")
+    relevance: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="recall's absolute relevance; None for get"
+    )
     score: float | None = Field(default=None, description="recall's fused score; None for get")
 
     @classmethod
@@ -56,7 +68,15 @@ class MemoryOut(BaseModel):
             speaker=r.speaker,
             tags=list(r.tags),
             external_id=r.external_id,
+            user_id=r.user_id,
+            agent_id=r.agent_id,
+            run_id=r.run_id,
+            metadata=dict(r.metadata) if r.metadata is not None else None,
+            created_at=int(r.created_at),
+            updated_at=int(r.updated_at),
+            version=int(r.version),
             consolidated=bool(r.consolidated),
+            relevance=min(1.0, max(0.0, float(r.relevance))) if ranked else None,
             score=float(r.score) if ranked else None,
         )
 
@@ -73,6 +93,13 @@ class RecallResult(BaseModel):
 
     query: str
     hits: list[MemoryOut]
+
+
+class DeleteResult(BaseModel):
+    """The memory ``delete`` erased (it is gone from every read from this commit on)."""
+
+    id: str
+    deleted: int = Field(description="memories erased (more than 1 with cascade)")
 
 
 class ForgetResult(BaseModel):

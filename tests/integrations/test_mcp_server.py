@@ -75,7 +75,16 @@ def test_tools_schemas_results_and_errors(tmp_path: Path) -> None:
     ]
     tools, results = _run(tmp_path, store, calls)
 
-    assert {"remember", "recall", "get", "forget", "consolidate", "explain"} <= set(tools)
+    assert {
+        "remember",
+        "recall",
+        "get",
+        "forget",
+        "delete",
+        "update",
+        "consolidate",
+        "explain",
+    } <= set(tools)
     recall_in = tools["recall"].input_schema
     assert recall_in["required"] == ["query"]
     assert recall_in["properties"]["k"]["minimum"] == 1
@@ -88,6 +97,7 @@ def test_tools_schemas_results_and_errors(tmp_path: Path) -> None:
     hits = results[3].structured_content["hits"]
     assert hits[0]["id"] == ids[0] and hits[0]["text"] == TURNS[0]
     assert len(hits) == 2 and hits[0]["score"] >= hits[1]["score"]
+    assert all(0.0 <= h["relevance"] <= 1.0 for h in hits)
 
     assert "0000000000000" in _error_text(results[4])
     assert "not-an-id" in _error_text(results[5])
@@ -124,6 +134,42 @@ def test_explain_forget_and_restart(tmp_path: Path) -> None:
     assert before.structured_content["text"] == TURNS[1]
     after = forgotten.structured_content["retrieval_strength"]
     assert not forgotten.is_error and after < 1.0
+
+
+def test_scopes_filters_update_and_delete(tmp_path: Path) -> None:
+    store = tmp_path / "mem"
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("remember", {"text": TURNS[0], "user_id": "ann", "metadata": {"topic": "moving"}}),
+        ("remember", {"text": TURNS[1], "user_id": "ann", "metadata": {"topic": "pets"}}),
+        ("remember", {"text": TURNS[2], "user_id": "bo", "metadata": {"topic": "work"}}),
+    ]
+    _, results = _run(tmp_path, store, calls)
+    ann_move, ann_dog, bo_job = (r.structured_content["id"] for r in results)
+    calls = [
+        ("recall", {"query": "Ann", "k": 5, "user_id": "ann"}),
+        ("recall", {"query": "Ann", "k": 5, "where": {"topic": "pets"}}),
+        ("update", {"id": ann_move, "text": "Ann moved to Porto in June"}),
+        ("delete", {"id": ann_dog}),
+        ("get", {"id": ann_dog}),
+        ("delete", {"id": ann_dog}),
+        ("update", {"id": bo_job}),
+        ("recall", {"query": "x", "where": {"topic": {"$bogus": 1}}}),
+        ("recall", {"query": "Ann moved", "k": 5}),
+    ]
+    _, (scoped, filtered, upd, dele, gone, again, empty, bad, after) = _run(tmp_path, store, calls)
+    assert {h["id"] for h in scoped.structured_content["hits"]} == {ann_move, ann_dog}
+    assert [h["id"] for h in filtered.structured_content["hits"]] == [ann_dog]
+    assert filtered.structured_content["hits"][0]["metadata"] == {"topic": "pets"}
+    changed = upd.structured_content
+    assert changed["text"] == "Ann moved to Porto in June" and changed["version"] == 2
+    assert changed["created_at"] <= changed["updated_at"]
+    assert dele.structured_content == {"id": ann_dog, "deleted": 1}
+    assert ann_dog in _error_text(gone) and ann_dog in _error_text(again)
+    assert "update needs" in _error_text(empty)
+    assert "$bogus" in _error_text(bad)
+    texts = [h["text"] for h in after.structured_content["hits"]]
+    assert "Ann moved to Porto in June" in texts and TURNS[0] not in texts
+    assert TURNS[1] not in texts
 
 
 def test_stdout_carries_only_json_rpc(tmp_path: Path) -> None:
