@@ -208,15 +208,25 @@ class SpectorStore(BaseStore):
         if op.limit == 0:
             return []
         if not op.query:
-            rows = self._memory.list(where=where, offset=op.offset, limit=op.limit)
-            return [self._search_item(r, None) for r in rows]
+            return [self._search_item(r, None) for r in self._list(where, op.offset, op.limit)]
         opts = RecallOptions(k=min(op.offset + op.limit, _MAX_K), where=where, mode="observe")
         hits = self._memory.recall(op.query, opts)[op.offset :]
         out = [self._search_item(r, float(r.relevance)) for r in hits]
         if len(out) < op.limit:  # unindexed items after the ranked ones, as InMemoryStore
-            rest = self._memory.list(where=where, limit=_MAX_K)
+            rest = self._list(where, 0, _MAX_K)
             unindexed = [r for r in rest if not r.text][: op.limit - len(out)]
             out += [self._search_item(r, None) for r in unindexed]
+        return out
+
+    def _list(self, where: Any, offset: int, limit: int) -> list[CognitiveResult]:
+        # the engine lists at most 10,000 memories a call; a larger LangGraph limit pages
+        out: list[CognitiveResult] = []
+        while len(out) < limit:
+            want = min(limit - len(out), _MAX_K)
+            page = self._memory.list(where=where, offset=offset + len(out), limit=want)
+            out += page
+            if len(page) < want:
+                break
         return out
 
     def _search_item(self, r: CognitiveResult, score: float | None) -> SearchItem:
