@@ -26,6 +26,7 @@ from .errors import (
     UnknownIdError,
     ValidationError,
 )
+from .lifecycle import MemoryEvent, MemoryKind
 from .memory import SpectorMemory
 from .pathways.check import CheckReport
 from .pathways.distill import ExtractiveDistiller, FactDraft, TurnView
@@ -63,6 +64,8 @@ __all__ = [
     "ExtractiveDistiller",
     "FactDraft",
     "Location",
+    "MemoryEvent",
+    "MemoryKind",
     "MemoryProvenance",
     "MemoryType",
     "MissingExtraError",

@@ -62,9 +62,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 def _cmd_ingest(args: argparse.Namespace) -> int:
     from ..config import load_config
     from ..eval import load_dataset
-    from ..eval.runner import (
+    from ..eval.runner import (  # one mapping of turns to records, shared with evaluate
         _ingest_records,
-    )  # one mapping of turns to records, shared with evaluate
+        ingest_turns,
+    )
     from ..memory import SpectorMemory
 
     dataset = load_dataset(args.path, format=args.format)
@@ -85,7 +86,9 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
             target, config=config, embedder=embedder, device=args.device
         ) as mem:
             ids = mem.remember_batch(_ingest_records(conv))
-        print(f"{conv.conv_id}: {len(ids)} turns -> {target}")
+        skipped = len(conv.turns) - len(ingest_turns(conv))
+        note = f" ({skipped} empty turns skipped)" if skipped else ""
+        print(f"{conv.conv_id}: {len(ids)} turns -> {target}{note}")
     return 0
 
 

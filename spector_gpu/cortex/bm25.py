@@ -193,13 +193,12 @@ class BM25Index:
         if not len(uterms) or not self.live:
             return np.zeros(q.shape[0])
         top = self._k1 + 1.0 if self._method == "okapi" else 1.0
-        return np.asarray(q @ (np.maximum(self._idf(uterms), 0.0) * top), dtype=np.float64)
+        idf = np.where(self._df.buf[uterms] > 0, np.maximum(self._idf(uterms), 0.0), 0.0)
+        return np.asarray(q @ (idf * top), dtype=np.float64)
 
     def retired(self) -> np.ndarray:
-        """bool (N,): the slots :meth:`retire` took out (a read-only view)."""
-        out = self._retired.view()
-        out.flags.writeable = False
-        return out
+        """bool (N,): the slots :meth:`retire` took out (a copy)."""
+        return self._retired.view().copy()
 
     def compact(self) -> None:
         """Fold the tail into the term-major main segment (O(total postings)); queries and
@@ -219,7 +218,7 @@ class BM25Index:
             lucene: np.ndarray = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
             return lucene
         if self._avg_idf[0] != self._generation:
-            all_df = self._df.view().astype(np.float64)
+            all_df = self._df.view()[self._df.view() > 0].astype(np.float64)  # live terms
             raw = np.log(n_docs - all_df + 0.5) - np.log(all_df + 0.5)
             self._avg_idf = (self._generation, float(raw.sum()) / max(len(raw), 1))
         idf = np.log(n_docs - df + 0.5) - np.log(df + 0.5)

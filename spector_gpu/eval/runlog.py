@@ -38,6 +38,7 @@ class RunLog:
         self.seconds: dict[str, float] = dict.fromkeys(names, 0.0)
         self.timing: dict[str, float] = {f"{p}_s": 0.0 for p in PHASES}
         self.stores = 0
+        self.skipped_turns = 0  # empty or whitespace-only turns the import left out
         self.described: dict[str, Any] | None = None
 
     @contextmanager
@@ -120,7 +121,8 @@ class RunLog:
         return out
 
     def timing_report(self) -> dict[str, float | int]:
-        """``timing`` plus ``stores`` (how many were built) and ``build_s`` (open + remember +
-        close), JSON-ready."""
+        """``timing`` plus ``stores`` (how many were built), ``skipped_turns`` (empty turns
+        left out) and ``build_s`` (open + remember + close), JSON-ready."""
         t = self.timing
-        return {**t, "stores": self.stores, "build_s": t["open_s"] + t["remember_s"] + t["close_s"]}
+        build = t["open_s"] + t["remember_s"] + t["close_s"]
+        return {**t, "stores": self.stores, "skipped_turns": self.skipped_turns, "build_s": build}

@@ -239,9 +239,15 @@ def _store_path(root: Path | None, conv_id: str, stack: ExitStack, temp_dir: str
     return path
 
 
+def ingest_turns(conv: Conversation) -> list[Any]:
+    """The turns of ``conv`` that can be remembered: those whose text is not empty or only
+    whitespace (the engine refuses such text; an import skips them and reports the count)."""
+    return [t for t in conv.turns if t.text.strip() or (t.caption or "").strip()]
+
+
 def _ingest_records(conv: Conversation) -> list[dict[str, Any]]:
     records = []
-    for t in conv.turns:
+    for t in ingest_turns(conv):
         rec: dict[str, Any] = {
             "text": t.index_text,
             "session_id": t.session,
@@ -289,14 +295,22 @@ class _Job:
             t_open = time.perf_counter()
             with self.factory(path) as mem:
                 log.timing["open_s"] += time.perf_counter() - t_open
+                turns = ingest_turns(conv)
+                if len(turns) < len(conv.turns):
+                    log.skipped_turns += len(conv.turns) - len(turns)
+                    logger.warning(
+                        "%s: %d empty turn(s) skipped",
+                        conv.conv_id,
+                        len(conv.turns) - len(turns),
+                    )
                 with log.phase("remember"):
                     tsids = list(mem.remember_batch(_ingest_records(conv)))
                 log.stores += 1
-                if len(tsids) != len(conv.turns):
+                if len(tsids) != len(turns):
                     raise SpectorError(
-                        f"remember_batch returned {len(tsids)} ids for {len(conv.turns)} turns"
+                        f"remember_batch returned {len(tsids)} ids for {len(turns)} turns"
                     )
-                to_doc = {str(t): turn.dia_id for t, turn in zip(tsids, conv.turns, strict=True)}
+                to_doc = {str(t): turn.dia_id for t, turn in zip(tsids, turns, strict=True)}
                 if log.described is None:
                     log.described = _describe(mem)
                 with log.phase("recall"):
