@@ -89,3 +89,19 @@ def test_bad_input_is_refused(filled: SpectorVectorStore) -> None:
     with pytest.raises(ValidationError):
         filled.similarity_search("x", k=1, filter={"year": {"$bogus": 1}})
     assert filled.similarity_search("anything", k=0) == []
+
+
+def test_concurrent_calls_from_a_thread_pool(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with SpectorVectorStore(_embeddings(), path=tmp_path / "t") as store:  # type: ignore[arg-type]
+
+        def work(i: int) -> int:
+            store.add_texts([f"thread note {i}"], [{"i": i}], ids=[f"n{i}"])
+            return len(store.similarity_search(f"thread note {i}", k=3))
+
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            found = list(pool.map(work, range(16)))
+        assert all(f >= 1 for f in found)
+        docs = store.get_by_ids([f"n{i}" for i in range(16)])
+        assert sorted(d.metadata["i"] for d in docs) == list(range(16))
