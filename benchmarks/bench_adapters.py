@@ -1,27 +1,29 @@
 """Benchmark: the framework adapters' overhead over the engine's own API (issue 12).
 
-For each adapter, a store is filled with ``--items`` memories (10,000 by default) through the
-adapter's batch path, then single puts and single searches (k = 10) are timed, each against
-the direct engine call doing the same logical work on a store of the same size:
+For each adapter a store is filled with ``--items`` memories (10,000 by default) through the
+adapter's batch path; then single puts and single searches (k = 10) through the adapter are
+timed **interleaved** with the direct engine call that does the same work on the same handle
+(the call the adapter makes, with the same fields and gates), so both see the same store size
+and the same machine load:
 
 ============  ==========================================  =======================================
-adapter       put                                          search
+adapter       put (adapter / direct)                       search (adapter / direct)
 ============  ==========================================  =======================================
-direct        ``remember(text, external_id, upsert,       ``recall(query, RecallOptions(k=10,
-              metadata, type="semantic")``                 where=..., mode="observe"))``
-LangGraph     ``SpectorStore.put(ns, key, value)``         ``SpectorStore.search(ns, query=...)``
-LangChain     ``SpectorVectorStore.add_texts([t], ids)``   ``similarity_search_with_score(q, 10)``
-mem0          ``Memory.add(t, user_id=...)``               ``Memory.search(q, filters=...)``
+LangGraph     ``put(ns, key, value)`` / ``remember(...,    ``search(ns, query=q, limit=10)`` /
+              external_id, upsert, metadata, namespace)``  ``recall(q, k=10, where=<namespace>)``
+LangChain     ``add_texts([t], ids=[id])`` /               ``similarity_search_with_score(q, 10)``
+              ``remember_batch([{text, external_id,        / ``recall(q, k=10)``
+              upsert, metadata}])``
+mem0          ``add(t, user_id=u)`` / ``remember_batch(    ``search(q, filters={"user_id": u})``
+              [{text, role, user_id, metadata}])``         / ``recall(q, k=10, user_id=u)``
 ============  ==========================================  =======================================
 
-Each figure is the median (p50) of ``--ops`` single calls, wall time, after the fill, and
-then the median over ``--rounds`` rounds (each round runs the paths in a rotated order); puts
-are new keys (each a journaled commit with its fsync). The embedder is the default hashing
-one, on CPU. Medians only, on a shared machine: read the ratios, not the absolute numbers.
+Each figure is the median (p50) of ``--ops`` calls, wall time; puts are new keys (each a
+journaled commit with its fsync). Hashing embedder, CPU. On a shared machine read the ratios.
 
 Usage::
 
-    python benchmarks/bench_adapters.py                 # 10k items, 200 ops per figure
+    python benchmarks/bench_adapters.py                         # 10k items, 200 ops
     python benchmarks/bench_adapters.py --items 2000 --ops 50   # quick
 """
 
@@ -35,38 +37,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from langgraph.store.base import PutOp
+
 from spector_gpu import RecallOptions, SpectorMemory
 from spector_gpu.integrations.langchain import SpectorVectorStore
 from spector_gpu.integrations.langgraph import SpectorStore
+from spector_gpu.integrations.langgraph_ops import encode_key, namespace_labels, namespace_where
 from spector_gpu.integrations.mem0 import Memory
 
-WORDS = [
-    "lisbon",
-    "porto",
-    "cello",
-    "bread",
-    "bike",
-    "pottery",
-    "studio",
-    "dog",
-    "cat",
-    "garden",
-    "river",
-    "train",
-    "coffee",
-    "piano",
-    "violin",
-    "market",
-    "harbour",
-    "museum",
-    "library",
-    "mountain",
-    "beach",
-    "winter",
-    "summer",
-    "letter",
-]
+WORDS = ["lisbon", "porto", "cello", "bread", "bike", "pottery", "studio", "dog", "cat", "garden", "river", "train", "coffee", "piano", "violin", "market", "harbour", "museum", "library", "mountain", "beach", "winter", "summer", "letter"]  # fmt: skip  # noqa: E501
 QUERIES = ["who plays the cello", "a dog in the garden", "train to the harbour", "winter bread"]
+NS = ("docs", "ann")
+Op = Callable[[int], Any]
 
 
 def text(i: int) -> str:
@@ -74,121 +56,93 @@ def text(i: int) -> str:
     return f"note {i}: {w[0]} {w[1]} near the {w[2]} and the {w[3]}"
 
 
-def p50_ms(fn: Callable[[int], Any], ops: int, start: int) -> float:
-    times = []
+def paired_p50(adapter: Op, direct: Op, ops: int, start: int) -> tuple[float, float]:
+    """p50 ms of ``adapter(i)`` and ``direct(i)``, called alternately (``direct`` gets the
+    indices from ``start + ops`` on, so puts never collide)."""
+    a: list[float] = []
+    d: list[float] = []
     for j in range(ops):
-        t0 = time.perf_counter()
-        fn(start + j)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1000.0
+        for fn, out, i in ((adapter, a, start + j), (direct, d, start + ops + j)):
+            t0 = time.perf_counter()
+            fn(i)
+            out.append(time.perf_counter() - t0)
+    return statistics.median(a) * 1000.0, statistics.median(d) * 1000.0
 
 
-def bench_direct(root: Path, n: int, ops: int) -> tuple[float, float]:
-    with SpectorMemory.open(root / "direct") as m:
-        m.remember_batch(
-            [
-                {
-                    "text": text(i),
-                    "type": "semantic",
-                    "external_id": f"k{i}",
-                    "upsert": True,
-                    "metadata": {"i": i},
-                    "user_id": "ann",
-                }
-                for i in range(n)
-            ]
-        )
-
-        def put(i: int) -> None:
-            m.remember(
-                text(i),
-                type="semantic",
-                external_id=f"k{i}",
-                upsert=True,
-                metadata={"i": i},
-                user_id="ann",
-            )
-
-        def search(i: int) -> None:
-            m.recall(QUERIES[i % 4], RecallOptions(k=10, user_id="ann", mode="observe"))
-
-        return p50_ms(put, ops, n), p50_ms(search, ops, 0)
-
-
-def bench_langgraph(root: Path, n: int, ops: int) -> tuple[float, float]:
-    from langgraph.store.base import PutOp
-
+def langgraph(root: Path, n: int, ops: int) -> list[tuple[float, float]]:
     with SpectorStore(root / "lg") as s:
-        s.batch([PutOp(("docs", "ann"), f"k{i}", {"text": text(i), "i": i}) for i in range(n)])
+        s.batch([PutOp(NS, f"k{i}", {"text": text(i), "i": i}) for i in range(n)])
+        m: SpectorMemory = s.memory
+        where = namespace_where(NS, "ns")
 
-        def put(i: int) -> None:
-            s.put(("docs", "ann"), f"k{i}", {"text": text(i), "i": i})
+        def put_direct(i: int) -> None:
+            value = {"text": text(i), "i": i}
+            meta = {"ns": namespace_labels(NS), "value": value}
+            key = encode_key(NS, f"k{i}")
+            m.remember_batch([{"text": text(i), "type": "semantic", "metadata": meta,
+                               "namespace": NS, "external_id": key, "upsert": True}])  # fmt: skip
 
-        def search(i: int) -> None:
-            s.search(("docs", "ann"), query=QUERIES[i % 4], limit=10)
-
-        return p50_ms(put, ops, n), p50_ms(search, ops, 0)
-
-
-def bench_langchain(root: Path, n: int, ops: int) -> tuple[float, float]:
-    with SpectorVectorStore(path=root / "lc") as s:
-        s.add_texts(
-            [text(i) for i in range(n)],
-            [{"i": i} for i in range(n)],
-            ids=[f"k{i}" for i in range(n)],
+        put = paired_p50(lambda i: s.put(NS, f"k{i}", {"text": text(i), "i": i}), put_direct, ops, n)  # fmt: skip  # noqa: E501
+        search = paired_p50(
+            lambda i: s.search(NS, query=QUERIES[i % 4], limit=10),
+            lambda i: m.recall(QUERIES[i % 4], RecallOptions(k=10, where=where, mode="observe")),
+            ops,
+            0,
         )
-
-        def put(i: int) -> None:
-            s.add_texts([text(i)], [{"i": i}], ids=[f"k{i}"])
-
-        def search(i: int) -> None:
-            s.similarity_search_with_score(QUERIES[i % 4], k=10)
-
-        return p50_ms(put, ops, n), p50_ms(search, ops, 0)
+        return [put, search]
 
 
-def bench_mem0(root: Path, n: int, ops: int) -> tuple[float, float]:
-    with Memory(root / "mem0") as m:
-        m.add([{"role": "user", "content": text(i)} for i in range(n)], user_id="ann")
+def langchain(root: Path, n: int, ops: int) -> list[tuple[float, float]]:
+    with SpectorVectorStore(path=root / "lc") as s:
+        ids = [f"k{i}" for i in range(n)]
+        s.add_texts([text(i) for i in range(n)], [{"i": i} for i in range(n)], ids=ids)
+        m = s.memory
 
-        def put(i: int) -> None:
-            m.add(text(i), user_id="ann")
+        def put_direct(i: int) -> None:
+            m.remember_batch([{"text": text(i), "type": "semantic", "metadata": {"i": i},
+                               "external_id": f"k{i}", "upsert": True}])  # fmt: skip
 
-        def search(i: int) -> None:
-            m.search(QUERIES[i % 4], filters={"user_id": "ann"}, top_k=10, threshold=0.0)
+        put = paired_p50(lambda i: s.add_texts([text(i)], [{"i": i}], ids=[f"k{i}"]), put_direct, ops, n)  # fmt: skip  # noqa: E501
+        search = paired_p50(
+            lambda i: s.similarity_search_with_score(QUERIES[i % 4], k=10),
+            lambda i: m.recall(QUERIES[i % 4], RecallOptions(k=10, mode="observe")),
+            ops,
+            0,
+        )
+        return [put, search]
 
-        return p50_ms(put, ops, n), p50_ms(search, ops, 0)
+
+def mem0(root: Path, n: int, ops: int) -> list[tuple[float, float]]:
+    with Memory(root / "mem0") as s:
+        s.add([{"role": "user", "content": text(i)} for i in range(n)], user_id="ann")
+        m = s.memory
+
+        def put_direct(i: int) -> None:
+            m.remember_batch([{"text": text(i), "type": "semantic", "role": "user",
+                               "speaker": "", "metadata": {}, "user_id": "ann"}])  # fmt: skip
+
+        opts = RecallOptions(k=10, user_id="ann", min_relevance=0.0, mode="observe")
+        put = paired_p50(lambda i: s.add(text(i), user_id="ann"), put_direct, ops, n)
+        search = paired_p50(
+            lambda i: s.search(QUERIES[i % 4], filters={"user_id": "ann"}, top_k=10, threshold=0),
+            lambda i: m.recall(QUERIES[i % 4], opts),
+            ops,
+            0,
+        )
+        return [put, search]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--items", type=int, default=10_000)
     ap.add_argument("--ops", type=int, default=200)
-    ap.add_argument("--rounds", type=int, default=2, help="rounds, each in a rotated order")
     args = ap.parse_args()
-    paths: list[tuple[str, Callable[[Path, int, int], tuple[float, float]]]] = [
-        ("direct", bench_direct),
-        ("langgraph", bench_langgraph),
-        ("langchain", bench_langchain),
-        ("mem0", bench_mem0),
-    ]
-    runs: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in paths}
-    for r in range(args.rounds):  # rotate, so no path always runs first on a cold machine
-        for name, fn in paths[r % len(paths) :] + paths[: r % len(paths)]:
-            with tempfile.TemporaryDirectory(prefix="bench-adapters-") as tmp:
-                runs[name].append(fn(Path(tmp), args.items, args.ops))
-    rows = {
-        name: (statistics.median(p for p, _ in v), statistics.median(s for _, s in v))
-        for name, v in runs.items()
-    }
-    put0, search0 = rows["direct"]
-    print(
-        f"adapter overhead at {args.items} items, p50 of {args.ops} single calls (ms), "
-        f"median of {args.rounds} rounds"
-    )
-    print(f"{'path':<10} {'put':>8} {'x direct':>9} {'search':>8} {'x direct':>9}")
-    for name, (put, search) in rows.items():
-        print(f"{name:<10} {put:8.2f} {put / put0:9.2f} {search:8.2f} {search / search0:9.2f}")
+    print(f"adapter overhead at {args.items} items, p50 of {args.ops} interleaved calls (ms)")
+    print(f"{'adapter':<10} {'put':>7} {'direct':>7} {'ratio':>6}  {'search':>7} {'direct':>7} {'ratio':>6}")  # fmt: skip  # noqa: E501
+    for name, fn in (("langgraph", langgraph), ("langchain", langchain), ("mem0", mem0)):
+        with tempfile.TemporaryDirectory(prefix="bench-adapters-") as tmp:
+            (pa, pd), (sa, sd) = fn(Path(tmp), args.items, args.ops)
+        print(f"{name:<10} {pa:7.2f} {pd:7.2f} {pa / pd:6.2f}  {sa:7.2f} {sd:7.2f} {sa / sd:6.2f}")
 
 
 if __name__ == "__main__":
