@@ -15,4 +15,4 @@ commits. Import the integration module itself; this package imports nothing, so 
 needed to load it, and a missing framework is a ``MissingExtraError`` naming the extra.
 """
 
-__all__: list[str] = []
+__all__ = []
