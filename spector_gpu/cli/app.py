@@ -11,6 +11,7 @@ from ..errors import SpectorError
 from .arguments import PROG, usage
 from .bundles import add_export_bundle, add_verify_bundle
 from .datasets import add_demo, add_eval, add_ingest
+from .lifecycle import add_delete, add_history, add_list, add_update
 from .maintenance import add_check, add_consolidate, add_provenance
 from .queries import add_explain, add_recall
 from .serving import add_mcp
@@ -40,6 +41,10 @@ _COMMANDS = (
     add_ingest,
     add_recall,
     add_explain,
+    add_list,
+    add_history,
+    add_update,
+    add_delete,
     add_check,
     add_provenance,
     add_export_bundle,

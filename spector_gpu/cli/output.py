@@ -52,6 +52,19 @@ def result_dict(r: CognitiveResult) -> dict[str, Any]:
         "tags": list(r.tags),
         "citations": [c.to_dict() for c in r.citations],
         "source_uri": r.source_uri,
+        "relevance": r.relevance,
+        "user_id": r.user_id,
+        "agent_id": r.agent_id,
+        "run_id": r.run_id,
+        "kind": None if r.kind is None else r.kind.name.lower(),
+        "confidence": r.confidence,
+        "metadata": r.metadata,
+        "created_at": r.created_at,
+        "updated_at": r.updated_at,
+        "expires_at": r.expires_at,
+        "version": r.version,
+        "supersedes": r.supersedes,
+        "superseded_by": list(r.superseded_by),
     }
     e = r.breakdown
     if e is not None:

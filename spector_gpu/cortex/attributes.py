@@ -15,6 +15,7 @@ column             dtype    content
 ``created``        int64    epoch ms of the memory's first version (0: the TSID's time)
 ``updated``        int64    epoch ms this version was written (0: its creation)
 ``version``        int32    1 for a first version
+``unindexed``      uint8    1: stored and listed, never scored (``index=False``)
 =================  =======  ===========================================================
 
 ``metadata`` is a :class:`~spector_gpu.metadata.MetadataIndex` over the same rows, and
@@ -51,6 +52,7 @@ _INT_COLUMNS = {
     "created": np.int64,
     "updated": np.int64,
     "version": np.int32,
+    "unindexed": np.uint8,
 }
 _SEP = "\x1f"
 
@@ -105,6 +107,7 @@ class Attributes:
                 "created": p.created_ms or 0,
                 "updated": p.updated_ms or 0,
                 "version": p.version,
+                "unindexed": 0 if p.indexed else 1,
             }
             for name, value in row.items():
                 self._cols[name].append(value)

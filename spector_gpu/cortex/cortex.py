@@ -266,12 +266,15 @@ class Cortex:
         self._loader.reload_mutable(ordinals)
 
     def session_turns(self, session: int, first_seq: int, last_seq: int) -> list[int]:
-        """Ordinals of the episodes of ``session`` with sequence in [first_seq, last_seq]."""
-        return self.derived.session_turns(self.cols.index["type"], session, first_seq, last_seq)
+        """Ordinals of the episodes of ``session`` with sequence in [first_seq, last_seq] (the
+        current version of each turn; deleted turns included: lineage still names them)."""
+        turns = self.derived.session_turns(self.cols.index["type"], session, first_seq, last_seq)
+        return [o for o in turns if self.cols.current[o]]
 
     def session_cursor(self, session: int, *, after_seq: int = -1) -> Iterator[EpisodeRecord]:
         """A session's episodes in sequence order, after ``after_seq``."""
         ords = self.session_turns(session, after_seq + 1, int(np.iinfo(np.int32).max))
+        ords = [o for o in ords if not removed(self.cols.headers[o : o + 1])[0]]
         ords.sort(key=lambda o: int(self.cues.sequence[o]))
         return self.episodic.cursor([int(self.cols.index["record_offset"][o]) for o in ords])
 

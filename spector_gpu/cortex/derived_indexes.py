@@ -114,8 +114,9 @@ class DerivedIndexes:
         self.links = Links()
         self._lineage_linked = set()
         tw = self.config.association.tag_weight
+        version = self.attrs.column("version")
         for i in range(stop):
-            episodic = int(types[i]) == MemoryType.EPISODIC
+            episodic = int(types[i]) == MemoryType.EPISODIC and version[i] == 1
             session = int(self.cues.session[i]) if episodic else None
             self.links.append(session, self.cues.tags[i], tw)
 
@@ -165,7 +166,9 @@ class DerivedIndexes:
             turns = self.session_turns(
                 types, int(r["session_id"]), int(r["first_seq"]), int(r["last_seq"])
             )
-            for parent in turns:
+            first = self.attrs.column("version")
+            # first versions only: what the consolidation saw, whenever the links are built
+            for parent in (t for t in turns if first[t] == 1):
                 self.links.link(fact, parent, lw)
             self._lineage_linked.add(target)
 

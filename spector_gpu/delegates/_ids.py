@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..cortex.cortex import Cortex
 from ..cortex.ids import decode_tsid
+from ..cortex.layouts import FLAG_TOMBSTONE
 from ..errors import UnknownIdError, ValidationError
 
 __all__ = ["ordinal_of", "writable_ordinal"]
@@ -24,7 +25,7 @@ def writable_ordinal(cortex: Cortex, memory_id: object) -> int:
     one raises ``CorruptionError`` (its in-memory values stand in for damaged ones and must not
     reach the disk)."""
     o = ordinal_of(cortex, memory_id)
-    if o is None:
+    if o is None or int(cortex.cols.headers["flags"][o]) & FLAG_TOMBSTONE:
         raise UnknownIdError(f"no memory with id {memory_id!r} in {cortex.path}")
     if o in cortex.quarantined:
         raise cortex.quarantine_error(o, str(memory_id))

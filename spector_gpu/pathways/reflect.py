@@ -146,6 +146,7 @@ class ReflectPathway:
         ep = (c.cols.index["type"][:n] == MemoryType.EPISODIC) & ~(
             is_consolidated(flags) | is_tombstoned(flags)
         )
+        ep &= c.cols.current[:n]  # an updated turn's older versions are history, not turns
         out: dict[int, list[int]] = defaultdict(list)
         for o in np.flatnonzero(ep).tolist():
             out[int(c.cues.session[o])].append(o)

@@ -300,3 +300,15 @@ def test_a_reader_never_sees_a_deleted_memory_nor_a_torn_update(tmp_path: Path) 
             assert [(h.id, h.text) for h in hits] == [(ids[1], "kiwi orchard east")]
             assert reader.get(ids[0]) is None and reader.count() == 1
             assert reader._cortex.bm25.live == 1
+
+
+def test_unindexed_memories_are_listed_never_recalled(tmp_path: Path) -> None:
+    with _open(tmp_path) as mem:
+        hidden = mem.remember_batch([{"text": "", "index": False, "metadata": {"k": "v"}}])[0]
+        seen = mem.remember("a visible note about values")
+        got = mem.get(hidden)
+        assert got is not None and got.text == "" and got.metadata == {"k": "v"}
+        assert [h.id for h in mem.list()] == [hidden, seen]
+        assert [h.id for h in mem.recall("values", RecallOptions(k=5))] == [seen]
+        with pytest.raises(ValidationError, match="index=False"):
+            mem.remember("   ")

@@ -35,7 +35,14 @@ from hypothesis.stateful import (
 from reliability.engine_workload import CONFIG, answers, copy_store, open_memory, rebuild_problem
 from reliability.workload import record_figure, scale
 
-from spector_gpu import ExtractiveDistiller, MemoryType, RecallOptions, TurnView, ValidationError
+from spector_gpu import (
+    ExtractiveDistiller,
+    MemoryType,
+    RecallOptions,
+    TurnView,
+    UnknownIdError,
+    ValidationError,
+)
 
 pytestmark = pytest.mark.crash
 
@@ -87,6 +94,7 @@ class StoreMachine(RuleBasedStateMachine):
         self.path = self.root / "s0"
         self.mem = open_memory(self.path)
         self.model: dict[str, dict[str, Any]] = {}
+        self.deleted: set[str] = set()
 
     # ---- writes ------------------------------------------------------------------------
     def _add(self, mid: str, text: str, kind: MemoryType, session: int, speaker: str) -> None:
@@ -152,11 +160,43 @@ class StoreMachine(RuleBasedStateMachine):
 
     @rule(mid=ids)
     def forget(self, mid: str) -> None:
+        if mid in self.deleted:
+            with pytest.raises(UnknownIdError):
+                self.mem.forget(mid)
+            return
         self.mem.forget(mid)
 
     @rule(mid=ids, valence=st.integers(-127, 127))
     def reinforce(self, mid: str, valence: int) -> None:
+        if mid in self.deleted:
+            with pytest.raises(UnknownIdError):
+                self.mem.reinforce(mid, valence)
+            return
         self.mem.reinforce(mid, valence)
+
+    @rule(mid=ids, text=TEXTS)
+    def update(self, mid: str, text: str) -> None:
+        if mid not in self.model:
+            with pytest.raises(UnknownIdError):
+                self.mem.update(mid, text=text or "x")
+            return
+        if not text.strip():
+            with pytest.raises(ValidationError):
+                self.mem.update(mid, text=text)
+            return
+        self.mem.update(mid, text=text)
+        # a corrected turn is new evidence: the next consolidation distils it again
+        self.model[mid].update(text=text, consolidated=False)
+
+    @rule(mid=ids)
+    def delete(self, mid: str) -> None:
+        if mid not in self.model:
+            with pytest.raises(UnknownIdError):
+                self.mem.delete(mid)
+            return
+        self.mem.delete(mid)
+        del self.model[mid]
+        self.deleted.add(mid)
 
     # ---- reads -------------------------------------------------------------------------
     @rule(query=TEXTS, learn=st.booleans())
@@ -198,6 +238,8 @@ class StoreMachine(RuleBasedStateMachine):
                 m["session"],
                 m["consolidated"],
             ), mid
+        for mid in self.deleted:
+            assert self.mem.get(mid) is None, mid
 
     def teardown(self) -> None:
         try:

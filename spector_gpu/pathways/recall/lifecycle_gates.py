@@ -14,7 +14,7 @@ from ...cortex.cortex import Cortex
 from ...cortex.lifecycle import expired, tombstoned
 from ...types import RecallOptions
 
-__all__ = ["LIFECYCLE_GATES", "lifecycle_mask", "superseded", "unexpired"]
+__all__ = ["LIFECYCLE_GATES", "lifecycle_mask", "searchable", "superseded", "unexpired"]
 
 #: RecallOptions fields of these gates (in gate keys and explanations).
 LIFECYCLE_GATES = (
@@ -63,3 +63,10 @@ def unexpired(cortex: Cortex, mask: np.ndarray, now_ms: int) -> np.ndarray:
     """``mask`` (bool (n,), not modified) without the rows expired at ``now_ms``."""
     gone = expired(cortex.cols.expires_ms[: len(mask)], now_ms)
     return mask & ~gone if gone.any() else mask
+
+
+def searchable(cortex: Cortex, mask: np.ndarray) -> np.ndarray:
+    """``mask`` (not modified) without the memories written with ``index=False`` (listed
+    and read by id, never proposed or scored by a relay)."""
+    hidden = cortex.derived.attrs.column("unindexed")[: len(mask)] != 0
+    return mask & ~hidden if hidden.any() else mask

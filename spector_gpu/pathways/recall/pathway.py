@@ -37,7 +37,7 @@ from .columns import RecallColumns
 from .fusion import COEFFICIENT_MAX
 from .gates import GateCache
 from .hydration import Hydrator, retrieval_strength
-from .lifecycle_gates import unexpired
+from .lifecycle_gates import searchable, unexpired
 from .relays import RecallPlan
 from .scorer import Scored, Scorer
 from .state import StoreVersion, VersionTracker
@@ -197,7 +197,7 @@ class RecallPathway:
         self._links.sync(c, at)
         if opts.fusion == "cognitive":
             self._cues.sync(c, at)
-        allowed = unexpired(c, self._gates.mask(c, opts, at), now)
+        allowed = searchable(c, unexpired(c, self._gates.mask(c, opts, at), now))
         n_allowed = int(allowed.sum())
         relays = frozenset(opts.relays)
         dense, ceiling, tokens = None, None, c.analyzer.tokens_batch(queries)
