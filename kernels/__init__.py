@@ -8,6 +8,7 @@ top-level ``kernels`` module. Each kernel has a numpy reference twin used by the
 
 from .decay import DecayLaw, decay_topk, decay_topk_reference, decayed_torch
 from .dense import DenseIndex, score_slots_reference, search_reference
+from .ivf import IVFInt8Index, default_n_lists
 from .quant import (
     INT8_MAX,
     DenseQueries,
@@ -25,9 +26,11 @@ __all__ = [
     "DecayLaw",
     "DenseIndex",
     "DenseQueries",
+    "IVFInt8Index",
     "decay_topk",
     "decay_topk_reference",
     "decayed_torch",
+    "default_n_lists",
     "dequantize_int8",
     "dequantize_int8_torch",
     "l2_normalize",

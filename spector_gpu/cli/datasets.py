@@ -51,6 +51,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         config=load_config(args.config) if args.config else None,
         progress=not args.no_progress,
         categories=_parse_categories(args.categories),
+        workers=args.workers,
     )
     print(result.table())
     out = Path(args.out)
@@ -125,6 +126,9 @@ def add_eval(subs: Any) -> None:
     )
     p.add_argument(
         "--batch-size", type=int, default=64, help="queries per recall_batch call (default 64)"
+    )
+    p.add_argument(
+        "--workers", type=int, default=1, help="processes building the stores (default 1; CPU)"
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(

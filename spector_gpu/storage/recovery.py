@@ -54,11 +54,10 @@ log = logging.getLogger(__name__)
 
 
 def open_writer(part: Partition, legacy: bool) -> None:
-    """A writer's open: sync what it created, then recover (unless a file is missing) and
-    upgrade a format-1 store."""
+    """A writer's open: make the names of what it created durable, then recover (unless a
+    file is missing) and upgrade a format-1 store. Each created file was fsynced whole
+    before its rename (``Region.create``), so only the directory needs a barrier here."""
     if part.created:
-        for r in part.regions.values():
-            r.file.sync("full")
         fsync_dir(part.directory)
     if part.damage:  # a missing file: write nothing on top of it
         part.failed = part.damage[0]
@@ -111,6 +110,11 @@ def recover(part: Partition) -> None:
             r.torn_preamble = False
     if part.store_id is None:  # format 1: an upgrade's journaled stamp may have replayed
         part.store_id = identity.reference_id(regions)
+    if part.created and not replayed and not torn:
+        # A store that has never committed: every file holds only the preamble it was
+        # fsynced with at creation and the journal is empty, so a checkpoint would sync
+        # nothing new (11 barriers per new store).
+        return
     part.checkpoint(force=True)
 
 

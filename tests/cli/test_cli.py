@@ -128,6 +128,22 @@ def test_eval_prints_table_and_writes_metrics(
     assert (out_dir / "per_question.jsonl").is_file()
 
 
+def test_eval_workers_give_the_same_metrics(
+    capsys: pytest.CaptureFixture[str], dataset_file: Path, tmp_path: Path
+) -> None:
+    runs = []
+    for workers in ("1", "2"):
+        out_dir = tmp_path / workers
+        code, _, _ = run(
+            capsys, "eval", dataset_file, "--out", out_dir, "--device", "cpu", "--no-progress",
+            "--workers", workers,
+        )  # fmt: skip
+        assert code == 0
+        rows = (out_dir / "per_question.jsonl").read_text().splitlines()
+        runs.append([json.loads(r) for r in rows])
+    assert runs[0] == runs[1] and runs[0]
+
+
 def test_eval_categories_select_questions(
     capsys: pytest.CaptureFixture[str], dataset_file: Path, tmp_path: Path
 ) -> None:

@@ -83,6 +83,23 @@ def test_small_memo_gives_same_output() -> None:
     assert Analyzer(cache_size=2).tokens(text) == Analyzer().tokens(text)
 
 
+def test_analyzers_with_equal_settings_share_one_memo() -> None:
+    first, second = Analyzer(), Analyzer()
+    assert first._memo is second._memo  # a second store stems nothing the first one did
+    assert Analyzer(stemming=None)._memo is not first._memo
+    assert Analyzer(cache_size=7)._memo is not first._memo
+    words = "running runners ran Caroline's"
+    assert Analyzer(stemming=None).tokens(words) == ["running", "runners", "ran", "caroline"]
+    assert second.tokens(words) == ["run", "runner", "ran", "carolin"]
+    assert first.tokens(words) == second.tokens(words)
+
+
+def test_a_shared_memo_never_mixes_custom_stop_lists() -> None:
+    ann, bo = Analyzer(stopwords=frozenset({"ann"})), Analyzer(stopwords=frozenset({"bo"}))
+    assert ann._memo is not bo._memo
+    assert ann.tokens("ann bo") == ["bo"] and bo.tokens("ann bo") == ["ann"]
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.text(max_size=60), max_size=6))
 def test_batch_equals_single(texts: list[str]) -> None:

@@ -353,3 +353,49 @@ def test_table_and_records(dataset: Dataset, capsys: pytest.CaptureFixture[str])
     assert records[1]["relays"] == "lexical" and records[6]["fusion"] == "rrf"
     assert records[0]["cat4.recall@10"] == 1.0 and records[0]["cat5.n_questions"] > 0
     assert all(not isinstance(v, dict) for r in records for v in r.values())
+
+
+def test_small_stores_are_evaluated_with_one_torch_thread(
+    dataset: Dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+
+    from spector_gpu.eval import runner
+
+    seen: list[int] = []
+    inner = factory_for(overlap)
+
+    @contextmanager
+    def factory(path: Path) -> Iterator[FakeMemory]:
+        seen.append(torch.get_num_threads())
+        with inner(path) as mem:
+            yield mem
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        evaluate(dataset, memory_factory=factory, progress=False)
+        assert seen == [1, 1] and torch.get_num_threads() == 2  # restored afterwards
+        biggest = max(len(c.turns) for c in dataset.conversations)
+        monkeypatch.setattr(runner, "SMALL_STORE_TURNS", biggest - 1)
+        evaluate(dataset, memory_factory=factory, progress=False)
+        assert seen[2:] == [2, 2]  # one large store: torch keeps its threads
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_workers_give_the_same_rankings_and_metrics(dataset: Dataset) -> None:
+    one = evaluate(dataset, memory_factory=factory_for(overlap), progress=False)
+    log: dict[str, list] = {}
+    two = evaluate(dataset, memory_factory=factory_for(overlap, log), progress=False, workers=2)
+    assert log["remembered"] == []  # the stores were built in the worker processes
+    assert two.per_question == one.per_question
+    drop = ("latency_ms_p50", "latency_ms_p95", "queries_per_s")
+    for name, entry in one.metrics["configs"].items():
+        assert {k: v for k, v in two.metrics["configs"][name].items() if k not in drop} == {
+            k: v for k, v in entry.items() if k not in drop
+        }
+        assert len(two.metrics["configs"][name]) == len(entry)
+    assert two.timing["stores"] == one.timing["stores"] == len(dataset.conversations)
+    with pytest.raises(ValidationError, match="workers must be an int >= 1"):
+        evaluate(dataset, memory_factory=factory_for(overlap), progress=False, workers=0)
