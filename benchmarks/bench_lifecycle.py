@@ -6,7 +6,7 @@ On one store of ``--memories`` episodes (hashing embedder, written in batches of
 
 * ``remember`` p50 of one memory (the reference a write is compared with);
 * ``delete`` p50 of one memory and ``update`` p50 of one memory's text (each one journaled
-  commit, durability ``flush``: one journal ``fdatasync``);
+  commit; ``--durability flush``, the default, adds one journal ``fdatasync`` to each);
 * ``recall`` p50 of one query (k = 10, observe mode) before any delete, then after 10 % of the
   memories were deleted (``delete_batch`` of 1,000 ids at a time), both after a warm-up.
 
@@ -62,6 +62,7 @@ def main() -> None:
     ap.add_argument("--memories", type=int, default=100_000)
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--durability", default="flush", help="of the timed writes (none: CPU cost)")
     args = ap.parse_args()
     d = tempfile.mkdtemp(prefix="bench-lifecycle-")
     rng = random.Random(7)
@@ -70,7 +71,7 @@ def main() -> None:
         with SpectorMemory.open(d, config={"store": {"durability": "none"}}) as mem:
             ids = _fill(mem, args.memories)
         print(f"store of {args.memories} memories built in {time.perf_counter() - t0:.1f} s")
-        with SpectorMemory.open(d, config={"store": {"durability": "flush"}}) as mem:
+        with SpectorMemory.open(d, config={"store": {"durability": args.durability}}) as mem:
             base = _recall_p50(mem, args.queries)
             rem = _p50_ms(lambda i: mem.remember(f"one more memory {i} about Lisbon"), args.reps)
             victims = rng.sample(ids, args.reps + args.memories // 10)

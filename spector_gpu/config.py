@@ -26,10 +26,12 @@ __all__ = [
     "AssociationConfig",
     "Config",
     "DenseConfig",
+    "DreamConfig",
     "EmbedderConfig",
     "LexicalConfig",
     "RecallConfig",
     "ReflectConfig",
+    "SleepConfig",
     "StoreConfig",
     "StrengthConfig",
     "WorkingConfig",
@@ -119,6 +121,25 @@ class ReflectConfig:
 
 
 @dataclass(frozen=True)
+class DreamConfig:
+    hebbian: bool = False  # dreams change association weights (off: dream_ablation.md)
+    hebbian_rate: float = 0.1  # weight gained by a co-activated pair per dream (at most)
+    hebbian_max: float = 0.5  # cap of a Hebbian link's weight
+    noise_decay: float = 0.2  # fraction of its Hebbian weight a passed-over pair loses
+    fragments: int = 3  # memories replayed after the seed in one dream
+    simulated: bool = True  # write a recombination of the fragments as a SIMULATED memory
+    recent_ms: int = 86_400_000  # a memory recalled within this window is a likelier seed
+
+
+@dataclass(frozen=True)
+class SleepConfig:
+    prune: bool = False  # mark memories whose D fell below prune_below for compaction
+    prune_below: float = 0.12  # retrieval strength D under which a memory may be pruned
+    dream: bool = False  # run a dream phase in every sleep cycle
+    max_dreams: int = 5  # dreams of one sleep cycle's dream phase
+
+
+@dataclass(frozen=True)
 class Config:
     store: StoreConfig = field(default_factory=StoreConfig)
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
@@ -129,6 +150,8 @@ class Config:
     strength: StrengthConfig = field(default_factory=StrengthConfig)
     reflect: ReflectConfig = field(default_factory=ReflectConfig)
     working: WorkingConfig = field(default_factory=WorkingConfig)
+    dream: DreamConfig = field(default_factory=DreamConfig)
+    sleep: SleepConfig = field(default_factory=SleepConfig)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         return dataclasses.asdict(self)
@@ -187,6 +210,8 @@ def _section_class(name: str) -> type:
         "strength": StrengthConfig,
         "reflect": ReflectConfig,
         "working": WorkingConfig,
+        "dream": DreamConfig,
+        "sleep": SleepConfig,
     }[name]
 
 
@@ -247,6 +272,8 @@ _POSITIVE = {
     ("reflect", "max_facts_per_session"),
     ("strength", "decay_unit_s"),
     ("working", "capacity"),
+    ("dream", "fragments"),
+    ("sleep", "max_dreams"),
 }
 # Settings that size a loop per recall: a hostile or mistyped config.json must not hang a reader.
 _MAXIMUM = {
@@ -265,6 +292,13 @@ _MAXIMUM = {
     ("strength", "decay_floor"): 1.0,
     ("lexical", "b"): 1.0,
     ("working", "capacity"): 1_000_000,
+    # a dream replays `fragments` memories; a Hebbian weight is a link weight (<= 1 like D)
+    ("dream", "fragments"): 64,
+    ("dream", "hebbian_rate"): 1.0,
+    ("dream", "hebbian_max"): 1.0,
+    ("dream", "noise_decay"): 1.0,
+    ("sleep", "prune_below"): 1.0,
+    ("sleep", "max_dreams"): 10_000,
 }
 # Settings that existed once and mean nothing now: a saved config.json (or a user's TOML) that
 # still names them opens with a logged note instead of an error.

@@ -9,6 +9,8 @@
    consolidate it, and print ``explain`` for one fact with its parent turns, the session's
    provenance, a recall that now finds facts, a forensic bundle and its verification,
    ``check()`` and ``verify_chain()``.
+3. Run a sleep cycle with its dream phase on that store and print its report, one dream of the
+   journal (seed, fragments, what it wrote) and a wander from the question.
 
 Everything is printed to ``stream`` (stdout by default): this is a script-like entry point.
 Rerunning with the same ``out`` replaces the demo's own stores (directories holding a
@@ -42,7 +44,8 @@ class DemoResult:
 
     ``metrics``: ``{dataset name: path of its metrics.json}``; ``store``: the consolidated
     store; ``fact_id``: the explained fact (None when consolidation produced none);
-    ``check_ok`` / ``chain_ok`` / ``bundle_ok``: the integrity results; ``seconds``: wall time.
+    ``check_ok`` / ``chain_ok`` / ``bundle_ok``: the integrity results; ``dreams``: dreams the
+    sleep cycle journaled; ``seconds``: wall time.
     """
 
     out_dir: Path
@@ -52,6 +55,7 @@ class DemoResult:
     check_ok: bool = False
     chain_ok: bool = False
     bundle_ok: bool = False
+    dreams: int = 0
     seconds: float = 0.0
 
     @property
@@ -182,6 +186,36 @@ def _explain_fact(mem: Any, fact_id: str, out: Path, res: DemoResult, say: _Prin
     )
 
 
+def _sleep_cycle(store: Path, question: str | None, res: DemoResult, say: _Printer) -> None:
+    from .memory import SpectorMemory
+
+    with SpectorMemory.open(store) as mem:
+        t0 = time.perf_counter()
+        report = mem.sleep(dream=True)
+        say(f"sleep cycle in {time.perf_counter() - t0:.2f} s:\n{report}")
+        journal = mem.dream_journal()
+        res.dreams = len(journal)
+        if journal:
+            first = journal[0]
+            say(
+                f"dream #{first.seq}: seed {first.seed_id}, {len(first.fragments)} fragments, "
+                f"{len(first.changes)} link change(s)"
+            )
+            for hit in (mem.get(f) for f in first.fragments):
+                say(f"  fragment {hit.format() if hit is not None else '(gone)'}")
+            dreamt = mem.get(first.wrote) if first.wrote is not None else None
+            if dreamt is not None:
+                say(
+                    f"  wrote {dreamt.format(show_provenance=True)} (simulated: "
+                    "recall leaves it out unless include_simulated=True)"
+                )
+        if question is not None:
+            say(f"wander from {question!r}:")
+            for step in mem.wander(question, steps=4):
+                say(f"  {step.kind:<8} w={step.weight:.2f} D={step.strength:.2f} {step.text[:70]}")
+        res.check_ok = res.check_ok and mem.check().ok
+
+
 def run_demo(
     out_dir: str | Path = "demo_out",
     *,
@@ -222,6 +256,8 @@ def run_demo(
         say.step(f"consolidate and explain: {store}")
         res.store = store
         _consolidate_and_explain(store, question, out, res, say)
+        say.step(f"sleep, dream and wander: {store}")
+        _sleep_cycle(store, question, res, say)
     res.seconds = time.perf_counter() - t_start
     say.step("done")
     say(

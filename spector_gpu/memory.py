@@ -1,8 +1,8 @@
-"""SpectorMemory: the facade. It wires the cortex and four delegates and holds no logic.
+"""SpectorMemory: the facade. It wires the cortex and its delegates and holds no logic.
 
-Every public method is one line of delegation (seed ADR-0047); the facade owns the lifetime
-of the cortex (open, share, close). Opening — the path, the effective configuration, the event
-chain — is :mod:`.opening`; sharing one handle per directory in a process is :mod:`.handles`.
+Every public method is one line of delegation (seed ADR-0047; the lifecycle verbs are in
+:mod:`.facade_lifecycle`); the facade owns the cortex's lifetime (open, share, close). Opening
+is :mod:`.opening`; sharing one handle per directory in a process is :mod:`.handles`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -26,33 +26,46 @@ from .delegates import (
     MemoryRecall,
     MemoryReflection,
     MemoryRemember,
+    MemorySleep,
 )
 from .device import DeviceLike, resolve_device
 from .embedders import Embedder, make_embedder
 from .errors import StoreClosedError
+from .facade_lifecycle import LifecycleMethods
 from .handles import HandleRegistry, Requested, Settings, settings_conflict
-from .lifecycle import MemoryEvent, MemoryKind
+from .lifecycle import MemoryKind
 from .opening import ConfigArg, open_chain, resolve_config, store_path
 from .pathways.check import CheckReport
 from .pathways.distill import Distiller
+from .pathways.dream import Generator
 from .pathways.reflect import BackfillReport, MemoryProvenance, ReflectReport
 from .pathways.reinforcement import StrengthUpdater
+from .pathways.sleep import SleepHooks
 from .provenance.bundle import BundleInfo, BundleReport
 from .provenance.chain import ChainReport, Ed25519Signer
 from .provenance.citations import Citation
-from .types import CognitiveResult, MemoryType, RecallBatch, RecallOptions, Recovery, Role
+from .types import (
+    CognitiveResult,
+    DreamEntry,
+    DreamReport,
+    MemoryType,
+    RecallBatch,
+    RecallOptions,
+    Recovery,
+    Role,
+    SleepReport,
+    WanderStep,
+)
 
 __all__ = ["SpectorMemory"]
 
 _HANDLES: HandleRegistry[SpectorMemory] = HandleRegistry()
 
 
-class SpectorMemory:
-    """A memory store directory: remember, recall, reflect, administer.
-
-    Open with :meth:`open` (a context manager). Opening the same directory twice in one process
-    returns the same handle (reference counted); ``read_only=True`` handles take no lock and
-    work from many processes at once while one writer appends.
+class SpectorMemory(LifecycleMethods):
+    """A store directory: remember, recall, reflect, correct and erase, administer. Open with
+    :meth:`open` (a context manager); a second ``open`` in one process shares the handle
+    (reference counted); ``read_only=True`` handles take no lock, from any number of processes.
     """
 
     def __init__(self, cortex: Cortex, *, signer: Ed25519Signer | None = None) -> None:
@@ -68,6 +81,8 @@ class SpectorMemory:
         self._reflection = MemoryReflection(cortex, self._remember.pathway, self._lock)
         self._admin = MemoryAdminView(cortex, strength, working, self._lock, self._public_key)
         self._lifecycle = MemoryLifecycle(cortex, self._remember.pathway, working, self._lock)
+        hooks = SleepHooks(compact=getattr(self, "compact", None), delete=self.delete)
+        self._sleep = MemorySleep(cortex, self._remember.pathway, self._reflection.pathway, strength, self._recall, self._lock, hooks)  # fmt: skip  # noqa: E501
 
     # ---- lifetime ------------------------------------------------------------------------
     @classmethod
@@ -225,21 +240,15 @@ class SpectorMemory:
         expires_at: int | None = None,
         ttl_s: float | None = None,
     ) -> str:
-        """Remember one memory (a batch of one); returns its TSID. Fields as in
-        :meth:`remember_batch`."""
+        """One memory (a batch of one); returns its TSID. ``metadata`` a JSON object, ``confidence``
+        in [0, 1], ``expires_at`` epoch ms or ``ttl_s``; blank text is a ``ValidationError``."""
         return self._remember.remember(text, type=type, id=id, session_id=session_id, role=role, speaker=speaker, timestamp_ms=timestamp_ms, importance=importance, valence=valence, arousal=arousal, tags=tags, external_id=external_id, citations=citations, source_uri=source_uri, source_span=source_span, skill_name=skill_name, steps=steps, pinned=pinned, metadata=metadata, user_id=user_id, agent_id=agent_id, run_id=run_id, kind=kind, confidence=confidence, upsert=upsert or None, expires_at=expires_at, ttl_s=ttl_s)  # fmt: skip  # noqa: E501
 
     def remember_batch(self, items: Sequence[str | Mapping[str, object]]) -> list[str]:
-        """Remember texts or dicts (``text``, ``type``, ``id``, ``session_id``, ``role``,
-        ``speaker``, ``timestamp_ms``, ``importance``, ``valence``, ``arousal``, ``tags``,
-        ``external_id``, ``citations``, ``source_uri``, ``source_span``, ``skill_name``,
-        ``steps``, ``pinned``; lifecycle: ``metadata`` (a JSON object), ``user_id``,
-        ``agent_id``, ``run_id``, ``namespace``, ``kind`` (``MemoryKind``), ``confidence``
-        in [0, 1], ``expires_at`` (epoch ms) or ``ttl_s``, ``upsert``) in one atomic commit.
-        Text must not be empty or whitespace (``ValidationError``). An ``external_id`` is
-        unique per scope (user, agent, run) among live memories: a taken one is a
-        ``DuplicateIdError`` unless ``upsert=True``, which writes the next version of the
-        memory holding it (same id). Returns TSID strings in input order."""
+        """Remember texts or dicts of memory fields (those of :meth:`remember`, plus
+        ``namespace``) in one atomic commit; returns TSID strings in input order. An
+        ``external_id`` is unique per scope among live memories (``DuplicateIdError``, or
+        ``upsert=True``: the next version of the memory holding it, same id)."""
         return self._remember.remember_batch(items)
 
     def remember_working(
@@ -270,59 +279,6 @@ class SpectorMemory:
     def get(self, memory_id: str) -> CognitiveResult | None:
         """The memory with this id, or None."""
         return self._recall.get(memory_id)
-
-    # ---- lifecycle -------------------------------------------------------------------------
-    def update(
-        self,
-        memory_id: str,
-        *,
-        text: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        importance: float | None = None,
-        tags: Sequence[str] | None = None,
-        kind: MemoryKind | str | None = None,
-        confidence: float | None = None,
-        expires_at: int | None = None,
-        ttl_s: float | None = None,
-        pinned: bool | None = None,
-        external_id: str | None = None,
-    ) -> None:
-        """Correct a memory in place: same id and ``created_at``, ``updated_at`` moves, every
-        relay re-indexes, the previous version is kept in :meth:`history`. Fields left None
-        are kept. ``UnknownIdError`` if no live memory has this id."""
-        return self._lifecycle.update(memory_id, {"text": text, "metadata": metadata, "importance": importance, "tags": tags, "kind": kind, "confidence": confidence, "expires_at": expires_at, "ttl_s": ttl_s, "pinned": pinned, "external_id": external_id})  # fmt: skip  # noqa: E501
-
-    def supersede(self, old_id: str, new_text: str, **fields: Any) -> str:
-        """Write ``new_text`` as a new memory that supersedes ``old_id`` (reciprocal
-        ``supersedes`` / ``superseded_by``); recall leaves the old one out unless
-        ``RecallOptions(include_superseded=True)``. Returns the new id."""
-        return self._lifecycle.supersede(old_id, new_text, fields)
-
-    def delete(self, memory_id: str, *, cascade: bool = False) -> None:
-        """Erase a memory: from this commit it is out of recall/get/list and its text and
-        vector weigh on no score; ``compact()`` removes its bytes. ``cascade`` also deletes
-        facts consolidated only from it. The event chain keeps a hash, never the text."""
-        self._lifecycle.delete([memory_id], cascade=cascade)
-
-    def delete_batch(self, memory_ids: Sequence[str], *, cascade: bool = False) -> int:
-        """:meth:`delete` of many memories in one commit; returns how many were deleted."""
-        return self._lifecycle.delete(memory_ids, cascade=cascade)
-
-    def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, where: Mapping[str, Any] | None = None) -> int:  # fmt: skip  # noqa: E501
-        """Delete every live memory of a scope (at least one filter); returns the count."""
-        return self._lifecycle.delete_all(user_id=user_id, agent_id=agent_id, run_id=run_id, where=where)  # fmt: skip  # noqa: E501
-
-    def history(self, memory_id: str) -> builtins.list[MemoryEvent]:
-        """The memory's ADD / UPDATE / DELETE events, oldest first (``[]`` if unknown)."""
-        return self._lifecycle.history(memory_id)
-
-    def list(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, where: Mapping[str, Any] | None = None, kind: MemoryKind | str | None = None, memory_type: MemoryType | str | None = None, offset: int = 0, limit: int = 100) -> list[CognitiveResult]:  # fmt: skip  # noqa: E501
-        """Live memories passing the filters, by id (creation order), without a query."""
-        return self._lifecycle.list(offset, limit, user_id=user_id, agent_id=agent_id, run_id=run_id, where=where, kind=kind, memory_type=memory_type)  # fmt: skip  # noqa: E501
-
-    def get_by_external_id(self, external_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> CognitiveResult | None:  # fmt: skip  # noqa: E501
-        """The live memory holding ``external_id`` in exactly this scope, or None."""
-        return self._lifecycle.get_by_external_id(external_id, user_id, agent_id, run_id)
 
     # ---- reflect ---------------------------------------------------------------------------
     def consolidate(
@@ -357,11 +313,65 @@ class SpectorMemory:
         """Fill unknown record provenance from evidence only (dry run unless ``execute``)."""
         return self._reflection.backfill_provenance(execute=execute)
 
-    # ---- admin -----------------------------------------------------------------------------
-    def count(self, memory_type: MemoryType | str | None = None, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, where: Mapping[str, Any] | None = None, kind: MemoryKind | str | None = None) -> int:  # fmt: skip  # noqa: E501
-        """Number of live memories (of one type, scope, kind or ``where``, if given)."""
-        return self._lifecycle.count(memory_type=memory_type, user_id=user_id, agent_id=agent_id, run_id=run_id, where=where, kind=kind)  # fmt: skip  # noqa: E501
+    # ---- sleep / dream / wander ----------------------------------------------------------
+    def sleep(
+        self,
+        *,
+        now_ms: int | None = None,
+        budget: int | None = None,
+        prune: bool | None = None,
+        dream: bool | None = None,
+    ) -> SleepReport:
+        """One idle-time maintenance cycle: reflect, decay, prune (off by default, always
+        reported), compaction, snapshot, and a dream phase when ``[sleep] dream`` is on.
+        Idempotent; an interrupted cycle rerun with the same ``now_ms`` converges."""
+        return self._sleep.sleep(now_ms=now_ms, budget=budget, prune=prune, dream=dream)
 
+    def dream(
+        self,
+        *,
+        seeds: Sequence[str] | None = None,
+        max_dreams: int = 5,
+        temperature: float = 1.0,
+        seed: int = 0,
+        generator: Generator | None = None,
+        now_ms: int | None = None,
+    ) -> DreamReport:
+        """Replay salient memories: Hebbian link updates and SIMULATED recombinations
+        (excluded from recall unless ``include_simulated``), journaled; deterministic per seed."""
+        return self._sleep.dream(seeds=seeds, max_dreams=max_dreams, temperature=temperature, seed=seed, generator=generator, now_ms=now_ms)  # fmt: skip  # noqa: E501
+
+    def wander(
+        self,
+        cue: str,
+        *,
+        steps: int = 8,
+        seed: int = 0,
+        mode: Literal["observe", "learn"] = "observe",
+        temperature: float = 1.0,
+        include_simulated: bool = False,
+        now_ms: int | None = None,
+    ) -> builtins.list[WanderStep]:
+        """A seeded random walk over the association graph from ``cue`` (a memory id or a
+        text), each step saying why; read-only unless ``mode="learn"``."""
+        return self._sleep.wander(cue, steps=steps, seed=seed, mode=mode, temperature=temperature, include_simulated=include_simulated, now_ms=now_ms)  # fmt: skip  # noqa: E501
+
+    def dream_journal(self) -> builtins.list[DreamEntry]:
+        """Every dream, in order: seed, fragments, what it wrote, link changes."""
+        return self._sleep.dream_journal()
+
+    def explain_dream(self, memory_id: str) -> DreamEntry | None:
+        """The dream that wrote a simulated memory (its lineage), or None."""
+        return self._sleep.explain_dream(memory_id)
+
+    def associations(
+        self, memory_id: str, *, now_ms: int | None = None
+    ) -> builtins.list[WanderStep]:
+        """Every association link of a memory (temporal, tag, lineage, hebbian, dream) with
+        its weight and the neighbour's D."""
+        return self._sleep.associations(memory_id, now_ms=now_ms)
+
+    # ---- admin -----------------------------------------------------------------------------
     def check(self) -> CheckReport:
         """Verify every CRC and cross-reference; ``report.ok`` only when nothing is wrong."""
         return self._admin.check()

@@ -21,12 +21,16 @@ from .lifecycle import MemoryKind, checked_recall_fields
 from .metadata import Filter
 from .provenance.citations import Citation
 from .provenance.record import RecordProvenance
+from .sleep_types import DreamEntry, DreamReport, HebbianChange, SleepReport, WanderStep
 
 __all__ = [
     "RELAYS",
     "CognitiveResult",
+    "DreamEntry",
+    "DreamReport",
     "Explanation",
     "Fusion",
+    "HebbianChange",
     "Location",
     "MemoryType",
     "RecallBatch",
@@ -34,7 +38,9 @@ __all__ = [
     "Relay",
     "RelayExplanation",
     "Role",
+    "SleepReport",
     "Source",
+    "WanderStep",
 ]
 
 

@@ -41,6 +41,8 @@ class NewMemories:
         expires_ms: int64 (m,) epoch ms after which each memory is gone (0 = never), or None.
         replaces: int64 (m,) the ordinal each row is a newer version of (its TSID's current
             row, which the commit marks REPLACED; -1 for a new memory), or None (all new).
+        consolidation_flags: the batch's header ``consolidation_flags`` byte (0; a dream
+            writes SIMULATED | DREAMED).
     """
 
     ids: np.ndarray
@@ -58,6 +60,7 @@ class NewMemories:
     now_ms: int
     expires_ms: np.ndarray | None = None
     replaces: np.ndarray | None = None
+    consolidation_flags: int = 0
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -51,6 +51,7 @@ def encode_headers(
     tags: Sequence[tuple[str, ...]],
     source: int,
     provenance: np.ndarray,
+    consolidation_flags: int = 0,
 ) -> np.ndarray:
     """HEADER_DTYPE (m,) headers of ``m`` new memories, every one resolved (it decays).
 
@@ -64,6 +65,7 @@ def encode_headers(
         tags: each memory's tags (their 128-bit Bloom filter goes into tags_lo/tags_hi).
         source: ``Source`` value of the whole batch (EXPERIENCED, DISTILLED, ...).
         provenance: int (m,) ``RecordProvenance`` values.
+        consolidation_flags: the batch's ``consolidation_flags`` byte (0..255).
     """
     m = len(types)
     headers = np.zeros(m, dtype=HEADER_DTYPE)
@@ -79,6 +81,7 @@ def encode_headers(
     headers["tags_lo"] = [b[0] for b in blooms]
     headers["tags_hi"] = [b[1] for b in blooms]
     headers["source"] = int(source)
+    headers["consolidation_flags"] = int(consolidation_flags)
     headers["provenance"] = provenance
     headers["owner"] = owners
     return headers

@@ -174,6 +174,7 @@ class Stores:
             tags=[p.tags for p in new.payloads],
             source=int(new.source),
             provenance=new.provenance,
+            consolidation_flags=new.consolidation_flags,
         )
         raw = [encode_payload(p) for p in new.payloads]
         offsets = np.zeros(len(ids), dtype=np.int64)

@@ -10,6 +10,7 @@ from .lifecycle import MemoryLifecycle
 from .recall import MemoryRecall
 from .reflection import MemoryReflection
 from .remember import MemoryRemember
+from .sleep import MemorySleep
 
 __all__ = [
     "MemoryAdminView",
@@ -17,6 +18,7 @@ __all__ = [
     "MemoryRecall",
     "MemoryReflection",
     "MemoryRemember",
+    "MemorySleep",
     "ordinal_of",
     "writable_ordinal",
 ]

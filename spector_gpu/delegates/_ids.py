@@ -25,8 +25,8 @@ def writable_ordinal(cortex: Cortex, memory_id: object) -> int:
     one raises ``CorruptionError`` (its in-memory values stand in for damaged ones and must not
     reach the disk)."""
     o = ordinal_of(cortex, memory_id)
-    if o is None or int(cortex.cols.headers["flags"][o]) & FLAG_TOMBSTONE:
-        raise UnknownIdError(f"no memory with id {memory_id!r} in {cortex.path}")
-    if o in cortex.quarantined:
+    if o is not None and o in cortex.quarantined:
         raise cortex.quarantine_error(o, str(memory_id))
+    if o is None or int(cortex.cols.headers["flags"][o]) & FLAG_TOMBSTONE:  # deleted
+        raise UnknownIdError(f"no memory with id {memory_id!r} in {cortex.path}")
     return o

@@ -52,6 +52,7 @@ def scope_options(
         kind=kind,
         memory_types=types,
         include_superseded=include_superseded,
+        include_simulated=True,  # a listing counts every stored memory, dreams included
     )
 
 
@@ -80,7 +81,7 @@ class ListingPathway:
         mask = unexpired(c, gate_mask(c, opts), now_ms)
         if c.quarantined:
             # damaged memories still exist (count() says so) but no filter can read them
-            everything = opts == RecallOptions(include_superseded=True)
+            everything = opts == scope_options()
             mask[list(c.quarantined)] = quarantined and everything
         rows = np.flatnonzero(mask)
         return rows[np.argsort(c.cols.ids[rows], kind="stable")]

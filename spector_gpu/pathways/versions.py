@@ -79,10 +79,10 @@ def live_ordinal(cortex: Cortex, memory_id: object, now_ms: int) -> int:
     if not isinstance(memory_id, str):
         raise ValidationError(f"memory id must be a TSID string, got {type(memory_id).__name__}")
     o = cortex.id_map.get(decode_tsid(memory_id))
+    if o is not None and o in cortex.quarantined:  # its columns stand in for damaged values
+        raise cortex.quarantine_error(o, memory_id)
     if o is None or not alive(cortex, o, now_ms):
         raise UnknownIdError(f"no memory with id {memory_id!r} in {cortex.path}")
-    if o in cortex.quarantined:
-        raise cortex.quarantine_error(o, memory_id)
     return o
 
 

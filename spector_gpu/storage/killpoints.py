@@ -26,6 +26,11 @@ KILLPOINTS: tuple[str, ...] = (
     "consolidate.after_facts",
     "consolidate.after_mark",
     "consolidate.after_live",
+    "dream.after_journal",
+    "dream.after_memory",
+    "sleep.after_reflect",
+    "sleep.after_prune",
+    "sleep.after_snapshot",
 )
 
 _spec = os.environ.get("SPECTOR_KILLPOINT")

@@ -1,13 +1,15 @@
 """Model-based stateful test (issue 5 §9, issue 2): ``SpectorMemory`` against a dict model.
 
 A Hypothesis state machine remembers (one and in batches, episodes and facts), recalls,
-consolidates, forgets, reinforces, closes and reopens, and crashes and reopens (the store's
+consolidates, sleeps (with and without a dream phase), dreams, wanders, forgets, reinforces,
+closes and reopens, and crashes and reopens (the store's
 files copied as they stand right after a commit returned — exactly what ``kill -9`` leaves —
 and the copy opened while the old handle is abandoned). Invariants:
 
 - **the store equals the model**: ``count()`` and, for every id, text, type, session and the
   consolidated flag; consolidation makes exactly the facts the extractive distiller makes of the
-  model's unconsolidated turns, session by session;
+  model's unconsolidated turns, session by session (a sleep's reflect step too); every dream
+  memory is SIMULATED and never reaches default recall; a second sleep does nothing;
 - **the indexes equal a fresh rebuild**: recall on a fixed query set answers exactly as a copy
   of the store reopened without ``derived.snap`` (checked by a rule and at teardown).
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -39,6 +42,7 @@ from spector_gpu import (
     ExtractiveDistiller,
     MemoryType,
     RecallOptions,
+    Source,
     TurnView,
     UnknownIdError,
     ValidationError,
@@ -95,6 +99,7 @@ class StoreMachine(RuleBasedStateMachine):
         self.mem = open_memory(self.path)
         self.model: dict[str, dict[str, Any]] = {}
         self.deleted: set[str] = set()
+        self.now_ms = int(time.time() * 1000)
 
     # ---- writes ------------------------------------------------------------------------
     def _add(self, mid: str, text: str, kind: MemoryType, session: int, speaker: str) -> None:
@@ -134,8 +139,7 @@ class StoreMachine(RuleBasedStateMachine):
             self._add(mid, t, k, s, sp)
         return multiple(*ids)
 
-    @rule()
-    def consolidate(self) -> None:
+    def _expected_facts(self) -> tuple[Counter[tuple[int, str]], set[int]]:
         distil = ExtractiveDistiller(max_facts=CONFIG["reflect"]["max_facts_per_session"])
         expected: Counter[tuple[int, str]] = Counter()
         pending: dict[int, list[TurnView]] = {}
@@ -145,10 +149,11 @@ class StoreMachine(RuleBasedStateMachine):
                 turns.append(TurnView(mid, len(turns), m["speaker"], m["text"], 0, 1.0, 0, 0))
         for session, turns in pending.items():
             expected.update((session, d.text) for d in distil(session, turns, []))
-        report = self.mem.consolidate()
-        assert sorted(report.sessions) == sorted(pending)
+        return expected, set(pending)
+
+    def _adopt_facts(self, fact_ids: list[str], expected: Counter[tuple[int, str]]) -> None:
         got: Counter[tuple[int, str]] = Counter()
-        for fid in report.fact_ids:
+        for fid in fact_ids:
             fact = self.mem.get(fid)
             assert fact is not None and fid not in self.model
             got[(fact.session_id, fact.text)] += 1
@@ -157,6 +162,47 @@ class StoreMachine(RuleBasedStateMachine):
         for m in self.model.values():
             if m["type"] == MemoryType.EPISODIC:
                 m["consolidated"] = True
+
+    def _adopt_dreams(self, written: list[str]) -> None:
+        for w in written:
+            got = self.mem.get(w)
+            assert got is not None and w not in self.model
+            assert got.source == Source.SIMULATED
+            self._add(w, got.text, MemoryType.SEMANTIC, got.session_id, "")
+            self.model[w]["simulated"] = True
+
+    @rule()
+    def consolidate(self) -> None:
+        expected, sessions = self._expected_facts()
+        report = self.mem.consolidate()
+        assert sorted(report.sessions) == sorted(sessions)
+        self._adopt_facts(report.fact_ids, expected)
+
+    @rule(dream=st.booleans())
+    def sleep(self, dream: bool) -> None:
+        """A sleep cycle: the reflect step makes the consolidation's facts; the dream phase's
+        memories are simulated; a second cycle over the same state does nothing."""
+        expected, _ = self._expected_facts()
+        report = self.mem.sleep(dream=dream, now_ms=self.now_ms)
+        self._adopt_facts(list(report.fact_ids), expected)
+        self._adopt_dreams(report.dream.written if report.dream is not None else [])
+        again = self.mem.sleep(dream=dream, now_ms=self.now_ms)
+        assert again.consolidated_facts == 0
+        assert again.dream is None or again.dream.dreams == ()
+
+    @rule(seed=st.integers(0, 1000), n=st.integers(1, 3))
+    def dream(self, seed: int, n: int) -> None:
+        report = self.mem.dream(max_dreams=n, seed=seed, now_ms=self.now_ms)
+        self._adopt_dreams(report.written)
+
+    @rule(mid=ids, seed=st.integers(0, 1000))
+    def wander(self, mid: str, seed: int) -> None:
+        if mid in self.deleted:
+            return  # a walk starts from a live memory (the model has no row for a deleted one)
+        before = self.mem.count()
+        walk = self.mem.wander(mid, steps=4, seed=seed)
+        assert walk[0].id == mid and self.mem.count() == before
+        assert not any(self.model[s.id].get("simulated") for s in walk)
 
     @rule(mid=ids)
     def forget(self, mid: str) -> None:
@@ -204,6 +250,7 @@ class StoreMachine(RuleBasedStateMachine):
         hits = self.mem.recall(query, RecallOptions(k=5, mode="learn" if learn else "observe"))
         for h in hits:
             assert h.id in self.model and h.text == self.model[h.id]["text"]
+            assert not self.model[h.id].get("simulated"), "a dream reached default recall"
 
     @rule()
     def indexes_equal_rebuild(self) -> None:

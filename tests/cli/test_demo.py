@@ -86,6 +86,11 @@ def test_demo_prints_each_step(quick: tuple[Path, object, str]) -> None:
     assert "parent turns" in text and "(D1:" in text  # parents mapped back to dia_id
     assert " provenance: " in text and "fact(s) derived" in text  # session_provenance
     assert "check: ok" in text and "verify_chain: ok" in text and "verified" in text
+    # the sleep cycle and its report, one dream of the journal, a wander
+    assert "sleep, dream and wander" in text and "compaction   not available" in text
+    assert result.dreams > 0 and "dream #" in text and "fragment " in text  # type: ignore[attr-defined]
+    assert "source=simulated" in text.lower() or "simulated: recall leaves it out" in text
+    assert "wander from" in text and "start" in text
 
 
 def test_rerun_replaces_its_own_stores_only(
