@@ -14,6 +14,7 @@ from .datasets import add_demo, add_eval, add_ingest
 from .lifecycle import add_delete, add_history, add_list, add_update
 from .maintenance import add_check, add_compact, add_consolidate, add_provenance
 from .queries import add_explain, add_recall
+from .serving import add_mcp
 
 __all__ = ["EXAMPLES", "build_parser", "main"]
 
@@ -30,6 +31,7 @@ examples:
   spector-gpu compact stores/conv-26                 # erase deleted and expired memories for good
   spector-gpu provenance backfill stores/conv-26 --execute
   spector-gpu export-bundle stores/conv-26 095FGNWK44R00 fact.tar && spector-gpu verify-bundle fact.tar
+  spector-gpu mcp --store stores/agent                # an MCP server over stdio (extra: mcp)
 
 exit codes: 0 ok · 1 check/verify found problems · 2 usage or input error
 """  # noqa: E501 (help text, printed verbatim)
@@ -50,6 +52,7 @@ _COMMANDS = (
     add_verify_bundle,
     add_consolidate,
     add_compact,
+    add_mcp,
     add_demo,
 )
 
