@@ -21,7 +21,13 @@ from typing import Any
 
 import pytest
 
-from spector_gpu import ReadOnlyStoreError, SpectorMemory, StoreError, StoreFailedError
+from spector_gpu import (
+    ReadOnlyStoreError,
+    RecallOptions,
+    SpectorMemory,
+    StoreError,
+    StoreFailedError,
+)
 from spector_gpu.storage.io import set_observer
 
 from .engine_workload import (
@@ -217,6 +223,36 @@ def test_config_write_fault_on_an_existing_store_is_a_library_error(
     set_observer(None)
     with open_memory(workdir / "s") as mem:
         assert mem.count() == len(PREFILL)
+
+
+class DiskFull(FaultInjector):
+    """Every write and every reservation, on any file, fails with ENOSPC (a full disk)."""
+
+    def __init__(self) -> None:
+        super().__init__("write", errno.ENOSPC)
+
+    def on_call(self, hook: str, path: str) -> None:
+        self.calls.append((hook, os.path.basename(path)))
+        if hook in ("write", "reserve"):
+            self.tripped = True
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+
+
+def test_close_on_a_full_disk_after_reads_only_raises_nothing(injector, workdir: Path) -> None:
+    """A writable handle that only read (observe-mode recall, get, count) has nothing to write,
+    so a disk that filled up meanwhile never makes ``close()`` fail; the store reopens whole."""
+    prefill(workdir / "s", PREFILL)
+    mem = open_memory(workdir / "s")
+    hits = mem.recall("Lisbon", RecallOptions(k=3, mode="observe"))
+    assert mem.get(hits[0].id) is not None and mem.count() == len(PREFILL)
+    full = DiskFull()
+    injector.append(full)
+    set_observer(full)
+    mem.close()
+    set_observer(None)
+    assert not full.tripped, full.calls  # nothing was even attempted
+    with open_memory(workdir / "s") as again:
+        assert again.count() == len(PREFILL) and again.check().ok
 
 
 # ---- real permissions and a real read-only filesystem -----------------------------------------
