@@ -23,7 +23,7 @@ def main() -> None:
         added = m.add(chat, user_id="ann", metadata={"topic": "moving"}, infer=False)
         mid = added["results"][0]["id"]
         m.update(mid, text="I moved to Porto in June", metadata={"year": 2026})
-        hits = m.search("where do I live?", filters={"user_id": "ann"}, top_k=1)
+        hits = m.search("where did I move to?", filters={"user_id": "ann"}, top_k=1)
         print(json.dumps(hits, indent=1))
         print([e["event"] for e in m.history(mid)])
         m.delete_all(user_id="ann")

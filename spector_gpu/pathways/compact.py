@@ -17,6 +17,7 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -91,6 +92,45 @@ def _redact(event: Event, gone: set[str]) -> tuple[Event, int]:
     return replace(event, payload=payload), hit
 
 
+def _redact_pieces(
+    events: list[Event], gone: set[str]
+) -> tuple[dict[int, dict[str, Any]], dict[int, int]]:
+    """Plans written in pieces (``pathways.plan``): each complete plan reassembled, the texts
+    of facts in ``gone`` erased, and the shorter document cut again into as many pieces.
+    Returns ``{event index: new payload}`` and ``{first piece index: facts erased}``."""
+    payloads: dict[int, dict[str, Any]] = {}
+    hits: dict[int, int] = {}
+    open_runs: dict[tuple[object, object], list[int]] = {}
+    for i, ev in enumerate(events):
+        if ev.kind != _PLAN or "plan" not in ev.payload:
+            continue
+        key = (ev.payload.get("session_id"), ev.payload.get("pass"))
+        if ev.payload.get("part") == 0:
+            open_runs[key] = []
+        run = open_runs.get(key)
+        if run is None or ev.payload.get("part") != len(run):
+            continue
+        run.append(i)
+        parts = ev.payload.get("parts")
+        if len(run) != parts:
+            continue
+        del open_runs[key]
+        doc = json.loads("".join(str(events[j].payload["plan"]) for j in run))
+        hit = 0
+        for fact in doc.get("facts", []):
+            if fact.get("id") in gone and not fact.get("erased"):
+                fact.update(text="", quote="", erased=1)
+                hit += 1
+        if not hit:
+            continue
+        text = json.dumps(doc, sort_keys=True, ensure_ascii=True)
+        size = -(-len(text) // len(run))  # the document only shrank: each piece still fits
+        for k, j in enumerate(run):
+            payloads[j] = {**events[j].payload, "plan": text[k * size : (k + 1) * size]}
+        hits[run[0]] = hit
+    return payloads, hits
+
+
 def rewrite_events(
     records: list[bytes],
     gone: set[str],
@@ -105,10 +145,15 @@ def rewrite_events(
     out: list[bytes] = []
     head, changed, redacted, seq = GENESIS_HASH, False, 0, 0
     old_head, old = GENESIS_HASH, None
-    for data in records:
-        old = decode_event(data)
+    events = [decode_event(data) for data in records]
+    pieces, piece_hits = _redact_pieces(events, gone)
+    for i, data in enumerate(records):
+        old = events[i]
         old_head, seq = hashlib.sha256(canonical_bytes(old)).digest(), old.seq + 1
-        event, hit = _redact(old, gone)
+        if i in pieces:
+            event, hit = replace(old, payload=pieces[i]), piece_hits.get(i, 0)
+        else:
+            event, hit = _redact(old, gone)
         redacted += hit
         changed = changed or hit > 0 or event.prev_hash != head
         if changed:

@@ -141,7 +141,7 @@ class ListingPathway:
         except ValidationError:
             return []
         if o is None:
-            return []
+            return self._erased_history(memory_id)
         if o in c.quarantined:
             raise c.quarantine_error(o, memory_id)
         rows = chain(c, o)
@@ -172,6 +172,41 @@ class ListingPathway:
             at = self._deleted_at(memory_id)
             gone = dataclasses.replace(last, event="DELETE", at_ms=at, previous_text=before)
             out.append(dataclasses.replace(gone, new_text=None))
+        return out
+
+    def _erased_history(self, memory_id: str) -> builtins.list[MemoryEvent]:
+        """A deleted memory that compaction erased: its history from its ``delete`` event
+        (each version's time and text hash, no text); ``[]`` when no deletion names it."""
+        found = None
+        for raw in self.cortex.events.records():
+            event = decode_event(raw)
+            if event.kind == "delete" and event.memory_id == memory_id:
+                found = event
+        if found is None:
+            return []
+        p = found.payload
+        stamps = [s.split(":", 1) for s in str(p.get("sha256", "")).split(",") if ":" in s]
+        first = int(p.get("versions", len(stamps))) - len(stamps) + 1
+        created = int(p.get("created_ms", 0))
+        out = [
+            MemoryEvent(
+                event="ADD" if first + k == 1 else "UPDATE",
+                memory_id=memory_id,
+                version=first + k,
+                at_ms=int(at),
+                created_ms=created,
+                content_hash=digest,
+                previous_text=None,
+                new_text=None,
+                is_deleted=True,
+                role=None,
+                speaker="",
+            )
+            for k, (at, digest) in enumerate(stamps)
+        ]
+        if out:
+            at = int(p.get("deleted_ms", found.ts_ms))
+            out.append(dataclasses.replace(out[-1], event="DELETE", at_ms=at))
         return out
 
     def _deleted_at(self, memory_id: str) -> int:

@@ -72,7 +72,11 @@ def test_kept_rows_keep_everything_under_new_ordinals(store: Path) -> None:
     with SpectorMemory.open(store, config=FAST) as mem:
         turns = mem.remember_batch(
             [
-                {"text": f"Ann: day {i} we talked about topic{i} and sailing", "session_id": 1}
+                {
+                    "text": f"Ann: day {i} we talked about topic{i} and sailing",
+                    "session_id": 1,
+                    "speaker": "Ann",
+                }
                 for i in range(12)
             ]
         )
@@ -115,8 +119,17 @@ def test_kept_rows_keep_everything_under_new_ordinals(store: Path) -> None:
 def test_erased_fact_text_leaves_its_consolidation_plan(store: Path) -> None:
     with SpectorMemory.open(store, config=FAST) as mem:
         mem.remember_batch(
-            [{"text": "Bo: my locker combination is grimblefrotz", "session_id": 2}]
-            + [{"text": f"Bo: unrelated line {i}", "session_id": 2} for i in range(3)]
+            [
+                {
+                    "text": "Bo: my locker combination is grimblefrotz",
+                    "session_id": 2,
+                    "speaker": "Bo",
+                }
+            ]
+            + [
+                {"text": f"Bo: unrelated line {i}", "session_id": 2, "speaker": "Bo"}
+                for i in range(3)
+            ]
         )
         facts = mem.consolidate().fact_ids
         c = mem._cortex
@@ -305,3 +318,19 @@ def test_deletes_past_the_dead_share_compact_automatically(store: Path) -> None:
         mem.delete_batch(ids[3:])
         assert mem._cortex.n == 0 and mem.count() == 0
     assert files_with(store, b"flurbish") == []
+
+
+def test_history_of_an_erased_memory_survives_compaction(store: Path) -> None:
+    with SpectorMemory.open(store, config=FAST) as mem:
+        gone = mem.remember("first wording of a plan")
+        mem.remember("a memory that stays")
+        mem.update(gone, text="second wording of a plan")
+        before = mem.history(gone)
+        mem.delete(gone)
+        mem.compact()
+        after = mem.history(gone)
+    assert [e.event for e in after] == ["ADD", "UPDATE", "DELETE"]
+    assert [e.content_hash for e in after[:2]] == [e.content_hash for e in before]
+    assert all(e.new_text is None and e.previous_text is None and e.is_deleted for e in after)
+    assert after[-1].at_ms >= after[1].at_ms >= after[0].at_ms > 0
+    assert files_with(store, b"wording of a plan") == []

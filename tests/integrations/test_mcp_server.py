@@ -112,7 +112,7 @@ def test_tools_schemas_results_and_errors(tmp_path: Path) -> None:
 
 def test_explain_forget_and_restart(tmp_path: Path) -> None:
     store = tmp_path / "mem"
-    first = [("remember", {"text": t, "session_id": 3}) for t in TURNS]
+    first = [("remember", {"text": t, "session_id": 3, "speaker": "Ann"}) for t in TURNS]
     first.append(("consolidate", {}))
     _, results = _run(tmp_path, store, first)
     turn_ids = [r.structured_content["id"] for r in results[:3]]
