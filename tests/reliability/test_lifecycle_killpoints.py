@@ -1,6 +1,6 @@
-"""Lifecycle writes under SIGKILL: ``delete``, ``delete_batch``, ``update`` and an upsert, each
-killed at every commit kill point (journal appended, journal synced, mid-apply, applied) in a
-forked writer.
+"""Lifecycle writes under SIGKILL: ``delete``, ``delete_batch``, ``update``, an upsert and
+``supersede``, each killed at every commit kill point (journal appended, journal synced,
+mid-apply, applied) in a forked writer.
 
 Each is one journaled commit, so after the kill the reopened store holds the write whole or
 not at all — a deleted memory is gone from get / list / recall with every version, or fully
@@ -25,7 +25,7 @@ from .harness import run_child
 pytestmark = pytest.mark.crash
 
 POINTS = ("journal.after_append", "journal.after_sync", "commit.mid_apply", "commit.after_apply")
-OPS = ("delete", "delete_batch", "update", "upsert")
+OPS = ("delete", "delete_batch", "update", "upsert", "supersede")
 NEW_TEXT = "Ann now plays the harpsichord in Quito"
 
 
@@ -43,6 +43,8 @@ def _write(path: str, op: str, first: str, second: str) -> None:
             mem.delete_batch([first, second])
         elif op == "update":
             mem.update(first, text=NEW_TEXT, metadata={"v": 2})
+        elif op == "supersede":
+            mem.supersede(first, NEW_TEXT)
         else:
             mem.remember(NEW_TEXT, external_id="key-0", upsert=True)
 
@@ -64,7 +66,16 @@ def _state(path: Path, op: str, first: str, second: str) -> str:
                 return "new"
             return "old"
         got = mem.get(first)
-        assert got is not None and first in listed
+        assert got is not None
+        if op == "supersede":  # the new memory and both links, or none of them
+            newer = [h for h in mem.list(limit=1000) if h.text == NEW_TEXT]
+            assert len(newer) <= 1
+            if newer:
+                assert newer[0].supersedes == first and got.superseded_by == (newer[0].id,)
+                return "new"
+            assert not got.superseded_by and first in listed
+            return "old"
+        assert first in listed
         if got.text == NEW_TEXT:
             assert got.version == 2 and len(mem.history(first)) == 2
             return "new"
