@@ -20,7 +20,7 @@ from ..cortex import Cortex, decode_tsid, encode_tsid
 from ..cortex.lifecycle import tombstoned
 from ..errors import ValidationError
 from ..lifecycle import MemoryEvent, check_scope_id
-from ..provenance.event import decode_event
+from ..provenance.event import Event, decode_event
 from ..types import CognitiveResult, MemoryType, RecallOptions, Role
 from .recall.gates import gate_mask
 from .recall.hydration import Hydrator, retrieval_strength
@@ -177,11 +177,7 @@ class ListingPathway:
     def _erased_history(self, memory_id: str) -> builtins.list[MemoryEvent]:
         """A deleted memory that compaction erased: its history from its ``delete`` event
         (each version's time and text hash, no text); ``[]`` when no deletion names it."""
-        found = None
-        for raw in self.cortex.events.records():
-            event = decode_event(raw)
-            if event.kind == "delete" and event.memory_id == memory_id:
-                found = event
+        found = self._delete_event(memory_id)
         if found is None:
             return []
         p = found.payload
@@ -211,9 +207,14 @@ class ListingPathway:
 
     def _deleted_at(self, memory_id: str) -> int:
         """Epoch ms of the ``delete`` event of ``memory_id`` (0 if the log has none)."""
-        found = 0
+        found = self._delete_event(memory_id)
+        return 0 if found is None else int(found.payload.get("deleted_ms", found.ts_ms))
+
+    def _delete_event(self, memory_id: str) -> Event | None:
+        """The last ``delete`` event naming ``memory_id`` in the event log, or None."""
+        found = None
         for raw in self.cortex.events.records():
             event = decode_event(raw)
             if event.kind == "delete" and event.memory_id == memory_id:
-                found = int(event.payload.get("deleted_ms", event.ts_ms))
+                found = event
         return found
