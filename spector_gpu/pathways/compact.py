@@ -34,10 +34,9 @@ from ..provenance.chain import (
     decode_event,
     encode_event,
 )
+from .plan import PLAN_EVENT, plan_document, plan_runs
 
 __all__ = ["CompactionReport", "compact_store", "dead_share", "rewrite_events"]
-
-_PLAN = "consolidate.plan"
 
 
 @dataclass(frozen=True)
@@ -76,16 +75,23 @@ def dead_share(cortex: Cortex, now_ms: int | None = None) -> float:
     return float(lifecycle.dead_mask(cortex.cols, now).sum()) / n
 
 
-def _redact(event: Event, gone: set[str]) -> tuple[Event, int]:
-    """``event`` with the plan texts of facts in ``gone`` erased, and how many were."""
-    if event.kind != _PLAN or "facts" not in event.payload:
-        return event, 0
-    facts = json.loads(str(event.payload["facts"]))
+def _erase(facts: list[dict[str, Any]], gone: set[str]) -> int:
+    """Erase, in place, the plan texts of the facts in ``gone``; returns how many were."""
     hit = 0
     for fact in facts:
         if fact.get("id") in gone and not fact.get("erased"):
             fact.update(text="", quote="", erased=1)
             hit += 1
+    return hit
+
+
+def _redact(event: Event, gone: set[str]) -> tuple[Event, int]:
+    """``event`` (a plan written before pieces) with the plan texts of facts in ``gone``
+    erased, and how many were."""
+    if event.kind != PLAN_EVENT or "facts" not in event.payload:
+        return event, 0
+    facts = json.loads(str(event.payload["facts"]))
+    hit = _erase(facts, gone)
     if not hit:
         return event, 0
     payload = {**event.payload, "facts": json.dumps(facts, sort_keys=True)}
@@ -100,34 +106,18 @@ def _redact_pieces(
     Returns ``{event index: new payload}`` and ``{first piece index: facts erased}``."""
     payloads: dict[int, dict[str, Any]] = {}
     hits: dict[int, int] = {}
-    open_runs: dict[tuple[object, object], list[int]] = {}
-    for i, ev in enumerate(events):
-        if ev.kind != _PLAN or "plan" not in ev.payload:
-            continue
-        key = (ev.payload.get("session_id"), ev.payload.get("pass"))
-        if ev.payload.get("part") == 0:
-            open_runs[key] = []
-        run = open_runs.get(key)
-        if run is None or ev.payload.get("part") != len(run):
-            continue
-        run.append(i)
-        parts = ev.payload.get("parts")
-        if len(run) != parts:
-            continue
-        del open_runs[key]
-        doc = json.loads("".join(str(events[j].payload["plan"]) for j in run))
-        hit = 0
-        for fact in doc.get("facts", []):
-            if fact.get("id") in gone and not fact.get("erased"):
-                fact.update(text="", quote="", erased=1)
-                hit += 1
+    for _, run in plan_runs(enumerate(events)):
+        if "facts" in run[0][1].payload:
+            continue  # one event, written before pieces: _redact's
+        doc = json.loads(plan_document(run))
+        hit = _erase(doc.get("facts", []), gone)
         if not hit:
             continue
         text = json.dumps(doc, sort_keys=True, ensure_ascii=True)
         size = -(-len(text) // len(run))  # the document only shrank: each piece still fits
-        for k, j in enumerate(run):
-            payloads[j] = {**events[j].payload, "plan": text[k * size : (k + 1) * size]}
-        hits[run[0]] = hit
+        for k, (j, ev) in enumerate(run):
+            payloads[j] = {**ev.payload, "plan": text[k * size : (k + 1) * size]}
+        hits[run[0][0]] = hit
     return payloads, hits
 
 

@@ -18,13 +18,22 @@ Plans written before pieces (one event with ``facts`` and ``turns`` values) are 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..errors import CorruptionError
-from ..provenance.chain import decode_event
+from ..provenance.chain import Event, decode_event
 
-__all__ = ["PIECE_CHARS", "PLAN_EVENT", "Plan", "find_plans", "plan_payloads"]
+__all__ = [
+    "PIECE_CHARS",
+    "PLAN_EVENT",
+    "Plan",
+    "PlanRun",
+    "find_plans",
+    "plan_document",
+    "plan_payloads",
+    "plan_runs",
+]
 
 PLAN_EVENT = "consolidate.plan"
 PIECE_CHARS = 60_000  # below the event value limit of 65,536 bytes (the JSON is ASCII)
@@ -44,35 +53,55 @@ def plan_payloads(
     ]
 
 
+PlanRun = list[tuple[int, Event]]  # (position in the log, event) of one plan, in part order
+
+
+def plan_runs(events: Iterable[tuple[int, Event]]) -> Iterator[tuple[tuple[Any, Any], PlanRun]]:
+    """Every complete plan among ``events`` (``(position, event)`` in log order), in order:
+    its ``(session_id, pass)`` as written and its events — one for a plan written before
+    pieces, else its pieces ``0 .. parts-1``. A piece run without its start, or cut short by a
+    restarted one, is not a plan (a later, complete copy may follow)."""
+    pieces: dict[tuple[Any, Any], PlanRun] = {}
+    for position, ev in events:
+        if ev.kind != PLAN_EVENT:
+            continue
+        key = (ev.payload.get("session_id"), ev.payload.get("pass"))
+        if "facts" in ev.payload:  # a plan of one event, written before pieces
+            yield key, [(position, ev)]
+            continue
+        part, parts = ev.payload.get("part"), ev.payload.get("parts")
+        if part == 0:
+            pieces[key] = []
+        got = pieces.get(key)
+        if got is None or part != len(got) or not isinstance(parts, int):
+            continue
+        got.append((position, ev))
+        if len(got) == parts:
+            yield key, got
+            del pieces[key]
+
+
+def plan_document(run: PlanRun) -> str:
+    """The JSON document a run of plan pieces holds."""
+    return "".join(str(ev.payload.get("plan", "")) for _, ev in run)
+
+
 def find_plans(
     records: Iterable[bytes], wanted: set[tuple[int, int]], where: str
 ) -> dict[tuple[int, int], Plan]:
     """The latest plan of each ``(session, pass)`` in ``wanted``, from the event log's
     ``records`` in one pass. ``CorruptionError`` (naming ``where``) for a wanted plan that is
     missing, incomplete or unreadable."""
-    pieces: dict[tuple[int, int], list[str]] = {}
     found: dict[tuple[int, int], Plan] = {}
-    for data in records:
-        ev = decode_event(data)
-        if ev.kind != PLAN_EVENT:
-            continue
-        key = (ev.payload.get("session_id"), ev.payload.get("pass"))
+    for key, run in plan_runs(enumerate(decode_event(data) for data in records)):
         if key not in wanted:
             continue
         k = (int(key[0] or 0), int(key[1] or 0))
-        if "facts" in ev.payload:  # a plan of one event, written before pieces
-            found[k] = _decode(str(ev.payload["facts"]), str(ev.payload["turns"]), where, k)
-            continue
-        part, parts = ev.payload.get("part"), ev.payload.get("parts")
-        if part == 0:
-            pieces[k] = []
-        got = pieces.get(k)
-        if got is None or part != len(got) or not isinstance(parts, int):
-            continue  # a piece without its start: a later, complete copy may follow
-        got.append(str(ev.payload.get("plan", "")))
-        if len(got) == parts:
-            found[k] = _whole("".join(got), where, k)
-            del pieces[k]
+        payload = run[0][1].payload
+        if "facts" in payload:
+            found[k] = _decode(str(payload["facts"]), str(payload["turns"]), where, k)
+        else:
+            found[k] = _whole(plan_document(run), where, k)
     missing = sorted(wanted - set(found))
     if missing:
         session, pass_no = missing[0]
