@@ -111,8 +111,11 @@ def _reproduction(result: EvalResult) -> list[str]:
 
 def _recency_configs(k_max: int) -> dict[str, RecallOptions]:
     return {
-        f"salience weight {w}": RecallOptions(k=k_max, mode="observe", weights={"salience": w})
-        for w in SALIENCE
+        "time cues off": RecallOptions(k=k_max, mode="observe", time_cues=False),
+        **{
+            f"salience weight {w}": RecallOptions(k=k_max, mode="observe", weights={"salience": w})
+            for w in SALIENCE
+        },
     }
 
 
@@ -375,10 +378,13 @@ def main() -> None:
             "`question_date` with the slack to the end of its day (`RecallOptions.now_ms`, "
             "`now_slack_ms`; `evaluate(as_of='day')`, the evaluator's default): strength decays "
             "to the question's moment from each memory's own session date, and sessions dated "
-            "after the question's day are gated out. Recency in fusion is the salience relay "
-            "(importance/10 × D, min-max over the pool); its weight is swept here (0.05 is the "
-            "configured default). The last three columns are all@5 of the question types "
-            "issue 13 names."
+            "after the question's day are gated out. Time cues: phrases of the question that "
+            "name a time ('two weeks ago', 'last Friday', 'in March') lift the matched "
+            "memories formed then (`RecallOptions.time_cues`, on by default; the rows 'time "
+            "cues off' switch it off; every other row has it on). Recency in fusion is the "
+            "salience relay (importance/10 × D, min-max over the pool); its weight is swept "
+            "here (0.05 is the configured default). The last three columns are all@5 of the "
+            "question types issue 13 names."
         ),
         "",
         *_time_table(time_runs),

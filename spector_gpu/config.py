@@ -98,6 +98,7 @@ class RecallConfig:
     candidates: int = 200  # per relay, before fusion
     cognitive_beta: float = 0.1
     tag_tau: float = 0.3
+    time_cue_weight: float = 1.5  # lift of members formed when the query says (time_cues)
     # caps of one recall_batch call (ValidationError naming the key when exceeded)
     max_queries: int = 10_000  # queries per call
     max_k: int = 10_000  # results per query

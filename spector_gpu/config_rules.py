@@ -41,6 +41,7 @@ MAXIMUM = {
     # fusion coefficients: larger ones only overflow the MF-001 factor
     ("recall", "cognitive_beta"): 1e6,
     ("recall", "tag_tau"): 1e6,
+    ("recall", "time_cue_weight"): 1e6,
     # association edge weights and decay multiply activations once per hop
     ("association", "temporal_weight"): 1e6,
     ("association", "tag_weight"): 1e6,

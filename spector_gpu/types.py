@@ -103,7 +103,10 @@ class RecallOptions:
     now_slack_ms`` (their own ``timestamp_ms``) are gated out; ``None`` (default) reads the
     wall clock and gates nothing on formation time. ``now_slack_ms`` (>= 0) admits memories
     stamped up to that much later (dates coarser than the question's, e.g. a session logged
-    later on the question's own day).
+    later on the question's own day). ``time_cues`` (default True): phrases of the query that
+    name a time ("two weeks ago", "last Friday", "in March") lift the members formed then,
+    as of the recall's clock (:mod:`spector_gpu.pathways.recall.time_cues`; a lift, never a
+    gate; ``[recall] time_cue_weight`` sets its size).
 
     A call's caps (``k`` <= ``[recall] max_k``, queries, ``k`` x queries, characters per
     query) are checked by ``recall`` / ``recall_batch`` against the store's configuration.
@@ -135,6 +138,7 @@ class RecallOptions:
     explain: bool = False
     now_ms: int | None = None
     now_slack_ms: int = 0
+    time_cues: bool = True
 
     where: Filter | Mapping[str, Any] | None = None
     user_id: str | None = None
@@ -201,7 +205,7 @@ class RecallOptions:
                 lambda v: checks.string(v, f"{name}.source_uri_prefix", max_chars=4096),
             ),
         )
-        for flag in ("include_simulated", "explain"):
+        for flag in ("include_simulated", "explain", "time_cues"):
             put(self, flag, checks.boolean(getattr(self, flag), f"{name}.{flag}"))
 
     def _check_clock(self) -> None:
@@ -248,6 +252,7 @@ class Explanation:
     retrieval_strength: float
     storage_strength: float
     gates: Sequence[str]
+    time_cue: float = 0.0  # what the query's time cues added to ``fused``
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,8 @@ def ablation_configs(k_max: int = 20) -> dict[str, RecallOptions]:
 
     Relays (default fusion): ``lexical``, ``dense``, ``lexical+dense``, ``+association``
     (lexical, dense, association) and ``+salience`` (all four, the default relays); fusion
-    modes (default relays): ``fusion=rrf``, ``fusion=weighted``, ``fusion=cognitive``.
+    modes (default relays): ``fusion=rrf``, ``fusion=weighted``, ``fusion=cognitive``; and
+    ``time_cues=off`` (the defaults with ``RecallOptions.time_cues`` switched off).
     """
     from ..types import RecallOptions
 
@@ -97,6 +98,7 @@ def ablation_configs(k_max: int = 20) -> dict[str, RecallOptions]:
     fusions: tuple[Fusion, ...] = ("rrf", "weighted", "cognitive")
     for fusion in fusions:
         out[f"fusion={fusion}"] = RecallOptions(k=k_max, mode="observe", fusion=fusion)
+    out["time_cues=off"] = RecallOptions(k=k_max, mode="observe", time_cues=False)
     return out
 
 

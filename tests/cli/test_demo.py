@@ -23,6 +23,7 @@ ABLATIONS = {
     "fusion=rrf",
     "fusion=weighted",
     "fusion=cognitive",
+    "time_cues=off",
 }
 
 

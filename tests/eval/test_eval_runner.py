@@ -181,8 +181,12 @@ def test_default_and_ablation_configs(dataset: Dataset) -> None:
         "fusion=rrf",
         "fusion=weighted",
         "fusion=cognitive",
+        "time_cues=off",
     ]
     assert result.options["default"] == RecallOptions(k=20, mode="observe")
+    assert ablation_configs(20)["time_cues=off"] == RecallOptions(
+        k=20, mode="observe", time_cues=False
+    )
     ab = ablation_configs(20)
     assert ab["lexical+dense"].relays == ("lexical", "dense")
     assert ab["+association"].relays == ("lexical", "dense", "association")
@@ -258,7 +262,7 @@ def test_out_dir_files(dataset: Dataset, tmp_path: Path) -> None:
     ):
         assert key in entry
     lines = (out / "per_question.jsonl").read_text().splitlines()
-    assert len(lines) == 9 * len(dataset.questions)
+    assert len(lines) == 10 * len(dataset.questions)  # default + 9 ablations
     assert json.loads(lines[0])["config"] == "default"
     for png in ("recall_at_k.png", "recall_by_category.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -349,7 +353,7 @@ def test_table_and_records(dataset: Dataset, capsys: pytest.CaptureFixture[str])
     assert [line.split()[0] for line in table[1:]] == list(result.metrics["configs"])
     assert table[1].split()[3] == "1.0000"  # R@10 of the oracle
     records = result.records()
-    assert len(records) == 9 and records[0]["config"] == "default"
+    assert len(records) == 10 and records[0]["config"] == "default"
     assert records[1]["relays"] == "lexical" and records[6]["fusion"] == "rrf"
     assert records[0]["cat4.recall@10"] == 1.0 and records[0]["cat5.n_questions"] > 0
     assert all(not isinstance(v, dict) for r in records for v in r.values())

@@ -17,6 +17,7 @@ from spector_gpu.kernels.dense_reference import score_slots_reference, search_re
 
 from spector_gpu.cortex.strength import decayed
 from spector_gpu.pathways.recall.gates import gate_mask
+from spector_gpu.pathways.recall.time_cues import DAY_MS, time_cues
 from spector_gpu.types import RecallOptions
 
 __all__ = ["Reference", "reference_recall"]
@@ -185,11 +186,32 @@ def reference_recall(c, queries: list[str], opts: RecallOptions, now: int) -> li
             raw["dense"] = score_slots_reference(codes, scales, qvec[i : i + 1], pool[None, :])[
                 0
             ].astype(np.float64)
-        out.append(_fuse(c, pool, raw, set(tokens[i]), opts, weights, sal_all, now))
+        cues = time_cues(queries[i], now) if opts.time_cues else ()
+        out.append(_fuse(c, pool, raw, set(tokens[i]), opts, weights, sal_all, now, cues))
     return out
 
 
-def _fuse(c, pool, raw, qtokens, opts, weights, sal_all, now) -> Reference:  # type: ignore[no-untyped-def]
+def _time_lift(c, pool: np.ndarray, fused: np.ndarray, raw, cues) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """weight × best fused (1 when none is above 0) × the best cue window's kernel of each
+    member a relay scored above 0 (time_cues.py)."""
+    weight = c.config.recall.time_cue_weight
+    lift = np.zeros(len(pool), dtype=np.float64)
+    if not cues or not len(pool) or weight <= 0:
+        return lift
+    matched = np.zeros(len(pool), dtype=bool)
+    for name in ("lexical", "dense"):
+        if name in raw:
+            matched |= np.nan_to_num(raw[name], nan=0.0, neginf=0.0) > 0
+    t = c.cols.headers["timestamp_ms"][pool].astype(np.float64)
+    for cue in cues:
+        width = float(max(cue.hi_ms - cue.lo_ms, DAY_MS))
+        gap = np.maximum(cue.lo_ms - t, 0.0) + np.maximum(t - cue.hi_ms, 0.0)
+        lift = np.maximum(lift, np.clip(1.0 - gap / width, 0.0, None))
+    best = float(fused.max())
+    return np.where(matched, weight * (best if best > 0 else 1.0) * lift, 0.0)
+
+
+def _fuse(c, pool, raw, qtokens, opts, weights, sal_all, now, cues) -> Reference:  # type: ignore[no-untyped-def]
     cfg = c.config.recall
     relays = set(opts.relays)
     norm = {name: minmax(np.where(np.isfinite(v), v, np.nan)) for name, v in raw.items()}
@@ -230,6 +252,8 @@ def _fuse(c, pool, raw, qtokens, opts, weights, sal_all, now) -> Reference:  # t
                         overlap[j] = 1.0
             factor = (base_f * (1.0 + tau * overlap)).astype(np.float32)
             fused = relevance * factor
+    lift = _time_lift(c, pool, fused, raw, cues)
+    fused = fused + lift
     order = np.lexsort((pool, -fused))[: opts.k]
     explain = [
         {
@@ -246,6 +270,7 @@ def _fuse(c, pool, raw, qtokens, opts, weights, sal_all, now) -> Reference:  # t
             "fused": float(fused[j]),
             "retrieval_strength": float(d[j]),
             "storage_strength": float(s[j]),
+            "time_cue": float(lift[j]),
         }
         for j in order.tolist()
     ]

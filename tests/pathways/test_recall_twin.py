@@ -115,8 +115,13 @@ options = st.builds(
     st.sampled_from([1, 3, 10, 40]),
     st.booleans(),
 )
+# time cues (the memories span 2023-11-14 .. 2023-11-26; the gates' now_ms lie inside it)
+CUES = ["", " yesterday", " a week ago", " two days ago", " last week", " in November"]
 queries = st.lists(
-    st.lists(st.sampled_from([*WORDS, "ann", "bo", "blue", "zzz"]), max_size=5).map(" ".join),
+    st.tuples(
+        st.lists(st.sampled_from([*WORDS, "ann", "bo", "blue", "zzz"]), max_size=5).map(" ".join),
+        st.sampled_from(CUES),
+    ).map("".join),
     min_size=1,
     max_size=6,
 )
@@ -151,6 +156,7 @@ def _check(
                     exp["cognitive_factor"],
                     exp["fused"],
                 )
+                assert b.time_cue == exp["time_cue"]
                 assert (b.retrieval_strength, b.storage_strength) == (
                     exp["retrieval_strength"],
                     exp["storage_strength"],
@@ -209,3 +215,20 @@ def _subsets(items: tuple[str, ...], r: int) -> list[tuple[str, ...]]:
     from itertools import combinations
 
     return list(combinations(items, r))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("device", [False, True])
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+def test_time_cues_lift_as_the_reference_does(
+    store: tuple[Rig, int], device: bool, layout: Literal["dense", "sparse"]
+) -> None:
+    mem, now = store
+    opts = RecallOptions(k=40, mode="observe", explain=True, now_ms=1_700_000_000_000 + 6 * 10**8)
+    qs = ["river a week ago", "garden yesterday", "ember cedar in November", "tide"]
+    _check(mem, now, qs, opts, device=device, layout=layout)
+    pathway = RecallPathway(mem.cortex, None, device_path=device, pool_layout=layout)
+    pathway.clock = lambda: now
+    batch = pathway.recall_batch(qs, opts)
+    lifts = [[h.breakdown.time_cue for h in batch[i] if h.breakdown] for i in range(len(qs))]
+    assert all(any(v > 0 for v in row) for row in lifts[:3]), lifts  # every cue lifted some
+    assert not any(lifts[3]), lifts  # no cue, no lift

@@ -41,10 +41,11 @@ class PoolColumns:
     d_event: torch.Tensor  # float32
     last_ms: torch.Tensor  # int64
     storage: torch.Tensor  # float32
+    formed_ms: torch.Tensor  # int64: the memory's own timestamp_ms
     s_term: torch.Tensor  # float64
 
 
-_FIELDS = ("importance", "flags", "arousal", "d_event", "last_ms", "storage")
+_FIELDS = ("importance", "flags", "arousal", "d_event", "last_ms", "storage", "formed_ms")
 
 
 def host_columns(cortex: Cortex) -> dict[str, np.ndarray]:
@@ -58,6 +59,7 @@ def host_columns(cortex: Cortex) -> dict[str, np.ndarray]:
         "d_event": cortex.cols.d_event[:n],
         "last_ms": cortex.cols.last_event_ms[:n],
         "storage": cortex.cols.storage[:n],
+        "formed_ms": h["timestamp_ms"],
     }
 
 

@@ -136,6 +136,7 @@ class Fused:
     factor: torch.Tensor  # float32
     raw: dict[str, torch.Tensor]  # float64 raw score per relay
     ranks: dict[str, torch.Tensor]  # int64, 0 = not scored by that relay
+    time_lift: torch.Tensor | None = None  # float64, what time cues added to ``fused``
 
 
 def _kth(partial: torch.Tensor, valid: torch.Tensor, k: int) -> torch.Tensor:

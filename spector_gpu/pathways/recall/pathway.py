@@ -44,6 +44,7 @@ from .relays import RecallPlan
 from .scorer import Scored, Scorer
 from .state import StoreVersion, VersionTracker
 from .tables import CueTable, LinkTables
+from .time_cues import time_cues
 
 __all__ = ["RecallPathway", "StrengthWriter", "decay_law"]
 
@@ -225,6 +226,7 @@ class RecallPathway:
             store=at,
             trim=not self._device_path,
             ceiling=ceiling,
+            cues=tuple(time_cues(q, now) if opts.time_cues else () for q in queries),
         )
 
     def _batch(self, scored: Scored) -> RecallBatch:

@@ -10,7 +10,7 @@ top-k is done; on the CPU the pool is trimmed to its widest row.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -29,6 +29,7 @@ from .relays.lexical import lexical_block, lexical_top
 from .relays.salience import SalienceCache, pool_strength, salience_score, salience_top
 from .relevance import absolute_relevance
 from .tables import CueTable, LinkTables
+from .time_cues import time_lift
 
 __all__ = ["Scored", "Scorer"]
 
@@ -237,6 +238,11 @@ class Scorer:
             raw["salience"] = salience_score(cols, d)
         fz = self._fuse(plan, lo, hi, pool, raw, (cols.importance, d, cols.s_term))
         rel = absolute_relevance(raw, _rows(plan.ceiling, lo, hi), valid.shape).to(valid.device)
+        cues = plan.cues[lo:hi]
+        weight = self.cortex.config.recall.time_cue_weight
+        if weight > 0 and any(cues):
+            lift = time_lift(fz.fused, valid, rel > 0, cols.formed_ms, cues, weight)
+            fz = replace(fz, fused=fz.fused + lift, time_lift=lift)
         floor = plan.opts.min_relevance
         gate = None if floor is None else rel >= floor
         vals, pos = topk_exact_torch(fz.fused, plan.opts.k, valid=gate)
@@ -311,6 +317,7 @@ def _explain(
     raw = {name: take(v) for name, v in fz.raw.items()}
     ranks = {name: take(v) for name, v in fz.ranks.items()}
     rel, fac, fus = take(fz.relevance), take(fz.factor), take(fz.fused)
+    lift = None if fz.time_lift is None else take(fz.time_lift)
     gates = active_gates(plan.opts)
     out = []
     for i, row in enumerate(hit.cpu().numpy()):
@@ -335,6 +342,7 @@ def _explain(
                     retrieval_strength=float(d[i, j]),
                     storage_strength=float(s[i, j]),
                     gates=gates,
+                    time_cue=0.0 if lift is None else float(lift[i, j]),
                 )
             )
         out.append(items)

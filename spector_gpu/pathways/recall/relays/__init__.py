@@ -27,6 +27,7 @@ from ....kernels.decay import DecayLaw
 from ....kernels.quant import DenseQueries
 from ....types import RecallOptions
 from ..state import StoreVersion
+from ..time_cues import TimeCue
 
 __all__ = ["RecallPlan"]
 
@@ -47,7 +48,9 @@ class RecallPlan:
         trim: host reads are allowed (the CPU path: pools are trimmed to their widest row),
             False on the GPU code path, which never reads a value back inside a batch;
         ceiling: float64 (n,) on the device, each query's supremum BM25 score (the scale of
-            its absolute lexical relevance, :mod:`..relevance`), or None without lexical.
+            its absolute lexical relevance, :mod:`..relevance`), or None without lexical;
+        cues: each query's time cues (:mod:`..time_cues`; empty when ``opts.time_cues`` is
+            off or the query names no time).
     """
 
     opts: RecallOptions
@@ -66,3 +69,4 @@ class RecallPlan:
     store: StoreVersion
     trim: bool
     ceiling: torch.Tensor | None = None
+    cues: tuple[tuple[TimeCue, ...], ...] = ()
