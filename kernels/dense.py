@@ -41,6 +41,7 @@ from spector_gpu.errors import ValidationError
 from . import dense_cuda, fused
 from .dense_cpu import scan_topk, score_rows, scratch_buffers, topk_tiles
 from .dense_faiss import FaissRows
+from .dense_ivf import FirstPass
 from .dense_reference import score_slots_reference, search_reference
 from .native import native
 from .quant import (
@@ -79,6 +80,8 @@ class DenseIndex:
         cpu_kernel: on the CPU, ``"auto"`` uses the native kernels (:mod:`.dense_cpu`) when
             they are built, ``"torch"`` never does (the twin the tests compare against),
             ``"native"`` insists on them.
+        first_pass: a :class:`~.dense_ivf.FirstPass` (IVF) that answers :meth:`topk` on the
+            CPU from its ``min_rows`` on, or None (always the exact scan).
     """
 
     def __init__(
@@ -89,6 +92,7 @@ class DenseIndex:
         backend: Literal["torch", "faiss"] = "torch",
         tile_rows: int | None = None,
         cpu_kernel: Literal["auto", "native", "torch"] = "auto",
+        first_pass: FirstPass | None = None,
     ) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
             raise ValidationError(f"dim must be a positive int, got {dim!r}")
@@ -99,19 +103,16 @@ class DenseIndex:
         ):
             raise ValidationError(f"tile_rows must be a positive int or None, got {tile_rows!r}")
         if cpu_kernel not in ("auto", "native", "torch"):
-            raise ValidationError(
-                f'cpu_kernel must be "auto", "native" or "torch", got {cpu_kernel!r}'
-            )
+            raise ValidationError(f'cpu_kernel must be "auto", "native" or "torch": {cpu_kernel!r}')
         if cpu_kernel == "native" and native is None:
             raise ValidationError('cpu_kernel="native": the native kernels are not built here')
-        self._native = cpu_kernel != "torch" and native is not None
+        self._native, self.first_pass = cpu_kernel != "torch" and native is not None, first_pass
         self._dim = dim
         self._backend: Literal["torch", "faiss"] = backend
         self._tile_rows = tile_rows
         self._n = 0
         self._block_rows: int | None = None  # tests force a block size (power of two ≤ 256)
-        # Fused Triton kernels on CUDA (None: decide at the first search); tests set True on
-        # the CPU under TRITON_INTERPRET=1, with a small config and tile.
+        # Fused Triton kernels on CUDA (None: decide at first search); tests: True, interpreted
         self._fused: bool | None = None
         self._fused_config: fused.TritonConfig = fused.DEFAULT_CONFIG
         self._fused_tile_maxima: int | None = None
@@ -360,14 +361,14 @@ class DenseIndex:
     def _topk_keys(
         self, xq: np.ndarray | torch.Tensor, k: int, gate: np.ndarray | None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """float32 (n, k) keys and int64 (n, k) slots.
-
-        ``xq`` is int8 (n, d), numpy or on the device.
-        """
+        """float32 (n, k) keys and int64 (n, k) slots; ``xq`` int8 (n, d), numpy or device."""
         if self._cuda:
             return dense_cuda.topk_blockmax(self, xq, k, gate)
         if isinstance(xq, torch.Tensor):
             xq = xq.cpu().numpy()
+        fp = self.first_pass
+        if fp is not None and fp.applies(self._n):
+            return fp.topk(self._codes, self._scales, self._n, self._dim, xq, k, gate)
         if self._native and xq.shape[0] <= NATIVE_SCAN_MAX:
             keys, slots, every = scan_topk(
                 self._codes, self._scales, self._n, self._dim, xq, k, gate

@@ -28,7 +28,7 @@ from .native import native
 from .quant import check_codes, check_matrix, dequantize_int8, l2_normalize, quantize_int8
 from .topk import topk_stable
 
-__all__ = ["IVFInt8Index", "default_n_lists"]
+__all__ = ["IVFInt8Index", "default_n_lists", "rows_topk_keys"]
 
 _NEG_INF = float("-inf")
 _ASSIGN_CHUNK = 65_536  # rows per k-means assignment matmul (bounds the (chunk, L) buffer)
@@ -147,40 +147,80 @@ class IVFInt8Index:
         x = check_matrix(queries, name="queries", dim=self.dim)
         lists = self.probes(x, nprobe)
         xq, qs = quantize_int8(x)
-        scores = np.full((x.shape[0], k), _NEG_INF, dtype=np.float32)
-        slots = np.full((x.shape[0], k), -1, dtype=np.int64)
-        for i in range(x.shape[0]):
-            keys, ords = self._scan(xq[i : i + 1], lists[i], k)
-            top = np.lexsort((ords, -keys))[:k]
-            scores[i, : len(top)] = keys[top] * qs[i]
-            slots[i, : len(top)] = ords[top]
-        return scores, slots
+        keys, slots = self._search_keys(xq, lists, k, None)
+        scores = np.where(slots >= 0, keys * qs[:, None], np.float32(_NEG_INF))
+        return scores.astype(np.float32), slots
 
-    def _scan(self, xq: np.ndarray, lists: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Keys float32 and ordinals int64 of the best ``k`` rows of each probed list."""
+    def topk_keys(
+        self, xq: np.ndarray, k: int, *, nprobe: int, allowed: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The first pass as the dense relay runs it: ranking keys (``float32(dot) * cs``,
+        float32 (n, k)) and ordinals (int64 (n, k)) of the best ``k`` rows among each query's
+        ``nprobe`` nearest lists, ``(-inf, -1)`` padding, ties to the lower ordinal.
+
+        Args:
+            xq: int8 (n, d) query codes (:func:`~.quant.quantize_int8`); the probes are chosen
+                from them (a positive per-query scale does not change which lists are nearest).
+            allowed: optional bool (N,) over this index's rows; ``False`` rows never appear.
+        """
+        codes = np.ascontiguousarray(xq, dtype=np.int8)
+        if codes.ndim != 2 or codes.shape[1] != self.dim:
+            raise ValidationError(f"xq must be int8 (n, {self.dim}), got {codes.shape}")
+        if allowed is not None and np.asarray(allowed).shape != (len(self),):
+            raise ValidationError(f"allowed must be bool ({len(self)},)")
+        nprobe = min(max(int(nprobe), 1), self.n_lists)
+        _, lists = topk_stable(codes.astype(np.float32) @ self.centroids.T, nprobe)
+        return self._search_keys(codes, np.asarray(lists, dtype=np.int64), k, allowed)
+
+    def _search_keys(
+        self, xq: np.ndarray, lists: np.ndarray, k: int, allowed: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        keys = np.full((xq.shape[0], k), _NEG_INF, dtype=np.float32)
+        slots = np.full((xq.shape[0], k), -1, dtype=np.int64)
+        for i in range(xq.shape[0]):
+            kk, ords = self._scan(xq[i : i + 1], lists[i], k, allowed)
+            top = np.lexsort((ords, -kk))[:k]
+            keys[i, : len(top)] = kk[top]
+            slots[i, : len(top)] = ords[top]
+        return keys, slots
+
+    def _scan(
+        self, xq: np.ndarray, lists: np.ndarray, k: int, allowed: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Keys float32 and ordinals int64 of the best ``k`` allowed rows of each probed list."""
         keys, ords = [], []
         for lst in lists:
             lo, hi = int(self.offsets[lst]), int(self.offsets[lst + 1])
             if hi == lo:
                 continue
-            if native is not None:
-                kk = np.empty((1, k), dtype=np.float32)
-                ss = np.empty((1, k), dtype=np.int64)
-                native.int8_topk(
-                    self._codes[lo:hi], hi - lo, self.dim, self.dim, self._scales[lo:hi],
-                    xq, None, kk, ss,
-                )  # fmt: skip
-                live = ss[0] >= 0
-                keys.append(kk[0, live])
-                ords.append(self._order[lo + ss[0, live]])
-            else:
-                dots = self._codes[lo:hi].astype(np.float64) @ xq[0].astype(np.float64)
-                key = dots.astype(np.float32) * self._scales[lo:hi]
-                keys.append(key)
-                ords.append(self._order[lo:hi])
+            gate = None if allowed is None else np.ascontiguousarray(allowed[self._order[lo:hi]])
+            kk, ss = rows_topk_keys(self._codes[lo:hi], self._scales[lo:hi], xq, k, gate)
+            keys.append(kk)
+            ords.append(self._order[lo + ss])
         if not keys:
             return np.empty(0, np.float32), np.empty(0, np.int64)
         return np.concatenate(keys), np.concatenate(ords)
+
+
+def rows_topk_keys(
+    codes: np.ndarray, scales: np.ndarray, xq: np.ndarray, k: int, gate: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The best ``k`` allowed rows of contiguous int8 ``codes`` (m, d) for one query's codes
+    ``xq`` (1, d): keys float32 and row positions int64 (unordered, padding dropped), scored
+    as the exact scan scores them (native kernel when built, else an exact float64 dot)."""
+    m = codes.shape[0]
+    if native is not None:
+        kk = np.empty((1, k), dtype=np.float32)
+        ss = np.empty((1, k), dtype=np.int64)
+        native.int8_topk(codes, m, codes.shape[1], codes.shape[1], scales, xq, gate, kk, ss)
+        live = ss[0] >= 0
+        return kk[0, live], ss[0, live]
+    dots = codes.astype(np.float64) @ xq[0].astype(np.float64)
+    key = dots.astype(np.float32) * scales
+    rows = np.arange(m, dtype=np.int64)
+    if gate is not None:
+        key, rows = key[gate], rows[gate]
+    return key.astype(np.float32), rows
 
 
 def _unit(codes: np.ndarray, scales: np.ndarray) -> np.ndarray:

@@ -65,6 +65,9 @@ class EmbedderConfig:
 class DenseConfig:
     backend: str = "torch"  # torch | faiss
     device: str = "auto"  # auto | cpu | cuda | cuda:N
+    ivf_min_rows: int = 0  # rows from which the CPU dense relay's first pass is an IVF (0: never)
+    ivf_nprobe: int = 32  # IVF lists scanned per query
+    ivf_lists: int = 0  # IVF lists (0: 4 x sqrt(rows))
 
 
 @dataclass(frozen=True)

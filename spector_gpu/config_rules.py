@@ -18,6 +18,7 @@ POSITIVE = {
     ("store", "max_batch"),
     ("store", "checkpoint_mb"),
     ("recall", "k"),
+    ("dense", "ivf_nprobe"),
     ("recall", "candidates"),
     ("recall", "rrf_k"),
     ("recall", "max_queries"),

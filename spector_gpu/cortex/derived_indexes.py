@@ -22,6 +22,7 @@ import numpy as np
 from ..config import Config
 from ..errors import CorruptionError
 from ..kernels.dense import DenseIndex
+from ..kernels.dense_ivf import FirstPass
 from ..types import MemoryType
 from .analyzer import Analyzer
 from .attributes import Attributes
@@ -68,7 +69,9 @@ class DerivedIndexes:
         self.cues = Cues()
         self.links = Links()
         self.attrs = Attributes()
-        self.dense = DenseIndex(dim, device=device, backend=config.dense.backend)
+        self.dense = DenseIndex(
+            dim, device=device, backend=config.dense.backend, first_pass=_first_pass(config)
+        )
         self.snapshot_covers = 0  # memories the snapshot on disk covers
         self._cue_cache: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
         self._lineage_linked: set[int] = set()  # fact TSIDs whose lineage edges are linked
@@ -300,3 +303,11 @@ class DerivedIndexes:
             durable=durable,
         )
         self.snapshot_covers = n
+
+
+def _first_pass(config: Config) -> FirstPass | None:
+    """The dense relay's IVF first pass the config asks for (``[dense] ivf_min_rows`` > 0)."""
+    d = config.dense
+    if d.ivf_min_rows <= 0:
+        return None
+    return FirstPass(d.ivf_min_rows, d.ivf_nprobe, d.ivf_lists or None)

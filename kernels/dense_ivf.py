@@ -1,0 +1,144 @@
+"""The dense relay's sub-linear first pass: an IVF partition of a large store's INT8 rows.
+
+:class:`FirstPass` is what :class:`~.dense.DenseIndex` consults on the CPU before its exact
+scan. From ``min_rows`` rows on it answers :meth:`~.dense.DenseIndex.topk` from an
+:class:`~.ivf.IVFInt8Index` over the rows present when it was built, plus an exact scan of the
+rows appended since (the *tail*), merged by ``(key descending, slot ascending)``; the gate
+(``allowed``) is honoured in both. Every probed row is scored exactly as the scan scores it,
+so the pass decides only *which* rows are scored: with ``nprobe >= n_lists`` its top-k is
+the exact top-k. The index is built lazily by the first search that finds the store at
+``min_rows`` rows or more, and rebuilt when the tail outgrows ``regrow`` × the built rows (a
+deleted memory is gated, never re-clustered). It lives in memory only: a store reopened
+rebuilds it at its first dense search (seconds per million rows; ``benchmarks/bench_ivf.py``).
+Recall against the exact scan depends on how clustered the vectors are — measure it on your
+data; sentence embeddings are clustered, hashing vectors of short texts far less.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import torch
+
+from spector_gpu.errors import ValidationError
+
+from .ivf import IVFInt8Index, rows_topk_keys
+
+__all__ = ["FirstPass"]
+
+_NEG_INF = float("-inf")
+
+
+class FirstPass:
+    """Settings and state of the IVF first pass (module docstring).
+
+    Args:
+        min_rows: rows from which the pass answers (>= 1; the config's 0 means no pass and
+            builds none of this).
+        nprobe: lists scanned per query (>= 1).
+        n_lists: lists of the partition, or None for ``4·sqrt(rows)``.
+        regrow: rebuild once the rows appended since the build exceed this share of the
+            built rows (> 0).
+        seed: seeds the k-means sample (builds are deterministic).
+    """
+
+    def __init__(
+        self,
+        min_rows: int,
+        nprobe: int,
+        n_lists: int | None = None,
+        *,
+        regrow: float = 0.25,
+        seed: int = 0,
+    ) -> None:
+        for name, value in (("min_rows", min_rows), ("nprobe", nprobe)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValidationError(f"FirstPass: {name} must be an int >= 1, got {value!r}")
+        if n_lists is not None and (
+            isinstance(n_lists, bool) or not isinstance(n_lists, int) or n_lists < 1
+        ):
+            raise ValidationError(
+                f"FirstPass: n_lists must be an int >= 1 or None, got {n_lists!r}"
+            )
+        if not regrow > 0:
+            raise ValidationError(f"FirstPass: regrow must be > 0, got {regrow!r}")
+        self.min_rows, self.nprobe, self.n_lists = min_rows, nprobe, n_lists
+        self.regrow, self.seed = float(regrow), seed
+        self.index: IVFInt8Index | None = None
+        self.built_rows = 0
+        self.builds = 0  # how many times the partition was built (tests, diagnostics)
+        self._lock = threading.Lock()
+
+    def applies(self, n_rows: int) -> bool:
+        """Whether a store of ``n_rows`` rows is answered by the first pass."""
+        return n_rows >= self.min_rows
+
+    def topk(
+        self,
+        codes: torch.Tensor,
+        scales: torch.Tensor,
+        n_rows: int,
+        dim: int,
+        xq: np.ndarray,
+        k: int,
+        gate: np.ndarray | None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """float32 (n, k) keys and int64 (n, k) slots over the first ``n_rows`` rows of the
+        CPU ``codes`` (int8 (capacity, stride >= dim)) / ``scales``; ``gate`` bool (n_rows,)
+        or None; ``xq`` int8 (n, dim) query codes."""
+        rows = codes.numpy()[:, :dim]
+        ivf, built = self._index_for(rows, scales.numpy(), n_rows)
+        keys, slots = ivf.topk_keys(
+            xq, k, nprobe=self.nprobe, allowed=None if gate is None else gate[:built]
+        )
+        if n_rows > built:
+            keys, slots = self._with_tail(
+                rows, scales.numpy(), built, n_rows, xq, k, gate, keys, slots
+            )
+        return torch.from_numpy(keys), torch.from_numpy(slots)
+
+    def _index_for(
+        self, rows: np.ndarray, scales: np.ndarray, n_rows: int
+    ) -> tuple[IVFInt8Index, int]:
+        with self._lock:
+            stale = self.index is None or n_rows - self.built_rows > self.regrow * self.built_rows
+            if stale:
+                lists = None if self.n_lists is None else min(self.n_lists, n_rows)
+                self.index = IVFInt8Index.build(
+                    np.ascontiguousarray(rows[:n_rows]),
+                    scales[:n_rows],
+                    n_lists=lists,
+                    seed=self.seed,
+                )
+                self.built_rows = n_rows
+                self.builds += 1
+            assert self.index is not None
+            return self.index, self.built_rows
+
+    @staticmethod
+    def _with_tail(
+        rows: np.ndarray,
+        scales: np.ndarray,
+        lo: int,
+        hi: int,
+        xq: np.ndarray,
+        k: int,
+        gate: np.ndarray | None,
+        keys: np.ndarray,
+        slots: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Merge the exact top-k of rows ``[lo, hi)`` into each query's first-pass list."""
+        tail = np.ascontiguousarray(rows[lo:hi])
+        tail_scales = np.ascontiguousarray(scales[lo:hi])
+        tail_gate = None if gate is None else np.ascontiguousarray(gate[lo:hi])
+        out_k = np.full_like(keys, _NEG_INF)
+        out_s = np.full_like(slots, -1)
+        for i in range(xq.shape[0]):
+            tk, ts = rows_topk_keys(tail, tail_scales, xq[i : i + 1], k, tail_gate)
+            live = slots[i] >= 0
+            kk = np.concatenate([keys[i, live], tk])
+            ss = np.concatenate([slots[i, live], ts + lo])
+            top = np.lexsort((ss, -kk))[:k]
+            out_k[i, : len(top)], out_s[i, : len(top)] = kk[top], ss[top]
+        return out_k, out_s
