@@ -250,7 +250,8 @@ class Cortex:
         """Readers: pick up what was committed since open (all of it after a swap)."""
         if self.part.swapped():
             return self.reopen()
-        self.stores.refresh()
+        if not self.stores.refresh():
+            return  # nothing committed since the last look: what is loaded is current
         n = self.stores.index.count
         if n < self.n:
             raise CorruptionError(

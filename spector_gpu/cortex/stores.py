@@ -163,9 +163,10 @@ class Stores:
             tx.append(self.part.region("events.log"), frames)
         self.part.commit(tx, order=[self.index.region])
 
-    def refresh(self) -> None:
-        """Readers: re-read every preamble to see commits made since open."""
-        self.part.refresh()
+    def refresh(self) -> bool:
+        """Readers: re-read every preamble to see commits made since open; False when nothing
+        was committed since the last look."""
+        return self.part.refresh()
 
     def close(self) -> None:
         self.part.close()

@@ -357,8 +357,10 @@ class Partition:
             ) from exc
 
     # ---- reading -----------------------------------------------------------------------
-    def refresh(self, *, order: Sequence[Region] = ()) -> None:
-        """Readers: re-read every preamble to see commits made since open.
+    def refresh(self, *, order: Sequence[Region] = ()) -> bool:
+        """Readers: re-read every preamble to see commits made since open; returns whether
+        any preamble moved (every commit stamps its generation into every region's preamble,
+        so False means nothing was committed since the last look; a torn read counts as moved).
 
         Preambles are read in the reverse of the writer's publish order (``order`` as given to
         :meth:`commit`, last-published first, then the other regions by descending file
@@ -366,12 +368,15 @@ class Partition:
         is at least as new: an index entry never points past its records' committed counts.
         """
         self.check_usable()
+        moved = False
         for file_no in sorted(self.regions, key=publish_key(order), reverse=True):
             if file_no:
                 region = self.regions[file_no]
                 before = region.preamble
                 region.reload_preamble()
                 identity.check_refresh(region, before.store_id, before.generation)
+                moved = moved or region.torn_preamble or region.preamble != before
+        return moved
 
     def region(self, filename: str) -> Region:
         return self.by_name[filename]

@@ -238,3 +238,28 @@ def test_a_reader_refresh_picks_up_new_memories_and_header_changes(tmp_path: Pat
             r.close()
     finally:
         w.close()
+
+
+def test_a_reader_refresh_with_nothing_committed_keeps_its_state_and_sees_the_next_commit(
+    tmp_path: Path,
+) -> None:
+    """Every commit stamps its generation into every preamble: a refresh that finds none moved
+    keeps what is loaded (no reload, no version bump — a reader's recall stays O(query), not
+    O(store)), and the next commit, even one that only rewrites a header in place, is seen."""
+    w = _open(tmp_path)
+    try:
+        w.write(WriteBatch(memories=_memories(w, ["one", "two"])))
+        r = _open(tmp_path, read_only=True)
+        try:
+            v = r.version
+            for _ in range(3):
+                r.refresh()
+            assert r.version == v and r.n == 2
+            w.write(WriteBatch(consolidate=[1]))  # in place: no new memory, no count moved
+            r.refresh()
+            assert r.version == v + 1
+            assert is_consolidated(r.cols.headers["flags"]).tolist() == [False, True]
+        finally:
+            r.close()
+    finally:
+        w.close()

@@ -256,4 +256,7 @@ def test_reader_rereads_a_copy_caught_mid_rewrite(
             got = op()
             torn.armed = False
             assert got == want, f"{name} after a torn copy of {region}"
-        assert torn.hits >= 2, f"only {torn.hits} reads met the torn copy"
+        # strength rows are re-read only when a commit moved the store (and by check()): with
+        # no writer here, one read meets the torn copy; the others are read by several ops
+        least = 1 if region == "strength.rec" else 2
+        assert torn.hits >= least, f"only {torn.hits} reads met the torn copy"
