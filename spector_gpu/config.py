@@ -197,13 +197,16 @@ class Config:
         return data
 
     def save(self, directory: str | os.PathLike[str]) -> None:
-        """Write ``config.json``; an I/O error is the library error a store open would give."""
+        """Write ``config.json`` (atomically; synced to disk, file and directory, under
+        ``durability = "fsync"``, the level that promises to survive power loss); an I/O
+        error is the library error a store open would give."""
         from .storage.io import atomic_write
         from .storage.partition import open_failure
 
         data = json.dumps(self.to_dict(), indent=2, sort_keys=True).encode()
         try:
-            atomic_write(Path(directory) / "config.json", data, durable=False)
+            durable = self.store.durability == "fsync"
+            atomic_write(Path(directory) / "config.json", data, durable=durable)
         except OSError as exc:
             raise open_failure(Path(directory), exc, writable=True) from exc
 

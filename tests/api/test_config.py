@@ -169,3 +169,38 @@ def test_bad_env_refuses_to_open_a_store(tmp_path: Path, monkeypatch: pytest.Mon
     with pytest.raises(ConfigError, match=r"store\.durability"):
         SpectorMemory.open(tmp_path / "s")
     assert not (tmp_path / "s").exists()  # nothing was created for a refused config
+
+
+@pytest.mark.parametrize(("durability", "synced"), [("fsync", True), ("flush", False)])
+def test_config_json_is_synced_before_its_rename_under_fsync(
+    tmp_path: Path, durability: str, synced: bool
+) -> None:
+    """Power loss after the rename must not leave an empty config.json (the next open would
+    refuse the store): under ``fsync`` the file is synced before it replaces the old one, and
+    its directory after."""
+    from spector_gpu.storage.io import set_observer
+
+    events: list[tuple[str, str]] = []
+
+    class Recorder:
+        def on_sync(self, path: str, kind: str) -> None:
+            events.append(("sync", Path(path).name))
+
+        def on_dir_sync(self, path: str) -> None:
+            events.append(("dir_sync", Path(path).name))
+
+        def on_replace(self, src: str, dst: str) -> None:
+            events.append(("replace", Path(dst).name))
+
+        def __getattr__(self, name: str) -> object:
+            return lambda *args, **kwargs: None
+
+    previous = set_observer(Recorder())  # type: ignore[arg-type]
+    try:
+        SpectorMemory.open(tmp_path / "s", config={"store": {"durability": durability}}).close()
+    finally:
+        set_observer(previous)
+    at = events.index(("replace", "config.json"))
+    assert (("sync", "config.json.partial") in events[:at]) is synced
+    if synced:
+        assert ("dir_sync", "s") in events[at:]
