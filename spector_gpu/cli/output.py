@@ -25,8 +25,9 @@ def explain_line(e: Explanation) -> str:
         for name, r in e.relays.items()
     )
     gates = ", ".join(e.gates) or "none"
+    lift = f" + time cue {e.time_cue:.4f}" if e.time_cue else ""
     return (
-        f"{relays} | relevance {e.relevance:.4f} × cognitive {e.cognitive_factor:.3f} = "
+        f"{relays} | relevance {e.relevance:.4f} × cognitive {e.cognitive_factor:.3f}{lift} = "
         f"{e.fused:.4f} | D {e.retrieval_strength:.2f} S {e.storage_strength:.2f} | gates: {gates}"
     )
 
@@ -75,6 +76,7 @@ def result_dict(r: CognitiveResult) -> dict[str, Any]:
             },
             "relevance": e.relevance,
             "cognitive_factor": e.cognitive_factor,
+            "time_cue": e.time_cue,
             "fused": e.fused,
             "retrieval_strength": e.retrieval_strength,
             "storage_strength": e.storage_strength,

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from spector_gpu import ConfigError, RecallOptions, SpectorMemory, ValidationError
+from spector_gpu.cli.output import explain_line, result_dict
 from spector_gpu.pathways.recall.time_cues import DAY_MS, TimeCue, cue_kernel, time_cues
 
 FAST = {"store": {"durability": "none"}}
@@ -140,6 +141,9 @@ def test_the_lift_is_explained_and_gates_nothing(mem: SpectorMemory) -> None:
     b = by_id[old].breakdown
     assert b is not None
     assert b.fused == pytest.approx(b.relevance * b.cognitive_factor + b.time_cue)
+    assert f"+ time cue {b.time_cue:.4f}" in explain_line(b)  # the CLI's --explain line
+    assert result_dict(by_id[old])["explain"]["time_cue"] == b.time_cue  # and its --json
+    assert "time cue" not in explain_line(by_id[new].breakdown)  # type: ignore[arg-type]
 
 
 def test_a_zero_weight_switches_the_lift_off(tmp_path: Path) -> None:
