@@ -28,7 +28,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from spector_gpu.kernels.ivf import default_n_lists
 
 from spector_gpu import RecallOptions, SpectorMemory
 
@@ -84,7 +83,7 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--nprobe", default="16,32")
-    parser.add_argument("--lists", type=int, default=0, help="0: 4 x sqrt(n)")
+    parser.add_argument("--lists", type=int, default=0, help="0: sqrt(n), the store's default")
     parser.add_argument("--centres", type=int, default=2000)
     parser.add_argument("--noise", type=float, default=0.06)
     parser.add_argument("--repeat", type=int, default=3)
@@ -97,7 +96,7 @@ def main() -> None:
     docs = corpus("clustered", args.n, args.dim, args.centres, 1, args.noise)
     queries = corpus("clustered", args.queries, args.dim, args.centres, 2, args.noise)
     emb = TableEmbedder(docs, queries)
-    lists = args.lists or default_n_lists(args.n)
+    lists = args.lists or max(1, round(float(np.sqrt(args.n))))
     nprobes = [int(p) for p in args.nprobe.split(",")]
     with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as d:
         path = Path(d) / "store"
@@ -121,7 +120,7 @@ def main() -> None:
         quant = faiss.IndexFlatIP(args.dim)
         ivf = faiss.IndexIVFFlat(quant, args.dim, lists, faiss.METRIC_INNER_PRODUCT)
         t0 = time.perf_counter()
-        sample = docs[np.random.default_rng(0).choice(args.n, min(args.n, 256 * lists), False)]
+        sample = docs[np.random.default_rng(0).choice(args.n, min(args.n, 64 * lists), False)]
         ivf.train(sample)
         ivf.add(docs)
         faiss_build = time.perf_counter() - t0

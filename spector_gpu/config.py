@@ -67,7 +67,7 @@ class DenseConfig:
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     ivf_min_rows: int = 0  # rows from which the CPU dense relay's first pass is an IVF (0: never)
     ivf_nprobe: int = 32  # IVF lists scanned per query
-    ivf_lists: int = 0  # IVF lists (0: 4 x sqrt(rows))
+    ivf_lists: int = 0  # IVF lists (0: sqrt(rows))
 
 
 @dataclass(frozen=True)
