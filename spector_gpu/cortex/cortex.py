@@ -259,8 +259,7 @@ class Cortex:
                 file=self.stores.index.path,
                 region="index",
             )
-        old = self.n
-        self.version += 1
+        old, self.version = self.n, self.version + 1
         self._loader.ingest(old, n)
         self._loader.derive(old, n, self._payload_or_blank)
         self.link_lineage()

@@ -83,17 +83,14 @@ class Partition:
         lock_fd: int | None,
         store_id: int | None,
     ) -> None:
-        self.directory = directory
-        self.regions = regions
+        self.directory, self.regions = directory, regions
         self.by_name = {r.spec.filename: r for r in regions.values()}
         self.settings = settings  # what a reopen repeats
-        self.writable = settings.writable
-        self.durability = settings.durability
+        self.writable, self.durability = settings.writable, settings.durability
         self.checkpoint_bytes = settings.checkpoint_bytes
         self.store_id = store_id  # None only while a format-1 store awaits its upgrade
         self._lock_fd = lock_fd
-        self._pid = os.getpid()
-        self._closed = False
+        self._pid, self._closed = os.getpid(), False
         self.failed: BaseException | None = None
         self.damage: list[CorruptionError] = []  # found at open: identity, generation, missing
         self.created = False  # this open created the store's files
@@ -358,9 +355,8 @@ class Partition:
 
     # ---- reading -----------------------------------------------------------------------
     def refresh(self, *, order: Sequence[Region] = ()) -> bool:
-        """Readers: re-read every preamble to see commits made since open; returns whether
-        any preamble moved (every commit stamps its generation into every region's preamble,
-        so False means nothing was committed since the last look; a torn read counts as moved).
+        """Readers: re-read every preamble to see commits made since open; whether one moved
+        (every commit stamps its generation into every preamble; a torn read counts as moved).
 
         Preambles are read in the reverse of the writer's publish order (``order`` as given to
         :meth:`commit`, last-published first, then the other regions by descending file
@@ -371,8 +367,7 @@ class Partition:
         moved = False
         for file_no in sorted(self.regions, key=publish_key(order), reverse=True):
             if file_no:
-                region = self.regions[file_no]
-                before = region.preamble
+                region, before = self.regions[file_no], self.regions[file_no].preamble
                 region.reload_preamble()
                 identity.check_refresh(region, before.store_id, before.generation)
                 moved = moved or region.torn_preamble or region.preamble != before
