@@ -269,6 +269,24 @@ def test_expired_memories_are_gated_out_at_once(tmp_path: Path) -> None:
             mem.remember("x", expires_at=now + 10_000, ttl_s=5)
 
 
+def test_expiry_is_read_on_each_recall_s_clock_over_one_store_version(tmp_path: Path) -> None:
+    """The recall pathway keeps the earliest expiry per store version (no pass over the store
+    when nothing can have expired): the same version recalled before, after and again before
+    the expiry moment must answer by that moment each time."""
+    with _open(tmp_path) as mem:
+        now = int(time.time() * 1000)
+        soon = mem.remember("melon soup recipe", expires_at=now + 3_600_000)
+        kept = mem.remember("melon salad recipe")
+
+        def at(t: int) -> list[str]:
+            opts = RecallOptions(k=5, mode="observe", now_ms=t, now_slack_ms=10_000)
+            return sorted(h.id for h in mem.recall("melon recipe", opts))
+
+        assert at(now) == sorted([soon, kept])
+        assert at(now + 7_200_000) == [kept]
+        assert at(now + 60_000) == sorted([soon, kept])
+
+
 def test_delete_all_and_cascade(tmp_path: Path) -> None:
     with _open(tmp_path) as mem:
         mem.remember_batch([{"text": f"ann note {i}", "user_id": "ann"} for i in range(3)])

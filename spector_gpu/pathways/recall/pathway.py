@@ -39,7 +39,7 @@ from .columns import RecallColumns
 from .fusion import COEFFICIENT_MAX
 from .gates import GateCache
 from .hydration import Hydrator, retrieval_strength
-from .lifecycle_gates import searchable, unexpired
+from .lifecycle_gates import LiveRows
 from .relays import RecallPlan
 from .scorer import Scored, Scorer
 from .state import StoreVersion, VersionTracker
@@ -101,6 +101,7 @@ class RecallPathway:
         mirror = self._device_path
         self._tracker = VersionTracker()
         self._gates = GateCache()
+        self._live = LiveRows()
         self._columns = RecallColumns(device, mirror=mirror)
         self._links = LinkTables(device, mirror=mirror)
         self._cues = CueTable(device, mirror=mirror)
@@ -201,8 +202,7 @@ class RecallPathway:
         self._links.sync(c, at)
         if opts.fusion == "cognitive":
             self._cues.sync(c, at)
-        allowed = searchable(c, unexpired(c, self._gates.mask(c, opts, at), now))
-        n_allowed = int(allowed.sum())
+        allowed, n_allowed = self._live.allowed(c, self._gates.mask(c, opts, at), now, at)
         relays = frozenset(opts.relays)
         dense, ceiling, tokens = None, None, c.analyzer.tokens_batch(queries)
         if "lexical" in relays:

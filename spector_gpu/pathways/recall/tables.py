@@ -34,6 +34,7 @@ class PaddedRows:
         self.data = np.full((0, 0), fill, dtype=self.dtype)
         self.size = np.zeros(0, dtype=np.int64)  # entries per row
         self.rows = 0
+        self._width = 0  # widest row (rows only ever grow: kept by push, not a pass per read)
         self.device = device
         self._dev: torch.Tensor | None = None
         self._dirty: list[int] = []
@@ -42,6 +43,7 @@ class PaddedRows:
         self.data = np.full((0, 0), self.fill, dtype=self.dtype)
         self.size = np.zeros(0, dtype=np.int64)
         self.rows = 0
+        self._width = 0
         self._dev = None
 
     def add_row(self) -> int:
@@ -56,6 +58,7 @@ class PaddedRows:
             self._grow(self.data.shape[0], max(2 * k, 2))
         self.data[row, k] = value
         self.size[row] = k + 1
+        self._width = max(self._width, k + 1)
         self._dirty.append(row)
 
     def _grow(self, rows: int, width: int) -> None:
@@ -68,7 +71,7 @@ class PaddedRows:
     @property
     def width(self) -> int:
         """Widest row in use (the gather width)."""
-        return int(self.size[: self.rows].max(initial=0))
+        return self._width
 
     def tensor(self) -> torch.Tensor:
         """(rows, width) on the device: a view of the host table on the CPU."""
