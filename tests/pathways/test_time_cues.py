@@ -14,7 +14,13 @@ import torch
 
 from spector_gpu import ConfigError, RecallOptions, SpectorMemory, ValidationError
 from spector_gpu.cli.output import explain_line, result_dict
-from spector_gpu.pathways.recall.time_cues import DAY_MS, TimeCue, cue_kernel, time_cues
+from spector_gpu.pathways.recall.time_cues import (
+    DAY_MS,
+    MAX_CUES,
+    TimeCue,
+    cue_kernel,
+    time_cues,
+)
 
 FAST = {"store": {"durability": "none"}}
 TEXT = "planted tomato saplings in the raised garden bed"
@@ -158,3 +164,20 @@ def test_bad_settings_are_named(tmp_path: Path) -> None:
         RecallOptions(time_cues="yes")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="time_cue_weight"):
         SpectorMemory.open(tmp_path / "s", config={"recall": {"time_cue_weight": -1.0}})
+
+
+def test_hostile_queries_and_extreme_clocks_give_bounded_cues_never_an_error() -> None:
+    many = " ".join(["a day ago"] * 5000)
+    assert len(time_cues(many, NOW)) == MAX_CUES
+    for now in (2**62, -(2**62), 0):
+        for query in ("last Friday", "in March", "yesterday", "9999 years ago", "this year"):
+            for cue in time_cues(query, now):
+                assert cue.lo_ms <= cue.hi_ms  # a window, or no cue at all
+
+
+def test_recall_at_an_extreme_clock_with_a_calendar_cue_answers(mem: SpectorMemory) -> None:
+    old, new = _twins(mem)
+    for now in (2**62, -(2**62)):
+        opts = RecallOptions(k=2, mode="observe", now_ms=now)
+        got = {h.id for h in mem.recall("tomato saplings last Friday in March", opts)}
+        assert got <= {old, new}

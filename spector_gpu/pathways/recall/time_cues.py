@@ -36,9 +36,11 @@ from datetime import UTC, datetime, timedelta
 
 import torch
 
-__all__ = ["TimeCue", "cue_kernel", "time_cues", "time_lift"]
+__all__ = ["MAX_CUES", "TimeCue", "cue_kernel", "time_cues", "time_lift"]
 
 DAY_MS = 86_400_000
+#: Cues read from one query (the kernel's cost grows with them).
+MAX_CUES = 8
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
 _WORDS = {
     "a": 1,
@@ -159,7 +161,10 @@ _RULES = (
 
 
 def time_cues(text: str, now_ms: int) -> tuple[TimeCue, ...]:
-    """The time cues of ``text`` as of ``now_ms`` (module docstring), in the order found.
+    """The time cues of ``text`` as of ``now_ms`` (module docstring), by rule then position,
+    at most :data:`MAX_CUES` (a query repeating a phrase a thousand times gets no bigger
+    kernel). A calendar phrase whose date falls outside ``datetime``'s years (1–9999: a clock
+    set near ``±2**62`` ms) points at nothing and is left out.
 
     >>> [c.phrase for c in time_cues("What did I plant two weeks ago?", 1_683_244_800_000)]
     ['two weeks ago']
@@ -168,9 +173,14 @@ def time_cues(text: str, now_ms: int) -> tuple[TimeCue, ...]:
     taken: list[tuple[int, int]] = []
     for pattern, window in _RULES:
         for m in pattern.finditer(text):
+            if len(found) == MAX_CUES:
+                return tuple(found)
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue  # "the last two weeks" is one cue, not also "last ... weeks"
-            lo, hi = window(m, now_ms)
+            try:
+                lo, hi = window(m, now_ms)
+            except (OverflowError, ValueError, OSError):
+                continue  # no such calendar date
             found.append(TimeCue(m.group(0), lo, hi))
             taken.append(m.span())
     return tuple(found)
