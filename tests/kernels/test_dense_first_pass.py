@@ -6,16 +6,16 @@ from ``min_rows``, rebuilt when the tail outgrows the build, and configured by `
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
-from spector_gpu.kernels import ivf as ivf_module
+from ivf_rows import clustered
+from ivf_rows import native_kernel as _native
 from spector_gpu.kernels.dense import DenseIndex
 from spector_gpu.kernels.dense_ivf import FirstPass
-from spector_gpu.kernels.quant import l2_normalize, quantize_int8
+from spector_gpu.kernels.quant import quantize_int8
 
 from spector_gpu import ConfigError, RecallOptions, SpectorMemory, ValidationError
 
@@ -23,21 +23,7 @@ DIM = 32
 
 
 def _clustered(n: int, seed: int, centres: int = 16, noise: float = 0.3) -> np.ndarray:
-    mu = l2_normalize(np.random.default_rng(0).standard_normal((centres, DIM), dtype=np.float32))
-    rng = np.random.default_rng(seed)
-    x = mu[rng.integers(0, centres, n)] + noise * rng.standard_normal((n, DIM), dtype=np.float32)
-    return np.asarray(l2_normalize(x.astype(np.float32)), dtype=np.float32)
-
-
-@contextmanager
-def _native(enabled: bool) -> Iterator[None]:
-    saved = ivf_module.native
-    if not enabled:
-        ivf_module.native = None
-    try:
-        yield
-    finally:
-        ivf_module.native = saved
+    return clustered(n, DIM, centres, seed, noise)
 
 
 def _index(rows: np.ndarray, first_pass: FirstPass | None) -> DenseIndex:

@@ -2,38 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from spector_gpu.kernels import ivf as ivf_module
+from ivf_rows import clustered as _clustered
+from ivf_rows import native_kernel as _native
 from spector_gpu.kernels.dense import search_reference
 from spector_gpu.kernels.ivf import IVFInt8Index, default_n_lists
-from spector_gpu.kernels.quant import l2_normalize, quantize_int8
+from spector_gpu.kernels.quant import quantize_int8
 
 from spector_gpu.errors import ValidationError
-
-
-def _clustered(n: int, dim: int, centres: int, seed: int, noise: float = 0.25) -> np.ndarray:
-    """Rows around ``centres`` random unit directions (the same ones for every ``seed``)."""
-    mu = l2_normalize(np.random.default_rng(0).standard_normal((centres, dim), dtype=np.float32))
-    rng = np.random.default_rng(seed)
-    x = mu[rng.integers(0, centres, n)] + noise * rng.standard_normal((n, dim), dtype=np.float32)
-    return np.asarray(l2_normalize(x.astype(np.float32)), dtype=np.float32)
-
-
-@contextmanager
-def _native(enabled: bool) -> Iterator[None]:
-    saved = ivf_module.native
-    if not enabled:
-        ivf_module.native = None
-    try:
-        yield
-    finally:
-        ivf_module.native = saved
 
 
 @pytest.fixture(scope="module")
