@@ -7,8 +7,8 @@ lifts the members the query matched that were formed inside a window (their own
 ``timestamp_ms``) by ``[recall] time_cue_weight`` (1.5) × the row's best fused score ×
 :func:`cue_kernel` — 1 inside a window, falling linearly to 0 one window-width (at least a
 day) outside it (:func:`time_lift`). With a weight above 1 a matched member formed when the
-query says outranks the members formed at other times. Nothing is gated: a memory outside
-every window keeps its score, and a query without a cue is untouched.
+query says outranks an equally relevant one formed at another time. Nothing is gated: a
+memory outside every window keeps its score, and a query without a cue is untouched.
 ``RecallOptions(time_cues=False)`` switches the lift off for a call.
 
 Phrases understood (case-insensitive, calendar arithmetic in UTC):
