@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ValidationError
 from ._embeddings import embedder_of
 from ._extras import missing_extra
+from ._owned import OwnedMemory
 
 try:
     from langchain_core.documents import Document
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
 __all__ = ["SpectorVectorStore"]
 
 
-class SpectorVectorStore(VectorStore):
+class SpectorVectorStore(OwnedMemory, VectorStore):
     """A LangChain vector store whose documents are memories of one spector_gpu store.
 
     Args:
@@ -94,27 +95,16 @@ class SpectorVectorStore(VectorStore):
         self._memory = memory
 
     @property
-    def memory(self) -> SpectorMemory:
-        """The open memory handle the documents live in."""
-        return self._memory
-
-    @property
     def embeddings(self) -> Embeddings | None:
         """The LangChain embeddings given at construction (None: the store's own)."""
         return self._embedding
 
     def close(self) -> None:
-        """Close the store this object opened (a ``memory`` passed in stays open)."""
-        if self._owned:
-            self._memory.close()
+        """Close the store this object opened (a ``memory`` passed in stays open) and remove
+        its temporary directory, if it made one."""
+        super().close()
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
-
-    def __enter__(self) -> SpectorVectorStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # ---- writes --------------------------------------------------------------------------
     def add_texts(

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ValidationError
 from ._embeddings import embedder_of
 from ._extras import missing_extra
+from ._owned import OwnedMemory
 from .langgraph_ops import (
     decode_key,
     encode_key,
@@ -110,7 +111,7 @@ def _fields(r: CognitiveResult) -> dict[str, Any]:
     }
 
 
-class SpectorStore(BaseStore):
+class SpectorStore(OwnedMemory, BaseStore):
     """A LangGraph store whose items are memories of one spector_gpu store.
 
     Args:
@@ -147,22 +148,6 @@ class SpectorStore(BaseStore):
             embeddings = ensure_embeddings(index["embed"])
             engine = embedder_of(embeddings, dim=int(index["dims"]))
         self._memory, self._owned = SpectorMemory.open(path_or_memory, embedder=engine), True
-
-    @property
-    def memory(self) -> SpectorMemory:
-        """The open memory handle the items live in."""
-        return self._memory
-
-    def close(self) -> None:
-        """Close the store this object opened (a memory passed in stays open)."""
-        if self._owned:
-            self._memory.close()
-
-    def __enter__(self) -> SpectorStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # ---- the two abstract methods --------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UnknownIdError, ValidationError
+from ._owned import OwnedMemory
 from .mem0_shapes import (
     SCOPES,
     caller_metadata,
@@ -75,7 +76,7 @@ def _no_top_level_scopes(method: str, kwargs: Mapping[str, Any]) -> None:
         raise ValidationError(f"{method}() got unexpected arguments {sorted(kwargs)}")
 
 
-class Memory:
+class Memory(OwnedMemory):
     """mem0's ``Memory`` over the store at ``path`` (or an open ``memory`` handle, which the
     caller keeps open). Module docstring: what differs from mem0."""
 
@@ -113,22 +114,6 @@ class Memory:
         if path is None:
             raise ValidationError("vector_store.config.path (the store directory) is required")
         return cls(path)
-
-    @property
-    def memory(self) -> SpectorMemory:
-        """The open memory handle."""
-        return self._memory
-
-    def close(self) -> None:
-        """Close the store this object opened."""
-        if self._owned:
-            self._memory.close()
-
-    def __enter__(self) -> Memory:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # ---- writes --------------------------------------------------------------------------
     def add(
