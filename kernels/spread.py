@@ -16,6 +16,8 @@ one query at a time, the per-query loop recall used to run) agree bit for bit.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import torch
 
@@ -24,11 +26,21 @@ from spector_gpu.errors import ValidationError
 __all__ = ["member_positions", "spread_max", "spread_max_reference"]
 
 
+_TABLE = threading.local()  # per thread: int32 position table, -1 everywhere between calls
+
+
 def member_positions(pool: torch.Tensor, nbr: torch.Tensor) -> torch.Tensor:
     """Position of each neighbour in its query's pool row, or -1 where it is not a member.
 
+    On the CPU each row is answered through a position table indexed by ordinal (set for the
+    row's members, read for its neighbours, reset): O(W + W·E) per row, where a binary search
+    costs a mispredicted branch per level (a 1,800-member row with 14,400 neighbours: 0.03
+    ms against 0.7 ms for ``torch.searchsorted``). Elsewhere one batched ``searchsorted``
+    (no host sync). Both give the same positions.
+
     Args:
-        pool: int64 (n, W), each row ascending (padding: any value above every ordinal).
+        pool: int64 (n, W), each row strictly ascending (padding: any value above every
+            ordinal).
         nbr: int64 (n, W, E) neighbour ordinals, -1 for none.
 
     Returns:
@@ -36,9 +48,35 @@ def member_positions(pool: torch.Tensor, nbr: torch.Tensor) -> torch.Tensor:
     """
     n, width = pool.shape
     flat = nbr.reshape(n, -1)
+    if pool.device.type == "cpu" and flat.numel() and width:
+        return _positions_by_table(pool, flat).reshape(nbr.shape)
     pos = torch.searchsorted(pool, flat.clamp(min=0)).clamp(max=max(width - 1, 0))
     hit = (torch.gather(pool, 1, pos) == flat) & (flat >= 0)
     return torch.where(hit, pos, torch.full_like(pos, -1)).reshape(nbr.shape)
+
+
+def _positions_by_table(pool: torch.Tensor, flat: torch.Tensor) -> torch.Tensor:
+    top = int(flat.max())  # members above the largest neighbour can never be found
+    out = torch.full_like(flat, -1)
+    if top < 0:
+        return out
+    table: torch.Tensor | None = getattr(_TABLE, "table", None)
+    if table is None or len(table) <= top:
+        size = max(top + 1, 2 * len(table) if table is not None else 0)
+        table = torch.full((size,), -1, dtype=torch.int32)
+        _TABLE.table = table
+    counts = torch.searchsorted(pool, torch.full((len(pool), 1), top), right=True)[:, 0]
+    ar = torch.arange(pool.shape[1], dtype=torch.int32)
+    for i, w in enumerate(counts.tolist()):
+        members = pool[i, :w]
+        table.index_copy_(0, members, ar[:w])
+        try:
+            needles = flat[i]
+            got = table.index_select(0, needles.clamp(min=0)).to(torch.int64)
+            out[i] = torch.where(needles >= 0, got, out[i])
+        finally:
+            table.index_fill_(0, members, -1)
+    return out
 
 
 def spread_max(

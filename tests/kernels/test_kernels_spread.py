@@ -80,3 +80,30 @@ def test_equals_the_numpy_twin(seed: int, size: int, degree: int, hops: int, dec
         decay=decay,
     )
     np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 5), st.integers(0, 40), st.integers(0, 5))
+def test_member_positions_by_table_equal_a_binary_search(
+    seed: int, rows: int, width: int, degree: int
+) -> None:
+    """The CPU position table and a per-row binary search agree, for rows of different
+    lengths padded above every ordinal, neighbours outside the pool and ``-1``."""
+    rng = np.random.default_rng(seed)
+    pool = np.full((rows, width), PAD, np.int64)
+    for i in range(rows):
+        members = np.unique(rng.integers(0, 90, rng.integers(0, width + 1)))
+        pool[i, : len(members)] = members
+    nbr = rng.integers(-1, 100, (rows, width, degree))
+    want = np.full(nbr.shape, -1, np.int64)
+    for i in range(rows):
+        pos = np.searchsorted(pool[i], nbr[i]).clip(max=max(width - 1, 0))
+        hit = (nbr[i] >= 0) & (pool[i][pos] == nbr[i]) if width else np.zeros_like(pos, bool)
+        want[i] = np.where(hit, pos, -1)
+    got = member_positions(torch.from_numpy(pool), torch.from_numpy(nbr))
+    np.testing.assert_array_equal(got.numpy(), want)
+    # the table is left clean: a second call with other rows gives its own answer
+    again = member_positions(
+        torch.from_numpy(pool[::-1].copy()), torch.from_numpy(nbr[::-1].copy())
+    )
+    np.testing.assert_array_equal(again.numpy(), want[::-1])

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 
 import torch
 
+from ...kernels.selection import take_rows
+from ...kernels.spread import member_positions
+
 __all__ = ["PAD", "Pool", "expand", "union"]
 
 PAD = 1 << 62  # padding ordinal of the sparse layout: above any real one
@@ -48,10 +51,7 @@ class Pool:
         if self.dense:
             hit = (flat >= 0) & torch.gather(self.valid, 1, flat.clamp(min=0))
             return torch.where(hit, flat, torch.full_like(flat, -1)).reshape(nbr.shape)
-        last = max(self.width - 1, 0)
-        pos = torch.searchsorted(self.ordinals, flat.clamp(min=0)).clamp(max=last)
-        hit = (torch.gather(self.ordinals, 1, pos) == flat) & (flat >= 0)
-        return torch.where(hit, pos, torch.full_like(pos, -1)).reshape(nbr.shape)
+        return member_positions(self.ordinals, nbr)
 
 
 def _dense(
@@ -113,7 +113,7 @@ def expand(
     """The pool plus every allowed neighbour of its members (``nbr`` int64 (n, W, E), -1 for
     none; ``allowed`` bool (N,) on the device)."""
     flat = nbr.reshape(nbr.shape[0], -1)
-    ok = (flat >= 0) & allowed[flat.clamp(min=0)]
+    ok = (flat >= 0) & take_rows(allowed, flat.clamp(min=0))
     more = torch.where(ok, flat, torch.full_like(flat, -1))
     if pool.dense:
         return _dense([more], flat.shape[0], n_store, pool)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from ....config import AssociationConfig
+from ....kernels.selection import take_rows
 from ....kernels.spread import spread_max
 from ..pool import Pool
 from ..tables import LinkTables
@@ -27,7 +28,7 @@ def neighbours(
     nodes = torch.where(pool.valid, pool.ordinals, torch.full_like(pool.ordinals, -1))
     none = torch.full_like(nodes, -1)
     chain = tables.chain
-    nbr = chain[nodes.clamp(min=0)]  # (m, W, 2·window)
+    nbr = take_rows(chain, nodes.clamp(min=0))  # (m, W, 2·window)
     nbr = torch.where((nodes >= 0)[..., None], nbr, torch.full_like(nbr, -1))
     weight = torch.full(
         nbr.shape, float(cfg.temporal_weight), dtype=torch.float64, device=nbr.device
@@ -35,11 +36,11 @@ def neighbours(
     extra = tables.extra()
     if extra is not None:
         row_of, e_nbr, e_w = extra
-        row = torch.where(nodes >= 0, row_of[nodes.clamp(min=0)], none)
+        row = torch.where(nodes >= 0, take_rows(row_of, nodes.clamp(min=0)), none)
         has = (row >= 0)[..., None]
-        picked = e_nbr[row.clamp(min=0)]
+        picked = take_rows(e_nbr, row.clamp(min=0))
         nbr = torch.cat([nbr, torch.where(has, picked, torch.full_like(picked, -1))], dim=-1)
-        weight = torch.cat([weight, e_w[row.clamp(min=0)]], dim=-1)
+        weight = torch.cat([weight, take_rows(e_w, row.clamp(min=0))], dim=-1)
     return nbr, weight
 
 
