@@ -51,7 +51,8 @@ class Pool:
         if self.dense:
             hit = (flat >= 0) & torch.gather(self.valid, 1, flat.clamp(min=0))
             return torch.where(hit, flat, torch.full_like(flat, -1)).reshape(nbr.shape)
-        return member_positions(self.ordinals, nbr)
+        pos: torch.Tensor = member_positions(self.ordinals, nbr)
+        return pos
 
 
 def _dense(
