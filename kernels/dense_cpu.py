@@ -44,11 +44,12 @@ def scratch_buffers(
     """
     bufs: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = getattr(scratch, "bufs", None)
     if bufs is None or bufs[0].shape[0] < rows or bufs[0].shape[1] != cols:
-        bufs = (
-            torch.empty((rows, cols), dtype=torch.int32),
-            torch.empty((rows, cols), dtype=torch.float32),
-            torch.empty((rows, cols), dtype=torch.bool),
-        )
+        with torch.inference_mode(False):  # normal tensors: written in and out of that mode
+            bufs = (
+                torch.empty((rows, cols), dtype=torch.int32),
+                torch.empty((rows, cols), dtype=torch.float32),
+                torch.empty((rows, cols), dtype=torch.bool),
+            )
         scratch.bufs = bufs
     return bufs
 

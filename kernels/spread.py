@@ -63,7 +63,8 @@ def _positions_by_table(pool: torch.Tensor, flat: torch.Tensor) -> torch.Tensor:
     table: torch.Tensor | None = getattr(_TABLE, "table", None)
     if table is None or len(table) <= top:
         size = max(top + 1, 2 * len(table) if table is not None else 0)
-        table = torch.full((size,), -1, dtype=torch.int32)
+        with torch.inference_mode(False):  # a normal tensor: writable in and out of that mode
+            table = torch.full((size,), -1, dtype=torch.int32)
         _TABLE.table = table
     counts = torch.searchsorted(pool, torch.full((len(pool), 1), top), right=True)[:, 0]
     ar = torch.arange(pool.shape[1], dtype=torch.int32)
