@@ -102,6 +102,8 @@ def test_member_positions_by_table_equal_a_binary_search(
         want[i] = np.where(hit, pos, -1)
     got = member_positions(torch.from_numpy(pool), torch.from_numpy(nbr))
     np.testing.assert_array_equal(got.numpy(), want)
+    searched = member_positions(torch.from_numpy(pool), torch.from_numpy(nbr), host_reads=False)
+    np.testing.assert_array_equal(searched.numpy(), want)
     # the table is left clean: a second call with other rows gives its own answer
     again = member_positions(
         torch.from_numpy(pool[::-1].copy()), torch.from_numpy(nbr[::-1].copy())

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spector_gpu import ConfigError, RecallOptions, SpectorMemory, ValidationError
 from spector_gpu.cli.output import explain_line, result_dict
@@ -18,6 +20,7 @@ from spector_gpu.pathways.recall.time_cues import (
     DAY_MS,
     MAX_CUES,
     TimeCue,
+    _parse,
     cue_kernel,
     time_cues,
 )
@@ -74,6 +77,21 @@ def test_each_phrase_points_at_its_window(query: str, phrase: str, lo: str, hi: 
 )
 def test_queries_without_a_time_have_no_cue(query: str) -> None:
     assert time_cues(query, NOW) == ()
+
+
+_PIECES = (
+    *("two", "3", "a couple of", "few", "days", "weeks", "month", "years", "ago", "the"),
+    *("past", "last", "this", "in", "during", "of", "March", "may", "Friday", "weekend"),
+    *("yesterday", "Today", "LAST", "agony", "thistle", "pastry", "todays", "garden", "?", ","),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=12), st.sampled_from([" ", "  ", "\n", "-"]))
+def test_the_trigger_word_check_never_changes_the_cues(words: list[str], sep: str) -> None:
+    """The one-search check that a query names no time gives exactly what every rule gives."""
+    text = sep.join(words)
+    assert time_cues(text, NOW) == _parse(text, NOW)
 
 
 def test_several_cues_are_all_found_once() -> None:

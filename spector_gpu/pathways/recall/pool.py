@@ -29,11 +29,12 @@ PAD = 1 << 62  # padding ordinal of the sparse layout: above any real one
 @dataclass(frozen=True)
 class Pool:
     """``ordinals`` int64 (n, W) ascending per row, ``valid`` bool (n, W); ``dense`` when
-    column j is ordinal j for every row."""
+    column j is ordinal j for every row; ``host_reads`` when lookups may read values back."""
 
     ordinals: torch.Tensor
     valid: torch.Tensor
     dense: bool
+    host_reads: bool = False  # the caller may read values back (the CPU path)
 
     @property
     def width(self) -> int:
@@ -51,7 +52,7 @@ class Pool:
         if self.dense:
             hit = (flat >= 0) & torch.gather(self.valid, 1, flat.clamp(min=0))
             return torch.where(hit, flat, torch.full_like(flat, -1)).reshape(nbr.shape)
-        pos: torch.Tensor = member_positions(self.ordinals, nbr)
+        pos: torch.Tensor = member_positions(self.ordinals, nbr, host_reads=self.host_reads)
         return pos
 
 
@@ -88,7 +89,7 @@ def _sparse(x: torch.Tensor, *, trim: bool) -> Pool:
     out = torch.full((x.shape[0], width + 1), PAD, dtype=x.dtype, device=x.device)
     out.scatter_(1, slot, x)  # kept entries keep their (ascending) order
     ordinals = out[:, :width].contiguous()
-    return Pool(ordinals, ordinals < PAD, False)
+    return Pool(ordinals, ordinals < PAD, False, trim)
 
 
 def union(

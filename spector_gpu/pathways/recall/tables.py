@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from ...cortex.cortex import Cortex
+from ...kernels.selection import take_rows
 from .state import StoreVersion
 
 __all__ = ["ChainTable", "CueTable", "LinkTables", "PaddedRows"]
@@ -254,6 +255,6 @@ class CueTable:
         mask = torch.from_numpy(asked)
         if self.mirror:
             mask = mask.to(self.device)
-        ids = table[members]  # (n_q, W, C)
+        ids = take_rows(table, members)  # (n_q, W, C)
         ids = torch.where(ids >= 0, ids, torch.full_like(ids, vocab)).reshape(len(tokens), -1)
         return torch.gather(mask, 1, ids).reshape(*members.shape, -1).any(dim=-1)

@@ -77,6 +77,9 @@ _LAST_DAY = re.compile(rf"\blast\s+({'|'.join(_WEEKDAYS)}|weekend)\b", re.I)
 _THIS = re.compile(rf"\bthis\s+{_UNIT}\b", re.I)
 _MONTH = re.compile(rf"\b(?:in|during|of)\s+({'|'.join(_MONTHS)})\b", re.I)
 _DAYWORD = re.compile(r"\b(yesterday|today)\b", re.I)
+# Every rule above needs one of these whole words: a query with none of them has no cue, and
+# one search answers that (most queries) instead of the six rules.
+_TRIGGER = re.compile(rf"\b(?:ago|past|last|this|yesterday|today|{'|'.join(_MONTHS)})\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -169,6 +172,13 @@ def time_cues(text: str, now_ms: int) -> tuple[TimeCue, ...]:
     >>> [c.phrase for c in time_cues("What did I plant two weeks ago?", 1_683_244_800_000)]
     ['two weeks ago']
     """
+    if not _TRIGGER.search(text):
+        return ()
+    return _parse(text, now_ms)
+
+
+def _parse(text: str, now_ms: int) -> tuple[TimeCue, ...]:
+    """:func:`time_cues` without the trigger-word check (the tests compare the two)."""
     found: list[TimeCue] = []
     taken: list[tuple[int, int]] = []
     for pattern, window in _RULES:

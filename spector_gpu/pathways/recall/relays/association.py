@@ -60,8 +60,8 @@ def association_score(
 
 class DenseGraph:
     """Every memory's neighbours as one (N, E) table, for pools that cover the store (the
-    dense layout): expansion and spreading then work neighbour slot by neighbour slot over
-    (n_queries, N) blocks, never forming the (n_queries, N, E) gather."""
+    dense layout, a few thousand memories at most): expansion works neighbour slot by slot
+    over (n_queries, N) blocks; spreading gathers the (n_queries, N, E) block once per hop."""
 
     def __init__(self, nbr: torch.Tensor, weight: torch.Tensor) -> None:
         self.nbr = nbr  # int64 (N, E), -1 for none
@@ -84,16 +84,19 @@ class DenseGraph:
         """float64 (m, N) max-product activation (:func:`~spector_gpu.kernels.spread.spread_max`
         with the same products in the same order)."""
         act = torch.zeros_like(base)
+        m, n = base.shape
+        e = self.nbr.shape[1]
+        if e == 0:
+            return act
+        jj = self.nbr.clamp(min=0).reshape(-1)  # (N·E): neighbour e of memory i at i·E + e
+        live = (valid[:, :, None] & (self.nbr >= 0)) & valid.index_select(1, jj).view(m, n, e)
+        zero = torch.zeros((), dtype=base.dtype, device=base.device)
         src = base
-        zero = torch.zeros_like(base)
         for hop in range(max(int(cfg.hops), 1)):
-            step = zero
-            for e in range(self.nbr.shape[1]):
-                j = self.nbr[:, e]
-                jj = j.clamp(min=0)
-                live = valid & (j >= 0) & valid.index_select(1, jj)
-                prod = (self.weight[:, e] * src.index_select(1, jj)) * (cfg.decay**hop)
-                step = torch.maximum(step, torch.where(live, prod, zero))
+            prod = (self.weight * src.index_select(1, jj).view(m, n, e)) * (cfg.decay**hop)
+            # the max over the neighbour slots, floored at 0: the running maximum from 0
+            # over the slots, exactly (max is exact in any order)
+            step = torch.maximum(torch.where(live, prod, zero).amax(dim=2), zero)
             act = torch.maximum(act, step)
             src = step
         return act
