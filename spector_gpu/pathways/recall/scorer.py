@@ -10,7 +10,7 @@ top-k is done; on the CPU the pool is trimmed to its widest row.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import torch
@@ -18,7 +18,7 @@ import torch
 from ...cortex.cortex import Cortex
 from ...kernels.selection import topk_exact_torch, topk_mask
 from ...types import Explanation, RelayExplanation
-from .columns import RecallColumns
+from .columns import PoolColumns, RecallColumns
 from .fusion import Fused, fuse
 from .gates import active_gates
 from .pool import Pool, expand, union
@@ -232,8 +232,7 @@ class Scorer:
                 raw["dense"] = dense_score(
                     self.cortex.dense, slice_queries(plan.dense, lo, hi), idx, valid
                 )
-        cols = self.columns.gather(idx)
-        d = pool_strength(cols, plan)
+        cols, d = self._columns(plan, pool, idx)
         if "salience" in plan.relays:
             raw["salience"] = salience_score(cols, d)
         fz = self._fuse(plan, lo, hi, pool, raw, (cols.importance, d, cols.s_term))
@@ -257,6 +256,21 @@ class Scorer:
             torch.where(hit, torch.gather(rel, 1, at), torch.zeros_like(vals)).to(torch.float32),
         )
         return fz, at, hit, take
+
+    def _columns(
+        self, plan: RecallPlan, pool: Pool, idx: torch.Tensor
+    ) -> tuple[PoolColumns, torch.Tensor]:
+        """The members' columns and retrieval strength D. In the dense layout (every row is
+        ordinals 0..N-1) one row is gathered and its D computed once for every query (they
+        are query-independent); the values at non-members differ from a gather at ``idx``,
+        and nothing reads them."""
+        m = pool.ordinals.shape[0]
+        if not pool.dense or m < 2:
+            cols = self.columns.gather(idx)
+            return cols, pool_strength(cols, plan)
+        one = self.columns.gather(pool.ordinals[:1])
+        d = pool_strength(one, plan).expand(m, -1)
+        return PoolColumns(**{f.name: getattr(one, f.name).expand(m, -1) for f in fields(one)}), d
 
     def _fuse(
         self,
