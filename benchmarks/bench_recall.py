@@ -124,7 +124,7 @@ def bench_locomo(rounds: int) -> None:
         rates.append(result.metrics["configs"]["default"]["queries_per_s"])
     r10 = result.metrics["configs"]["default"]["recall@10"]
     row(
-        "LoCoMo dev eval, all relays, CPU (evaluate(), batches of 64)",
+        "LoCoMo dev eval, all relays, CPU (evaluate(), batches of 128)",
         f"{statistics.median(rates):,.0f} q/s (recall@10 {r10:.4f})",
         ">= 5,000 q/s",
     )

@@ -73,22 +73,6 @@ def topk_exact_torch(
     return vals.reshape(*shape, k), idx.reshape(*shape, k)
 
 
-def _top_mask_native(keyed: torch.Tensor, take: int) -> torch.Tensor:
-    """:func:`topk_mask` on the CPU: the native row selection (value descending, then lower
-    column; ``-inf`` never enters), its columns scattered into the mask (a row's padding
-    ``-1`` lands in a spare column)."""
-    n, width = keyed.shape
-    x = np.ascontiguousarray(keyed.numpy())
-    top = np.empty((n, take), dtype=np.float64)
-    cols = np.empty((n, take), dtype=np.int64)
-    count = np.empty(n, dtype=np.int64)
-    native.rows_topk(x, width, _NEG_INF, True, top, cols, count)
-    at = torch.from_numpy(np.where(cols < 0, width, cols))
-    out = torch.zeros((n, width + 1), dtype=torch.bool)
-    out.scatter_(1, at, True)
-    return out[:, :width]
-
-
 def _top_mask(flat: torch.Tensor, take: int) -> torch.Tensor:
     """bool (n, W): the ``take`` best entries of each row (ties: lower column), 1 <= take <= W."""
     # the smallest of an unsorted top-k is the k-th value (sorting it measured 6x slower)
@@ -111,8 +95,6 @@ def topk_mask(
     if values.shape[1] == 0:
         return torch.zeros(values.shape, dtype=torch.bool, device=values.device)
     keyed = torch.where(valid, values, torch.full_like(values, _NEG_INF))
-    if host_reads and native is not None and keyed.device.type == "cpu":
-        return _top_mask_native(keyed, min(k, values.shape[1]))
     live = keyed > _NEG_INF
     if not host_reads:
         return _top_mask(keyed, min(k, values.shape[1])) & live

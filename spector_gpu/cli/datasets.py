@@ -127,7 +127,7 @@ def add_eval(subs: Any) -> None:
         "--ablations", action="store_true", help="add per-relay and per-fusion configurations"
     )
     p.add_argument(
-        "--batch-size", type=int, default=64, help="queries per recall_batch call (default 64)"
+        "--batch-size", type=int, default=128, help="queries per recall_batch call (default 128)"
     )
     p.add_argument(
         "--workers", type=int, default=1, help="processes building the stores (default 1; CPU)"
