@@ -80,15 +80,17 @@ class Hydrator:
         s: float | None = None,
         explain: Explanation | None = None,
         relevance: float = 0.0,
+        tsid: str | None = None,
     ) -> CognitiveResult:
-        """Hydrate ordinal ``o``; ``s`` defaults to the current storage strength."""
+        """Hydrate ordinal ``o``; ``s`` defaults to the current storage strength; ``tsid`` is
+        its id when the caller already encoded it."""
         c = self.cortex
         h = c.cols.headers[o]
         p = c.payload(o)
         life = lifecycle_fields(c, o, p)
         provenance, source = int(h["provenance"]), int(h["source"])
         return CognitiveResult(
-            id=encode_tsid(int(c.cols.ids[o])),
+            id=tsid if tsid is not None else encode_tsid(int(c.cols.ids[o])),
             text=p.text,
             score=score,
             memory_type=MemoryType(int(c.cols.index["type"][o])),
@@ -126,12 +128,14 @@ class Hydrator:
         s: np.ndarray,
         explain: list[Explanation] | None,
         relevance: np.ndarray | None = None,
+        tsids: np.ndarray | None = None,
     ) -> list[CognitiveResult]:
         """One query's hits, best first: int64 ordinals, float32 scores, float64 D and S,
-        float32 absolute relevance."""
+        float32 absolute relevance, and their ids when already encoded."""
         rel = np.zeros(len(ordinals)) if relevance is None else relevance
+        ids = [None] * len(ordinals) if tsids is None else [str(t) for t in tsids.tolist()]
         return [
-            self.result(o, sc, dd, ss, explain[j] if explain is not None else None, rr)
+            self.result(o, sc, dd, ss, explain[j] if explain is not None else None, rr, ids[j])
             for j, (o, sc, dd, ss, rr) in enumerate(
                 zip(ordinals.tolist(), scores.tolist(), d.tolist(), s.tolist(), rel.tolist())
             )

@@ -253,6 +253,7 @@ class RecallPathway:
                 scored.s[i, :m],
                 scored.explain[i] if scored.explain is not None else None,
                 None if scored.relevance is None else scored.relevance[i, :m],
+                ids[i, :m],
             )
 
         rel = scored.relevance
