@@ -52,6 +52,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         categories=_parse_categories(args.categories),
         workers=args.workers,
+        as_of=args.as_of,
     )
     print(result.table())
     out = Path(args.out)
@@ -131,6 +132,14 @@ def add_eval(subs: Any) -> None:
     )
     p.add_argument(
         "--workers", type=int, default=1, help="processes building the stores (default 1; CPU)"
+    )
+    p.add_argument(
+        "--as-of",
+        choices=("day", "moment", "wall"),
+        default="day",
+        help="clock of a dated question (LongMemEval's question_date): 'day' (default) its date "
+        "with memories formed until the end of that UTC day, 'moment' the exact time, 'wall' "
+        "the wall clock (the date ignored); undated questions always use the wall clock",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(

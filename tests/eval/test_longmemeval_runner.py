@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from spector_gpu.cli import main
+from spector_gpu.eval import load_dataset
 from spector_gpu.eval.dataset import Dataset
 from spector_gpu.eval.longmemeval import parse_longmemeval
 from spector_gpu.eval.longmemeval_protocol import (
@@ -169,6 +170,25 @@ def test_cli_eval_detects_the_format(tmp_path: Path, capsys: pytest.CaptureFixtu
     pytest.importorskip("matplotlib")
     assert (out / "session_recall_all_by_type.png").read_bytes()[:4] == b"\x89PNG"
     assert (out / "turn_recall_all_at_k.png").is_file()
+
+
+def test_cli_eval_as_of_sets_the_question_clock(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--as-of`` reaches ``evaluate``: recorded in metrics.json, and the per-question
+    rankings equal those of ``evaluate(as_of=...)`` on the same file; a bad value is refused."""
+    path = write_longmemeval_like(tmp_path / "slice.json", seed=2)
+    for as_of in ("wall", "moment"):
+        out = tmp_path / as_of
+        argv = ["eval", str(path), "--out", str(out), "--no-progress", "--as-of", as_of]
+        assert main([*argv, "--k", "30"]) == 0
+        assert json.loads((out / "metrics.json").read_text())["as_of"] == as_of
+        want = evaluate(load_dataset(path), k_max=30, progress=False, as_of=as_of)
+        got = [json.loads(r) for r in (out / "per_question.jsonl").read_text().splitlines()]
+        assert [r["retrieved"] for r in got] == [r["retrieved"] for r in want.per_question]
+    capsys.readouterr()
+    assert main(["eval", str(path), "--out", str(tmp_path / "x"), "--as-of", "yesterday"]) == 2
+    assert "--as-of" in capsys.readouterr().err
 
 
 def test_temporary_stores_live_in_temp_dir(dataset: Dataset, tmp_path: Path) -> None:
