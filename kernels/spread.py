@@ -80,7 +80,7 @@ def _positions_by_table(pool: torch.Tensor, flat: torch.Tensor) -> torch.Tensor:
         try:
             needles = flat[i]
             got = table.index_select(0, needles.clamp(min=0)).to(torch.int64)
-            out[i] = torch.where(needles >= 0, got, out[i])
+            out[i] = got.masked_fill_(needles < 0, -1)
         finally:
             table.index_fill_(0, members, -1)
     return out

@@ -133,7 +133,7 @@ class Hydrator:
         """One query's hits, best first: int64 ordinals, float32 scores, float64 D and S,
         float32 absolute relevance, and their ids when already encoded."""
         rel = np.zeros(len(ordinals)) if relevance is None else relevance
-        ids = [None] * len(ordinals) if tsids is None else [str(t) for t in tsids.tolist()]
+        ids: list[str | None] = [None] * len(ordinals) if tsids is None else tsids.tolist()
         return [
             self.result(o, sc, dd, ss, explain[j] if explain is not None else None, rr, ids[j])
             for j, (o, sc, dd, ss, rr) in enumerate(
