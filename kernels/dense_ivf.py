@@ -8,8 +8,10 @@ rows appended since (the *tail*), merged by ``(key descending, slot ascending)``
 so the pass decides only *which* rows are scored: with ``nprobe >= n_lists`` its top-k is
 the exact top-k. The index is built lazily by the first search that finds the store at
 ``min_rows`` rows or more, and rebuilt when the tail outgrows ``regrow`` × the built rows (a
-deleted memory is gated, never re-clustered). It lives in memory only: a store reopened
-rebuilds it at its first dense search (seconds per million rows; ``benchmarks/bench_ivf.py``).
+deleted memory is gated, never re-clustered). A store persists the built partition (its
+centroids and each row's list: :meth:`FirstPass.partition`) and offers it back when reopened
+(:meth:`FirstPass.offer`), so the first search after an open adopts it instead of clustering
+again (seconds per million rows; ``benchmarks/bench_ivf.py``): the same rows, the same lists.
 Recall against the exact scan depends on how clustered the vectors are — measure it on your
 data; sentence embeddings are clustered, hashing vectors of short texts far less.
 """
@@ -25,10 +27,10 @@ from spector_gpu.errors import ValidationError
 
 from .ivf import IVFInt8Index, rows_topk_keys
 
-__all__ = ["FirstPass"]
+__all__ = ["SAMPLE_PER_LIST", "FirstPass"]
 
 _NEG_INF = float("-inf")
-_SAMPLE_PER_LIST = 64  # k-means training rows per list (bench_ivf.py: recall 0.988 at 1M)
+SAMPLE_PER_LIST = 64  # k-means training rows per list (bench_ivf.py: recall 0.988 at 1M)
 
 
 class FirstPass:
@@ -70,7 +72,36 @@ class FirstPass:
         self.index: IVFInt8Index | None = None
         self.built_rows = 0
         self.builds = 0  # how many times the partition was built (tests, diagnostics)
+        self.adopted = 0  # how many times an offered (persisted) partition was used instead
+        self.revision = 0  # bumped whenever ``index`` changes (a persisted copy is then stale)
+        self.persisted_revision = -1  # the revision on disk (the store's ivf.snap), if any
+        self._offered: tuple[np.ndarray, np.ndarray, int] | None = None
         self._lock = threading.Lock()
+
+    def lists_for(self, n_rows: int) -> int:
+        """The lists a partition of ``n_rows`` rows has (the setting, or ``sqrt(rows)``)."""
+        lists = self.n_lists or max(1, round(float(np.sqrt(n_rows))))
+        return max(1, min(lists, n_rows))
+
+    def _stale(self, built: int, n_rows: int) -> bool:
+        return n_rows - built > self.regrow * built
+
+    def partition(self) -> tuple[np.ndarray, np.ndarray, int] | None:
+        """The built partition as ``(centroids float32 (L, d), assign int32 (built_rows,),
+        built_rows)`` (what a store persists), or None before the first build."""
+        with self._lock:
+            if self.index is None:
+                return None
+            return self.index.centroids, self.index.assign, self.built_rows
+
+    def offer(self, centroids: np.ndarray, assign: np.ndarray, built_rows: int) -> None:
+        """A persisted :meth:`partition` of the store's first ``built_rows`` rows. The first
+        search adopts it instead of building one when it still applies there: no partition
+        built yet, ``built_rows`` within the rows present and not outgrown (``regrow``), and
+        ``lists_for(built_rows)`` finite centroids of the rows' width with every row assigned
+        to one of them. Otherwise it is dropped and the search builds as usual."""
+        with self._lock:
+            self._offered = (centroids, assign, int(built_rows))
 
     def applies(self, n_rows: int) -> bool:
         """Whether a store of ``n_rows`` rows is answered by the first pass."""
@@ -104,20 +135,53 @@ class FirstPass:
         self, rows: np.ndarray, scales: np.ndarray, n_rows: int
     ) -> tuple[IVFInt8Index, int]:
         with self._lock:
-            stale = self.index is None or n_rows - self.built_rows > self.regrow * self.built_rows
-            if stale:
-                lists = self.n_lists or max(1, round(float(np.sqrt(n_rows))))
+            offered, self._offered = self._offered, None
+            if self.index is None and offered is not None:
+                self._adopt(offered, rows, scales, n_rows)
+            if self.index is None or self._stale(self.built_rows, n_rows):
                 self.index = IVFInt8Index.build(
                     np.ascontiguousarray(rows[:n_rows]),
                     scales[:n_rows],
-                    n_lists=min(lists, n_rows),
-                    sample=_SAMPLE_PER_LIST,
+                    n_lists=self.lists_for(n_rows),
+                    sample=SAMPLE_PER_LIST,
                     seed=self.seed,
                 )
                 self.built_rows = n_rows
                 self.builds += 1
+                self.revision += 1
             assert self.index is not None
             return self.index, self.built_rows
+
+    def _adopt(
+        self,
+        offered: tuple[np.ndarray, np.ndarray, int],
+        rows: np.ndarray,
+        scales: np.ndarray,
+        n_rows: int,
+    ) -> None:
+        """Use an offered partition if it fits these rows (see :meth:`offer`)."""
+        centroids, assign, built = offered
+        lists = self.lists_for(built) if built >= 1 else 0
+        fits = (
+            1 <= built <= n_rows
+            and not self._stale(built, n_rows)
+            and centroids.dtype == np.float32
+            and centroids.shape == (lists, rows.shape[1])
+            and bool(np.isfinite(centroids).all())
+            and assign.dtype == np.int32
+            and assign.shape == (built,)
+            and int(assign.min()) >= 0
+            and int(assign.max()) < lists
+        )
+        if not fits:
+            return
+        self.index = IVFInt8Index(
+            centroids, assign, np.ascontiguousarray(rows[:built]), scales[:built]
+        )
+        self.built_rows = built
+        self.adopted += 1
+        self.revision += 1
+        self.persisted_revision = self.revision  # it came from the store's file
 
     @staticmethod
     def _with_tail(

@@ -39,7 +39,7 @@ from ..storage.killpoints import killpoint
 from ..storage.preamble import PREAMBLE_SIZE
 from ..types import MemoryType
 from .cortex import Cortex
-from .derived_indexes import SNAPSHOT_NAME, DerivedIndexes
+from .derived_indexes import IVF_SNAPSHOT_NAME, SNAPSHOT_NAME, DerivedIndexes
 from .identity import snapshot_stamp
 from .layouts import PROV_TOMBSTONE
 from .lifecycle import removed
@@ -104,7 +104,7 @@ def compact(cortex: Cortex, keep: np.ndarray, events: Sequence[bytes]) -> Compac
     staging = swap.begin(directory, names)
     # the old snapshot holds the dead rows' terms; it is only derived (rebuilt at open), and
     # the new one is installed after every region
-    if remove_file(directory / SNAPSHOT_NAME):
+    if remove_file(directory / SNAPSHOT_NAME) | remove_file(directory / IVF_SNAPSHOT_NAME):
         fsync_dir(directory)
     cortex.derived.snapshot_covers = 0  # should the build fail, closing writes it again
     killpoint("compact.after_scrub")

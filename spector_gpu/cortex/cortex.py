@@ -28,7 +28,7 @@ from .batch import NewMemories, WriteBatch
 from .bm25 import BM25Index
 from .columns import Columns
 from .cues import Cues
-from .derived_indexes import SNAPSHOT_NAME, DerivedIndexes
+from .derived_indexes import IVF_SNAPSHOT_NAME, SNAPSHOT_NAME, DerivedIndexes
 from .episodic import EpisodeRecord
 from .identity import STORE_FORMAT, bound_snapshot, open_bound, snapshot_stamp
 from .index import IndexMemory
@@ -90,10 +90,9 @@ class Cortex:
             fail=self._fail_writer,
         )
         self._loader = PrimaryLoader(stores, self.cols, derived, self.quarantine)
-        # Aliases of components' members (changed only by a compaction's reopen): the read
-        # side's contract (recall, gates, delegates, the facade and tests read them here).
-        self.part = stores.part
-        self.events = stores.events
+        # Aliases of components' members (changed only by a compaction's reopen): what the
+        # read side (recall, gates, delegates, the facade, tests) reads.
+        self.part, self.events = stores.part, stores.events
         self.episodic, self.text = stores.episodic, stores.text
         self.semantic, self.procedural = stores.semantic, stores.procedural
         self.strength, self.provenance = stores.strength, stores.provenance
@@ -199,6 +198,7 @@ class Cortex:
             self.path, n, self.cols.index["type"], binding=bound_snapshot(self)
         )
         self.recovery["snapshot_covered"] = covered
+        self.derived.load_partition(self.path, n, bound_snapshot(self, IVF_SNAPSHOT_NAME))
         self.recovery["replayed_memories"] = n - covered
         self._loader.derive(covered, n, self._payload_or_blank)
         self.link_lineage()
@@ -367,23 +367,23 @@ class Cortex:
                 log.warning("%s", exc)
 
     def save_snapshot(self) -> None:
-        """Write the derived-index snapshot; an I/O error fails the handle like a failed commit
-        (``StoreFailedError``; a reopen rebuilds what the snapshot would have held)."""
-        if self.read_only or self.part.failed is not None or self.n == self.derived.snapshot_covers:
+        """Write the derived-index snapshots that are behind (``derived.snap``, ``ivf.snap``); an
+        I/O error fails the handle like a failed commit (``StoreFailedError``; reopen rebuilds)."""
+        if self.read_only or self.part.failed is not None:
             return
         try:
-            self.derived.save_snapshot(
+            self.derived.save_snapshots(
                 self.path,
                 durable=self.config.store.durability != "none",
-                stamp=snapshot_stamp(self.part, self.cols.ids, self.n),
+                stamp=lambda n: snapshot_stamp(self.part, self.cols.ids, n),
             )
         except OSError as exc:
             self.part.failed = exc
             raise StoreFailedError(
-                f"{self.path / SNAPSHOT_NAME}: could not write the derived-index snapshot "
-                f"({exc}); the store is now read-only — free space or check the device, then "
-                "close and reopen it (every committed memory is kept; the indexes are rebuilt on "
-                "open)"
+                f"{self.path}: could not write a derived-index snapshot ({SNAPSHOT_NAME} or "
+                f"{IVF_SNAPSHOT_NAME}: {exc}); the store is now read-only — free space or check "
+                "the device, then close and reopen it (every committed memory is kept; the "
+                "indexes are rebuilt on open)"
             ) from exc
 
     # ---- closing ---------------------------------------------------------------------

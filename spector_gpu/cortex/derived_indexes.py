@@ -29,13 +29,14 @@ from .attributes import Attributes
 from .bm25 import BM25Index
 from .cues import Cues
 from .identity import regular_or_refuse
+from .ivf_snapshot import IVF_SNAPSHOT_NAME, load_partition, save_partition
 from .layouts import PROV_PARTIAL
 from .links import Links
 from .payload import Payload, attributed
 from .provenance_store import ProvenanceMemory
 from .snapshot import read_snapshot, write_snapshot
 
-__all__ = ["SNAPSHOT_NAME", "DerivedIndexes", "index_text"]
+__all__ = ["IVF_SNAPSHOT_NAME", "SNAPSHOT_NAME", "DerivedIndexes", "index_text"]
 
 log = logging.getLogger(__name__)
 SNAPSHOT_NAME = "derived.snap"
@@ -303,6 +304,23 @@ class DerivedIndexes:
             durable=durable,
         )
         self.snapshot_covers = n
+
+    def save_snapshots(
+        self, directory: Path, *, durable: bool, stamp: Callable[[int], Mapping[str, Any]]
+    ) -> None:
+        """:meth:`save_snapshot` when memories were indexed since the last one, and the IVF
+        partition (:mod:`.ivf_snapshot`) when it changed since written; ``stamp(n)`` is the
+        store's identity at ``n`` memories."""
+        if len(self) != self.snapshot_covers:
+            self.save_snapshot(directory, durable=durable, stamp=stamp(len(self)))
+        save_partition(directory, self.dense.first_pass, stamp, durable=durable)
+
+    def load_partition(
+        self, directory: Path, n: int, binding: Callable[[Mapping[str, Any], int], None]
+    ) -> bool:
+        """Offer the persisted IVF partition to the dense relay's first pass (when it has one
+        and the file describes this store of ``n`` memories: :mod:`.ivf_snapshot`)."""
+        return load_partition(directory, self.dense.first_pass, n, self.dense.dim, binding)
 
 
 def _first_pass(config: Config) -> FirstPass | None:

@@ -186,11 +186,13 @@ def snapshot_stamp(part: Partition, ids: np.ndarray, n: int) -> dict[str, object
     return snapshot_binding(part.store_id, part.generation, int(ids[n - 1]) if n else 0)
 
 
-def bound_snapshot(cortex: _Loaded) -> Callable[[Mapping[str, Any], int], None]:
-    """The check a snapshot's ``meta`` must pass before it is loaded: this store, a generation
-    not after a writer's own (a reader's writer may have moved on), this store's memory at
-    its last covered ordinal. ``CorruptionError`` otherwise; a foreign or future snapshot is
-    also reported (then rebuilt)."""
+def bound_snapshot(
+    cortex: _Loaded, name: str = "derived.snap"
+) -> Callable[[Mapping[str, Any], int], None]:
+    """The check the ``meta`` of snapshot file ``name`` must pass before it is loaded: this
+    store, a generation not after a writer's own (a reader's writer may have moved on), this
+    store's memory at its last covered ordinal. ``CorruptionError`` otherwise; a foreign or
+    future snapshot is also reported (then rebuilt)."""
 
     def check(meta: Mapping[str, Any], covered: int) -> None:
         part = cortex.part
@@ -202,7 +204,7 @@ def bound_snapshot(cortex: _Loaded) -> Callable[[Mapping[str, Any], int], None]:
             unbound_ok=part.upgraded_from is not None,
         )
         if why is not None:
-            unusable = CorruptionError(f"{cortex.path}/derived.snap: not this store's: {why[0]}")
+            unusable = CorruptionError(f"{cortex.path}/{name}: not this store's: {why[0]}")
             if why[1]:
                 cortex.report_corruption(unusable)
             raise unusable

@@ -95,7 +95,7 @@ class Staged:
 
 
 #: The files a store keeps beside its regions (the foreign-directory check knows them).
-STORE_COMPANIONS = ("store.json", "config.json", "derived.snap")
+STORE_COMPANIONS = ("store.json", "config.json", "derived.snap", "ivf.snap")
 #: Those only a store writes (a user's folder may well hold a config.json).
 STORE_MARKERS = ("store.json", "derived.snap")
 
