@@ -56,13 +56,14 @@ def decayed_numpy(
 
 def decayed_torch(
     law: DecayLaw,
-    now_ms: int,
+    now_ms: int | torch.Tensor,
     d: torch.Tensor,
     last_ms: torch.Tensor,
     flags: torch.Tensor,
     arousal: torch.Tensor,
 ) -> torch.Tensor:
     """D float32 of rows given as tensors on one device; equals :func:`decayed_numpy`.
+    ``now_ms`` is one clock, or an int64 tensor that broadcasts against the rows (one per row).
 
     Divisions take tensor divisors: CUDA turns division by a Python scalar into a multiply by
     its reciprocal, which is not the IEEE quotient."""

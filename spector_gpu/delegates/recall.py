@@ -13,6 +13,8 @@ from ..cortex.working import WorkingMemory
 from ..errors import ValidationError
 from ..pathways.limits import check_recall
 from ..pathways.recall import RecallPathway, retrieval_strength
+from ..pathways.recall.scorer import Scored
+from ..pathways.recall.stacked import StackPart
 from ..pathways.reinforcement import StrengthUpdater
 from ..pathways.versions import alive
 from ..provenance.record import RecordProvenance
@@ -47,6 +49,19 @@ class MemoryRecall:
         self._check(queries, options)
         with self.lock:
             return self.pathway.recall_batch(queries, options)  # hydrates under self.lock
+
+    def stack_part(
+        self, queries: Sequence[str], options: RecallOptions | None = None
+    ) -> StackPart | None:
+        """``recall_batch``'s checks and plan as a part of a stacked batch (``MultiStore``:
+        :meth:`.RecallPathway.stack_part`); the caller holds :attr:`lock` until it has the
+        part's batch (:meth:`stacked_batch`)."""
+        self._check(queries, options)
+        return self.pathway.stack_part(queries, options)
+
+    def stacked_batch(self, scored: Scored) -> RecallBatch:
+        """The batch of a stacked part's scores, hydrated under this handle's lock."""
+        return self.pathway.batch_of(scored)
 
     def _check(self, queries: object, options: object, *, single: bool = False) -> None:
         """The call's caps and queries (:func:`~..pathways.limits.check_recall`)."""

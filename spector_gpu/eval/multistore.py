@@ -3,8 +3,13 @@
 The LongMemEval and LoCoMo shape is many small stores (one per question or conversation),
 each asked a few questions. :class:`MultiStore` keeps every store open — its derived tensors
 (vectors, postings, columns) resident on its device after the first recall — and answers a
-mixed batch of ``(store, query)`` pairs with one ``recall_batch`` per store touched, returning
-one :class:`~spector_gpu.types.RecallBatch` whose rows follow the input order::
+mixed batch of ``(store, query)`` pairs in one call, returning one
+:class:`~spector_gpu.types.RecallBatch` whose rows follow the input order. Stores small
+enough for the dense pool layout (up to a few thousand memories) are answered together, as
+one stacked block of tensor work per device and set of options
+(:mod:`spector_gpu.pathways.recall.stacked`: each store's per-store work, then one fusion and
+top-k for every row); larger stores, and handles that are not ``SpectorMemory``, get one
+``recall_batch`` each. Both give every row exactly its store's own ``recall_batch`` row::
 
     with MultiStore.open({"q1": "runs/q1", "q2": "runs/q2"}, device="cpu") as stores:
         batch = stores.recall_batch(["q1", "q2", "q1"], ["where?", "when?", "who?"])
@@ -13,13 +18,15 @@ one :class:`~spector_gpu.types.RecallBatch` whose rows follow the input order::
 
 Read-only: stores are opened with ``read_only=True`` (no lock, any number of processes may
 share them) and recalled with ``mode="observe"``, so answering never changes strengths and the
-order of questions cannot bias an evaluation. It uses only the public ``SpectorMemory`` API.
+order of questions cannot bias an evaluation. ``options`` may differ per query (one per row:
+LongMemEval's questions are each recalled as of their own date).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -27,10 +34,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import StoreClosedError, ValidationError
+from ..types import RecallOptions
 
 if TYPE_CHECKING:
     from ..memory import SpectorMemory
-    from ..types import CognitiveResult, RecallBatch, RecallOptions
+    from ..types import CognitiveResult, RecallBatch
 
 __all__ = ["MultiStore"]
 
@@ -104,23 +112,28 @@ class MultiStore:
         self,
         stores: Sequence[str],
         queries: Sequence[str],
-        options: RecallOptions | None = None,
+        options: RecallOptions | Sequence[RecallOptions] | None = None,
+        *,
+        stacked: bool = True,
     ) -> RecallBatch:
         """Recall ``queries[i]`` in store ``stores[i]`` for every ``i``.
 
         Args:
             stores: store name per query (n,); the same name may repeat anywhere.
             queries: query strings (n,).
-            options: recall options (default: the library defaults); ``mode`` is always
-                ``"observe"``.
+            options: recall options for every query, or one per query (n,) (default: the
+                library defaults); ``mode`` is always ``"observe"``.
+            stacked: answer the small stores as one stacked block (module docstring);
+                ``False`` calls each store's ``recall_batch`` (the same rows).
 
         Returns:
             One batch of n rows in input order: ``ids`` ``<U13`` (n, k) with ``""`` padding,
-            ``scores`` float32 (n, k) with ``-inf`` padding, ``counts`` int32 (n,); row ``i``
-            hydrates from its own store. Each store is recalled once, for all its queries
-            together, so its rows equal that store's own ``recall_batch`` rows.
+            ``scores`` float32 (n, k) with ``-inf`` padding (k: the largest of the options),
+            ``counts`` int32 (n,); row ``i`` hydrates from its own store. Each store's
+            queries sharing options are recalled together, so every row equals that store's
+            own ``recall_batch`` row.
         """
-        from ..types import RecallBatch, RecallOptions
+        from ..types import RecallBatch
 
         self._check_open()
         if isinstance(stores, str) or isinstance(queries, str):
@@ -129,19 +142,19 @@ class MultiStore:
             raise ValidationError(
                 f"MultiStore.recall_batch: {len(stores)} store names for {len(queries)} queries"
             )
-        opts = replace(options if options is not None else RecallOptions(), mode="observe")
-        groups: dict[str, list[int]] = {}
-        for i, name in enumerate(stores):
-            if name not in self._memories:
-                raise ValidationError(_unknown(name, self._memories))
-            groups.setdefault(name, []).append(i)
-        n, k = len(queries), opts.k
+        per_query = _per_query(options, len(queries))
+        groups, distinct = self._groups(stores, per_query)
+        n, k = len(queries), max((o.k for o in per_query), default=_k(options))
         ids = np.full((n, k), "", dtype="<U13")
         scores = np.full((n, k), -np.inf, dtype=np.float32)
         counts = np.zeros(n, dtype=np.int32)
         source: list[tuple[RecallBatch, int]] = [None] * n  # type: ignore[list-item]
-        for name, rows in groups.items():
-            part = self._memories[name].recall_batch([queries[i] for i in rows], opts)
+        answered = self._stacked(groups, distinct, queries) if stacked else {}
+        for key, rows in groups.items():
+            part = answered.get(key)
+            if part is None:
+                texts = [queries[i] for i in rows]
+                part = self._memories[key[0]].recall_batch(texts, distinct[key[1]])
             width = min(k, part.ids.shape[1])
             ids[rows, :width] = part.ids[:, :width]
             scores[rows, :width] = part.scores[:, :width]
@@ -154,6 +167,55 @@ class MultiStore:
             return part.results(j)
 
         return RecallBatch(ids=ids, scores=scores, counts=counts, hydrator=hydrate)
+
+    def _groups(
+        self, stores: Sequence[str], per_query: Sequence[RecallOptions]
+    ) -> tuple[dict[tuple[str, str], list[int]], dict[str, RecallOptions]]:
+        """Rows by (store, options) — options by ``repr``: they may hold a dict (unhashable)
+        — and the options of each fingerprint."""
+        distinct: dict[str, RecallOptions] = {}
+        groups: dict[tuple[str, str], list[int]] = {}
+        for i, name in enumerate(stores):
+            if name not in self._memories:
+                raise ValidationError(_unknown(name, self._memories))
+            fingerprint = repr(per_query[i])
+            distinct.setdefault(fingerprint, per_query[i])
+            groups.setdefault((name, fingerprint), []).append(i)
+        return groups, distinct
+
+    def _stacked(
+        self,
+        groups: Mapping[tuple[str, str], list[int]],
+        options: Mapping[str, RecallOptions],
+        queries: Sequence[str],
+    ) -> dict[tuple[str, str], RecallBatch]:
+        """The batches of the groups that join a stacked block (module docstring)."""
+        import torch
+
+        from ..delegates.recall import MemoryRecall
+        from ..device import single_threaded
+        from ..pathways.recall.stacked import STACK_BUDGET, recall_stacked
+
+        delegates = {}
+        for key in groups:
+            delegate = getattr(self._memories[key[0]], "_recall", None)
+            if isinstance(delegate, MemoryRecall):
+                delegates[key] = delegate
+        if not delegates:
+            return {}
+        with ExitStack() as held, torch.inference_mode(), single_threaded(True):
+            for lock in sorted({id(d.lock): d.lock for d in delegates.values()}.items()):
+                held.enter_context(lock[1])  # one order for every caller: no lock cycles
+            keys, parts = [], []
+            for key, delegate in delegates.items():
+                part = delegate.stack_part([queries[i] for i in groups[key]], options[key[1]])
+                if part is not None and len(groups[key]) * part.scorer.cortex.n <= STACK_BUDGET:
+                    keys.append(key)
+                    parts.append(part)
+            scored = recall_stacked(parts)
+            return {
+                key: delegates[key].stacked_batch(s) for key, s in zip(keys, scored, strict=True)
+            }
 
     # ---- lifetime ----------------------------------------------------------------------
     def close(self) -> None:
@@ -183,6 +245,35 @@ class MultiStore:
     def _check_open(self) -> None:
         if self._closed:
             raise StoreClosedError("MultiStore is closed; open the stores again")
+
+
+def _k(options: object) -> int:
+    """The results width of an empty batch: the options' ``k`` (default's for a list)."""
+    return options.k if isinstance(options, RecallOptions) else RecallOptions().k
+
+
+def _per_query(options: object, n: int) -> list[RecallOptions]:
+    """One observe-mode ``RecallOptions`` per query."""
+    from ..types import RecallOptions
+
+    if options is None or isinstance(options, RecallOptions):
+        one = replace(options if options is not None else RecallOptions(), mode="observe")
+        return [one] * n
+    if isinstance(options, str) or not isinstance(options, Sequence) or len(options) != n:
+        raise ValidationError(
+            "MultiStore.recall_batch: options must be one RecallOptions or one per query "
+            f"({n}), got {type(options).__name__}"
+            + (f" of {len(options)}" if isinstance(options, Sequence) else "")
+        )
+    out = []
+    for i, o in enumerate(options):
+        if not isinstance(o, RecallOptions):
+            raise ValidationError(
+                f"MultiStore.recall_batch: options[{i}] must be a RecallOptions, "
+                f"got {type(o).__name__}"
+            )
+        out.append(replace(o, mode="observe"))
+    return out
 
 
 def _unknown(name: object, known: Mapping[str, Any]) -> str:

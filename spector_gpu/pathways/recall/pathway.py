@@ -42,6 +42,7 @@ from .hydration import Hydrator, retrieval_strength
 from .lifecycle_gates import LiveRows
 from .relays import RecallPlan
 from .scorer import Scored, Scorer
+from .stacked import StackPart
 from .state import StoreVersion, VersionTracker
 from .tables import CueTable, LinkTables
 from .time_cues import time_cues
@@ -158,6 +159,34 @@ class RecallPathway:
                 self._scorer.salience.clear()  # strength rows changed in place
                 self._tracker.absorb(c, before)
         return scored
+
+    def stack_part(
+        self, queries: Sequence[str], options: RecallOptions | None = None
+    ) -> StackPart | None:
+        """What :func:`.stacked.recall_stacked` needs to answer ``queries`` in one block with
+        other stores' queries — the checks and the plan of :meth:`recall_batch` — or None
+        when the call cannot join one (no queries, an empty store, ``learn`` mode,
+        explanations, a store too large for the dense pool layout): :meth:`recall_batch`
+        answers it alone then. Call under ``torch.inference_mode`` (the stacked batch's)."""
+        opts = self._check(queries, options)
+        c = self.cortex
+        c.part.check_usable()
+        if c.read_only:
+            c.refresh()
+        if not queries or not c.n or opts.mode != "observe" or opts.explain:
+            return None
+        now = recall_clock(opts, self.clock()).now_ms
+        with single_threaded(c.dense.device.type == "cpu"):
+            plan = self._plan(list(queries), opts, now, self._tracker.current(c))
+        return (
+            StackPart(self._scorer, plan, self._device_path)
+            if self._scorer.dense_layout(plan)
+            else None
+        )
+
+    def batch_of(self, scored: Scored) -> RecallBatch:
+        """The :class:`RecallBatch` of a stacked part's scores (hydrated from this store)."""
+        return self._batch(scored)
 
     def default_options(self) -> RecallOptions:
         r = self.cortex.config.recall

@@ -128,7 +128,7 @@ class Scorer:
     def _neighbours(self, plan: RecallPlan, pool: Pool) -> tuple[torch.Tensor, torch.Tensor]:
         return neighbours(self.links, pool, self.cortex.config.association)
 
-    def _graph(self, plan: RecallPlan) -> DenseGraph:
+    def graph(self, plan: RecallPlan) -> DenseGraph:
         """The store's :class:`DenseGraph`, built once per store version (dense layout only:
         the store is small)."""
         cfg = self.cortex.config.association
@@ -169,7 +169,7 @@ class Scorer:
             pool = union(parts, n_store=n, trim=trim)
         if "association" in plan.relays and pool.width:
             if pool.dense:
-                valid = self._graph(plan).expand(pool.valid, plan.allowed_t)
+                valid = self.graph(plan).expand(pool.valid, plan.allowed_t)
                 pool = Pool(pool.ordinals, valid, True)
             else:
                 nbr, _ = self._neighbours(plan, pool)
@@ -284,7 +284,7 @@ class Scorer:
         cfg = self.cortex.config
         assoc = None
         if "association" in plan.relays and pool.dense:
-            graph = self._graph(plan)
+            graph = self.graph(plan)
 
             def assoc(base: torch.Tensor) -> torch.Tensor:
                 return graph.spread(pool.valid, base, cfg.association)
