@@ -5,11 +5,13 @@ each asked a few questions. :class:`MultiStore` keeps every store open — its d
 (vectors, postings, columns) resident on its device after the first recall — and answers a
 mixed batch of ``(store, query)`` pairs in one call, returning one
 :class:`~spector_gpu.types.RecallBatch` whose rows follow the input order. Stores small
-enough for the dense pool layout (up to a few thousand memories) are answered together, as
+enough for the dense pool layout (up to a few thousand memories) and asked a few questions each
+(:data:`~spector_gpu.pathways.recall.stacked.STACK_MAX_ROWS`) are answered together, as
 one stacked block of tensor work per device and set of options
 (:mod:`spector_gpu.pathways.recall.stacked`: each store's per-store work, then one fusion and
-top-k for every row); larger stores, and handles that are not ``SpectorMemory``, get one
-``recall_batch`` each. Both give every row exactly its store's own ``recall_batch`` row::
+top-k for every row); larger stores, stores asked many questions (their own batch shares one
+neighbour table) and handles that are not ``SpectorMemory`` get one ``recall_batch`` each.
+Both give every row exactly its store's own ``recall_batch`` row::
 
     with MultiStore.open({"q1": "runs/q1", "q2": "runs/q2"}, device="cpu") as stores:
         batch = stores.recall_batch(["q1", "q2", "q1"], ["where?", "when?", "who?"])
@@ -175,10 +177,13 @@ class MultiStore:
         — and the options of each fingerprint."""
         distinct: dict[str, RecallOptions] = {}
         groups: dict[tuple[str, str], list[int]] = {}
+        seen: dict[int, str] = {}  # the same object repeats (one options for a whole batch)
         for i, name in enumerate(stores):
             if name not in self._memories:
                 raise ValidationError(_unknown(name, self._memories))
-            fingerprint = repr(per_query[i])
+            fingerprint = seen.get(id(per_query[i])) or seen.setdefault(
+                id(per_query[i]), repr(per_query[i])
+            )
             distinct.setdefault(fingerprint, per_query[i])
             groups.setdefault((name, fingerprint), []).append(i)
         return groups, distinct
@@ -194,12 +199,12 @@ class MultiStore:
 
         from ..delegates.recall import MemoryRecall
         from ..device import single_threaded
-        from ..pathways.recall.stacked import STACK_BUDGET, recall_stacked
+        from ..pathways.recall.stacked import STACK_BUDGET, STACK_MAX_ROWS, recall_stacked
 
         delegates = {}
-        for key in groups:
+        for key, rows in groups.items():
             delegate = getattr(self._memories[key[0]], "_recall", None)
-            if isinstance(delegate, MemoryRecall):
+            if isinstance(delegate, MemoryRecall) and len(rows) <= STACK_MAX_ROWS:
                 delegates[key] = delegate
         if not delegates:
             return {}
@@ -272,7 +277,7 @@ def _per_query(options: object, n: int) -> list[RecallOptions]:
                 f"MultiStore.recall_batch: options[{i}] must be a RecallOptions, "
                 f"got {type(o).__name__}"
             )
-        out.append(replace(o, mode="observe"))
+        out.append(o if o.mode == "observe" else replace(o, mode="observe"))
     return out
 
 

@@ -20,17 +20,18 @@ LongMemEval: its official protocol) scores the engine's ranking exactly as retur
 scores are kept in the per-question records. Latency: each batch's wall time
 (``time.perf_counter``) divided by its size gives the per-query latency of its queries;
 ``latency_ms_p50/p95`` are percentiles over those, ``queries_per_s`` is questions / total recall
-time. One untimed warm-up recall per store keeps one-off loading out of the figures. Building the
-stores is timed apart (``EvalResult.timing``: seconds spent opening, remembering into and
-closing the stores, recalling, and removing temporary stores).
+time. By default (``stacked``) the stores are built in groups and each configuration's questions
+of a group are answered by one ``MultiStore`` call — small stores as one stacked block of tensor
+work (:mod:`.stacked_run`), with the same rankings; store by store (``stacked=False``, or
+``workers`` > 1), one untimed warm-up recall per store keeps one-off loading out of the
+figures. Building the stores is timed apart (``EvalResult.timing``: seconds spent opening,
+remembering into and closing the stores, recalling, and removing temporary stores).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import re
-import tempfile
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack
@@ -48,6 +49,7 @@ from .records import ADVERSARIAL_CATEGORY, UNCATEGORISED, Conversation, Question
 from .result import EvalResult
 from .runlog import RunLog
 from .scorer import QrelsScorer, Scorer
+from .stacked_run import run_stacked, store_path
 
 if TYPE_CHECKING:
     from ..types import Fusion, RecallOptions
@@ -124,6 +126,7 @@ def evaluate(
     plots: bool | None = None,
     workers: int = 1,
     as_of: AsOf = "day",
+    stacked: bool = True,
 ) -> EvalResult:
     """Evaluate recall on ``dataset`` for every configuration; see the module docstring.
 
@@ -143,6 +146,8 @@ def evaluate(
     :meth:`EvalResult.save` writes ``metrics.json``, ``per_question.jsonl`` and (``plots``:
     ``None``: if matplotlib imports, ``True``: required) the PNG plots. ``workers``: forked
     processes building and answering the stores (:mod:`.parallel`). ``as_of``: :mod:`.as_of`.
+    ``stacked`` (one process): answer groups of stores with one MultiStore call per
+    configuration (:mod:`.stacked_run`; the same rankings as store by store).
     """
     scorer: Scorer = dataset.scorer or QrelsScorer()
     k_max, ks = _check_args(scorer, ks, k_max, batch_size, as_of)
@@ -156,6 +161,7 @@ def evaluate(
         batch_size,
         RunLog(list(options)),
         as_of,
+        bool(stacked),
     )
     log = job.run(dataset, questions, progress=progress, workers=check_workers(workers))
     metrics = {**_assemble(dataset, questions, ks, log, scorer, (device, embedder)), "as_of": as_of}
@@ -241,26 +247,12 @@ def default_temp_dir() -> str | None:
     A throwaway store's fixed cost is file creation and syncs (17 opens, 25 fsyncs and 21
     fdatasyncs per store, whatever the durability level): on this project's CPU machine 20 ms
     per store on disk against 4 ms in RAM, and up to ten times more on disk while other work
-    keeps it busy (``benchmarks/bench_eval_stores.py``). Only one store exists at a time, and
-    only while its questions are answered.
+    keeps it busy (``benchmarks/bench_eval_stores.py``). A store exists only while its questions
+    are answered: one at a time store by store, a group of at most
+    :data:`~.stacked_run.GROUP_STORES` when stacked.
     """
     shm = "/dev/shm"
     return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
-
-
-def _store_path(root: Path | None, conv_id: str, stack: ExitStack, temp_dir: str | None) -> Path:
-    if root is None:
-        temp = stack.enter_context(
-            tempfile.TemporaryDirectory(prefix="spector-eval-", dir=temp_dir)
-        )
-        return Path(temp) / "store"
-    path = root / re.sub(r"[^A-Za-z0-9._-]", "_", conv_id)
-    if path.exists() and any(path.iterdir()):
-        raise ValidationError(
-            f"evaluate: store directory {str(path)!r} is not empty; pass a fresh store_root"
-        )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 @dataclass
@@ -274,6 +266,7 @@ class _Job:
     batch_size: int
     log: RunLog
     as_of: AsOf = "day"
+    stacked: bool = True  # answer groups of stores in one MultiStore call (.stacked_run)
     bar: Any = None  # the progress bar, while run() runs
 
     def fresh(self, bar: Any) -> _Job:
@@ -303,6 +296,8 @@ class _Job:
             work = [(c, by_conv[c.conv_id]) for c in dataset.conversations if c.conv_id in by_conv]
             if workers > 1 and len(work) > 1:
                 run_in_workers(self, work, workers)
+            elif self.stacked:
+                run_stacked(self, work)
             else:
                 for conv, asked in work:
                     self.conversation(conv, asked)
@@ -311,35 +306,40 @@ class _Job:
     def conversation(self, conv: Conversation, questions: list[Question]) -> None:
         """Ingest ``conv`` into a fresh store, then recall ``questions`` per configuration."""
         log = self.log
-        with ExitStack() as stack:
-            path = _store_path(self.root, conv.conv_id, stack, self.temp_dir)
-            t_open = time.perf_counter()
-            with self.factory(path) as mem:
-                log.timing["open_s"] += time.perf_counter() - t_open
-                turns = ingest_turns(conv)
-                if len(turns) < len(conv.turns):
-                    log.skipped_turns += len(conv.turns) - len(turns)
-                    logger.warning(
-                        "%s: %d empty turn(s) skipped",
-                        conv.conv_id,
-                        len(conv.turns) - len(turns),
-                    )
-                with log.phase("remember"):
-                    tsids = list(mem.remember_batch(_ingest_records(conv)))
-                log.stores += 1
-                if len(tsids) != len(turns):
-                    raise SpectorError(
-                        f"remember_batch returned {len(tsids)} ids for {len(turns)} turns"
-                    )
-                to_doc = {str(t): turn.dia_id for t, turn in zip(tsids, turns, strict=True)}
-                if log.described is None:
-                    log.described = _describe(mem)
+        with ExitStack() as dirs:
+            with ExitStack() as handles:
+                mem, to_doc = self.build(conv, dirs, handles)
                 with log.phase("recall"):
                     self._recall(mem, questions, to_doc)
                 t_close = time.perf_counter()
             t_cleanup = time.perf_counter()
             log.timing["close_s"] += t_cleanup - t_close
         log.timing["cleanup_s"] += time.perf_counter() - t_cleanup
+
+    def build(
+        self, conv: Conversation, dirs: ExitStack, handles: ExitStack
+    ) -> tuple[Any, dict[str, str]]:
+        """Open ``conv``'s store (removed when ``dirs`` closes, closed with ``handles``) and
+        remember every turn; returns the memory and its TSID → ``dia_id`` map."""
+        log = self.log
+        path = store_path(self.root, conv.conv_id, dirs, self.temp_dir)
+        t_open = time.perf_counter()
+        mem = handles.enter_context(self.factory(path))
+        log.timing["open_s"] += time.perf_counter() - t_open
+        turns = ingest_turns(conv)
+        if len(turns) < len(conv.turns):
+            log.skipped_turns += len(conv.turns) - len(turns)
+            logger.warning(
+                "%s: %d empty turn(s) skipped", conv.conv_id, len(conv.turns) - len(turns)
+            )
+        with log.phase("remember"):
+            tsids = list(mem.remember_batch(_ingest_records(conv)))
+        log.stores += 1
+        if len(tsids) != len(turns):
+            raise SpectorError(f"remember_batch returned {len(tsids)} ids for {len(turns)} turns")
+        if log.described is None:
+            log.described = _describe(mem)
+        return mem, {str(t): turn.dia_id for t, turn in zip(tsids, turns, strict=True)}
 
     def _recall(self, mem: Any, questions: list[Question], to_doc: Mapping[str, str]) -> None:
         mem.recall_batch([questions[0].text], next(iter(self.options.values())))  # warm-up
