@@ -36,7 +36,7 @@ from spector_gpu.errors import ConfigError, ValidationError
 
 from ..kernels.native import native
 from .bm25_postings import Postings
-from .bm25_scoring import dense_scores, query_matrix, slot_scores, topk_rows
+from .bm25_scoring import dense_scores, query_matrix, query_terms, slot_scores, topk_rows
 from .bm25_state import BM25_STATE_VERSION, check_params, encode_state, validated_state
 from .growable import Growable
 
@@ -189,12 +189,12 @@ class BM25Index:
     def ceiling(self, query_tokens: Sequence[Sequence[str]]) -> np.ndarray:
         """float64 (n,): each query's supremum score, Σ q(t)·idf(t)·sup tfc (1 lucene, k1+1
         okapi; tfc approaches it as tf grows), so ``score / ceiling`` lies in [0, 1)."""
-        q, uterms = query_matrix(self._vocab, query_tokens)
+        q, uterms = query_terms(self._vocab, query_tokens)
         if not len(uterms) or not self.live:
             return np.zeros(q.shape[0])
         top = self._k1 + 1.0 if self._method == "okapi" else 1.0
         idf = np.where(self._df.buf[uterms] > 0, np.maximum(self._idf(uterms), 0.0), 0.0)
-        return np.asarray(q @ (idf * top), dtype=np.float64)
+        return q.dot(idf * top)
 
     def retired(self) -> np.ndarray:
         """bool (N,): the slots :meth:`retire` took out (a copy)."""
@@ -279,7 +279,7 @@ class BM25Index:
         if native is None:
             return np.asarray(self.score_batch(query_tokens, allowed=allowed).toarray())
         self._maybe_compact()
-        q, uterms = query_matrix(self._vocab, query_tokens)
+        q, uterms = query_terms(self._vocab, query_tokens)
         if len(uterms) == 0 or len(self) == 0:
             return np.zeros((q.shape[0], len(self)), dtype=np.float32)
         params = (self._k1, self._b, self.avgdl, self._method == "okapi")

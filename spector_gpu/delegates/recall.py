@@ -51,13 +51,16 @@ class MemoryRecall:
             return self.pathway.recall_batch(queries, options)  # hydrates under self.lock
 
     def stack_part(
-        self, queries: Sequence[str], options: RecallOptions | None = None
+        self,
+        queries: Sequence[str],
+        options: RecallOptions | None = None,
+        vectors: np.ndarray | None = None,
     ) -> StackPart | None:
         """``recall_batch``'s checks and plan as a part of a stacked batch (``MultiStore``:
         :meth:`.RecallPathway.stack_part`); the caller holds :attr:`lock` until it has the
         part's batch (:meth:`stacked_batch`)."""
         self._check(queries, options)
-        return self.pathway.stack_part(queries, options)
+        return self.pathway.stack_part(queries, options, vectors)
 
     def stacked_batch(self, scored: Scored) -> RecallBatch:
         """The batch of a stacked part's scores, hydrated under this handle's lock."""

@@ -39,6 +39,7 @@ from ..errors import StoreClosedError, ValidationError
 from ..types import RecallOptions
 
 if TYPE_CHECKING:
+    from ..delegates.recall import MemoryRecall
     from ..memory import SpectorMemory
     from ..types import CognitiveResult, RecallBatch
 
@@ -211,9 +212,11 @@ class MultiStore:
         with ExitStack() as held, torch.inference_mode(), single_threaded(True):
             for lock in sorted({id(d.lock): d.lock for d in delegates.values()}.items()):
                 held.enter_context(lock[1])  # one order for every caller: no lock cycles
+            vectors = _shared_vectors(delegates, groups, options, queries)
             keys, parts = [], []
             for key, delegate in delegates.items():
-                part = delegate.stack_part([queries[i] for i in groups[key]], options[key[1]])
+                texts = [queries[i] for i in groups[key]]
+                part = delegate.stack_part(texts, options[key[1]], vectors.get(key))
                 if part is not None and len(groups[key]) * part.scorer.cortex.n <= STACK_BUDGET:
                     keys.append(key)
                     parts.append(part)
@@ -250,6 +253,36 @@ class MultiStore:
     def _check_open(self) -> None:
         if self._closed:
             raise StoreClosedError("MultiStore is closed; open the stores again")
+
+
+def _shared_vectors(
+    delegates: Mapping[tuple[str, str], MemoryRecall],
+    groups: Mapping[tuple[str, str], list[int]],
+    options: Mapping[str, RecallOptions],
+    queries: Sequence[str],
+) -> dict[tuple[str, str], np.ndarray]:
+    """The query vectors of the parts whose stores use the built-in hashing embedder, one
+    ``embed`` call per embedder configuration (its ``name`` says all of it, and each text's
+    vector depends on that text alone, so the rows are those of each store's own call). A
+    caller's embedder is left to embed each store's queries itself, exactly as it would."""
+    from ..embedders.hashing import HashingEmbedder
+
+    by_name: dict[str, list[tuple[str, str]]] = {}
+    embedders: dict[str, HashingEmbedder] = {}
+    for key, delegate in delegates.items():
+        emb = delegate.cortex.embedder
+        if type(emb) is HashingEmbedder and "dense" in options[key[1]].relays:
+            by_name.setdefault(emb.name, []).append(key)
+            embedders[emb.name] = emb
+    out: dict[tuple[str, str], np.ndarray] = {}
+    for name, keys in by_name.items():
+        texts = [queries[i] for key in keys for i in groups[key]]
+        rows = np.asarray(embedders[name].embed(texts), dtype=np.float32)
+        lo = 0
+        for key in keys:
+            out[key] = rows[lo : lo + len(groups[key])]
+            lo += len(groups[key])
+    return out
 
 
 def _k(options: object) -> int:

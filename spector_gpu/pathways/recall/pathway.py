@@ -161,13 +161,18 @@ class RecallPathway:
         return scored
 
     def stack_part(
-        self, queries: Sequence[str], options: RecallOptions | None = None
+        self,
+        queries: Sequence[str],
+        options: RecallOptions | None = None,
+        vectors: np.ndarray | None = None,
     ) -> StackPart | None:
         """What :func:`.stacked.recall_stacked` needs to answer ``queries`` in one block with
         other stores' queries — the checks and the plan of :meth:`recall_batch` — or None
         when the call cannot join one (no queries, an empty store, ``learn`` mode,
         explanations, a store too large for the dense pool layout): :meth:`recall_batch`
-        answers it alone then. Call under ``torch.inference_mode`` (the stacked batch's)."""
+        answers it alone then. ``vectors``: the queries as this store's embedder embeds them,
+        float32 (n, dim), when the caller has them already (several stores sharing one
+        built-in embedder). Call under ``torch.inference_mode`` (the stacked batch's)."""
         opts = self._check(queries, options)
         c = self.cortex
         c.part.check_usable()
@@ -177,7 +182,7 @@ class RecallPathway:
             return None
         now = recall_clock(opts, self.clock()).now_ms
         with single_threaded(c.dense.device.type == "cpu"):
-            plan = self._plan(list(queries), opts, now, self._tracker.current(c))
+            plan = self._plan(list(queries), opts, now, self._tracker.current(c), vectors)
         return (
             StackPart(self._scorer, plan, self._device_path)
             if self._scorer.dense_layout(plan)
@@ -231,7 +236,12 @@ class RecallPathway:
         return {name: (min(w[name], COEFFICIENT_MAX) if name in opts.relays else 0.0) for name in w}
 
     def _plan(
-        self, queries: list[str], opts: RecallOptions, now: int, at: StoreVersion
+        self,
+        queries: list[str],
+        opts: RecallOptions,
+        now: int,
+        at: StoreVersion,
+        vectors: np.ndarray | None = None,
     ) -> RecallPlan:
         c = self.cortex
         self._columns.sync(c, at)
@@ -244,7 +254,9 @@ class RecallPathway:
         if "lexical" in relays:
             ceiling = torch.from_numpy(c.bm25.ceiling(tokens)).to(c.dense.device)
         if "dense" in relays:
-            dense = c.dense.queries(np.asarray(c.embedder.embed(queries), dtype=np.float32))
+            if vectors is None:
+                vectors = np.asarray(c.embedder.embed(queries), dtype=np.float32)
+            dense = c.dense.queries(vectors)
         return RecallPlan(
             opts=opts,
             relays=relays,

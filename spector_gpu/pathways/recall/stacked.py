@@ -51,7 +51,6 @@ STACK_BUDGET = 1 << 22
 #: shares one — on LoCoMo (150 questions per store) the block measured half as fast.
 STACK_MAX_ROWS = 16
 _NEG_INF = float("-inf")
-_COLUMNS = ("importance", "flags", "arousal", "d_event", "last_ms", "storage", "formed_ms")
 
 
 @dataclass(frozen=True)
@@ -89,90 +88,99 @@ def block_key(part: StackPart) -> tuple[object, ...]:
 
 
 @dataclass
-class _Inputs:
-    """One part's per-store tensors, padded to the block's width W."""
+class _Block:
+    """Every row's per-store inputs, written in place part by part: (n, W) tensors (the
+    neighbour table (n, W, E)); a relay's tensor is None when no part has it."""
 
-    rows: int
-    n: int
-    block: torch.Tensor | None  # float32 (m, W) BM25 scores, 0 at padding
-    keys: torch.Tensor | None  # float32 (m, W) dense keys, -inf at padding
-    dense: torch.Tensor | None  # float32 (m, W) dense scores, -inf at padding
-    salience: torch.Tensor  # bool (W,) the salience proposals
-    allowed: torch.Tensor  # bool (W,)
-    cols: dict[str, torch.Tensor]  # each (W,) (s_term float64)
-    nbr: torch.Tensor  # int64 (W, E_part), -1 for none
-    weight: torch.Tensor  # float64 (W, E_part)
-    match: torch.Tensor | None  # bool (m, W) tag-cue matches
-
-
-def _pad(t: torch.Tensor, width: int, fill: float | bool | int) -> torch.Tensor:
-    if t.shape[-1] == width:
-        return t
-    out = torch.full((*t.shape[:-1], width), fill, dtype=t.dtype, device=t.device)
-    out[..., : t.shape[-1]] = t
-    return out
+    lexical: torch.Tensor | None  # float32 BM25 scores, 0 at padding
+    keys: torch.Tensor | None  # float32 dense keys, -inf at padding
+    dense: torch.Tensor | None  # float32 dense scores, -inf at padding
+    salience: torch.Tensor  # bool: the salience proposals
+    allowed: torch.Tensor  # bool
+    cols: dict[str, torch.Tensor]  # the columns (s_term float64), 0 at padding
+    nbr: torch.Tensor  # int64 (n, W, E), -1 for none
+    weight: torch.Tensor  # float64 (n, W, E)
+    match: torch.Tensor | None  # bool tag-cue matches
 
 
-def _inputs(part: StackPart, width: int) -> _Inputs:
+_DTYPES = {
+    "importance": torch.float32,
+    "flags": torch.uint8,
+    "arousal": torch.uint8,
+    "d_event": torch.float32,
+    "last_ms": torch.int64,
+    "storage": torch.float32,
+    "formed_ms": torch.int64,
+    "s_term": torch.float64,
+}
+
+
+def _allocate(parts: Sequence[StackPart], width: int) -> _Block:
+    plan = parts[0].plan
+    n, dev = sum(len(p.plan.tokens) for p in parts), plan.device
+    e = 0
+    if "association" in plan.relays:
+        e = max(p.scorer.graph(p.plan).nbr.shape[1] for p in parts)
+
+    def full(fill: float | bool, dtype: torch.dtype, *shape: int) -> torch.Tensor:
+        return torch.full(shape or (n, width), fill, dtype=dtype, device=dev)
+
+    lexical = "lexical" in plan.relays and any(p.plan.n_allowed for p in parts)
+    dense = "dense" in plan.relays and any(p.plan.n_allowed for p in parts)
+    cognitive = plan.opts.fusion == "cognitive" and parts[0].scorer.cortex.config.recall.tag_tau > 0
+    return _Block(
+        full(0.0, torch.float32) if lexical else None,
+        full(_NEG_INF, torch.float32) if dense else None,
+        full(_NEG_INF, torch.float32) if dense else None,
+        full(False, torch.bool, n, width + 1),  # the spare column takes -1 proposals
+        full(False, torch.bool),
+        {name: full(0, dtype) for name, dtype in _DTYPES.items()},
+        full(-1, torch.int64, n, width, e),
+        full(0.0, torch.float64, n, width, e),
+        full(False, torch.bool) if cognitive else None,
+    )
+
+
+def _fill(b: _Block, lo: int, part: StackPart) -> None:
+    """Write ``part``'s per-store inputs into rows ``[lo, lo + m)`` of ``b``."""
     s, plan = part.scorer, part.plan
     c, m, n = s.cortex, len(plan.tokens), s.cortex.n
-    block = keys = dense = None
-    if "lexical" in plan.relays and plan.n_allowed:
-        raw = lexical_block(c.bm25, plan.tokens, plan, rounds=part.rounds).to(plan.device)
-        block = _pad(raw, width, 0.0)
-    if "dense" in plan.relays and plan.dense is not None and plan.n_allowed:
+    hi, width = lo + m, b.allowed.shape[1]
+    if b.lexical is not None and plan.n_allowed:
+        raw = lexical_block(c.bm25, plan.tokens, plan, rounds=part.rounds)
+        b.lexical[lo:hi, :n] = raw.to(plan.device)
+    if b.keys is not None and b.dense is not None and plan.dense is not None and plan.n_allowed:
         k_all = c.dense.keys_all(plan.dense)
-        keys = _pad(k_all, width, _NEG_INF)
-        scores = torch.where(k_all == _NEG_INF, k_all, k_all * plan.dense.qs_t[:, None])
-        dense = _pad(scores, width, _NEG_INF)
-    sal = torch.zeros(width + 1, dtype=torch.bool, device=plan.device)
+        b.keys[lo:hi, :n] = k_all
+        b.dense[lo:hi, :n] = torch.where(k_all == _NEG_INF, k_all, k_all * plan.dense.qs_t[:, None])
     if "salience" in plan.relays and plan.n_allowed:
         top = salience_top(c, s.columns, plan, s.salience)
-        sal.scatter_(0, torch.where(top < 0, width, top), True)  # -1 lands in a spare column
-    everyone = torch.arange(n, device=plan.device)
-    one = s.columns.gather(everyone[None, :])
-    cols = {name: _pad(getattr(one, name)[0], width, 0) for name in (*_COLUMNS, "s_term")}
-    nbr = torch.full((width, 0), -1, dtype=torch.int64, device=plan.device)
-    weight = torch.zeros((width, 0), dtype=torch.float64, device=plan.device)
-    if "association" in plan.relays:
+        b.salience[lo:hi].index_fill_(1, torch.where(top < 0, width, top), True)
+    one = s.columns.gather(torch.arange(n, device=plan.device)[None, :])
+    for name, col in b.cols.items():
+        col[lo:hi, :n] = getattr(one, name)
+    b.allowed[lo:hi, :n] = plan.allowed_t
+    if b.nbr.shape[2]:
         graph = s.graph(plan)
-        nbr = torch.full((width, graph.nbr.shape[1]), -1, dtype=torch.int64, device=plan.device)
-        nbr[:n] = graph.nbr
-        weight = torch.zeros(nbr.shape, dtype=torch.float64, device=plan.device)
-        weight[:n] = graph.weight
-    match = None
-    if plan.opts.fusion == "cognitive" and c.config.recall.tag_tau > 0:
-        got = s.cues.match(everyone[None, :].expand(m, -1), plan.tokens)
-        match = None if got is None else _pad(got, width, False)
-    allowed = _pad(plan.allowed_t, width, False)
-    return _Inputs(m, n, block, keys, dense, sal[:width], allowed, cols, nbr, weight, match)
+        e = graph.nbr.shape[1]
+        b.nbr[lo:hi, :n, :e] = graph.nbr
+        b.weight[lo:hi, :n, :e] = graph.weight
+    if b.match is not None:
+        members = torch.arange(n, device=plan.device)[None, :].expand(m, -1)
+        got = s.cues.match(members, plan.tokens)
+        if got is not None:
+            b.match[lo:hi, :n] = got
 
 
-def _stack(parts: Sequence[_Inputs], attr: str, fill: float | bool) -> torch.Tensor | None:
-    """The parts' (m, W) tensors ``attr`` one above the other; a part without one (nothing
-    allowed there: its rows have no members) contributes ``fill``; None if none has one."""
-    got = [getattr(p, attr) for p in parts]
-    model = next((t for t in got if t is not None), None)
-    if model is None:
-        return None
-    rows = [
-        t if t is not None else torch.full((p.rows, model.shape[1]), fill, dtype=model.dtype)
-        for p, t in zip(parts, got, strict=True)
-    ]
-    return torch.cat([r.to(model.device) for r in rows])
-
-
-def _per_row(parts: Sequence[_Inputs], attr: str) -> torch.Tensor:
-    """The parts' (W, …) per-store tensor ``attr`` repeated for each of their rows."""
-    return torch.cat([getattr(p, attr).expand(p.rows, *getattr(p, attr).shape) for p in parts])
-
-
-def _neighbours(parts: Sequence[_Inputs]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Each row's neighbour table and weights, padded to the widest: (n, W, E)."""
-    e = max(p.nbr.shape[1] for p in parts)
-    nbr = [_pad(p.nbr, e, -1).expand(p.rows, -1, -1) for p in parts]
-    weight = [_pad(p.weight, e, 0.0).expand(p.rows, -1, -1) for p in parts]
-    return torch.cat(nbr), torch.cat(weight)
+def _build(parts: Sequence[StackPart]) -> _Block:
+    """The block of ``parts`` (the width of the widest store)."""
+    b = _allocate(parts, max(p.scorer.cortex.n for p in parts))
+    lo = 0
+    for part in parts:
+        _fill(b, lo, part)
+        lo += len(part.plan.tokens)
+    b.salience = b.salience[:, :-1]
+    return b
 
 
 def _expand(valid: torch.Tensor, allowed: torch.Tensor, nbr: torch.Tensor) -> torch.Tensor:
@@ -214,50 +222,39 @@ def _spread(
     return act
 
 
-def _membership(
-    plan: RecallPlan,
-    ins: Sequence[_Inputs],
-    block: torch.Tensor | None,
-    keys: torch.Tensor | None,
-    nbr: torch.Tensor,
-) -> torch.Tensor:
+def _membership(plan: RecallPlan, b: _Block) -> torch.Tensor:
     """bool (n, W): every row's pool (the relays' top lists, then the neighbours)."""
-    allowed = _per_row(ins, "allowed")
-    valid = _per_row(ins, "salience").clone()
-    if block is not None:
-        valid |= topk_mask(block, plan.depth, valid=block > 0, host_reads=plan.trim)
-    if keys is not None:  # min(depth, allowed) of the allowed: the depth best of them
-        valid |= topk_mask(keys, plan.depth, valid=allowed, host_reads=plan.trim)
+    valid = b.salience.clone()
+    if b.lexical is not None:
+        valid |= topk_mask(b.lexical, plan.depth, valid=b.lexical > 0, host_reads=plan.trim)
+    if b.keys is not None:  # min(depth, allowed) of the allowed: the depth best of them
+        valid |= topk_mask(b.keys, plan.depth, valid=b.allowed, host_reads=plan.trim)
     if "association" in plan.relays:
-        valid = _expand(valid, allowed, nbr)
+        valid = _expand(valid, b.allowed, b.nbr)
     return valid
 
 
-def _strength(
-    parts: Sequence[StackPart], ins: Sequence[_Inputs], device: torch.device
-) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-    """Each row's columns (n, W) and D float64 (n, W) at the row's own clock."""
-    cols = {name: torch.cat([p.cols[name].expand(p.rows, -1) for p in ins]) for name in ins[0].cols}
-    clock = [q.plan.now_ms for q, p in zip(parts, ins, strict=True) for _ in range(p.rows)]
-    now = torch.tensor(clock, dtype=torch.int64, device=device)[:, None]
-    law = parts[0].plan.law
-    d = decayed_torch(law, now, cols["d_event"], cols["last_ms"], cols["flags"], cols["arousal"])
-    return cols, d.to(torch.float64)
+def _strength(parts: Sequence[StackPart], b: _Block) -> torch.Tensor:
+    """D float64 (n, W), each row at its own clock."""
+    clock = [p.plan.now_ms for p in parts for _ in p.plan.tokens]
+    now = torch.tensor(clock, dtype=torch.int64, device=b.allowed.device)[:, None]
+    c = b.cols
+    d: torch.Tensor = decayed_torch(
+        parts[0].plan.law, now, c["d_event"], c["last_ms"], c["flags"], c["arousal"]
+    )
+    return d.to(torch.float64)
 
 
-def _score(parts: Sequence[StackPart], ins: Sequence[_Inputs]) -> tuple[torch.Tensor, ...]:
+def _score(parts: Sequence[StackPart], b: _Block) -> tuple[torch.Tensor, ...]:
     """The block's top-k: (positions, fused float32, D, S, relevance float32) per row."""
     plan, cfg = parts[0].plan, parts[0].scorer.cortex.config
-    block, keys = _stack(ins, "block", 0.0), _stack(ins, "keys", _NEG_INF)
-    nbr, weight = _neighbours(ins)
-    valid = _membership(plan, ins, block, keys, nbr)
+    valid = _membership(plan, b)
     raw: dict[str, torch.Tensor] = {}
-    if block is not None:
-        raw["lexical"] = block.to(torch.float64)
-    dense = _stack(ins, "dense", _NEG_INF)
-    if dense is not None:
-        raw["dense"] = torch.where(valid, dense, _NEG_INF).to(torch.float64)
-    cols, d = _strength(parts, ins, valid.device)
+    if b.lexical is not None:
+        raw["lexical"] = b.lexical.to(torch.float64)
+    if b.dense is not None:
+        raw["dense"] = torch.where(valid, b.dense, _NEG_INF).to(torch.float64)
+    cols, d = b.cols, _strength(parts, b)
     if "salience" in plan.relays:
         imp = cols["importance"].to(torch.float64)
         raw["salience"] = (imp / torch.full_like(imp, 10.0)) * d
@@ -266,9 +263,8 @@ def _score(parts: Sequence[StackPart], ins: Sequence[_Inputs]) -> tuple[torch.Te
         a = cfg.association
 
         def assoc(base: torch.Tensor) -> torch.Tensor:
-            return _spread(valid, base, nbr, weight, a.hops, a.decay)
+            return _spread(valid, base, b.nbr, b.weight, a.hops, a.decay)
 
-    match = _stack(ins, "match", False)
     fz = fuse(
         raw,
         valid,
@@ -280,14 +276,14 @@ def _score(parts: Sequence[StackPart], ins: Sequence[_Inputs]) -> tuple[torch.Te
         tau=cfg.recall.tag_tau,
         strength=(cols["importance"], d, cols["s_term"]),
         association=assoc,
-        cue_match=lambda: match,
+        cue_match=lambda: b.match,
         want_ranks=plan.opts.fusion == "rrf",
     )
-    ceilings = [q.plan.ceiling for q in parts]
+    ceilings = [p.plan.ceiling for p in parts]
     ceiling = None if any(c is None for c in ceilings) else torch.cat(ceilings)  # type: ignore[arg-type]
     rel = absolute_relevance(raw, ceiling, valid.shape).to(valid.device)
     fused = fz.fused
-    cues = tuple(c for q in parts for c in q.plan.cues)
+    cues = tuple(c for p in parts for c in p.plan.cues)
     lift = cfg.recall.time_cue_weight
     if lift > 0 and any(cues):
         fused = fused + time_lift(fused, valid, rel > 0, cols["formed_ms"], cues, lift)
@@ -336,12 +332,10 @@ def recall_stacked(parts: Sequence[StackPart], *, budget: int = STACK_BUDGET) ->
     out: list[Scored | None] = [None] * len(parts)
     for members in blocks(parts, budget):
         group = [parts[i] for i in members]
-        width = max(p.scorer.cortex.n for p in group)
-        ins = [_inputs(p, width) for p in group]
-        o_h, f_h, d_h, s_h, r_h = (t.cpu().numpy() for t in _score(group, ins))  # one transfer
+        o_h, f_h, d_h, s_h, r_h = (t.cpu().numpy() for t in _score(group, _build(group)))
         lo = 0
-        for i, inp in zip(members, ins, strict=True):
-            hi = lo + inp.rows
+        for i in members:
+            hi = lo + len(parts[i].plan.tokens)
             ordinals = o_h[lo:hi].astype(np.int64)
             counts = (ordinals >= 0).sum(axis=1).astype(np.int32)
             out[i] = Scored(ordinals, f_h[lo:hi], counts, d_h[lo:hi], s_h[lo:hi], None, r_h[lo:hi])
