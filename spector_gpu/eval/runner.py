@@ -146,23 +146,16 @@ def evaluate(
     :meth:`EvalResult.save` writes ``metrics.json``, ``per_question.jsonl`` and (``plots``:
     ``None``: if matplotlib imports, ``True``: required) the PNG plots. ``workers``: forked
     processes building and answering the stores (:mod:`.parallel`). ``as_of``: :mod:`.as_of`.
-    ``stacked`` (one process): answer groups of stores with one MultiStore call per
-    configuration (:mod:`.stacked_run`; the same rankings as store by store).
+    ``stacked`` (one process): groups of stores answered by MultiStore (:mod:`.stacked_run`).
     """
     scorer: Scorer = dataset.scorer or QrelsScorer()
     k_max, ks = _check_args(scorer, ks, k_max, batch_size, as_of)
     options = _effective_configs(configs, ablations, k_max)
     questions = _select_questions(dataset, categories)
-    job = _Job(
-        options,
-        memory_factory or _default_factory(config=config, embedder=embedder, device=device),
-        None if store_root is None else Path(store_root),
-        default_temp_dir() if temp_dir is None else str(temp_dir),
-        batch_size,
-        RunLog(list(options)),
-        as_of,
-        bool(stacked),
-    )
+    factory = memory_factory or _default_factory(config=config, embedder=embedder, device=device)
+    root = None if store_root is None else Path(store_root)
+    temp = default_temp_dir() if temp_dir is None else str(temp_dir)
+    job = _Job(options, factory, root, temp, batch_size, RunLog(list(options)), as_of, stacked)
     log = job.run(dataset, questions, progress=progress, workers=check_workers(workers))
     metrics = {**_assemble(dataset, questions, ks, log, scorer, (device, embedder)), "as_of": as_of}
     rows = log.rows(questions, ks, scorer)

@@ -21,10 +21,10 @@ from __future__ import annotations
 import re
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -35,7 +35,24 @@ from .multistore import MultiStore
 from .records import Conversation, Question
 
 if TYPE_CHECKING:
-    from .runner import _Job
+    from ..types import RecallOptions
+    from .as_of import AsOf
+    from .runlog import RunLog
+
+
+class _Job(Protocol):
+    """What the runner's job gives a stacked run (``runner._Job``)."""
+
+    options: Mapping[str, RecallOptions]
+    batch_size: int
+    log: RunLog
+    as_of: AsOf
+    bar: Any
+
+    def build(
+        self, conv: Conversation, dirs: ExitStack, handles: ExitStack
+    ) -> tuple[Any, dict[str, str]]: ...
+
 
 __all__ = ["GROUP_STORES", "GROUP_TURNS", "run_stacked", "store_path"]
 
