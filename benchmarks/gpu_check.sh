@@ -2,7 +2,8 @@
 # One short check for a machine with a CUDA GPU (about 10 minutes on an H200):
 #   1. the cuda-marked tests: kernel CPU == CUDA ids and scores, Triton == torch path, the
 #      recall pathway CPU == CUDA (both pool layouts, every fusion mode), no sync inside a
-#      recall batch (sync debug mode), end-to-end recall CPU == CUDA, device resolution;
+#      recall batch (sync debug mode), end-to-end recall CPU == CUDA, device resolution, the
+#      stacked many-store block CPU == CUDA;
 #   2. bench_dense.py --device cuda: 1M x 384 INT8, 4,096 queries, top-10 (target <= 10 ms);
 #   3. bench_recall.py gpu: all relays, 4,096 queries over 1M memories (target <= 50 ms), single
 #      recall p50 CUDA vs CPU, CPU == CUDA ids and scores on a sample.
@@ -20,7 +21,8 @@ PYEOF
 echo "== pytest -m cuda"
 "$PY" -m pytest -m cuda -q -p no:cacheprovider tests/kernels/test_device.py \
   tests/kernels/test_kernels_dense.py tests/kernels/test_kernels_fused.py \
-  tests/pathways/test_recall_device.py tests/api/test_cuda_e2e.py
+  tests/pathways/test_recall_device.py tests/api/test_cuda_e2e.py \
+  tests/pathways/test_recall_stacked.py
 tests_rc=$?
 
 echo "== bench_dense --device cuda"

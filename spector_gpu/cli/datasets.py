@@ -53,6 +53,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         categories=_parse_categories(args.categories),
         workers=args.workers,
         as_of=args.as_of,
+        stacked=not args.store_by_store,
     )
     print(result.table())
     out = Path(args.out)
@@ -140,6 +141,12 @@ def add_eval(subs: Any) -> None:
         help="clock of a dated question (LongMemEval's question_date): 'day' (default) its date "
         "with memories formed until the end of that UTC day, 'moment' the exact time, 'wall' "
         "the wall clock (the date ignored); undated questions always use the wall clock",
+    )
+    p.add_argument(
+        "--store-by-store",
+        action="store_true",
+        help="answer each store's questions by its own recall_batch calls instead of groups "
+        "of small stores in one stacked MultiStore call (the default; the same rankings)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(

@@ -118,3 +118,30 @@ def test_group_limits_cut_by_stores_and_turns(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(stacked_run, "GROUP_TURNS", len(conv[0].turns) * 2)
     sizes = [len(g) for g in stacked_run.groups(work)]
     assert sum(sizes) == 9 and max(sizes) <= 2
+
+
+def test_cli_store_by_store_reaches_evaluate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import spector_gpu.eval as eval_package
+    from spector_gpu.cli import main
+    from spector_gpu.eval.synthetic_longmemeval import write_longmemeval_like
+
+    path = write_longmemeval_like(tmp_path / "slice.json", seed=3)
+    seen: list[bool] = []
+    real = eval_package.evaluate
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs["stacked"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(eval_package, "evaluate", recording)
+    outs = []
+    for flag in ([], ["--store-by-store"]):
+        out = tmp_path / f"out{len(flag)}"
+        assert (
+            main(["eval", str(path), "--out", str(out), "--no-progress", "--k", "20", *flag]) == 0
+        )
+        outs.append((out / "per_question.jsonl").read_text())
+    assert seen == [True, False]
+    assert outs[0] == outs[1]  # the same rankings and scores either way
