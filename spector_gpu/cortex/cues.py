@@ -131,15 +131,56 @@ class Cues:
         cues = arrays_to_strings(s["cue_blob"], s["cue_offsets"], where=where)
         if len(tags) != n or len(cues) != n:
             raise CorruptionError(f"{where}: tag columns have the wrong length", file=where)
-        for i in range(n):
-            c.append(
-                int(s["session"][i]),
-                int(s["sequence"][i]),
-                bool(s["has_citations"][i]),
-                speakers[i],
-                tuple(t for t in tags[i].split("\x1f") if t),
-                ext[i],
-                uris[i],
-                frozenset(t for t in cues[i].split("\x1f") if t),
-            )
+        c._extend(s, speakers, _split(tags, tuple), ext, uris, _split(cues, frozenset))
         return c
+
+    def _extend(
+        self,
+        s: dict[str, np.ndarray],
+        speakers: list[str],
+        tags: list[tuple[str, ...]],
+        ext: list[str | None],
+        uris: list[str | None],
+        cue_tokens: list[frozenset[str]],
+    ) -> None:
+        """:meth:`append` of every row of the state arrays ``s`` at once (the same columns,
+        lists and indexes, in ordinal order)."""
+        start, m = self.n, len(speakers)
+        session = np.asarray(s["session"], dtype=np.int64)
+        sequence = np.asarray(s["sequence"], dtype=np.int32)
+        self._session.extend(session)
+        self._sequence.extend(sequence)
+        self._has_citations.extend(np.asarray(s["has_citations"]).astype(np.bool_))
+        self.speaker += speakers
+        self.tags += tags
+        self.external_id += ext
+        self.source_uri += uris
+        self.cue_tokens += cue_tokens
+        turns = np.flatnonzero(sequence >= 0)
+        order = turns[np.argsort(session[turns], kind="stable")]  # by session, then ordinal
+        if len(order):
+            sess = session[order]
+            heads = np.concatenate([[0], np.flatnonzero(sess[1:] != sess[:-1]) + 1])
+            top = np.maximum.reduceat(sequence[order], heads)  # each session's last sequence
+            ords = (order + start).tolist()
+            bounds = [*heads.tolist(), len(ords)]
+            for g, (key, best) in enumerate(zip(sess[heads].tolist(), top.tolist(), strict=True)):
+                self.last_seq[key] = max(self.last_seq.get(key, -1), best)
+                self.session_index[key].extend(ords[bounds[g] : bounds[g + 1]])
+        for k in (k for k, t in enumerate(tags) if t):
+            for t in tags[k]:
+                self.tag_index[t].append(start + k)
+        self.n = start + m
+
+
+def _split(values: list[str], kind: type) -> list:  # type: ignore[type-arg]
+    """Each unit-separator-joined value as ``kind`` of its non-empty parts (equal values share
+    one object: most memories repeat a few speakers' and tags' cues)."""
+    memo: dict[str, object] = {}
+    out = []
+    for v in values:
+        got = memo.get(v)
+        if got is None:
+            got = memo[v] = kind(t for t in v.split("\x1f") if t)
+        out.append(got)
+    return out

@@ -135,11 +135,9 @@ class DerivedIndexes:
         self._lineage_linked = set()
         self._lineage_scanned, self._lineage_waiting = 0, set()
         tw = self.config.association.tag_weight
-        version = self.attrs.column("version")
-        for i in range(stop):
-            episodic = int(types[i]) == MemoryType.EPISODIC and version[i] == 1
-            session = int(self.cues.session[i]) if episodic else None
-            self.links.append(session, self.cues.tags[i], tw)
+        version = np.asarray(self.attrs.column("version")[:stop])
+        episodic = (np.asarray(types[:stop]) == MemoryType.EPISODIC) & (version == 1)
+        self.links.extend(self.cues.session[:stop], episodic, self.cues.tags[:stop], tw)
 
     def cue_tokens(self, p: Payload) -> frozenset[str]:
         """Analysed tokens of a memory's cues: its speaker's first name and its tags."""

@@ -10,6 +10,7 @@ persisted on its own).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -56,6 +57,41 @@ class Links:
             self.last_with_tag[t] = i
         self.n += 1
         return i
+
+    def extend(
+        self,
+        sessions: np.ndarray,
+        has_session: np.ndarray,
+        tags: Sequence[tuple[str, ...]],
+        tag_weight: float,
+    ) -> None:
+        """:meth:`append` for each of m memories at once — int64 ``sessions`` (m,) where bool
+        ``has_session`` (m,) holds, their ``tags`` — with the same links, neighbour order and
+        state: the session chains by one stable sort, the tags one memory at a time."""
+        m, start = len(sessions), self.n
+        self._prev.extend(np.full(m, -1, dtype=np.int64))
+        self._next.extend(np.full(m, -1, dtype=np.int64))
+        members = np.flatnonzero(has_session)
+        order = members[np.argsort(sessions[members], kind="stable")]  # by session, then ordinal
+        ords, sess = order + start, sessions[order]
+        if len(ords):
+            same = sess[1:] == sess[:-1]
+            self.prev[ords[1:][same]] = ords[:-1][same]
+            self.next[ords[:-1][same]] = ords[1:][same]
+            first = np.concatenate([[True], ~same])
+            last = np.concatenate([~same, [True]])
+            for i, session in zip(ords[first].tolist(), sess[first].tolist(), strict=True):
+                before = self.last_in_session.get(session)
+                if before is not None:
+                    self.prev[i], self.next[before] = before, i
+            self.last_in_session.update(zip(sess[last].tolist(), ords[last].tolist(), strict=True))
+        self.n = start + m
+        for k in (k for k, t in enumerate(tags) if t):
+            for t in tags[k]:
+                j = self.last_with_tag.get(t)
+                if j is not None and tag_weight > 0:
+                    self.link(start + k, j, tag_weight)
+                self.last_with_tag[t] = start + k
 
     def link(self, a: int, b: int, weight: float) -> None:
         self.extra[a].append((b, weight))
