@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import zlib
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from known_vectors import KnownEmbedder
 from spector_gpu.kernels.quant import l2_normalize
 
 from spector_gpu import RecallOptions, SpectorMemory
@@ -35,28 +34,15 @@ def _rows(n: int, seed: int) -> np.ndarray:
     return np.asarray(l2_normalize(x.astype(np.float32)), dtype=np.float32)
 
 
-class _Known:
-    """``doc <i>`` / ``query <j>`` → fixed rows; other text → a CRC-seeded vector."""
-
-    name = "known-ivf-snap"
-    dim = DIM
-
-    def __init__(self) -> None:
-        docs, queries = _rows(4 * N, 1), _rows(len(QUERIES), 2)
-        self.table = {f"doc {i}": v for i, v in enumerate(docs)}
-        self.table.update(dict(zip(QUERIES, queries, strict=True)))
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.empty((len(texts), DIM), dtype=np.float32)
-        for i, t in enumerate(texts):
-            v = self.table.get(t)
-            if v is None:
-                v = np.random.default_rng(zlib.crc32(t.encode())).normal(size=DIM)
-            out[i] = v / np.linalg.norm(v)
-        return out
+def _known() -> KnownEmbedder:
+    """``doc <i>`` / ``query <j>`` → fixed rows."""
+    docs, queries = _rows(4 * N, 1), _rows(len(QUERIES), 2)
+    table = {f"doc {i}": v for i, v in enumerate(docs)}
+    table.update(dict(zip(QUERIES, queries, strict=True)))
+    return KnownEmbedder(table, DIM, "known-ivf-snap")
 
 
-EMB = _Known()
+EMB = _known()
 
 
 def _config(**dense: Any) -> dict[str, Any]:

@@ -5,14 +5,13 @@ from ``min_rows``, rebuilt when the tail outgrows the build, and configured by `
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 from ivf_rows import clustered
 from ivf_rows import native_kernel as _native
+from known_vectors import KnownEmbedder
 from spector_gpu.kernels.dense import DenseIndex
 from spector_gpu.kernels.dense_ivf import FirstPass
 from spector_gpu.kernels.quant import quantize_int8
@@ -107,27 +106,16 @@ def test_bad_settings_are_named() -> None:
         FirstPass(1, 1, regrow=0.0)
 
 
-class _Known:
-    """``doc <i>`` / ``query <j>`` → fixed unit rows; other text → a CRC-seeded vector."""
-
-    name = "known-ivf"
-    dim = DIM
-
-    def __init__(self, docs: np.ndarray, queries: np.ndarray) -> None:
-        self.table = {f"doc {i}": v for i, v in enumerate(docs)}
-        self.table.update({f"query {j}": v for j, v in enumerate(queries)})
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.empty((len(texts), DIM), dtype=np.float32)
-        for i, t in enumerate(texts):
-            v = self.table.get(t)
-            if v is None:
-                v = np.random.default_rng(zlib.crc32(t.encode())).normal(size=DIM)
-            out[i] = v / np.linalg.norm(v)
-        return out
+def _known(docs: np.ndarray, queries: np.ndarray) -> KnownEmbedder:
+    """``doc <i>`` / ``query <j>`` → fixed unit rows."""
+    table = {f"doc {i}": v for i, v in enumerate(docs)}
+    table.update({f"query {j}": v for j, v in enumerate(queries)})
+    return KnownEmbedder(table, DIM, "known-ivf")
 
 
-def _dense_ids(path: Path, config: dict[str, object], emb: _Known, n: int) -> list[list[str]]:
+def _dense_ids(
+    path: Path, config: dict[str, object], emb: KnownEmbedder, n: int
+) -> list[list[str]]:
     with SpectorMemory.open(path, config=config, embedder=emb) as mem:
         mem.remember_batch([{"text": f"doc {i}"} for i in range(n)])
         opts = RecallOptions(k=10, relays=("dense",), mode="observe")
@@ -137,7 +125,7 @@ def _dense_ids(path: Path, config: dict[str, object], emb: _Known, n: int) -> li
 
 def test_through_the_public_api_every_list_probed_equals_the_scan(tmp_path: Path) -> None:
     docs, queries = _clustered(3000, 12), _clustered(12, 13)
-    emb = _Known(docs, queries)
+    emb = _known(docs, queries)
     base = {"store": {"durability": "none"}}
     exact = _dense_ids(tmp_path / "x", base, emb, 3000)
     every = {**base, "dense": {"ivf_min_rows": 2500, "ivf_nprobe": 64, "ivf_lists": 16}}

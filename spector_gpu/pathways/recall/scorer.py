@@ -10,11 +10,13 @@ top-k is done; on the CPU the pool is trimmed to its widest row.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import torch
 
+from ...config import RecallConfig
 from ...cortex.cortex import Cortex
 from ...kernels.selection import topk_exact_torch, topk_mask
 from ...types import Explanation, RelayExplanation
@@ -31,7 +33,7 @@ from .relevance import absolute_relevance
 from .tables import CueTable, LinkTables
 from .time_cues import time_lift
 
-__all__ = ["Scored", "Scorer"]
+__all__ = ["Scored", "Scorer", "fuse_plan"]
 
 _CPU_BLOCK = 1 << 22  # lexical scores held per chunk on the CPU (16 MiB of float32)
 _GPU_BLOCK = 1 << 28  # ... on a GPU (1 GiB)
@@ -295,20 +297,41 @@ class Scorer:
             def assoc(base: torch.Tensor) -> torch.Tensor:
                 return association_score(pool, nbr, weight, base, cfg.association)
 
-        return fuse(
+        return fuse_plan(
+            plan,
             raw,
             pool.valid,
-            weights=plan.weights,
-            mode=plan.opts.fusion,
-            k=plan.opts.k,
-            rrf_k=cfg.recall.rrf_k,
-            beta=cfg.recall.cognitive_beta,
-            tau=cfg.recall.tag_tau,
-            strength=strength,
-            association=assoc,
-            cue_match=lambda: self.cues.match(pool.index(), plan.tokens[lo:hi]),
-            want_ranks=plan.opts.fusion == "rrf" or plan.opts.explain,
+            strength,
+            assoc,
+            lambda: self.cues.match(pool.index(), plan.tokens[lo:hi]),
+            cfg.recall,
         )
+
+
+def fuse_plan(
+    plan: RecallPlan,
+    raw: dict[str, torch.Tensor],
+    valid: torch.Tensor,
+    strength: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    association: Callable[[torch.Tensor], torch.Tensor] | None,
+    cue_match: Callable[[], torch.Tensor | None],
+    recall: RecallConfig,
+) -> Fused:
+    """:func:`.fusion.fuse` with the plan's weights, mode and k and the store's coefficients."""
+    return fuse(
+        raw,
+        valid,
+        weights=plan.weights,
+        mode=plan.opts.fusion,
+        k=plan.opts.k,
+        rrf_k=recall.rrf_k,
+        beta=recall.cognitive_beta,
+        tau=recall.tag_tau,
+        strength=strength,
+        association=association,
+        cue_match=cue_match,
+        want_ranks=plan.opts.fusion == "rrf" or plan.opts.explain,
+    )
 
 
 def _rows(t: torch.Tensor | None, lo: int, hi: int) -> torch.Tensor | None:

@@ -33,12 +33,11 @@ import torch
 
 from ...kernels.decay import decayed_torch
 from ...kernels.selection import topk_exact_torch, topk_mask
-from .fusion import fuse
 from .relays import RecallPlan
 from .relays.lexical import lexical_block
 from .relays.salience import salience_top
 from .relevance import absolute_relevance
-from .scorer import Scored, Scorer
+from .scorer import Scored, Scorer, fuse_plan
 from .time_cues import time_lift
 
 __all__ = ["STACK_BUDGET", "STACK_MAX_ROWS", "StackPart", "block_key", "blocks", "recall_stacked"]
@@ -265,20 +264,8 @@ def _score(parts: Sequence[StackPart], b: _Block) -> tuple[torch.Tensor, ...]:
         def assoc(base: torch.Tensor) -> torch.Tensor:
             return _spread(valid, base, b.nbr, b.weight, a.hops, a.decay)
 
-    fz = fuse(
-        raw,
-        valid,
-        weights=plan.weights,
-        mode=plan.opts.fusion,
-        k=plan.opts.k,
-        rrf_k=cfg.recall.rrf_k,
-        beta=cfg.recall.cognitive_beta,
-        tau=cfg.recall.tag_tau,
-        strength=(cols["importance"], d, cols["s_term"]),
-        association=assoc,
-        cue_match=lambda: b.match,
-        want_ranks=plan.opts.fusion == "rrf",
-    )
+    strength = (cols["importance"], d, cols["s_term"])
+    fz = fuse_plan(plan, raw, valid, strength, assoc, lambda: b.match, cfg.recall)
     ceilings = [p.plan.ceiling for p in parts]
     ceiling = None if any(c is None for c in ceilings) else torch.cat(ceilings)  # type: ignore[arg-type]
     rel = absolute_relevance(raw, ceiling, valid.shape).to(valid.device)
