@@ -9,7 +9,7 @@ stores therefore line up once each store's columns are padded to the widest stor
 
 1. each *part* — the queries of one store sharing one ``RecallOptions`` — is planned exactly
    as its own ``recall_batch`` plans it (clock, gate mask, tokens, query vectors, caches:
-   :meth:`.RecallPathway.stack_plan`), and its per-store work runs: the BM25 block, the dense
+   :meth:`.RecallPathway.stack_part`), and its per-store work runs: the BM25 block, the dense
    keys of every memory, the salience proposals, one row of columns, the neighbour table and
    the tag-cue matches;
 2. those are padded to the widest store (padding columns are never members) and stacked;
@@ -31,11 +31,12 @@ from dataclasses import astuple, dataclass
 import numpy as np
 import torch
 
-from ...kernels.decay import decayed_torch
 from ...kernels.selection import topk_exact_torch, topk_mask
+from .columns import PoolColumns
 from .relays import RecallPlan
+from .relays.association import spread_gathered
 from .relays.lexical import lexical_block
-from .relays.salience import salience_top
+from .relays.salience import pool_strength, salience_score, salience_top
 from .relevance import absolute_relevance
 from .scorer import Scored, Scorer, fuse_plan
 from .time_cues import time_lift
@@ -55,7 +56,7 @@ _NEG_INF = float("-inf")
 @dataclass(frozen=True)
 class StackPart:
     """One store's queries under one set of options: its scorer, its plan (from
-    :meth:`.RecallPathway.stack_plan`) and whether its lexical block takes the device's
+    :meth:`.RecallPathway.stack_part`) and whether its lexical block takes the device's
     round-based accumulation."""
 
     scorer: Scorer
@@ -96,7 +97,7 @@ class _Block:
     dense: torch.Tensor | None  # float32 dense scores, -inf at padding
     salience: torch.Tensor  # bool: the salience proposals
     allowed: torch.Tensor  # bool
-    cols: dict[str, torch.Tensor]  # the columns (s_term float64), 0 at padding
+    cols: PoolColumns  # the members' columns, 0 at padding
     nbr: torch.Tensor  # int64 (n, W, E), -1 for none
     weight: torch.Tensor  # float64 (n, W, E)
     match: torch.Tensor | None  # bool tag-cue matches
@@ -133,7 +134,7 @@ def _allocate(parts: Sequence[StackPart], width: int) -> _Block:
         full(_NEG_INF, torch.float32) if dense else None,
         full(False, torch.bool, n, width + 1),  # the spare column takes -1 proposals
         full(False, torch.bool),
-        {name: full(0, dtype) for name, dtype in _DTYPES.items()},
+        PoolColumns(**{name: full(0, dtype) for name, dtype in _DTYPES.items()}),
         full(-1, torch.int64, n, width, e),
         full(0.0, torch.float64, n, width, e),
         full(False, torch.bool) if cognitive else None,
@@ -156,8 +157,8 @@ def _fill(b: _Block, lo: int, part: StackPart) -> None:
         top = salience_top(c, s.columns, plan, s.salience)
         b.salience[lo:hi].index_fill_(1, torch.where(top < 0, width, top), True)
     one = s.columns.gather(torch.arange(n, device=plan.device)[None, :])
-    for name, col in b.cols.items():
-        col[lo:hi, :n] = getattr(one, name)
+    for name in _DTYPES:
+        getattr(b.cols, name)[lo:hi, :n] = getattr(one, name)
     b.allowed[lo:hi, :n] = plan.allowed_t
     if b.nbr.shape[2]:
         graph = s.graph(plan)
@@ -203,22 +204,14 @@ def _spread(
     hops: int,
     decay: float,
 ) -> torch.Tensor:
-    """float64 (n, W) max-product activation, each row over its own table: the products of
-    :meth:`.DenseGraph.spread` in the same order."""
-    act = torch.zeros_like(base)
+    """float64 (n, W) max-product activation, each row over its own (W, E) table."""
     n, w, e = nbr.shape
-    if e == 0:
-        return act
     jj = nbr.clamp(min=0).reshape(n, w * e)
-    live = (valid[:, :, None] & (nbr >= 0)) & torch.gather(valid, 1, jj).view(n, w, e)
-    zero = torch.zeros((), dtype=base.dtype, device=base.device)
-    src = base
-    for hop in range(max(int(hops), 1)):
-        prod = (weight * torch.gather(src, 1, jj).view(n, w, e)) * (decay**hop)
-        step = torch.maximum(torch.where(live, prod, zero).amax(dim=2), zero)
-        act = torch.maximum(act, step)
-        src = step
-    return act
+
+    def take(x: torch.Tensor) -> torch.Tensor:
+        return torch.gather(x, 1, jj).view(n, w, e)
+
+    return spread_gathered(valid, base, nbr >= 0, weight, take, hops, decay)
 
 
 def _membership(plan: RecallPlan, b: _Block) -> torch.Tensor:
@@ -237,11 +230,7 @@ def _strength(parts: Sequence[StackPart], b: _Block) -> torch.Tensor:
     """D float64 (n, W), each row at its own clock."""
     clock = [p.plan.now_ms for p in parts for _ in p.plan.tokens]
     now = torch.tensor(clock, dtype=torch.int64, device=b.allowed.device)[:, None]
-    c = b.cols
-    d: torch.Tensor = decayed_torch(
-        parts[0].plan.law, now, c["d_event"], c["last_ms"], c["flags"], c["arousal"]
-    )
-    return d.to(torch.float64)
+    return pool_strength(b.cols, parts[0].plan, now)
 
 
 def _score(parts: Sequence[StackPart], b: _Block) -> tuple[torch.Tensor, ...]:
@@ -255,8 +244,7 @@ def _score(parts: Sequence[StackPart], b: _Block) -> tuple[torch.Tensor, ...]:
         raw["dense"] = torch.where(valid, b.dense, _NEG_INF).to(torch.float64)
     cols, d = b.cols, _strength(parts, b)
     if "salience" in plan.relays:
-        imp = cols["importance"].to(torch.float64)
-        raw["salience"] = (imp / torch.full_like(imp, 10.0)) * d
+        raw["salience"] = salience_score(cols, d)
     assoc = None
     if "association" in plan.relays:
         a = cfg.association
@@ -264,7 +252,7 @@ def _score(parts: Sequence[StackPart], b: _Block) -> tuple[torch.Tensor, ...]:
         def assoc(base: torch.Tensor) -> torch.Tensor:
             return _spread(valid, base, b.nbr, b.weight, a.hops, a.decay)
 
-    strength = (cols["importance"], d, cols["s_term"])
+    strength = (cols.importance, d, cols.s_term)
     fz = fuse_plan(plan, raw, valid, strength, assoc, lambda: b.match, cfg.recall)
     ceilings = [p.plan.ceiling for p in parts]
     ceiling = None if any(c is None for c in ceilings) else torch.cat(ceilings)  # type: ignore[arg-type]
@@ -273,7 +261,7 @@ def _score(parts: Sequence[StackPart], b: _Block) -> tuple[torch.Tensor, ...]:
     cues = tuple(c for p in parts for c in p.plan.cues)
     lift = cfg.recall.time_cue_weight
     if lift > 0 and any(cues):
-        fused = fused + time_lift(fused, valid, rel > 0, cols["formed_ms"], cues, lift)
+        fused = fused + time_lift(fused, valid, rel > 0, cols.formed_ms, cues, lift)
     floor = plan.opts.min_relevance
     vals, pos = topk_exact_torch(fused, plan.opts.k, valid=None if floor is None else rel >= floor)
     hit = pos >= 0
@@ -282,7 +270,7 @@ def _score(parts: Sequence[StackPart], b: _Block) -> tuple[torch.Tensor, ...]:
         torch.where(hit, at, torch.full_like(at, -1)),
         vals.to(torch.float32),
         torch.gather(d, 1, at),
-        torch.gather(cols["storage"], 1, at).to(torch.float64),
+        torch.gather(cols.storage, 1, at).to(torch.float64),
         torch.where(hit, torch.gather(rel, 1, at), torch.zeros_like(vals)).to(torch.float32),
     )
 
@@ -314,7 +302,7 @@ def _by_key(parts: Sequence[StackPart]) -> dict[tuple[object, ...], list[int]]:
 
 def recall_stacked(parts: Sequence[StackPart], *, budget: int = STACK_BUDGET) -> list[Scored]:
     """The :class:`~.scorer.Scored` of every part, in order, each block of :func:`blocks`
-    computed as one (the parts must be in the dense layout, as ``stack_plan`` returns them).
+    computed as one (the parts must be in the dense layout, as ``stack_part`` returns them).
     Call under ``torch.inference_mode`` and, on the CPU, with torch at one thread."""
     out: list[Scored | None] = [None] * len(parts)
     for members in blocks(parts, budget):

@@ -10,6 +10,8 @@ members (:func:`~spector_gpu.kernels.spread.spread_max`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from ....config import AssociationConfig
@@ -18,7 +20,7 @@ from ....kernels.spread import spread_max
 from ..pool import Pool
 from ..tables import LinkTables
 
-__all__ = ["DenseGraph", "association_score", "dense_graph", "neighbours"]
+__all__ = ["DenseGraph", "association_score", "dense_graph", "neighbours", "spread_gathered"]
 
 
 def neighbours(
@@ -83,23 +85,42 @@ class DenseGraph:
     ) -> torch.Tensor:
         """float64 (m, N) max-product activation (:func:`~spector_gpu.kernels.spread.spread_max`
         with the same products in the same order)."""
-        act = torch.zeros_like(base)
         m, n = base.shape
         e = self.nbr.shape[1]
-        if e == 0:
-            return act
         jj = self.nbr.clamp(min=0).reshape(-1)  # (N·E): neighbour e of memory i at i·E + e
-        live = (valid[:, :, None] & (self.nbr >= 0)) & valid.index_select(1, jj).view(m, n, e)
-        zero = torch.zeros((), dtype=base.dtype, device=base.device)
-        src = base
-        for hop in range(max(int(cfg.hops), 1)):
-            prod = (self.weight * src.index_select(1, jj).view(m, n, e)) * (cfg.decay**hop)
-            # the max over the neighbour slots, floored at 0: the running maximum from 0
-            # over the slots, exactly (max is exact in any order)
-            step = torch.maximum(torch.where(live, prod, zero).amax(dim=2), zero)
-            act = torch.maximum(act, step)
-            src = step
+
+        def take(x: torch.Tensor) -> torch.Tensor:
+            return x.index_select(1, jj).view(m, n, e)
+
+        return spread_gathered(valid, base, self.nbr >= 0, self.weight, take, cfg.hops, cfg.decay)
+
+
+def spread_gathered(
+    valid: torch.Tensor,
+    base: torch.Tensor,
+    has: torch.Tensor,
+    weight: torch.Tensor,
+    take: Callable[[torch.Tensor], torch.Tensor],
+    hops: int,
+    decay: float,
+) -> torch.Tensor:
+    """float64 (m, N) max-product spreading over pools that cover their stores: ``take(x)``
+    gives (m, N, E) — each member's neighbours' values of the (m, N) ``x`` — ``has`` (bool) and
+    ``weight`` (float64) broadcast to (m, N, E): which neighbour slots exist and their weights.
+    One gather per hop; the max over the slots is exact in any order."""
+    act = torch.zeros_like(base)
+    if has.shape[-1] == 0:
         return act
+    live = (valid[:, :, None] & has) & take(valid)
+    zero = torch.zeros((), dtype=base.dtype, device=base.device)
+    src = base
+    for hop in range(max(int(hops), 1)):
+        prod = (weight * take(src)) * (decay**hop)
+        # the max over the neighbour slots, floored at 0: the running maximum from 0
+        step = torch.maximum(torch.where(live, prod, zero).amax(dim=2), zero)
+        act = torch.maximum(act, step)
+        src = step
+    return act
 
 
 def dense_graph(

@@ -86,10 +86,14 @@ def salience_top(
     return top
 
 
-def pool_strength(cols: PoolColumns, plan: RecallPlan) -> torch.Tensor:
-    """float64 retrieval strength D of gathered pool members at the plan's clock."""
+def pool_strength(
+    cols: PoolColumns, plan: RecallPlan, now_ms: torch.Tensor | None = None
+) -> torch.Tensor:
+    """float64 retrieval strength D of gathered pool members at the plan's clock, or at
+    ``now_ms`` (int64 (n, 1): each row its own clock, for a stacked block of stores)."""
+    now = plan.now_ms if now_ms is None else now_ms
     d: torch.Tensor = decayed_torch(
-        plan.law, plan.now_ms, cols.d_event, cols.last_ms, cols.flags, cols.arousal
+        plan.law, now, cols.d_event, cols.last_ms, cols.flags, cols.arousal
     )
     return d.to(torch.float64)
 
