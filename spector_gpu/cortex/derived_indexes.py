@@ -34,7 +34,7 @@ from .layouts import PROV_PARTIAL
 from .links import Links
 from .payload import Payload, attributed
 from .provenance_store import ProvenanceMemory
-from .snapshot import read_snapshot, write_snapshot
+from .snapshot import blocked_by_directory, read_snapshot, write_snapshot
 
 __all__ = ["IVF_SNAPSHOT_NAME", "SNAPSHOT_NAME", "DerivedIndexes", "index_text"]
 
@@ -278,13 +278,8 @@ class DerivedIndexes:
         caller's to handle (the memories stay safe in the regions either way)."""
         n = len(self)
         target = directory / SNAPSHOT_NAME
-        if os.path.isdir(target) and not os.path.islink(target):
-            log.warning(
-                "%s is a directory, not the derived-index snapshot: the snapshot is not "
-                "saved and the indexes are rebuilt at each open; remove it to restore "
-                "fast opens",
-                target,
-            )
+        why = "the snapshot is not saved and the indexes are rebuilt at each open"
+        if blocked_by_directory(target, "derived-index snapshot", why):
             self.snapshot_covers = n
             return
         arrays = {f"bm25.{k}": v for k, v in self.bm25.state().items()}

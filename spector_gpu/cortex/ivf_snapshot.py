@@ -28,11 +28,11 @@ from typing import Any
 
 from ..errors import SpectorError
 from ..kernels.dense_ivf import SAMPLE_PER_LIST, FirstPass
-from .snapshot import read_snapshot, write_snapshot
+from .snapshot import blocked_by_directory, read_snapshot, write_snapshot
 
 __all__ = ["IVF_SNAPSHOT_NAME", "load_partition", "save_partition"]
 
-log = logging.getLogger("spector_gpu")
+log = logging.getLogger(__name__)
 
 IVF_SNAPSHOT_NAME = "ivf.snap"
 _KIND = "ivf-partition-1"
@@ -68,12 +68,9 @@ def save_partition(
         return False
     centroids, assign, built = part
     target = directory / IVF_SNAPSHOT_NAME
-    if os.path.isdir(target) and not os.path.islink(target):
-        log.warning(
-            "%s is a directory, not the IVF partition snapshot: the partition is built again "
-            "at each open; remove it to restore fast first searches",
-            target,
-        )
+    if blocked_by_directory(
+        target, "IVF partition snapshot", "the partition is built at each open"
+    ):
         first_pass.persisted_revision = revision
         return False
     meta = {**_settings(first_pass, built, int(centroids.shape[1])), **stamp(built)}

@@ -10,6 +10,7 @@ never an error for the store: its owner rebuilds from the primary regions.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import struct
 from collections.abc import Mapping
@@ -23,11 +24,28 @@ from ..storage.crc import crc32c
 from ..storage.io import atomic_write, read_regular
 from ..storage.killpoints import killpoint
 
-__all__ = ["arrays_to_strings", "read_snapshot", "strings_to_arrays", "write_snapshot"]
+__all__ = [
+    "arrays_to_strings",
+    "blocked_by_directory",
+    "read_snapshot",
+    "strings_to_arrays",
+    "write_snapshot",
+]
+
+log = logging.getLogger(__name__)
 
 _MAGIC = b"SPSNAP01"
 _ALLOWED_KINDS = set("biufS")
 _MAX_HEADER = 1 << 20
+
+
+def blocked_by_directory(path: Path, what: str, cost: str) -> bool:
+    r"""Whether a directory (not ours, never removed) sits where snapshot ``path`` goes; if so
+    it is logged once per call with what the snapshot is and what its absence ``cost``\ s."""
+    if not (os.path.isdir(path) and not os.path.islink(path)):
+        return False
+    log.warning("%s is a directory, not the %s: %s; remove it to restore them", path, what, cost)
+    return True
 
 
 def write_snapshot(
