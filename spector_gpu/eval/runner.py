@@ -49,7 +49,7 @@ from .records import ADVERSARIAL_CATEGORY, UNCATEGORISED, Conversation, Question
 from .result import EvalResult
 from .runlog import RunLog
 from .scorer import QrelsScorer, Scorer
-from .stacked_run import run_stacked, store_path
+from .stacked_run import Built, run_stacked, store_path, with_stores
 
 if TYPE_CHECKING:
     from ..types import Fusion, RecallOptions
@@ -298,16 +298,12 @@ class _Job:
 
     def conversation(self, conv: Conversation, questions: list[Question]) -> None:
         """Ingest ``conv`` into a fresh store, then recall ``questions`` per configuration."""
-        log = self.log
-        with ExitStack() as dirs:
-            with ExitStack() as handles:
-                mem, to_doc = self.build(conv, dirs, handles)
-                with log.phase("recall"):
-                    self._recall(mem, questions, to_doc)
-                t_close = time.perf_counter()
-            t_cleanup = time.perf_counter()
-            log.timing["close_s"] += t_cleanup - t_close
-        log.timing["cleanup_s"] += time.perf_counter() - t_cleanup
+
+        def answer(built: list[Built]) -> None:
+            _, mem, to_doc, _ = built[0]
+            self._recall(mem, questions, to_doc)
+
+        with_stores(self, [(conv, questions)], answer)
 
     def build(
         self, conv: Conversation, dirs: ExitStack, handles: ExitStack

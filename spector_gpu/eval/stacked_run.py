@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -40,6 +40,10 @@ if TYPE_CHECKING:
     from .runlog import RunLog
 
 
+Built = tuple[Conversation, Any, dict[str, str], list[Question]]
+"""A built store: its conversation, the open memory, TSID → ``dia_id``, its questions."""
+
+
 class _Job(Protocol):
     """What the runner's job gives a stacked run (``runner._Job``)."""
 
@@ -54,7 +58,7 @@ class _Job(Protocol):
     ) -> tuple[Any, dict[str, str]]: ...
 
 
-__all__ = ["GROUP_STORES", "GROUP_TURNS", "run_stacked", "store_path"]
+__all__ = ["GROUP_STORES", "GROUP_TURNS", "Built", "run_stacked", "store_path", "with_stores"]
 
 GROUP_STORES = 64  # stores open at once (LongMemEval_S: ~1 MB each on /dev/shm)
 GROUP_TURNS = 200_000  # turns of the stores open at once
@@ -110,19 +114,30 @@ class _Rows:
 
 
 def _group(job: _Job, group: Sequence[tuple[Conversation, list[Question]]]) -> None:
+    with_stores(job, group, lambda built: _answer(job, built))
+
+
+def with_stores(
+    job: _Job,
+    group: Sequence[tuple[Conversation, list[Question]]],
+    answer: Callable[[list[Built]], None],
+) -> None:
+    """Build the stores of ``group``, ``answer`` them (the recall phase), then close and remove
+    them, each step timed into the job's log (the runner's store-by-store path uses it too,
+    one conversation at a time)."""
     log = job.log
     with ExitStack() as dirs:
         with ExitStack() as handles:
             built = [(conv, *job.build(conv, dirs, handles), asked) for conv, asked in group]
             with log.phase("recall"):
-                _answer(job, built)
+                answer(built)
             t_close = time.perf_counter()
         t_cleanup = time.perf_counter()
         log.timing["close_s"] += t_cleanup - t_close
     log.timing["cleanup_s"] += time.perf_counter() - t_cleanup
 
 
-def _answer(job: _Job, built: Sequence[tuple[Conversation, Any, dict[str, str], list[Question]]]) -> None:  # fmt: skip  # noqa: E501
+def _answer(job: _Job, built: Sequence[Built]) -> None:
     """Every configuration's questions of the group: one MultiStore call per round, round r
     holding each store's r-th ``batch_size`` questions (a store's own batch never exceeds it)."""
     multi = MultiStore({conv.conv_id: mem for conv, mem, _, _ in built})
@@ -143,7 +158,7 @@ def _round(
     name: str,
     opts: Any,
     multi: MultiStore,
-    built: Sequence[tuple[Conversation, Any, dict[str, str], list[Question]]],
+    built: Sequence[Built],
     asked: Sequence[list[Question]],
 ) -> None:
     """One MultiStore call for ``asked[i]`` of store ``built[i]``, logged per store."""
