@@ -13,7 +13,7 @@ from collections import defaultdict
 import numpy as np
 
 from ..errors import CorruptionError
-from .growable import Growable, GrowableBuffer
+from .growable import Growable, GrowableBuffer, runs_by_key
 from .snapshot import arrays_to_strings, strings_to_arrays
 
 __all__ = ["Cues"]
@@ -156,11 +156,10 @@ class Cues:
         self.external_id += ext
         self.source_uri += uris
         self.cue_tokens += cue_tokens
-        turns = np.flatnonzero(sequence >= 0)
-        order = turns[np.argsort(session[turns], kind="stable")]  # by session, then ordinal
+        order, first = runs_by_key(session, np.flatnonzero(sequence >= 0))
         if len(order):
             sess = session[order]
-            heads = np.concatenate([[0], np.flatnonzero(sess[1:] != sess[:-1]) + 1])
+            heads = np.flatnonzero(first)
             top = np.maximum.reduceat(sequence[order], heads)  # each session's last sequence
             ords = (order + start).tolist()
             bounds = [*heads.tolist(), len(ords)]

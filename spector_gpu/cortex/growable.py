@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Growable", "GrowableBuffer"]
+__all__ = ["Growable", "GrowableBuffer", "runs_by_key"]
 
 
 class Growable:
@@ -81,3 +81,14 @@ class GrowableBuffer:
             raise AttributeError(f"{self._attr[1:]} is a per-instance column")
         column: Growable = getattr(obj, self._attr)
         return column.buf
+
+
+def runs_by_key(keys: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, first)``: the positions ``members`` (int, ascending) sorted by ``keys[member]``
+    with ties in position order (a stable sort), and bool ``first`` marking where each key's
+    run starts — how the cues and links group a bulk load's memories by session."""
+    order = members[np.argsort(keys[members], kind="stable")]
+    k = keys[order]
+    first = np.ones(len(order), dtype=np.bool_)
+    first[1:] = k[1:] != k[:-1]
+    return order, first

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .growable import Growable, GrowableBuffer
+from .growable import Growable, GrowableBuffer, runs_by_key
 
 __all__ = ["Links"]
 
@@ -71,15 +71,13 @@ class Links:
         m, start = len(sessions), self.n
         self._prev.extend(np.full(m, -1, dtype=np.int64))
         self._next.extend(np.full(m, -1, dtype=np.int64))
-        members = np.flatnonzero(has_session)
-        order = members[np.argsort(sessions[members], kind="stable")]  # by session, then ordinal
+        order, first = runs_by_key(sessions, np.flatnonzero(has_session))
         ords, sess = order + start, sessions[order]
         if len(ords):
-            same = sess[1:] == sess[:-1]
+            same = ~first[1:]  # a memory and the one before it in its session
             self.prev[ords[1:][same]] = ords[:-1][same]
             self.next[ords[:-1][same]] = ords[1:][same]
-            first = np.concatenate([[True], ~same])
-            last = np.concatenate([~same, [True]])
+            last = np.concatenate([first[1:], [True]])
             for i, session in zip(ords[first].tolist(), sess[first].tolist(), strict=True):
                 before = self.last_in_session.get(session)
                 if before is not None:
