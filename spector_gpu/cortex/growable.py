@@ -1,7 +1,8 @@
 """A 1-D numpy column that grows by amortised doubling (O(1) per appended element).
 
 Used for every append-only per-document or per-memory column of the derived state: the BM25
-index's lengths, document frequencies and tail postings, and the cue and link columns.
+index's lengths, document frequencies and tail postings, and the cue and link columns (and
+:func:`runs_by_key`, how a bulk load of those columns groups its memories by session).
 """
 
 from __future__ import annotations
