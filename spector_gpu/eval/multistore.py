@@ -205,7 +205,11 @@ class MultiStore:
         delegates = {}
         for key, rows in groups.items():
             delegate = getattr(self._memories[key[0]], "_recall", None)
-            if isinstance(delegate, MemoryRecall) and len(rows) <= STACK_MAX_ROWS:
+            if (
+                isinstance(delegate, MemoryRecall)
+                and len(rows) <= STACK_MAX_ROWS
+                and len(rows) * delegate.cortex.n <= STACK_BUDGET
+            ):
                 delegates[key] = delegate
         if not delegates:
             return {}
@@ -217,7 +221,7 @@ class MultiStore:
             for key, delegate in delegates.items():
                 texts = [queries[i] for i in groups[key]]
                 part = delegate.stack_part(texts, options[key[1]], vectors.get(key))
-                if part is not None and len(groups[key]) * part.scorer.cortex.n <= STACK_BUDGET:
+                if part is not None:
                     keys.append(key)
                     parts.append(part)
             scored = recall_stacked(parts)
