@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 from spector_gpu.kernels.quant import l2_normalize, quantize_int8
+from spector_gpu.kernels.topk import merge_topk as merge_lists
 
 from spector_gpu.integrations.ray import merge_topk
 from spector_gpu.integrations.ray_shards import DenseShard, save_shard, shard_ids
@@ -62,11 +63,7 @@ def write_shards(
             t0 = time.perf_counter()
             d, i = flat.search(queries, 10)
             faiss_s += time.perf_counter() - t0
-            both_s = np.concatenate([best_s, d], axis=1)
-            both_i = np.concatenate([best_i, i + lo + a], axis=1)
-            top = np.argsort(-both_s, axis=1, kind="stable")[:, :10]
-            best_s = np.take_along_axis(both_s, top, axis=1)
-            best_i = np.take_along_axis(both_i, top, axis=1)
+            best_s, best_i = merge_lists([best_s, d], [best_i, i + lo + a], 10)
         paths.append(save_shard(root / f"shard{s}", codes, scales, offset=lo))
     return paths, best_i, faiss_s
 
