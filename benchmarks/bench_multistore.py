@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -35,6 +34,9 @@ from spector_gpu.eval.ingest import ingest_records
 from spector_gpu.eval.longmemeval import load_longmemeval, parse_longmemeval
 from spector_gpu.eval.synthetic_longmemeval import KINDS, generate_longmemeval_like
 from spector_gpu.types import RecallOptions
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_recall import interleaved
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "longmemeval" / "longmemeval_s_cleaned.dev.json"  # fmt: skip  # noqa: E501
@@ -78,13 +80,14 @@ def main() -> None:
             a = multi.recall_batch(names, texts, opts, stacked=True)
             b = multi.recall_batch(names, texts, opts, stacked=False)
             same = np.array_equal(a.ids, b.ids) and np.array_equal(a.scores, b.scores)
-            times: dict[bool, list[float]] = {True: [], False: []}
-            for _ in range(args.repeat):
-                for stacked in (True, False):
-                    t0 = time.perf_counter()
-                    multi.recall_batch(names, texts, opts, stacked=stacked)
-                    times[stacked].append(time.perf_counter() - t0)
-    ms = {k: statistics.median(v) * 1000 / len(questions) for k, v in times.items()}
+            med = interleaved(
+                {
+                    "stacked": lambda: multi.recall_batch(names, texts, opts, stacked=True),
+                    "store by store": lambda: multi.recall_batch(names, texts, opts, stacked=False),
+                },
+                args.repeat,
+            )
+    ms = {name == "stacked": v * 1000 / len(questions) for name, v in med.items()}
     turns = sum(len(convs[q.conv_id].turns) for q in questions)
     print(
         f"{len(questions)} stores ({turns / len(questions):.0f} turns each on average, built in "
