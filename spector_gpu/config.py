@@ -56,7 +56,7 @@ class StoreConfig:
 
 @dataclass(frozen=True)
 class EmbedderConfig:
-    name: str = "hashing"  # hashing | hashing:DIM | minilm | st:/local/path
+    name: str = "static"  # static | hashing | hashing:DIM | minilm | st:/local/path
     batch_size: int = 256
     context_turns: int = 1  # an episode is embedded with this many previous same-session turns
 

@@ -101,8 +101,8 @@ class SpectorMemory(LifecycleMethods):
         Args:
             config: a :class:`Config`, a TOML path, ``{section: {key: value}}`` overrides, or None
                 (defaults + ``SPECTOR_SECTION__KEY`` environment variables).
-            embedder: an ``Embedder`` object or spec (``"hashing"``, ``"minilm"``, ``"st:/path"``);
-                default from ``[embedder] name``. A store refuses a different embedder.
+            embedder: an ``Embedder`` object or spec (``"static"``, ``"hashing"``, ``"minilm"``,
+                ``"st:/path"``); default ``[embedder] name``. A store refuses another embedder.
             device: ``None``/``"auto"`` (CUDA if available), ``"cpu"``, ``"cuda[:N]"``.
             read_only: open without the writer lock (many processes may do this at once).
             signing_key: 32-byte Ed25519 private key to sign every event (extra ``sign``).

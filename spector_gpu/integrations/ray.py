@@ -61,8 +61,8 @@ class BatchRecaller:
         device: ``None``/``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` — resolved in the worker
             (Ray sets ``CUDA_VISIBLE_DEVICES`` for an actor with ``num_gpus=1``, so ``"cuda"``
             is that actor's GPU).
-        embedder: an embedder spec (``"hashing"``, ``"minilm"``, ``"st:/path"``) or a picklable
-            embedder object; default: the one the store was written with.
+        embedder: an embedder spec (``"static"``, ``"hashing"``, ``"minilm"``, ``"st:/path"``)
+            or a picklable embedder object; default: the one the store was written with.
         query_column: the batch column holding the query strings.
         external_ids: also return ``external_ids`` (e.g. LoCoMo ``dia_id``; ``""`` when a hit
             has none).

@@ -241,7 +241,8 @@ def test_callable_embedder() -> None:
 
 
 def test_make_embedder() -> None:
-    assert make_embedder(None).name == "hashing-v1-d384-w12-c35"
+    assert make_embedder(None).name == "static-minilm-l6-v1-d128"
+    assert make_embedder("hashing").name == "hashing-v1-d384-w12-c35"
     assert make_embedder("hashing").dim == 384
     assert make_embedder("hashing:256").dim == 256
     custom = HashingEmbedder(32)

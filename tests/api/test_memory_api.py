@@ -110,7 +110,7 @@ def test_reopen_with_different_settings_is_refused_not_ignored(tmp_path: Path) -
             ):
                 SpectorMemory.open(tmp_path / "s", **kwargs)
         assert a.count() == 0  # the refused opens took no reference and changed nothing
-        for kwargs in ({}, {"config": FAST}, {"device": "cpu"}, {"embedder": "hashing"}):
+        for kwargs in ({}, {"config": FAST}, {"device": "cpu"}, {"embedder": "static"}):
             b = SpectorMemory.open(tmp_path / "s", **kwargs)
             assert b is a
             b.close()
@@ -488,8 +488,8 @@ def test_on_recall_updates_only_in_learn_mode_and_survive_close(tmp_path: Path, 
 # ---- embedder and device ---------------------------------------------------------------------
 def test_embedder_mismatch_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "s"
-    with SpectorMemory.open(path, config=FAST) as m:
-        m.remember("made with the default 384-d hashing embedder")
+    with SpectorMemory.open(path, config=FAST, embedder="hashing") as m:
+        m.remember("made with the 384-d hashing embedder")
     with pytest.raises(EmbedderMismatchError, match="hashing"):
         SpectorMemory.open(path, config=FAST, embedder="hashing:128")
     with SpectorMemory.open(path, config=FAST, embedder="hashing") as m:  # the same one is fine
