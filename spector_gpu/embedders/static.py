@@ -76,16 +76,16 @@ def _shared(path: Path) -> tuple[np.ndarray, WordPiece]:
 
 
 class StaticEmbedder:
-    """Static token vectors distilled from all-MiniLM-L6-v2 (128-d), mean-pooled.
+    """Static token vectors distilled from all-MiniLM-L6-v2 (128-d), pooled per text.
 
     The library's default embedder (``[embedder] name = "static"``). About as fast as the
-    hashing embedder on long text (tokenisation dominates; each distinct word is split once and
-    cached), and it carries word meaning: on the development splits it lifts LoCoMo recall@10
-    0.752 → 0.771 and every LongMemEval_S figure over the hashing embedder
-    (``docs/retrieval.md``).
+    hashing embedder (tokenisation dominates; each distinct word is split once and cached), and
+    it carries word meaning: on the development splits it lifts LoCoMo recall@10 0.752 → 0.758
+    and every LongMemEval_S figure over the hashing embedder (``docs/retrieval.md``).
 
     Args:
-        batch_size: texts pooled together (bounds the temporary (tokens, dim) block).
+        batch_size: texts pooled together (at most; a group also ends at 262,144 tokens, which
+            bounds the working set).
 
     Raises:
         ConfigError: the packaged table is missing or damaged.
@@ -98,7 +98,7 @@ class StaticEmbedder:
         self.batch_size = batch_size
         self.dim = int(self._table.shape[1])
         self.name = f"static-minilm-l6-v1-d{self.dim}"
-        # dev sweeps (docs/retrieval.md): LoCoMo R@10 0.764 at 0.7, 0.771 at 1.0, 0.766 at 1.3
+        # as WordLlama; the dev sweeps (docs/retrieval.md) put it between 0.7 and 1.3
         self.fusion_weight = 1.0
 
     def __repr__(self) -> str:
