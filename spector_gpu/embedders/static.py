@@ -50,15 +50,16 @@ def _load(path: Path) -> tuple[np.ndarray, list[str]]:
     try:
         with np.load(path, allow_pickle=False) as f:
             parts = {name: f[name] for name in _PARTS}
+        vocab = bytes(parts["vocab"]).decode("utf-8").split("\n")
+        meta = json.loads(bytes(parts["meta"]).decode("utf-8"))
+        dim = meta.get("dim") if isinstance(meta, dict) else None
     except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile) as exc:
         raise ConfigError(
             f"{path}: the static embedder's table is missing or damaged ({exc}); "
             "reinstall spector-gpu, or rebuild it with tools/distill_static.py"
         ) from exc
     codes, scales = parts["codes"], parts["scales"]
-    vocab = bytes(parts["vocab"]).decode("utf-8").split("\n")
-    meta = json.loads(bytes(parts["meta"]).decode("utf-8"))
-    if codes.dtype != np.int8 or codes.shape != (len(vocab), meta.get("dim")):
+    if codes.dtype != np.int8 or codes.shape != (len(vocab), dim):
         raise ConfigError(f"{path}: the static embedder's table has the wrong shape or dtype")
     if scales.shape != (len(vocab),) or not np.isfinite(scales).all():
         raise ConfigError(f"{path}: the static embedder's scales are damaged")

@@ -136,8 +136,25 @@ def test_a_missing_or_damaged_table_names_the_file(
         StaticEmbedder()
 
 
-def test_a_table_of_the_wrong_shape_is_refused(
-    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    "scales,meta,vocab,match",
+    [
+        (np.ones(2, np.float32), b'{"dim": 4}', b"a\nb\n[UNK]", "scales"),
+        (np.full(3, np.nan, np.float32), b'{"dim": 4}', b"a\nb\n[UNK]", "scales"),
+        (np.ones(3, np.float32), b'{"dim": 5}', b"a\nb\n[UNK]", "shape"),
+        (np.ones(3, np.float32), b"[4]", b"a\nb\n[UNK]", "shape"),
+        (np.ones(3, np.float32), b"{not json", b"a\nb\n[UNK]", "missing or damaged"),
+        (np.ones(3, np.float32), b'{"dim": 4}', b"a\n\xff\n[UNK]", "missing or damaged"),
+    ],
+    ids=["scales short", "scales NaN", "dim", "meta not a table", "meta not JSON", "vocab bytes"],
+)
+def test_a_table_that_does_not_hold_together_is_refused(
+    tmp_path: object,
+    monkeypatch: pytest.MonkeyPatch,
+    scales: np.ndarray,
+    meta: bytes,
+    vocab: bytes,
+    match: str,
 ) -> None:
     from pathlib import Path
 
@@ -145,12 +162,12 @@ def test_a_table_of_the_wrong_shape_is_refused(
     np.savez(
         path,
         codes=np.zeros((3, 4), np.int8),
-        scales=np.ones(2, np.float32),
-        vocab=np.frombuffer(b"a\nb\n[UNK]", np.uint8),
-        meta=np.frombuffer(b'{"dim": 4}', np.uint8),
+        scales=scales,
+        vocab=np.frombuffer(vocab, np.uint8),
+        meta=np.frombuffer(meta, np.uint8),
     )
     monkeypatch.setattr(static_mod, "static_table_path", lambda: path)
-    with pytest.raises(ConfigError, match="scales"):
+    with pytest.raises(ConfigError, match=match):
         StaticEmbedder()
 
 
