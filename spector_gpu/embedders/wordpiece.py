@@ -18,6 +18,7 @@ static embedder's table was distilled through (:mod:`.static`):
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -47,9 +48,10 @@ def _is_control(ch: str) -> bool:
     return unicodedata.category(ch).startswith("C")  # Cc, Cf, Cs, Co, Cn
 
 
+@functools.cache
 def _clean_table() -> dict[int, str | None]:
     """str.translate table of step 1 for the Basic Multilingual Plane (characters above it
-    are checked one by one in :func:`_clean`)."""
+    are checked one by one in :func:`_clean`); built at first use, not at import."""
     table: dict[int, str | None] = {0: None, 0xFFFD: None}
     for cp in range(0x10000):
         ch = chr(cp)
@@ -60,12 +62,11 @@ def _clean_table() -> dict[int, str | None]:
     return table
 
 
-_CLEAN = _clean_table()
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
 def _clean(text: str) -> str:
-    text = text.translate(_CLEAN)
+    text = text.translate(_clean_table())
     if _ASTRAL.search(text) is None:
         return text
     return "".join(ch for ch in text if not _is_control(ch))
