@@ -132,7 +132,8 @@ class MultiStore:
         Returns:
             One batch of n rows in input order: ``ids`` ``<U13`` (n, k) with ``""`` padding,
             ``scores`` float32 (n, k) with ``-inf`` padding (k: the largest of the options),
-            ``counts`` int32 (n,); row ``i`` hydrates from its own store. Each store's
+            ``counts`` int32 (n,), ``relevance`` float32 (n, k) (0 at padding); row ``i``
+            hydrates from its own store. Each store's
             queries sharing options are recalled together, so every row equals that store's
             own ``recall_batch`` row.
         """
@@ -150,6 +151,7 @@ class MultiStore:
         n, k = len(queries), max((o.k for o in per_query), default=_k(options))
         ids = np.full((n, k), "", dtype="<U13")
         scores = np.full((n, k), -np.inf, dtype=np.float32)
+        relevance = np.zeros((n, k), dtype=np.float32)
         counts = np.zeros(n, dtype=np.int32)
         source: list[tuple[RecallBatch, int]] = [None] * n  # type: ignore[list-item]
         answered = self._stacked(groups, distinct, queries) if stacked else {}
@@ -161,6 +163,8 @@ class MultiStore:
             width = min(k, part.ids.shape[1])
             ids[rows, :width] = part.ids[:, :width]
             scores[rows, :width] = part.scores[:, :width]
+            if part.relevance is not None:
+                relevance[rows, :width] = part.relevance[:, :width]
             counts[rows] = part.counts
             for j, i in enumerate(rows):
                 source[i] = (part, j)
@@ -169,7 +173,9 @@ class MultiStore:
             part, j = source[i]
             return part.results(j)
 
-        return RecallBatch(ids=ids, scores=scores, counts=counts, hydrator=hydrate)
+        return RecallBatch(
+            ids=ids, scores=scores, counts=counts, relevance=relevance, hydrator=hydrate
+        )
 
     def _groups(
         self, stores: Sequence[str], per_query: Sequence[RecallOptions]

@@ -41,7 +41,8 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def _own(path: Path, queries: list[str], opts: RecallOptions) -> tuple[np.ndarray, ...]:
     with SpectorMemory.open(path, device="cpu", read_only=True) as mem:
         b = mem.recall_batch(queries, opts)
-        return b.ids, b.scores, b.counts, np.array([[r.text for r in b[i]] for i in range(len(b))])
+        texts = np.array([[r.text for r in b[i]] for i in range(len(b))])
+        return b.ids, b.scores, b.counts, texts, b.relevance
 
 
 def test_mixed_batch_equals_each_stores_own_rows(stores: dict[str, Path]) -> None:
@@ -54,10 +55,12 @@ def test_mixed_batch_equals_each_stores_own_rows(stores: dict[str, Path]) -> Non
         assert batch.ids.shape == (9, 5) and batch.scores.dtype == np.float32
         for name in names:
             rows = [i for i, key in enumerate(keys) if key == name]
-            ids, scores, counts, texts = _own(stores[name], [queries[i] for i in rows], opts)
+            own = _own(stores[name], [queries[i] for i in rows], opts)
+            ids, scores, counts, texts, relevance = own
             np.testing.assert_array_equal(batch.ids[rows], ids)
             np.testing.assert_array_equal(batch.scores[rows], scores)
             np.testing.assert_array_equal(batch.counts[rows], counts)
+            np.testing.assert_array_equal(batch.relevance[rows], relevance)
             for j, i in enumerate(rows):  # hydration comes from the query's own store
                 assert [r.text for r in batch[i]] == list(texts[j])
         assert (batch.counts > 0).all()
