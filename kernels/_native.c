@@ -12,6 +12,7 @@
  * rows_topk        exact top-k of each row of a float32 or float64 matrix above a bound
  * decay_topk       exact top-k of w_r / div * float32(d_r * f(bucket(t_r))) (piecewise decay)
  * bm25_dense       BM25 scores of a few queries as dense rows, from the postings in place
+ * spread_pool      max-product spreading over sparse pool rows (positions by a table)
  *
  * Order everywhere: key descending, then row (slot) ascending; padding is (-inf, -1). Integer
  * dots are exact (int32); each key is one IEEE float32 multiply, each decayed value the float64
@@ -1421,6 +1422,107 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ spread_pool */
+/* Max-product spreading over sparse pool rows (kernels/spread.py: member_positions, then
+ * spread_max), one row at a time: each row's members are set in a position table indexed by
+ * ordinal (int32, -1 everywhere between calls; entries reset before returning), every
+ * neighbour is looked up in it, and each hop takes, per member, the largest live
+ * (w * src[j]) * decay^h, floored at 0 -- the float64 operations of spread_max in its order.
+ * Only for a base and weights all finite and without a sign bit (every product is then +0 or
+ * positive, and the maxima have one answer): otherwise it returns False, computing nothing,
+ * and the caller takes the torch steps. */
+
+static int unsigned_finite(const double *x, Py_ssize_t n) {
+    int ok = 1;
+    for (Py_ssize_t i = 0; i < n; i++) ok &= isfinite(x[i]) && !signbit(x[i]);
+    return ok;
+}
+
+static PyObject *py_spread_pool(PyObject *self, PyObject *args) {
+    PyObject *o_pool, *o_nbr, *o_w, *o_base, *o_table, *o_out;
+    int hops;
+    double decay;
+    if (!PyArg_ParseTuple(args, "OOOOidOO", &o_pool, &o_nbr, &o_w, &o_base, &hops, &decay,
+                          &o_table, &o_out))
+        return NULL;
+    Buf pool = {0}, nbr = {0}, w = {0}, base = {0}, table = {0}, out = {0};
+    PyObject *result = NULL;
+    if (get_buf(o_base, &base, "d", 8, -1, 0, "base") < 0) goto done;
+    if (base.view.ndim != 2) {
+        PyErr_SetString(PyExc_ValueError, "spread_pool: base must be (n, W) float64");
+        goto done;
+    }
+    Py_ssize_t n = base.view.shape[0], width = base.view.shape[1];
+    if (get_buf(o_pool, &pool, "lq", 8, n * width, 0, "pool") < 0) goto done;
+    if (get_buf(o_nbr, &nbr, "lq", 8, -1, 0, "nbr") < 0) goto done;
+    Py_ssize_t e = n * width > 0 ? nbr.view.len / (8 * n * width) : 0;
+    if (e * 8 * n * width != nbr.view.len) {
+        PyErr_SetString(PyExc_ValueError, "spread_pool: nbr must be (n, W, E) int64");
+        goto done;
+    }
+    if (get_buf(o_w, &w, "d", 8, n * width * e, 0, "weight") < 0) goto done;
+    if (get_buf(o_table, &table, "i", 4, -1, 1, "table") < 0) goto done;
+    if (get_buf(o_out, &out, "d", 8, n * width, 1, "out") < 0) goto done;
+    {
+        const int64_t *pp = pool.view.buf, *np_ = nbr.view.buf;
+        const double *wp = w.view.buf, *bp = base.view.buf;
+        int32_t *tp = table.view.buf;
+        double *op = out.view.buf;
+        int64_t size = table.view.len / 4;
+        int steps = hops > 1 ? hops : 1;
+        if (!unsigned_finite(bp, n * width) || !unsigned_finite(wp, n * width * e) ||
+            !isfinite(decay) || signbit(decay)) {
+            result = Py_False;
+            Py_INCREF(result);
+            goto done;
+        }
+        int32_t *pos = malloc(sizeof(int32_t) * (size_t)(width * e > 0 ? width * e : 1));
+        double *src = malloc(sizeof(double) * (size_t)(width > 0 ? 2 * width : 1));
+        if (!pos || !src) {
+            free(pos); free(src);
+            PyErr_NoMemory();
+            goto done;
+        }
+        double *step = src + width;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const int64_t *row = pp + i * width, *nb = np_ + i * width * e;
+            for (Py_ssize_t c = 0; c < width; c++)
+                if (row[c] >= 0 && row[c] < size) tp[row[c]] = (int32_t)c;
+            for (Py_ssize_t t = 0; t < width * e; t++)
+                pos[t] = nb[t] >= 0 && nb[t] < size ? tp[nb[t]] : -1;
+            for (Py_ssize_t c = 0; c < width; c++)
+                if (row[c] >= 0 && row[c] < size) tp[row[c]] = -1;
+            double *act = op + i * width;
+            const double *ww = wp + i * width * e;
+            memcpy(src, bp + i * width, sizeof(double) * width);
+            for (Py_ssize_t c = 0; c < width; c++) act[c] = 0.0;
+            for (int h = 0; h < steps; h++) {
+                double dec = pow(decay, (double)h);
+                for (Py_ssize_t c = 0; c < width; c++) {
+                    double s = 0.0;
+                    for (Py_ssize_t k = 0; k < e; k++) {
+                        int32_t j = pos[c * e + k];
+                        if (j < 0) continue;
+                        double v = (ww[c * e + k] * src[j]) * dec;
+                        if (v > s) s = v;
+                    }
+                    step[c] = s;
+                    if (s > act[c]) act[c] = s;
+                }
+                memcpy(src, step, sizeof(double) * width);
+            }
+        }
+        Py_END_ALLOW_THREADS
+        free(pos); free(src);
+    }
+    result = Py_True;
+    Py_INCREF(result);
+done:
+    release(&pool); release(&nbr); release(&w); release(&base); release(&table); release(&out);
+    return result;
+}
+
 /* ------------------------------------------------------------------ scan helper: tests */
 
 static PyObject *py_scan_pool_stats(PyObject *self, PyObject *noargs) {
@@ -1500,6 +1602,9 @@ static PyMethodDef methods[] = {
     {"bm25_dense", py_bm25_dense, METH_VARARGS,
      "bm25_dense(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, main_tf, "
      "tail_indptr, tail_doc, tail_tf, doc_len, allowed, k1, b, avgdl, okapi, out)"},
+    {"spread_pool", py_spread_pool, METH_VARARGS,
+     "spread_pool(pool, nbr, weight, base, hops, decay, table, out) -> False when it declines "
+     "(a non-finite or sign-bit base, weight or decay)"},
     {"scan_pool_stats", py_scan_pool_stats, METH_NOARGS,
      "the scan helper thread: alive, busy (holding a job), jobs posted, chunks it finished, of "
      "those copied by the caller, and its chunks the caller computed itself (counts since the "
