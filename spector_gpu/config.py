@@ -68,6 +68,7 @@ class DenseConfig:
     ivf_min_rows: int = 0  # rows from which the CPU dense relay's first pass is an IVF (0: never)
     ivf_nprobe: int = 32  # IVF lists scanned per query
     ivf_lists: int = 0  # IVF lists (0: sqrt(rows))
+    scan_threads: int = 2  # threads of the CPU's exact scan for one or two queries (1: no helper)
 
 
 @dataclass(frozen=True)

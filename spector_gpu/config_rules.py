@@ -9,6 +9,7 @@ __all__ = ["CHOICES", "MAXIMUM", "POSITIVE", "RETIRED"]
 CHOICES = {
     ("store", "durability"): ("none", "flush", "fsync"),
     ("dense", "backend"): ("torch", "faiss"),
+    ("dense", "scan_threads"): (1, 2),
     ("lexical", "method"): ("lucene", "okapi"),
     ("recall", "fusion"): ("cognitive", "weighted", "rrf"),
 }

@@ -71,7 +71,11 @@ class DerivedIndexes:
         self.links = Links()
         self.attrs = Attributes()
         self.dense = DenseIndex(
-            dim, device=device, backend=config.dense.backend, first_pass=_first_pass(config)
+            dim,
+            device=device,
+            backend=config.dense.backend,
+            first_pass=_first_pass(config),
+            scan_threads=config.dense.scan_threads,
         )
         self.snapshot_covers = 0  # memories the snapshot on disk covers
         self._cue_cache: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}

@@ -31,6 +31,7 @@ RECORD_OVERHEAD = WALK_PREFIX_SIZE + HEADER_DTYPE.itemsize  # 96
 _TORN_RETRIES = 8  # a reader's re-reads of a record caught mid-rewrite
 _PREFIX28 = struct.Struct("<IIqqI")  # magic, payload_bytes, memory_id, timestamp_ms, sequence
 _U32 = struct.Struct("<I")
+_MAGIC_LENGTH = struct.Struct("<II")  # the prefix's first two fields
 
 
 @dataclass(frozen=True)
@@ -155,9 +156,8 @@ class EpisodicMemory:
                 slot=offset,
             )
         head = bytes(self.region.view(offset, RECORD_OVERHEAD))
-        prefix = np.frombuffer(head[:WALK_PREFIX_SIZE], dtype=WALK_PREFIX_DTYPE)[0]
-        n = int(prefix["payload_bytes"])
-        if int(prefix["magic"]) != EPIS_MAGIC or offset + RECORD_OVERHEAD + n > end:
+        magic, n = _MAGIC_LENGTH.unpack_from(head, 0)
+        if magic != EPIS_MAGIC or offset + RECORD_OVERHEAD + n > end:
             raise CorruptionError(
                 f"{where}: bad record prefix (magic or length)",
                 file=self.region.path,
@@ -195,11 +195,11 @@ class EpisodicMemory:
         be that id: a CRC-valid record of another memory (a log restored from an older copy,
         or taken from another store) raises ``CorruptionError`` instead of lending its text."""
         prefix_raw, head, body = self._verified(offset)
-        prefix = np.frombuffer(prefix_raw, dtype=WALK_PREFIX_DTYPE)[0]
-        if owner is not None and int(prefix["memory_id"]) != owner:
+        _, _, memory_id, timestamp_ms, sequence = _PREFIX28.unpack_from(prefix_raw, 0)
+        if owner is not None and memory_id != owner:
             raise CorruptionError(
                 f"{self.region.path}: episode at offset {offset} belongs to another memory "
-                f"(its id is {int(prefix['memory_id'])}, the index names {owner})",
+                f"(its id is {memory_id}, the index names {owner})",
                 file=self.region.path,
                 region="episodic",
                 slot=offset,
@@ -208,9 +208,9 @@ class EpisodicMemory:
         payload = decode_payload(body, where=f"{self.region.path}: episode at offset {offset}")
         return EpisodeRecord(
             offset,
-            int(prefix["memory_id"]),
-            int(prefix["timestamp_ms"]),
-            int(prefix["sequence"]),
+            memory_id,
+            timestamp_ms,
+            sequence,
             header,
             payload,
             len(body),

@@ -229,9 +229,8 @@ def _decode_lifecycle(f: dict[int, bytes], where: str) -> dict[str, Any]:
         (TTL, "ttl_ms", _I64),
         (VERSION, "version", _U32),
     ):
-        value = _fixed(f, tag, codec, where)
-        if value is not None:
-            out[name] = value
+        if tag in f:  # most payloads carry none of these
+            out[name] = _fixed(f, tag, codec, where)
     if FLAGS in f:
         if len(f[FLAGS]) != 1:
             raise CorruptionError(f"{where}: payload flags field is not 1 byte")

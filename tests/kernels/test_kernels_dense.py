@@ -522,6 +522,19 @@ def test_merge_blocks_equals_global_topk(
     np.testing.assert_array_equal(v.numpy(), ref_v)
 
 
+def test_native_exact_topk_leaves_nan_and_infinity_to_torch() -> None:
+    """Rows with NaN or +inf (which torch's topk orders its own way) take the torch selection."""
+    from spector_gpu.kernels.selection import topk_exact, topk_exact_torch
+
+    for odd in (np.nan, np.inf):
+        x = torch.tensor([[1.0, odd, 3.0, -np.inf, 3.0], [0.5, 0.5, 2.0, 1.0, -1.0]])
+        for k in (1, 3, 6):
+            want = topk_exact_torch(x, k)
+            got = topk_exact(x, k, use_native=True)
+            np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())
+            np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.integers(0, 2**31 - 1),
@@ -533,7 +546,7 @@ def test_merge_blocks_equals_global_topk(
 def test_exact_topk_and_its_mask_equal_the_stable_reference(
     seed: int, n: int, width: int, k: int, dtype: torch.dtype
 ) -> None:
-    from spector_gpu.kernels.selection import topk_exact_torch, topk_mask
+    from spector_gpu.kernels.selection import topk_exact, topk_exact_torch, topk_mask
 
     rng = np.random.default_rng(seed)
     x = rng.choice([0.0, 1.0, 2.5, -1.0, -np.inf], (n, width)) + (rng.random((n, width)) < 0.2)
@@ -542,6 +555,13 @@ def test_exact_topk_and_its_mask_equal_the_stable_reference(
     got_v, got_i = topk_exact_torch(torch.from_numpy(x).to(dtype), k, valid=torch.from_numpy(valid))
     np.testing.assert_array_equal(got_i.numpy(), want_i)
     np.testing.assert_array_equal(got_v.numpy().astype(np.float32), want_v)
+    for use_native in (True, False):  # the native row selection: the same values and indices
+        v, i = topk_exact(
+            torch.from_numpy(x).to(dtype), k, valid=torch.from_numpy(valid), use_native=use_native
+        )
+        assert v.dtype == dtype
+        np.testing.assert_array_equal(i.numpy(), got_i.numpy())
+        np.testing.assert_array_equal(v.numpy(), got_v.numpy())
     chosen = np.zeros((n, width), dtype=bool)
     for row, cols in enumerate(want_i):
         chosen[row, cols[cols >= 0]] = True

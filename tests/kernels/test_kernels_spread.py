@@ -109,3 +109,43 @@ def test_member_positions_by_table_equal_a_binary_search(
         torch.from_numpy(pool[::-1].copy()), torch.from_numpy(nbr[::-1].copy())
     )
     np.testing.assert_array_equal(again.numpy(), want[::-1])
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.integers(0, 2**31 - 1),
+    st.integers(1, 4),
+    st.integers(0, 40),
+    st.integers(0, 6),
+    st.integers(0, 3),
+    st.sampled_from([0.0, 0.5, 1.0, 0.3]),
+)
+def test_native_pool_spreading_equals_the_torch_steps(
+    seed: int, rows: int, width: int, degree: int, hops: int, decay: float
+) -> None:
+    """spread_pool (one native pass per row) against member_positions + spread_max, bit for
+    bit: rows of different lengths padded above every ordinal, neighbours outside the pool,
+    -1 slots, repeated neighbours, zero weights; negative or non-finite bases or weights take
+    the torch steps."""
+    from spector_gpu.kernels.spread import spread_pool
+
+    rng = np.random.default_rng(seed)
+    pool = np.full((rows, width), PAD, np.int64)
+    for i in range(rows):
+        members = np.unique(rng.integers(0, 90, rng.integers(0, width + 1)))
+        pool[i, : len(members)] = members
+    nbr = rng.integers(-1, 100, (rows, width, degree))
+    weight = rng.choice([0.25, 0.5, 1.0, 0.6, 0.0], (rows, width, degree))
+    base = rng.random((rows, width)) * (rng.random((rows, width)) < 0.8)
+    odd = rng.random() < 0.25 and base.size and weight.size
+    if odd:  # one value the native pass leaves to torch
+        bad = rng.choice([np.inf, np.nan, -0.5, -0.0])
+        (base if rng.random() < 0.5 else weight).flat[0] = bad
+    p, n, w, b = (torch.from_numpy(a) for a in (pool, nbr, weight, base))
+    want = spread_max(b, member_positions(p, n), w, hops=hops, decay=decay)
+    got = spread_pool(p, n, w, b, hops=hops, decay=decay)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    if not odd:  # the same bits (a -0.0 would compare equal above)
+        np.testing.assert_array_equal(got.numpy().view(np.int64), want.numpy().view(np.int64))
+    again = spread_pool(p, n, w, b, hops=hops, decay=decay)  # the table was left clean
+    np.testing.assert_array_equal(again.numpy(), got.numpy())

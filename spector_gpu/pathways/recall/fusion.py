@@ -56,13 +56,12 @@ def minmax_rows(x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
     """Min-max normalise each row over its valid finite entries to [0, 1], float32; a row
     with no spread maps to zeros (it carries no signal), as do invalid entries."""
     fin = valid & torch.isfinite(x)
-    lo = torch.where(fin, x, torch.full_like(x, float("inf"))).amin(dim=1, keepdim=True)
-    hi = torch.where(fin, x, torch.full_like(x, _NEG_INF)).amax(dim=1, keepdim=True)
-    ok = fin.any(dim=1, keepdim=True) & (hi > lo)
-    lo = torch.where(ok, lo, torch.zeros_like(lo))
-    span = torch.where(ok, hi - lo, torch.ones_like(hi))
-    out = (torch.where(fin, x, lo) - lo) / span
-    return torch.where(ok & valid, out, torch.zeros_like(out)).to(torch.float32)
+    lo = torch.where(fin, x, float("inf")).amin(dim=1, keepdim=True)
+    hi = torch.where(fin, x, _NEG_INF).amax(dim=1, keepdim=True)
+    # hi > lo only in a row with two different finite members; elsewhere every entry is 0,
+    # and the quotient there (of infinities, or by 0) is masked, never used
+    keep = fin & (hi > lo)
+    return torch.where(keep, (x - lo) / (hi - lo), 0.0).to(torch.float32)
 
 
 def ranks_rows(x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:

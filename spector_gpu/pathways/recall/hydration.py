@@ -45,9 +45,15 @@ def lifecycle_fields(cortex: Cortex, o: int, p: Payload) -> dict[str, Any]:
     scopes, kind, confidence, metadata, times (epoch ms), version and supersession links
     (``superseded_by``: the live memories that supersede it)."""
     cols = cortex.cols
-    created = p.created_ms or int(cols.created_ms[o])
-    expires = int(cols.expires_ms[o])
-    after = cortex.derived.attrs.successors(int(cols.ids[o]))
+    return _lifecycle(cortex, p, int(cols.created_ms[o]), int(cols.expires_ms[o]), int(cols.ids[o]))
+
+
+def _lifecycle(
+    cortex: Cortex, p: Payload, created_ms: int, expires: int, tsid: int
+) -> dict[str, Any]:
+    cols = cortex.cols
+    created = p.created_ms or created_ms
+    after = cortex.derived.attrs.successors(tsid)
     live = [j for j in after if cols.current[j] and not tombstoned(cols.headers[j : j + 1])[0]]
     return {
         "user_id": p.user_id,
@@ -64,6 +70,23 @@ def lifecycle_fields(cortex: Cortex, o: int, p: Payload) -> dict[str, Any]:
         "supersedes": None if not p.supersedes else encode_tsid(p.supersedes),
         "superseded_by": tuple(encode_tsid(int(cols.ids[j])) for j in live),
     }
+
+
+# the header fields a result shows, read for a query's hits at once (one numpy gather each)
+_HEADER_FIELDS = (
+    "provenance",
+    "source",
+    "importance",
+    "timestamp_ms",
+    "valence",
+    "arousal",
+    "flags",
+)
+# enum members by code: a dict lookup instead of an Enum call per field of every hit
+_TYPES = {int(t): t for t in MemoryType}
+_ROLES = {int(r): r for r in Role}
+_SOURCES = {int(x): x for x in Source}
+_PROVENANCE = {int(x): x for x in RecordProvenance}
 
 
 class Hydrator:
@@ -84,41 +107,16 @@ class Hydrator:
     ) -> CognitiveResult:
         """Hydrate ordinal ``o``; ``s`` defaults to the current storage strength; ``tsid`` is
         its id when the caller already encoded it."""
-        c = self.cortex
-        h = c.cols.headers[o]
-        p = c.payload(o)
-        life = lifecycle_fields(c, o, p)
-        provenance, source = int(h["provenance"]), int(h["source"])
-        return CognitiveResult(
-            id=tsid if tsid is not None else encode_tsid(int(c.cols.ids[o])),
-            text=p.text,
-            score=score,
-            memory_type=MemoryType(int(c.cols.index["type"][o])),
-            importance=float(h["importance"]),
-            provenance=RecordProvenance(provenance)
-            if provenance <= 4
-            else RecordProvenance.UNKNOWN,
-            retrieval_strength=d,
-            storage_strength=float(c.cols.storage[o]) if s is None else s,
-            timestamp_ms=int(h["timestamp_ms"]),
-            session_id=p.session_id,
-            role=Role(p.role) if p.role is not None and p.role <= 5 else None,
-            speaker=p.speaker,
-            tags=p.tags,
-            external_id=p.external_id,
-            source=Source(source) if source <= 3 else Source.EXPERIENCED,
-            valence=int(h["valence"]),
-            arousal=int(h["arousal"]),
-            citations=p.citations,
-            source_uri=p.source_uri,
-            source_span=p.source_span,
-            skill_name=p.skill_name,
-            steps=p.steps,
-            consolidated=bool(int(h["flags"]) & FLAG_CONSOLIDATED),
-            breakdown=explain,
-            relevance=relevance,
-            **life,
-        )
+        storage = float(self.cortex.cols.storage[o]) if s is None else s
+        return self.results(
+            np.array([o], dtype=np.int64),
+            np.array([score]),
+            np.array([d]),
+            np.array([storage]),
+            None if explain is None else [explain],
+            np.array([relevance]),
+            None if tsid is None else np.array([tsid]),
+        )[0]
 
     def results(
         self,
@@ -132,11 +130,71 @@ class Hydrator:
     ) -> list[CognitiveResult]:
         """One query's hits, best first: int64 ordinals, float32 scores, float64 D and S,
         float32 absolute relevance, and their ids when already encoded."""
+        c = self.cortex
+        cols = c.cols
         rel = np.zeros(len(ordinals)) if relevance is None else relevance
-        ids: list[str | None] = [None] * len(ordinals) if tsids is None else tsids.tolist()
-        return [
-            self.result(o, sc, dd, ss, explain[j] if explain is not None else None, rr, ids[j])
-            for j, (o, sc, dd, ss, rr) in enumerate(
-                zip(ordinals.tolist(), scores.tolist(), d.tolist(), s.tolist(), rel.tolist())
-            )
-        ]
+        raw_ids = cols.ids[ordinals].tolist()
+        ids = [encode_tsid(i) for i in raw_ids] if tsids is None else tsids.tolist()
+        h = cols.headers[ordinals]
+        rows = zip(
+            ordinals.tolist(),
+            zip(*(h[name].tolist() for name in _HEADER_FIELDS)),
+            cols.index["type"][ordinals].tolist(),
+            cols.created_ms[ordinals].tolist(),
+            cols.expires_ms[ordinals].tolist(),
+            raw_ids,
+            ids,
+            scores.tolist(),
+            d.tolist(),
+            s.tolist(),
+            rel.tolist(),
+            explain if explain is not None else [None] * len(ordinals),
+        )
+        return [self._result(*row) for row in rows]
+
+    def _result(
+        self,
+        o: int,
+        head: tuple[Any, ...],
+        t: int,
+        created_ms: int,
+        expires_ms: int,
+        raw_id: int,
+        tsid: str,
+        score: float,
+        d: float,
+        s: float,
+        relevance: float,
+        explain: Explanation | None,
+    ) -> CognitiveResult:
+        c = self.cortex
+        provenance, source, importance, stamp, valence, arousal, flags = head
+        p = c.payload(o)
+        return CognitiveResult(
+            id=tsid,
+            text=p.text,
+            score=score,
+            memory_type=_TYPES[t] if t in _TYPES else MemoryType(t),
+            importance=importance,
+            provenance=_PROVENANCE.get(provenance, RecordProvenance.UNKNOWN),
+            retrieval_strength=d,
+            storage_strength=s,
+            timestamp_ms=stamp,
+            session_id=p.session_id,
+            role=None if p.role is None else _ROLES.get(p.role),
+            speaker=p.speaker,
+            tags=p.tags,
+            external_id=p.external_id,
+            source=_SOURCES.get(source, Source.EXPERIENCED),
+            valence=valence,
+            arousal=arousal,
+            citations=p.citations,
+            source_uri=p.source_uri,
+            source_span=p.source_span,
+            skill_name=p.skill_name,
+            steps=p.steps,
+            consolidated=bool(flags & FLAG_CONSOLIDATED),
+            breakdown=explain,
+            relevance=relevance,
+            **_lifecycle(c, p, created_ms, expires_ms, raw_id),
+        )

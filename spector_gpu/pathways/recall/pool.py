@@ -5,8 +5,9 @@ order) with a ``valid`` mask. Two layouts, chosen by size:
 
 * **sparse** — sorted unique ordinals padded with :data:`PAD`; the union is one sort plus a
   compaction (no second sort), membership a ``searchsorted``. On the CPU the width is trimmed
-  to the widest row; on a GPU it stays at its bound (reading the widest row back would be a
-  host sync).
+  to the widest row, and a few rows are sorted by numpy, row by row (2,000 ordinals: 9 µs
+  against 60 µs for torch's sort and compaction); on a GPU it stays at its bound (reading the
+  widest row back would be a host sync).
 * **dense** — for stores no larger than the candidate lists (a conversation of a few hundred
   turns): W = N, column j *is* ordinal j and ``valid`` is the membership bitmap; the union
   and expansion are scatters, membership a gather — no sort at all.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ...kernels.selection import take_rows
@@ -24,6 +26,7 @@ from ...kernels.spread import member_positions
 __all__ = ["PAD", "Pool", "expand", "union"]
 
 PAD = 1 << 62  # padding ordinal of the sparse layout: above any real one
+_HOST_ROWS = 4  # rows up to which a trimmed union is formed by numpy, one row at a time
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,8 @@ def _dense(
 
 
 def _sparse(x: torch.Tensor, *, trim: bool) -> Pool:
+    if trim and x.shape[0] <= _HOST_ROWS and x.device.type == "cpu":
+        return _sparse_host(x.numpy())
     x = torch.where(x < 0, torch.full_like(x, PAD), x)
     x = torch.sort(x, dim=1).values
     keep = x < PAD
@@ -90,6 +95,21 @@ def _sparse(x: torch.Tensor, *, trim: bool) -> Pool:
     out.scatter_(1, slot, x)  # kept entries keep their (ascending) order
     ordinals = out[:, :width].contiguous()
     return Pool(ordinals, ordinals < PAD, False, trim)
+
+
+def _sparse_host(x: np.ndarray) -> Pool:
+    """:func:`_sparse` of a few rows on the CPU (trimmed): each row's ordinals by numpy."""
+    rows = []
+    for row in x:
+        s = np.sort(row[row >= 0])
+        keep = np.ones(len(s), dtype=bool)
+        np.not_equal(s[1:], s[:-1], out=keep[1:])
+        rows.append(s[keep])
+    out = np.full((len(rows), max((len(r) for r in rows), default=0)), PAD, dtype=np.int64)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = r
+    ordinals = torch.from_numpy(out)
+    return Pool(ordinals, ordinals < PAD, False, True)
 
 
 def union(

@@ -18,7 +18,7 @@ import torch
 
 from ...config import RecallConfig
 from ...cortex.cortex import Cortex
-from ...kernels.selection import topk_exact_torch, topk_mask
+from ...kernels.selection import topk_exact, topk_mask
 from ...types import Explanation, RelayExplanation
 from .columns import PoolColumns, RecallColumns
 from .fusion import Fused, fuse
@@ -246,7 +246,7 @@ class Scorer:
             fz = replace(fz, fused=fz.fused + lift, time_lift=lift)
         floor = plan.opts.min_relevance
         gate = None if floor is None else rel >= floor
-        vals, pos = topk_exact_torch(fz.fused, plan.opts.k, valid=gate)
+        vals, pos = topk_exact(fz.fused, plan.opts.k, valid=gate, use_native=plan.native)
         hit = pos >= 0
         at = pos.clamp(min=0)
         ordinals = torch.where(hit, torch.gather(pool.ordinals, 1, at), torch.full_like(at, -1))

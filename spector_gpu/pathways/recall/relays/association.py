@@ -16,7 +16,7 @@ import torch
 
 from ....config import AssociationConfig
 from ....kernels.selection import take_rows
-from ....kernels.spread import spread_max
+from ....kernels.spread import spread_max, spread_pool
 from ..pool import Pool
 from ..tables import LinkTables
 
@@ -53,7 +53,13 @@ def association_score(
     base: torch.Tensor,
     cfg: AssociationConfig,
 ) -> torch.Tensor:
-    """float64 (m, W) activation of every member from the base of its neighbours in the pool."""
+    """float64 (m, W) activation of every member from the base of its neighbours in the pool
+    (on the CPU code path, sparse pools in one native pass: :func:`spread_pool`)."""
+    if pool.host_reads and not pool.dense:
+        got: torch.Tensor = spread_pool(
+            pool.ordinals, nbr, weight, base, hops=cfg.hops, decay=cfg.decay
+        )
+        return got
     act: torch.Tensor = spread_max(
         base, pool.positions(nbr), weight, hops=cfg.hops, decay=cfg.decay
     )
