@@ -73,10 +73,15 @@ def _corpus(
     return items, [sentence(6) for _ in range(n_queries)]
 
 
-def open_store(items: list[dict]) -> Any:
+EMBEDDER: str | None = None  # --embedder: None is the library's default (static, 128-d)
+
+
+def open_store(items: list[dict], embedder: str | None = None) -> Any:
+    """A new store of ``items`` (``embedder``: a spec, default ``--embedder``)."""
     from spector_gpu import SpectorMemory
 
-    mem = SpectorMemory.open(tempfile.mkdtemp(prefix="bench-recall-") + "/s", config=FAST)
+    path = tempfile.mkdtemp(prefix="bench-recall-") + "/s"
+    mem = SpectorMemory.open(path, config=FAST, embedder=embedder or EMBEDDER)
     for lo in range(0, len(items), 10_000):
         mem.remember_batch(items[lo : lo + 10_000])
     return mem
@@ -146,7 +151,7 @@ def bench_dense(n: int, n_queries: int, rounds: int) -> None:
     from spector_gpu import RecallOptions
 
     items, queries = team_corpus(n, n_queries, seed=3)
-    mem = open_store(items)
+    mem = open_store(items, embedder="hashing")  # issue 16's row: 384-d rows, whatever --embedder
     opts = RecallOptions(k=10, relays=("dense",), mode="observe")
     flat = faiss.IndexFlatIP(mem.embedder.dim)
     flat.add(mem.embedder.embed([it["text"] for it in items]))
@@ -346,9 +351,12 @@ def targets(a: argparse.Namespace) -> None:
     import torch
 
     only = set(a.only.split(",")) if a.only else {"locomo", "dense", "lexical", "batch", "single"}
+    from spector_gpu.embedders import make_embedder
+
     print(
-        f"recall targets (public API), torch threads {torch.get_num_threads()}, "
-        f"load average {os.getloadavg()[0]:.2f} at start (a shared 2-core machine skews timings)"
+        f"recall targets (public API), embedder {make_embedder(EMBEDDER).name}, torch threads "
+        f"{torch.get_num_threads()}, load average {os.getloadavg()[0]:.2f} at start (a shared "
+        "2-core machine skews timings)"
     )
     if "locomo" in only:
         bench_locomo(a.rounds)
@@ -383,7 +391,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-busy", action="store_true", help="skip the busy-neighbour figure")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument(
+        "--embedder", default=None, help="embedder spec of the stores (default: the library's)"
+    )
     a = ap.parse_args(argv)
+    global EMBEDDER
+    EMBEDDER = a.embedder
     if a.quick:
         a.memories, a.dense_memories, a.lexical_queries, a.rounds = 10_000, 20_000, 200, 1
         extra = extra or ["--quick"]

@@ -133,12 +133,9 @@ class MultiStore:
             One batch of n rows in input order: ``ids`` ``<U13`` (n, k) with ``""`` padding,
             ``scores`` float32 (n, k) with ``-inf`` padding (k: the largest of the options),
             ``counts`` int32 (n,), ``relevance`` float32 (n, k) (0 at padding); row ``i``
-            hydrates from its own store. Each store's
-            queries sharing options are recalled together, so every row equals that store's
-            own ``recall_batch`` row.
+            hydrates from its own store. Each store's queries sharing options are recalled
+            together, so every row equals that store's own ``recall_batch`` row.
         """
-        from ..types import RecallBatch
-
         self._check_open()
         if isinstance(stores, str) or isinstance(queries, str):
             raise ValidationError("MultiStore.recall_batch: stores and queries must be sequences")
@@ -149,33 +146,15 @@ class MultiStore:
         per_query = _per_query(options, len(queries))
         groups, distinct = self._groups(stores, per_query)
         n, k = len(queries), max((o.k for o in per_query), default=_k(options))
-        ids = np.full((n, k), "", dtype="<U13")
-        scores = np.full((n, k), -np.inf, dtype=np.float32)
-        relevance = np.zeros((n, k), dtype=np.float32)
-        counts = np.zeros(n, dtype=np.int32)
-        source: list[tuple[RecallBatch, int]] = [None] * n  # type: ignore[list-item]
         answered = self._stacked(groups, distinct, queries) if stacked else {}
+        parts: dict[tuple[str, str], RecallBatch] = {}
         for key, rows in groups.items():
             part = answered.get(key)
             if part is None:
                 texts = [queries[i] for i in rows]
                 part = self._memories[key[0]].recall_batch(texts, distinct[key[1]])
-            width = min(k, part.ids.shape[1])
-            ids[rows, :width] = part.ids[:, :width]
-            scores[rows, :width] = part.scores[:, :width]
-            if part.relevance is not None:
-                relevance[rows, :width] = part.relevance[:, :width]
-            counts[rows] = part.counts
-            for j, i in enumerate(rows):
-                source[i] = (part, j)
-
-        def hydrate(i: int) -> list[CognitiveResult]:
-            part, j = source[i]
-            return part.results(j)
-
-        return RecallBatch(
-            ids=ids, scores=scores, counts=counts, relevance=relevance, hydrator=hydrate
-        )
+            parts[key] = part
+        return _gathered(parts, groups, n, k)
 
     def _groups(
         self, stores: Sequence[str], per_query: Sequence[RecallOptions]
@@ -294,6 +273,39 @@ def _shared_vectors(
             out[key] = rows[lo : lo + len(groups[key])]
             lo += len(groups[key])
     return out
+
+
+def _gathered(
+    parts: Mapping[tuple[str, str], RecallBatch],
+    groups: Mapping[tuple[str, str], list[int]],
+    n: int,
+    k: int,
+) -> RecallBatch:
+    """One batch of ``n`` rows of width ``k`` from each group's part, rows in input order
+    (``groups[key]``: the input rows ``parts[key]`` answered, in its row order)."""
+    from ..types import RecallBatch
+
+    ids = np.full((n, k), "", dtype="<U13")
+    scores = np.full((n, k), -np.inf, dtype=np.float32)
+    relevance = np.zeros((n, k), dtype=np.float32)
+    counts = np.zeros(n, dtype=np.int32)
+    source: list[tuple[RecallBatch, int]] = [None] * n  # type: ignore[list-item]
+    for key, rows in groups.items():
+        part = parts[key]
+        width = min(k, part.ids.shape[1])
+        ids[rows, :width] = part.ids[:, :width]
+        scores[rows, :width] = part.scores[:, :width]
+        if part.relevance is not None:
+            relevance[rows, :width] = part.relevance[:, :width]
+        counts[rows] = part.counts
+        for j, i in enumerate(rows):
+            source[i] = (part, j)
+
+    def hydrate(i: int) -> list[CognitiveResult]:
+        part, j = source[i]
+        return part.results(j)
+
+    return RecallBatch(ids=ids, scores=scores, counts=counts, relevance=relevance, hydrator=hydrate)
 
 
 def _k(options: object) -> int:
