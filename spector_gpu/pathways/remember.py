@@ -29,7 +29,7 @@ from ..provenance.chain import EventChain
 from ..provenance.record import RecordProvenance
 from ..types import MemoryType, Source
 from .items import ITEM_FIELDS, Item, parse_item
-from .versions import alive, versioned
+from .versions import alive, turns_before, versioned
 
 __all__ = ["ITEM_FIELDS", "Item", "RememberPathway", "tag_bloom"]
 
@@ -166,8 +166,10 @@ class RememberPathway:
         with the hashing embedder 0.746 without context, 0.752 with both (docs/retrieval.md).
         Everything else — a memory without a session (a plain list of documents), a fact, a
         skill — is embedded as its text alone, so dense recall over it is the caller's
-        embedder's own similarity. A generator, so that only the texts of one embedding group
-        exist at a time (the context keeps ``context_turns`` strings per session)."""
+        embedder's own similarity. A newer version of a turn (an update) keeps its turn's place:
+        its context is the turns before that place, not the session's latest. A generator, so
+        that only the texts of one embedding group exist at a time (the context keeps
+        ``context_turns`` strings per session)."""
         c = self.cortex
         context = c.config.embedder.context_turns
         recent: dict[int, list[str]] = {}
@@ -177,11 +179,15 @@ class RememberPathway:
                 yield p.text
                 continue
             own = attributed(p.speaker, p.text)
+            head = [p.speaker] if p.speaker else []
+            if it.replaces >= 0 and c.payload(it.replaces).session_id == p.session_id:
+                before = turns_before(c, it.replaces, context)  # its place, not the latest
+                yield "\n".join([*head, *(attributed(q.speaker, q.text) for q in before), own])
+                continue
             s = p.session_id
             prev = recent.get(s)
             if prev is None:
                 prev = self._stored_context(s, context)
-            head = [p.speaker] if p.speaker else []
             yield "\n".join([*head, *(prev[-context:] if context > 0 else []), own])
             recent[s] = (prev + [own])[-max(context, 1) :]
 

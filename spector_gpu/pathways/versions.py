@@ -177,3 +177,22 @@ def next_version(
     raw.update(given)
     item = parse_item(raw, "update", now_ms=now_ms, max_text_bytes=max_text_bytes)
     return versioned(cortex, o, item, old, now_ms)
+
+
+def turns_before(cortex: Cortex, row: int, count: int) -> list[Payload]:
+    """The ``count`` turns before the place in its session of the memory whose row is ``row``
+    (where its first version was written), oldest first: each such memory's newest row, a
+    deleted one skipped, each memory once. The context a newer version of a conversation turn
+    is embedded with, as its first version was."""
+    cols = cortex.cols
+    seen = {int(cols.ids[row])}
+    out: list[Payload] = []
+    j = int(cortex.links.prev[chain(cortex, row)[0]])
+    while j >= 0 and len(out) < count:
+        tsid = int(cols.ids[j])
+        newest = cortex.id_map.get(tsid, j)
+        if tsid not in seen and not tombstoned(cols.headers[newest : newest + 1])[0]:
+            out.insert(0, cortex.payload(newest))
+        seen.add(tsid)
+        j = int(cortex.links.prev[j])
+    return out

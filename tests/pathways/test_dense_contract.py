@@ -118,3 +118,34 @@ def test_conversation_turns_keep_their_context(tmp_path: Path) -> None:
         "a fact",
         "Ann\nBo: How is the flat?\nAnn: Lovely.",
     ]
+
+
+def test_an_updated_turn_keeps_its_place_in_its_session(tmp_path: Path) -> None:
+    """A newer version of a turn (update, or an upsert in its session) is embedded with the
+    turns before its place — their newest text, deleted ones skipped — not with the session's
+    latest turn; an upsert that moves the turn to another session takes that session's
+    latest, as a new turn would."""
+    emb = KnownEmbedder(np.ones((1, DIM)), np.ones((1, DIM)))
+    config = {**FAST, "embedder": {"context_turns": 2}}
+    with SpectorMemory.open(tmp_path / "s", config=config, embedder=emb) as mem:
+        ids = mem.remember_batch(
+            [
+                {"text": f"turn {i}", "session_id": 7, "speaker": "Ann", "external_id": f"t{i}"}
+                for i in range(5)
+            ]
+        )
+        mem.update(ids[3], text="turn 3, corrected")
+        mem.update(ids[1], text="turn 1, corrected")
+        mem.update(ids[3], text="turn 3, again")  # its place: after turns 1 (newest) and 2
+        mem.delete(ids[2])
+        mem.update(ids[3], text="turn 3, once more")  # turn 2 is gone: turns 0 and 1
+        mem.update(ids[0], text="turn 0, corrected")  # the first turn: no context
+        mem.remember("turn 4, moved", session_id=8, speaker="Ann", external_id="t4", upsert=True)
+    assert emb.texts[5:] == [
+        "Ann\nAnn: turn 1\nAnn: turn 2\nAnn: turn 3, corrected",
+        "Ann\nAnn: turn 0\nAnn: turn 1, corrected",
+        "Ann\nAnn: turn 1, corrected\nAnn: turn 2\nAnn: turn 3, again",
+        "Ann\nAnn: turn 0\nAnn: turn 1, corrected\nAnn: turn 3, once more",
+        "Ann\nAnn: turn 0, corrected",
+        "Ann\nAnn: turn 4, moved",
+    ]
