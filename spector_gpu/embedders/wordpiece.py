@@ -26,7 +26,7 @@ from collections.abc import Sequence
 __all__ = ["WordPiece"]
 
 _MAX_WORD_CHARS = 100  # BERT's max_input_chars_per_word
-_CACHE_MAX = 1 << 18  # words whose split is kept (cleared when full)
+_CACHE_MAX = 1 << 16  # words whose split is kept (cleared when full: a few MB at most)
 # CJK Unified Ideographs and their extensions, compatibility ideographs (BERT's list)
 _CJK = (
     "\u4e00-\u9fff\u3400-\u4dbf\U00020000-\U0002a6df\U0002a700-\U0002b73f"
