@@ -13,6 +13,10 @@
   empty store and into one already holding ``--remember-store`` memories, at durability
   ``flush`` (the default: one journal ``fdatasync`` per call) and ``none`` (the CPU cost
   alone). A commit costs O(its own rows), so the two columns should match.
+* ``remember_batch`` throughput (memories/s, ``--only-throughput``): 100,000 conversation turns
+  of 28 words in batches of 10,000, durability ``none``, per embedder (``--embedders``, default
+  the static default and hashing), in interleaved rounds: embedding, analysis, BM25 postings,
+  encoding and the commit, through the public API.
 
 Prints medians of ``--repeat`` runs and ratios (ours / SQLite; higher is better for rates).
 """
@@ -172,6 +176,37 @@ def bench_remember(durability: str, n_store: int, reps: int) -> tuple[float, flo
     return statistics.median(times), times[int(0.9 * (len(times) - 1))]
 
 
+def _turns(n: int) -> list[dict[str, object]]:
+    """``n`` turns of 28 Zipf-drawn words in 24-turn sessions of two speakers (seeded)."""
+    rng = np.random.default_rng(0)
+    vocab = np.array([f"{a}{b}" for a in ("ka", "lo", "mi", "nu", "pe", "ra") for b in range(800)])
+    p = 1.0 / (np.arange(len(vocab)) + 51.0)
+    words = rng.choice(vocab, size=(n, 28), p=p / p.sum())
+    return [
+        {"text": " ".join(row), "session_id": i // 24, "speaker": ("Ann", "Bo")[i % 2]}
+        for i, row in enumerate(words.tolist())
+    ]
+
+
+def report_throughput(embedders: list[str], n: int, rounds: int) -> None:
+    """Median memories/s of ``remember_batch`` per embedder, rounds interleaved."""
+    items = _turns(n)
+    rates: dict[str, list[float]] = {e: [] for e in embedders}
+    for _ in range(rounds):
+        for emb in embedders:
+            d = tempfile.mkdtemp(prefix="bench-remember-batch-")
+            with SpectorMemory.open(d, config={"store": {"durability": "none"}}, embedder=emb) as m:
+                t = time.perf_counter()
+                for lo in range(0, n, 10_000):
+                    m.remember_batch(items[lo : lo + 10_000])
+                rates[emb].append(n / (time.perf_counter() - t))
+            shutil.rmtree(d, ignore_errors=True)
+    print(f"remember_batch, {n:,} turns in batches of 10,000, durability none (memories/s)")
+    for emb, r in rates.items():
+        runs = ", ".join(f"{x:,.0f}" for x in r)
+        print(f"  {emb:<10}{statistics.median(r):>12,.0f}   (runs: {runs})")
+
+
 def report_remember(n_store: int, reps: int) -> None:
     print(f"single remember, p50 / p90 of {reps} calls (ms)")
     print(f"{'durability':<11}{'empty store':>16}{f'{n_store:,} store':>18}{'ratio p50':>11}")
@@ -203,11 +238,20 @@ def main() -> None:
     ap.add_argument(
         "--only-remember", action="store_true", help="run the single-remember measure alone"
     )
+    ap.add_argument(
+        "--only-throughput", action="store_true", help="the remember_batch throughput alone"
+    )
+    ap.add_argument("--embedders", default="static,hashing")
+    ap.add_argument("--throughput-turns", type=int, default=100_000)
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
     a = ap.parse_args()
     if a.quick:
         a.records, a.open_records, a.repeat = 5000, 20000, 1
         a.remember_store, a.remember_reps = 5000, 50
+        a.throughput_turns = 20_000
+    if a.only_throughput:
+        report_throughput(a.embedders.split(","), a.throughput_turns, a.repeat)
+        return
     if a.only_remember:
         report_remember(a.remember_store, a.remember_reps)
         return

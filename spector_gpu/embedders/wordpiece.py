@@ -19,6 +19,7 @@ static embedder's table was distilled through (:mod:`.static`):
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -67,7 +68,7 @@ _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 def _clean(text: str) -> str:
     text = text.translate(_clean_table())
-    if _ASTRAL.search(text) is None:
+    if text.isascii() or _ASTRAL.search(text) is None:
         return text
     return "".join(ch for ch in text if not _is_control(ch))
 
@@ -104,19 +105,22 @@ class WordPiece:
     def ids(self, text: str) -> list[int]:
         """The vocabulary ids of ``text`` (unknown words → ``unk_id``)."""
         text = _clean(text)
-        if _CJK_RE.search(text) is not None:
+        if not text.isascii() and _CJK_RE.search(text) is not None:
             text = _CJK_RE.sub(r" \1 ", text)
-        out: list[int] = []
+        words = text.split()
         cache = self._cache
-        for word in text.split():
-            hit = cache.get(word)
-            if hit is None:
-                hit = self._word(word)
-                if len(cache) >= _CACHE_MAX:
-                    cache.clear()
-                cache[word] = hit
-            out.extend(hit)
-        return out
+        hits = list(map(cache.get, words))  # the common case, a known word, without a loop
+        if None in hits:
+            for k, word in enumerate(words):
+                if hits[k] is None:
+                    hit = cache.get(word)
+                    if hit is None:
+                        hit = self._word(word)
+                        if len(cache) >= _CACHE_MAX:
+                            cache.clear()
+                        cache[word] = hit
+                    hits[k] = hit
+        return list(itertools.chain.from_iterable(hits))  # type: ignore[arg-type]
 
     def _word(self, word: str) -> tuple[int, ...]:
         """The ids of one whitespace-separated word (steps 3–5)."""
