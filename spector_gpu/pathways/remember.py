@@ -29,7 +29,7 @@ from ..provenance.chain import EventChain
 from ..provenance.record import RecordProvenance
 from ..types import MemoryType, Source
 from .items import ITEM_FIELDS, Item, parse_item
-from .versions import alive, turns_before, versioned
+from .versions import alive, session_turns, turns_before, versioned
 
 __all__ = ["ITEM_FIELDS", "Item", "RememberPathway", "tag_bloom"]
 
@@ -224,15 +224,11 @@ class RememberPathway:
         return vectors
 
     def _stored_context(self, session: int, context: int) -> list[str]:
-        """The last ``context`` stored turns of ``session``, oldest first, as attributed."""
+        """The last ``context`` stored turns of ``session``, oldest first, as attributed: each
+        turn's newest text, deleted turns skipped (:func:`.versions.session_turns`)."""
         c = self.cortex
-        prev: list[str] = []
-        j = c.links.last_in_session.get(session)
-        while j is not None and j >= 0 and len(prev) < context:
-            q = c.payload(int(j))
-            prev.insert(0, attributed(q.speaker, q.text))
-            j = int(c.links.prev[j]) if c.links.prev[j] >= 0 else None
-        return prev
+        last = c.links.last_in_session.get(session, -1)
+        return [attributed(q.speaker, q.text) for q in session_turns(c, last, context)]
 
     def write(
         self,

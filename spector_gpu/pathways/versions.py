@@ -179,15 +179,15 @@ def next_version(
     return versioned(cortex, o, item, old, now_ms)
 
 
-def turns_before(cortex: Cortex, row: int, count: int) -> list[Payload]:
-    """The ``count`` turns before the place in its session of the memory whose row is ``row``
-    (where its first version was written), oldest first: each such memory's newest row, a
-    deleted one skipped, each memory once. The context a newer version of a conversation turn
-    is embedded with, as its first version was."""
+def session_turns(cortex: Cortex, start: int, count: int, *, skip: int = -1) -> list[Payload]:
+    """Up to ``count`` turns of a session's chain, from row ``start`` (-1: none) backwards,
+    oldest first: each memory's newest row, a deleted memory skipped (its text is never
+    embedded into another memory), each memory once, the memory with TSID ``skip`` left out.
+    The chain holds each turn's first version (a later version joins no chain)."""
     cols = cortex.cols
-    seen = {int(cols.ids[row])}
+    seen = {skip}
     out: list[Payload] = []
-    j = int(cortex.links.prev[chain(cortex, row)[0]])
+    j = start
     while j >= 0 and len(out) < count:
         tsid = int(cols.ids[j])
         newest = cortex.id_map.get(tsid, j)
@@ -196,3 +196,13 @@ def turns_before(cortex: Cortex, row: int, count: int) -> list[Payload]:
         seen.add(tsid)
         j = int(cortex.links.prev[j])
     return out
+
+
+def turns_before(cortex: Cortex, row: int, count: int) -> list[Payload]:
+    """The ``count`` turns before the place in its session of the memory whose row is ``row``
+    (where its first version was written), as :func:`session_turns` gives them: the context a
+    newer version of a conversation turn is embedded with, as its first version was."""
+    first = chain(cortex, row)[0]
+    return session_turns(
+        cortex, int(cortex.links.prev[first]), count, skip=int(cortex.cols.ids[row])
+    )

@@ -149,3 +149,19 @@ def test_an_updated_turn_keeps_its_place_in_its_session(tmp_path: Path) -> None:
         "Ann\nAnn: turn 0, corrected",
         "Ann\nAnn: turn 4, moved",
     ]
+
+
+def test_a_new_turn_takes_its_context_from_live_turns(tmp_path: Path) -> None:
+    """A new turn's context read from the store is the session's latest turns as they are
+    now: a corrected turn by its newest text, a deleted one not at all (its text is never
+    embedded into another memory)."""
+    emb = KnownEmbedder(np.ones((1, DIM)), np.ones((1, DIM)))
+    config = {**FAST, "embedder": {"context_turns": 2}}
+    with SpectorMemory.open(tmp_path / "s", config=config, embedder=emb) as mem:
+        ids = mem.remember_batch(
+            [{"text": f"turn {i}", "session_id": 3, "speaker": "Bo"} for i in range(3)]
+        )
+        mem.update(ids[1], text="turn 1, corrected")
+        mem.delete(ids[2])
+        mem.remember("turn 3", session_id=3, speaker="Bo")
+    assert emb.texts[-1] == "Bo\nBo: turn 0\nBo: turn 1, corrected\nBo: turn 3"
