@@ -12,6 +12,8 @@
  * rows_topk        exact top-k of each row of a float32 or float64 matrix above a bound
  * decay_topk       exact top-k of w_r / div * float32(d_r * f(bucket(t_r))) (piecewise decay)
  * bm25_dense       BM25 scores of a few queries as dense rows, from the postings in place
+ * bm25_select      each query's best BM25 scores and the scores of given slots, from one
+ *                  scratch row per thread (no (m, N) block)
  * spread_pool      max-product spreading over sparse pool rows (positions by a table)
  *
  * Order everywhere: key descending, then row (slot) ascending; padding is (-inf, -1). Integer
@@ -1300,125 +1302,501 @@ done:
  * -- the sums scipy's csr product Q @ W forms (cortex/bm25.py), read from the postings in place:
  * term j's main postings main[mlo[j]:mhi[j]) then its tail postings tail[tptr[j]:tptr[j+1]). */
 
-static PyObject *py_bm25_dense(PyObject *self, PyObject *args) {
-    PyObject *o_qptr, *o_qcol, *o_qcnt, *o_idf, *o_mlo, *o_mhi, *o_mdoc, *o_mtf, *o_tptr, *o_tdoc;
-    PyObject *o_ttf, *o_len, *o_allowed, *o_out;
+/* The postings of a batch of queries, as bm25_dense and bm25_select read them: the query
+ * terms (CSR, columns ascending in each row), each term's main range and tail postings, the
+ * documents' lengths and the gate; then each distinct term's posting weights, once per call
+ * (queries of a batch share terms): woff[j] is where term j's main then tail weights start in
+ * wbuf. */
+typedef struct {
+    Buf qptr, qcol, qcnt, idf, mlo, mhi, mdoc, mtf, tptr, tdoc, ttf, len, allowed;
+    Py_ssize_t m, nnz, u, n_docs;
     double k1, b, avgdl;
     int okapi;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOdddpO", &o_qptr, &o_qcol, &o_qcnt, &o_idf, &o_mlo,
-                          &o_mhi, &o_mdoc, &o_mtf, &o_tptr, &o_tdoc, &o_ttf, &o_len, &o_allowed,
-                          &k1, &b, &avgdl, &okapi, &o_out))
-        return NULL;
-    Buf qptr = {0}, qcol = {0}, qcnt = {0}, idf = {0}, mlo = {0}, mhi = {0}, mdoc = {0};
-    Buf mtf = {0}, tptr = {0}, tdoc = {0}, ttf = {0}, len = {0}, allowed = {0}, out = {0};
-    PyObject *result = NULL;
-    if (get_buf(o_qptr, &qptr, "lq", 8, -1, 0, "q_indptr") < 0) goto done;
-    Py_ssize_t m = qptr.view.len / 8 - 1;
-    if (get_buf(o_qcol, &qcol, "lq", 8, -1, 0, "q_terms") < 0) goto done;
-    Py_ssize_t nnz = qcol.view.len / 8;
-    if (get_buf(o_qcnt, &qcnt, "f", 4, nnz, 0, "q_counts") < 0) goto done;
-    if (get_buf(o_idf, &idf, "d", 8, -1, 0, "idf") < 0) goto done;
-    Py_ssize_t u = idf.view.len / 8;
-    if (get_buf(o_mlo, &mlo, "lq", 8, u, 0, "main_lo") < 0) goto done;
-    if (get_buf(o_mhi, &mhi, "lq", 8, u, 0, "main_hi") < 0) goto done;
-    if (get_buf(o_tptr, &tptr, "lq", 8, u + 1, 0, "tail_indptr") < 0) goto done;
-    if (get_buf(o_mdoc, &mdoc, "i", 4, -1, 0, "main_doc") < 0) goto done;
-    if (get_buf(o_mtf, &mtf, "i", 4, mdoc.view.len / 4, 0, "main_tf") < 0) goto done;
-    if (get_buf(o_tdoc, &tdoc, "i", 4, -1, 0, "tail_doc") < 0) goto done;
-    if (get_buf(o_ttf, &ttf, "i", 4, tdoc.view.len / 4, 0, "tail_tf") < 0) goto done;
-    if (get_buf(o_len, &len, "i", 4, -1, 0, "doc_len") < 0) goto done;
-    Py_ssize_t n_docs = len.view.len / 4;
-    if (o_allowed != Py_None && get_buf(o_allowed, &allowed, "?bB", 1, n_docs, 0, "allowed") < 0)
-        goto done;
-    if (m < 0 || get_buf(o_out, &out, "f", 4, m * n_docs, 1, "out") < 0) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "bm25_dense: bad q_indptr");
-        goto done;
+    int64_t *woff;
+    float *wbuf;
+} Bm25;
+
+static void bm25_close(Bm25 *z) {
+    release(&z->qptr); release(&z->qcol); release(&z->qcnt); release(&z->idf);
+    release(&z->mlo); release(&z->mhi); release(&z->mdoc); release(&z->mtf);
+    release(&z->tptr); release(&z->tdoc); release(&z->ttf); release(&z->len);
+    release(&z->allowed);
+    free(z->woff); free(z->wbuf);
+    z->woff = NULL;
+    z->wbuf = NULL;
+}
+
+/* Read and check the 13 arrays (o[0..12]) and compute the weights; -1 with an exception set
+ * (the caller still calls bm25_close). */
+static int bm25_open(Bm25 *z, PyObject *o[13], const char *name) {
+    if (get_buf(o[0], &z->qptr, "lq", 8, -1, 0, "q_indptr") < 0) return -1;
+    z->m = z->qptr.view.len / 8 - 1;
+    if (get_buf(o[1], &z->qcol, "lq", 8, -1, 0, "q_terms") < 0) return -1;
+    z->nnz = z->qcol.view.len / 8;
+    if (get_buf(o[2], &z->qcnt, "f", 4, z->nnz, 0, "q_counts") < 0) return -1;
+    if (get_buf(o[3], &z->idf, "d", 8, -1, 0, "idf") < 0) return -1;
+    Py_ssize_t u = z->u = z->idf.view.len / 8;
+    if (get_buf(o[4], &z->mlo, "lq", 8, u, 0, "main_lo") < 0) return -1;
+    if (get_buf(o[5], &z->mhi, "lq", 8, u, 0, "main_hi") < 0) return -1;
+    if (get_buf(o[8], &z->tptr, "lq", 8, u + 1, 0, "tail_indptr") < 0) return -1;
+    if (get_buf(o[6], &z->mdoc, "i", 4, -1, 0, "main_doc") < 0) return -1;
+    if (get_buf(o[7], &z->mtf, "i", 4, z->mdoc.view.len / 4, 0, "main_tf") < 0) return -1;
+    if (get_buf(o[9], &z->tdoc, "i", 4, -1, 0, "tail_doc") < 0) return -1;
+    if (get_buf(o[10], &z->ttf, "i", 4, z->tdoc.view.len / 4, 0, "tail_tf") < 0) return -1;
+    if (get_buf(o[11], &z->len, "i", 4, -1, 0, "doc_len") < 0) return -1;
+    z->n_docs = z->len.view.len / 4;
+    if (o[12] != Py_None &&
+        get_buf(o[12], &z->allowed, "?bB", 1, z->n_docs, 0, "allowed") < 0)
+        return -1;
+    if (z->m < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: bad q_indptr", name);
+        return -1;
     }
+    const int64_t *qp = z->qptr.view.buf, *qc = z->qcol.view.buf, *lo = z->mlo.view.buf;
+    const int64_t *hi = z->mhi.view.buf, *tp = z->tptr.view.buf;
+    int64_t mlen = z->mdoc.view.len / 4, tlen = z->tdoc.view.len / 4;
+    if (qp[0] != 0 || qp[z->m] != z->nnz) {
+        PyErr_Format(PyExc_ValueError, "%s: q_indptr must run from 0 to nnz", name);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < z->m; i++) {
+        if (qp[i] > qp[i + 1]) {
+            PyErr_Format(PyExc_ValueError, "%s: q_indptr must not decrease", name);
+            return -1;
+        }
+    }
+    for (Py_ssize_t e = 0; e < z->nnz; e++) {
+        int64_t j = qc[e];
+        if (j < 0 || j >= u || lo[j] < 0 || lo[j] > hi[j] || hi[j] > mlen || tp[j] < 0 ||
+            tp[j] > tp[j + 1] || tp[j + 1] > tlen) {
+            PyErr_Format(PyExc_ValueError, "%s: a posting range is out of bounds", name);
+            return -1;
+        }
+    }
+    z->woff = malloc(sizeof(int64_t) * (u + 1));
+    char *seen = calloc((size_t)(u > 0 ? u : 1), 1);
+    if (!z->woff || !seen) {
+        free(seen);
+        PyErr_NoMemory();
+        return -1;
+    }
+    z->woff[0] = 0;
+    for (Py_ssize_t j = 0; j < u; j++)
+        z->woff[j + 1] = z->woff[j] + (hi[j] - lo[j]) + (tp[j + 1] - tp[j]);
+    z->wbuf = malloc(sizeof(float) * (size_t)(z->woff[u] > 0 ? z->woff[u] : 1));
+    if (!z->wbuf) {
+        free(seen);
+        PyErr_NoMemory();
+        return -1;
+    }
+    const double *ip = z->idf.view.buf;
+    const int32_t *md = z->mdoc.view.buf, *mt = z->mtf.view.buf, *td = z->tdoc.view.buf;
+    const int32_t *tt = z->ttf.view.buf, *dl = z->len.view.buf;
+    double k1 = z->k1, b = z->b, avgdl = z->avgdl, base = 1.0 - b;
+    Py_ssize_t n_docs = z->n_docs;
+    int okapi = z->okapi;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t e = 0; e < z->nnz; e++) {
+        int64_t j = qc[e];
+        if (seen[j]) continue;
+        seen[j] = 1;
+        float *w = z->wbuf + z->woff[j];
+        for (int pass = 0; pass < 2; pass++) {
+            const int32_t *docs = pass ? td : md, *tfs = pass ? tt : mt;
+            int64_t a0 = pass ? tp[j] : lo[j], end = pass ? tp[j + 1] : hi[j];
+            for (int64_t p = a0; p < end; p++, w++) {
+                int32_t d = docs[p];
+                if ((uint64_t)(uint32_t)d >= (uint64_t)n_docs) { *w = 0.0f; continue; }
+                double tf = (double)tfs[p];
+                double norm = k1 * (base + b * (double)dl[d] / avgdl);
+                double num = okapi ? tf * (k1 + 1.0) : tf;
+                *w = (float)(num / (tf + norm) * ip[j]);
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    free(seen);
+    return 0;
+}
+
+/* Postings of query i's terms (ascending), each allowed one's count * weight added to acc[d]
+ * in float32 (the order of scipy's product); with `touched`, each document reached for the
+ * first time is marked and listed (returns how many). */
+static Py_ssize_t bm25_accumulate(const Bm25 *z, Py_ssize_t i, float *acc, uint64_t *mark,
+                                  int32_t *touched) {
+    const int64_t *qp = z->qptr.view.buf, *qc = z->qcol.view.buf, *lo = z->mlo.view.buf;
+    const int64_t *hi = z->mhi.view.buf, *tp = z->tptr.view.buf;
+    const float *qn = z->qcnt.view.buf;
+    const int32_t *md = z->mdoc.view.buf, *td = z->tdoc.view.buf;
+    const uint8_t *ap = z->allowed.held ? z->allowed.view.buf : NULL;
+    uint64_t n_docs = (uint64_t)z->n_docs;
+    Py_ssize_t t = 0;
+    for (int64_t e = qp[i]; e < qp[i + 1]; e++) {
+        int64_t j = qc[e];
+        float cnt = qn[e];
+        const float *w = z->wbuf + z->woff[j];
+        for (int pass = 0; pass < 2; pass++) {
+            const int32_t *docs = pass ? td : md;
+            int64_t a0 = pass ? tp[j] : lo[j], end = pass ? tp[j + 1] : hi[j];
+            for (int64_t p = a0; p < end; p++, w++) {
+                int32_t d = docs[p];
+                if ((uint64_t)(uint32_t)d >= n_docs || (ap && !ap[d])) continue;
+                if (touched) { /* branch-free: a first touch is as likely as not */
+                    uint64_t bit = (uint64_t)1 << (d & 63), *word = mark + (d >> 6);
+                    touched[t] = d;
+                    t += !(*word & bit);
+                    *word |= bit;
+                }
+                float add = cnt * *w;
+                acc[d] = acc[d] + add;
+            }
+        }
+    }
+    return t;
+}
+
+/* Postings query i reads (an upper bound on the documents it touches). */
+static int64_t bm25_postings(const Bm25 *z, Py_ssize_t i) {
+    const int64_t *qp = z->qptr.view.buf, *qc = z->qcol.view.buf;
+    int64_t total = 0;
+    for (int64_t e = qp[i]; e < qp[i + 1]; e++) total += z->woff[qc[e] + 1] - z->woff[qc[e]];
+    return total;
+}
+
+static PyObject *py_bm25_dense(PyObject *self, PyObject *args) {
+    PyObject *o[13], *o_out;
+    Bm25 z = {0};
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOdddpO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+                          &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &z.k1, &z.b,
+                          &z.avgdl, &z.okapi, &o_out))
+        return NULL;
+    Buf out = {0};
+    PyObject *result = NULL;
+    if (bm25_open(&z, o, "bm25_dense") < 0) goto done;
+    if (get_buf(o_out, &out, "f", 4, z.m * z.n_docs, 1, "out") < 0) goto done;
     {
-        const int64_t *qp = qptr.view.buf, *qc = qcol.view.buf, *lo = mlo.view.buf;
-        const int64_t *hi = mhi.view.buf, *tp = tptr.view.buf;
-        const float *qn = qcnt.view.buf;
-        const double *ip = idf.view.buf;
-        const int32_t *md = mdoc.view.buf, *mt = mtf.view.buf, *td = tdoc.view.buf;
-        const int32_t *tt = ttf.view.buf, *dl = len.view.buf;
-        const uint8_t *ap = allowed.held ? allowed.view.buf : NULL;
-        int64_t mlen = mdoc.view.len / 4, tlen = tdoc.view.len / 4;
-        if (qp[0] != 0 || qp[m] != nnz) {
-            PyErr_SetString(PyExc_ValueError, "bm25_dense: q_indptr must run from 0 to nnz");
-            goto done;
-        }
-        for (Py_ssize_t e = 0; e < nnz; e++) {
-            int64_t j = qc[e];
-            if (j < 0 || j >= u || lo[j] < 0 || lo[j] > hi[j] || hi[j] > mlen || tp[j] < 0 ||
-                tp[j] > tp[j + 1] || tp[j + 1] > tlen) {
-                PyErr_SetString(PyExc_ValueError, "bm25_dense: a posting range is out of bounds");
-                goto done;
-            }
-        }
         float *op = out.view.buf;
-        double base = 1.0 - b;
-        /* each distinct term's posting weights, once per call (queries of a batch share
-         * terms): woff[j] is where term j's main then tail weights start in wbuf */
-        int64_t *woff = malloc(sizeof(int64_t) * (u + 1));
-        if (!woff) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        woff[0] = 0;
-        for (Py_ssize_t j = 0; j < u; j++) woff[j + 1] = woff[j] + (hi[j] - lo[j]) + (tp[j + 1] - tp[j]);
-        float *wbuf = malloc(sizeof(float) * (size_t)(woff[u] > 0 ? woff[u] : 1));
-        char *seen = calloc((size_t)u, 1);
-        if (!wbuf || !seen) {
-            free(woff); free(wbuf); free(seen);
-            PyErr_NoMemory();
-            goto done;
-        }
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t e = 0; e < nnz; e++) {
-            int64_t j = qc[e];
-            if (seen[j]) continue;
-            seen[j] = 1;
-            float *w = wbuf + woff[j];
-            for (int pass = 0; pass < 2; pass++) {
-                const int32_t *docs = pass ? td : md, *tfs = pass ? tt : mt;
-                int64_t a0 = pass ? tp[j] : lo[j], z = pass ? tp[j + 1] : hi[j];
-                for (int64_t p = a0; p < z; p++, w++) {
-                    int32_t d = docs[p];
-                    if ((uint64_t)(uint32_t)d >= (uint64_t)n_docs) { *w = 0.0f; continue; }
-                    double tf = (double)tfs[p];
-                    double norm = k1 * (base + b * (double)dl[d] / avgdl);
-                    double num = okapi ? tf * (k1 + 1.0) : tf;
-                    *w = (float)(num / (tf + norm) * ip[j]);
-                }
-            }
-        }
-        for (Py_ssize_t i = 0; i < m; i++) {
-            float *row = op + i * n_docs;
-            for (int64_t e = qp[i]; e < qp[i + 1]; e++) {
-                int64_t j = qc[e];
-                float cnt = qn[e];
-                const float *w = wbuf + woff[j];
-                for (int pass = 0; pass < 2; pass++) {
-                    const int32_t *docs = pass ? td : md;
-                    int64_t a0 = pass ? tp[j] : lo[j], z = pass ? tp[j + 1] : hi[j];
-                    for (int64_t p = a0; p < z; p++, w++) {
-                        int32_t d = docs[p];
-                        if ((uint64_t)(uint32_t)d >= (uint64_t)n_docs || (ap && !ap[d])) continue;
-                        float add = cnt * *w;
-                        row[d] = row[d] + add;
-                    }
-                }
-            }
-        }
+        for (Py_ssize_t i = 0; i < z.m; i++) bm25_accumulate(&z, i, op + i * z.n_docs, NULL, NULL);
         Py_END_ALLOW_THREADS
-        free(woff); free(wbuf); free(seen);
     }
     result = Py_None;
     Py_INCREF(result);
 done:
-    release(&qptr); release(&qcol); release(&qcnt); release(&idf); release(&mlo); release(&mhi);
-    release(&mdoc); release(&mtf); release(&tptr); release(&tdoc); release(&ttf);
-    release(&len); release(&allowed); release(&out);
+    bm25_close(&z);
+    release(&out);
+    return result;
+}
+
+/* bm25_select: each query's BM25 scores accumulated into one scratch row (N float32, zero
+ * between queries), then its `depth` best positive scores selected (ties: lower slot) and
+ * the scores of given candidate slots read, nothing of size (m, N) formed. A query reading
+ * fewer postings than N / 2 lists the documents it touches (a bitset marks them) and selects
+ * from and clears only those; one reading more scans and clears the whole row. The calling
+ * thread's scratch rows are kept between calls (about 8.2 bytes per document of the largest
+ * store scored, and 16 per selected candidate of the largest query). With threads = 2 a
+ * helper thread, started for the call, takes queries from the same counter as the caller
+ * (one at a time, so the caller never waits for more than the query the helper holds) with
+ * scratch of its own, freed when it is done. */
+
+typedef struct {
+    float *acc;        /* (cap,) zero between queries */
+    uint64_t *mark;    /* (cap / 64 + 1,) zero between queries */
+    int32_t *touched;  /* (cap + 1,) */
+    Py_ssize_t cap;
+    Cand *cand;        /* candidates of the radix selection */
+    Py_ssize_t cand_cap;
+    double *hk;        /* (depth,) heap */
+    int64_t *hs;
+    Cand *buf;         /* (2 depth,) buffered whole-row selection */
+    uint32_t *hist;    /* (SEL_WAYS * SEL_BUCKETS,) */
+} SelScratch;
+
+static __thread SelScratch sel_kept = {0}; /* the rows, kept for the thread's next call */
+
+static void sel_free_rows(SelScratch *sc) {
+    free(sc->acc); free(sc->mark); free(sc->touched); free(sc->cand);
+    sc->acc = NULL;
+    sc->mark = NULL;
+    sc->touched = NULL;
+    sc->cand = NULL;
+    sc->cap = sc->cand_cap = 0;
+}
+
+static void sel_free_call(SelScratch *sc) {
+    free(sc->hk); free(sc->hs); free(sc->buf); free(sc->hist);
+    sc->hk = NULL;
+    sc->hs = NULL;
+    sc->buf = NULL;
+    sc->hist = NULL;
+}
+
+#define SEL_BUCKETS 4096 /* positive float32 bits >> 19: exponent and 4 mantissa bits */
+#define SEL_WAYS 4        /* histograms counted side by side (equal values in a row do not
+                           * wait on each other's increment) */
+
+/* Rows for n documents and the per-call buffers for `depth`; -1 when out of memory. */
+static int sel_reserve(SelScratch *sc, Py_ssize_t n, Py_ssize_t depth) {
+    if (n > sc->cap) {
+        float *acc = calloc((size_t)n, sizeof(float));
+        uint64_t *mark = calloc((size_t)n / 64 + 1, sizeof(uint64_t));
+        int32_t *touched = malloc(sizeof(int32_t) * (size_t)(n + 1)); /* +1: branch-free append */
+        if (!acc || !mark || !touched) {
+            free(acc); free(mark); free(touched);
+            return -1;
+        }
+        free(sc->acc); free(sc->mark); free(sc->touched);
+        sc->acc = acc;
+        sc->mark = mark;
+        sc->touched = touched;
+        sc->cap = n;
+    }
+    size_t k = (size_t)(depth > 0 ? depth : 1);
+    sc->hk = malloc(sizeof(double) * k);
+    sc->hs = malloc(sizeof(int64_t) * k);
+    sc->buf = depth >= 32 ? malloc(sizeof(Cand) * 2 * k) : NULL;
+    sc->hist = depth >= 32 ? malloc(sizeof(uint32_t) * SEL_BUCKETS * SEL_WAYS) : NULL;
+    if (!sc->hk || !sc->hs || (depth >= 32 && (!sc->buf || !sc->hist))) return -1;
+    return 0;
+}
+
+static Cand *sel_cands(SelScratch *sc, Py_ssize_t n) {
+    if (n > sc->cand_cap) {
+        Cand *c = malloc(sizeof(Cand) * (size_t)n);
+        if (!c) return NULL;
+        free(sc->cand);
+        sc->cand = c;
+        sc->cand_cap = n;
+    }
+    return sc->cand;
+}
+
+/* Sort candidates best first (value descending, index ascending): a quicksort with the
+ * comparison inlined, insertion sort below 16. */
+static void cand_sort(Cand *c, Py_ssize_t n) {
+    while (n > 16) {
+        Cand pivot = c[n / 2];
+        Py_ssize_t a = 0, b = n - 1;
+        while (a <= b) {
+            while (cand_better(&c[a], &pivot)) a++;
+            while (cand_better(&pivot, &c[b])) b--;
+            if (a <= b) {
+                Cand t = c[a]; c[a] = c[b]; c[b] = t;
+                a++;
+                b--;
+            }
+        }
+        if (b + 1 < n - a) { /* recurse into the smaller side */
+            cand_sort(c, b + 1);
+            c += a;
+            n -= a;
+        } else {
+            cand_sort(c + a, n - a);
+            n = b + 1;
+        }
+    }
+    for (Py_ssize_t i = 1; i < n; i++) {
+        Cand x = c[i];
+        Py_ssize_t j = i;
+        for (; j > 0 && cand_better(&x, &c[j - 1]); j--) c[j] = c[j - 1];
+        c[j] = x;
+    }
+}
+
+static inline uint32_t f32_bits(float v) {
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    return u;
+}
+
+/* The k best positive acc[idx[r]] (r < n) by (value descending, slot ascending) into
+ * (hk, hs), best first, clearing acc and mark at every idx[r] on the way; returns the count,
+ * or -1 when out of memory (acc and mark cleared all the same). A histogram of the values'
+ * leading bits (positive float32 bits order as the values do) finds the bucket holding the
+ * k-th best; the values from that bucket up are then selected and sorted. */
+static Py_ssize_t select_touched(SelScratch *sc, const int32_t *idx, Py_ssize_t n,
+                                 Py_ssize_t k) {
+    float *acc = sc->acc;
+    uint32_t *hist = sc->hist;
+    memset(hist, 0, sizeof(uint32_t) * SEL_BUCKETS * SEL_WAYS);
+    Py_ssize_t r = 0;
+    for (; r + SEL_WAYS <= n; r += SEL_WAYS) {
+        for (int w = 0; w < SEL_WAYS; w++) {
+            float v = acc[idx[r + w]];
+            if (v > 0.0f) hist[w * SEL_BUCKETS + (f32_bits(v) >> 19)]++;
+        }
+    }
+    for (; r < n; r++) {
+        float v = acc[idx[r]];
+        if (v > 0.0f) hist[f32_bits(v) >> 19]++;
+    }
+    Py_ssize_t above = 0, floor = SEL_BUCKETS;
+    while (floor > 0 && above < k) {
+        floor--;
+        for (int w = 0; w < SEL_WAYS; w++) above += hist[w * SEL_BUCKETS + floor];
+    }
+    Cand *c = above ? sel_cands(sc, above) : NULL;
+    uint32_t lowest = (uint32_t)floor << 19;
+    Py_ssize_t size = 0;
+    for (r = 0; r < n; r++) {
+        int32_t d = idx[r];
+        float v = acc[d];
+        if (c && v > 0.0f && f32_bits(v) >= lowest) {
+            c[size].v = v;
+            c[size].i = d;
+            size++;
+        }
+        acc[d] = 0.0f;
+        sc->mark[d >> 6] = 0;
+    }
+    if (above && !c) return -1;
+    if (size > k) {
+        cand_select(c, size, k);
+        size = k;
+    }
+    cand_sort(c, size);
+    for (Py_ssize_t t = 0; t < size; t++) {
+        sc->hk[t] = (double)c[t].v;
+        sc->hs[t] = c[t].i;
+    }
+    return size;
+}
+
+typedef struct {
+    const Bm25 *z;
+    Py_ssize_t depth, width;
+    float *ko;        /* (m, depth) */
+    int64_t *so;      /* (m, depth) */
+    const int64_t *cp; /* (m, width) */
+    float *co;        /* (m, width) */
+    Py_ssize_t next;  /* the next query to take (atomic) */
+    int failed;       /* out of memory (atomic) */
+} SelJob;
+
+/* Query i into the job's outputs, with the scratch sc (left zero); -1: out of memory. */
+static int sel_query(SelJob *job, SelScratch *sc, Py_ssize_t i) {
+    const Bm25 *z = job->z;
+    Py_ssize_t depth = job->depth, width = job->width, n_docs = z->n_docs;
+    float *acc = sc->acc;
+    int whole = bm25_postings(z, i) * 2 > (int64_t)n_docs;
+    Py_ssize_t t = bm25_accumulate(z, i, acc, sc->mark, whole ? NULL : sc->touched);
+    for (Py_ssize_t c = 0; c < width; c++) {
+        int64_t d = job->cp[i * width + c];
+        job->co[i * width + c] = d >= 0 && d < (int64_t)n_docs ? acc[d] : 0.0f;
+    }
+    Py_ssize_t size = 0;
+    int cleared = 0;
+    double *hk = sc->hk;
+    int64_t *hs = sc->hs;
+    if (depth > 0 && whole) {
+        size = sc->buf ? select_f32(acc, n_docs, 0.0, hk, hs, depth, sc->buf)
+                       : scan_f32(acc, n_docs, 0.0, hk, hs, depth);
+        if (!sc->buf) heap_sort(hk, hs, size);
+    } else if (depth >= 32) {
+        size = select_touched(sc, sc->touched, t, depth);
+        cleared = 1;
+    } else if (depth > 0) {
+        for (Py_ssize_t r = 0; r < t; r++) {
+            int32_t d = sc->touched[r];
+            double v = (double)acc[d];
+            if (!(v > 0.0)) continue; /* positive scores only; NaN never enters */
+            if (size == depth && v < hk[0]) continue;
+            offer(hk, hs, depth, &size, v, (int64_t)d);
+        }
+        heap_sort(hk, hs, size);
+    }
+    if (whole) {
+        memset(acc, 0, sizeof(float) * (size_t)n_docs);
+    } else if (!cleared) {
+        for (Py_ssize_t r = 0; r < t; r++) {
+            acc[sc->touched[r]] = 0.0f;
+            sc->mark[sc->touched[r] >> 6] = 0;
+        }
+    }
+    if (size < 0) return -1;
+    for (Py_ssize_t r = 0; r < depth; r++) {
+        job->ko[i * depth + r] = r < size ? (float)hk[r] : -INFINITY;
+        job->so[i * depth + r] = r < size ? hs[r] : -1;
+    }
+    return 0;
+}
+
+/* Take queries from the job's counter until none is left. */
+static void sel_run(SelJob *job, SelScratch *sc) {
+    for (;;) {
+        if (__atomic_load_n(&job->failed, __ATOMIC_RELAXED)) return;
+        Py_ssize_t i = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
+        if (i >= job->z->m) return;
+        if (sel_query(job, sc, i) < 0) __atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);
+    }
+}
+
+static void *sel_helper(void *arg) {
+    SelJob *job = arg;
+    SelScratch sc = {0};
+    if (sel_reserve(&sc, job->z->n_docs > 0 ? job->z->n_docs : 1, job->depth) == 0)
+        sel_run(job, &sc); /* out of memory: the caller takes every query */
+    sel_free_call(&sc);
+    sel_free_rows(&sc);
+    return NULL;
+}
+
+static PyObject *py_bm25_select(PyObject *self, PyObject *args) {
+    PyObject *o[13], *o_keys, *o_slots, *o_cand, *o_cout;
+    Py_ssize_t depth;
+    int threads = 1;
+    Bm25 z = {0};
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOdddpnOOOO|i", &o[0], &o[1], &o[2], &o[3], &o[4],
+                          &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &z.k1,
+                          &z.b, &z.avgdl, &z.okapi, &depth, &o_keys, &o_slots, &o_cand, &o_cout,
+                          &threads))
+        return NULL;
+    Buf keys = {0}, slots = {0}, cand = {0}, cout = {0};
+    PyObject *result = NULL;
+    SelScratch *sc = &sel_kept;
+    if (bm25_open(&z, o, "bm25_select") < 0) goto done;
+    Py_ssize_t m = z.m, n_docs = z.n_docs, width = 0;
+    if (depth < 0 || threads < 1 || threads > 2) {
+        PyErr_SetString(PyExc_ValueError, "bm25_select: depth must be >= 0, threads 1 or 2");
+        goto done;
+    }
+    if (depth > 0) {
+        if (get_buf(o_keys, &keys, "f", 4, m * depth, 1, "out_keys") < 0) goto done;
+        if (get_buf(o_slots, &slots, "lq", 8, m * depth, 1, "out_slots") < 0) goto done;
+    }
+    if (o_cand != Py_None) {
+        if (get_buf(o_cand, &cand, "lq", 8, -1, 0, "candidates") < 0) goto done;
+        if (m == 0 ? cand.view.len != 0 : cand.view.len % (8 * m) != 0) {
+            PyErr_SetString(PyExc_ValueError, "bm25_select: candidates must be (m, W)");
+            goto done;
+        }
+        width = m ? cand.view.len / (8 * m) : 0;
+        if (get_buf(o_cout, &cout, "f", 4, m * width, 1, "out_candidates") < 0) goto done;
+    }
+    if (sel_reserve(sc, n_docs > 0 ? n_docs : 1, depth) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    {
+        SelJob job = {&z, depth, width, depth ? keys.view.buf : NULL,
+                      depth ? slots.view.buf : NULL, cand.view.buf, cout.view.buf, 0, 0};
+        Py_BEGIN_ALLOW_THREADS
+        pthread_t helper;
+        int helped = threads == 2 && m > 1 && pthread_create(&helper, NULL, sel_helper, &job) == 0;
+        sel_run(&job, sc);
+        if (helped) pthread_join(helper, NULL);
+        Py_END_ALLOW_THREADS
+        if (job.failed) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    bm25_close(&z);
+    sel_free_call(sc);
+    release(&keys); release(&slots); release(&cand); release(&cout);
     return result;
 }
 
@@ -1602,6 +1980,10 @@ static PyMethodDef methods[] = {
     {"bm25_dense", py_bm25_dense, METH_VARARGS,
      "bm25_dense(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, main_tf, "
      "tail_indptr, tail_doc, tail_tf, doc_len, allowed, k1, b, avgdl, okapi, out)"},
+    {"bm25_select", py_bm25_select, METH_VARARGS,
+     "bm25_select(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, main_tf, "
+     "tail_indptr, tail_doc, tail_tf, doc_len, allowed, k1, b, avgdl, okapi, depth, out_keys, "
+     "out_slots, candidates, out_candidates[, threads])"},
     {"spread_pool", py_spread_pool, METH_VARARGS,
      "spread_pool(pool, nbr, weight, base, hops, decay, table, out) -> False when it declines "
      "(a non-finite or sign-bit base, weight or decay)"},

@@ -35,9 +35,26 @@ import scipy.sparse as sp
 from spector_gpu.errors import ConfigError, ValidationError
 
 from ..kernels.native import native
-from .bm25_postings import Postings
-from .bm25_scoring import dense_scores, query_matrix, query_terms, slot_scores, topk_rows
-from .bm25_state import BM25_STATE_VERSION, check_params, encode_state, validated_state
+from .bm25_postings import Postings, flatten_documents
+from .bm25_scoring import (
+    check_allowed,
+    check_select,
+    check_slots,
+    dense_scores,
+    query_matrix,
+    query_terms,
+    select_reference,
+    select_scores,
+    slot_scores,
+    topk_rows,
+)
+from .bm25_state import (
+    BM25_STATE_VERSION,
+    check_params,
+    encode_state,
+    same_analyzer,
+    validated_state,
+)
 from .growable import Growable
 
 __all__ = ["BM25_STATE_VERSION", "BM25Index"]
@@ -128,21 +145,7 @@ class BM25Index:
 
         ``ValidationError``: the batch or a document is a string, or a token is not a str.
         """
-        if isinstance(tokens_batch, (str, bytes)):
-            raise ValidationError("tokens_batch must be a sequence of token lists, not a string")
-        flat: list[str] = []
-        lengths: list[int] = []
-        for i, doc in enumerate(tokens_batch):
-            if isinstance(doc, (str, bytes)):
-                raise ValidationError(
-                    f"tokens_batch[{i}] is a string; pass its tokens (Analyzer.tokens(text))"
-                )
-            before = len(flat)
-            try:
-                flat.extend(doc)
-            except TypeError:
-                raise ValidationError(f"tokens_batch[{i}] is not a sequence of tokens") from None
-            lengths.append(len(flat) - before)
+        flat, lengths = flatten_documents(tokens_batch)
         first = len(self)
         if first + len(lengths) > _MAX_DOCS:
             raise ValidationError(f"BM25 index is limited to {_MAX_DOCS} documents")
@@ -233,32 +236,6 @@ class BM25Index:
         out: np.ndarray = num / (tf64 + norm)
         return out
 
-    def _check_allowed(self, allowed: np.ndarray | None) -> np.ndarray | None:
-        if allowed is None:
-            return None
-        if (
-            not isinstance(allowed, np.ndarray)
-            or allowed.dtype != np.bool_
-            or allowed.shape != (len(self),)
-        ):
-            raise ValidationError(
-                f"allowed must be a numpy bool array of shape ({len(self)},) — one flag per slot"
-            )
-        return allowed
-
-    def _weights(
-        self, query_tokens: Sequence[Sequence[str]], allowed: np.ndarray | None
-    ) -> tuple[sp.csr_matrix, sp.csr_matrix]:
-        """Q float32 (n, m) and W float32 (m, N): W[j, d] = idf(t_j) · tfc(t_j, d)."""
-        allowed = self._check_allowed(allowed)
-        self._maybe_compact()
-        q, uterms = query_matrix(self._vocab, query_tokens)
-        if len(uterms) == 0 or len(self) == 0:
-            return q, sp.csr_matrix((len(uterms), len(self)), dtype=np.float32)
-        indptr, doc, tf = self._post.gather(uterms, allowed)
-        w = self._tfc(tf, doc) * np.repeat(self._idf(uterms), np.diff(indptr))
-        return q, sp.csr_matrix((w.astype(np.float32), doc, indptr), shape=(len(uterms), len(self)))
-
     # ------------------------------------------------------------------ scoring API
     def weights(
         self, query_tokens: Sequence[Sequence[str]], *, allowed: np.ndarray | None = None
@@ -267,7 +244,14 @@ class BM25Index:
         each query's multiplicity of the batch's m distinct known terms, and ``W`` float32 csr
         (m, N), ``float32(idf · tfc)`` over the allowed documents; a score accumulates
         ``float32(Q[i, j] · W[j, d])`` in float32 in ascending ``j`` (scipy's order)."""
-        return self._weights(query_tokens, allowed)
+        allowed = check_allowed(allowed, len(self))
+        self._maybe_compact()
+        q, uterms = query_matrix(self._vocab, query_tokens)
+        if len(uterms) == 0 or len(self) == 0:
+            return q, sp.csr_matrix((len(uterms), len(self)), dtype=np.float32)
+        indptr, doc, tf = self._post.gather(uterms, allowed)
+        w = self._tfc(tf, doc) * np.repeat(self._idf(uterms), np.diff(indptr))
+        return q, sp.csr_matrix((w.astype(np.float32), doc, indptr), shape=(len(uterms), len(self)))
 
     def score_dense(
         self, query_tokens: Sequence[Sequence[str]], *, allowed: np.ndarray | None = None
@@ -275,7 +259,7 @@ class BM25Index:
         """float32 (n, N) BM25 scores of every (query, slot): ``score_batch(...).toarray()``,
         bit for bit, computed by one native pass over the postings in place when the native
         kernels are built (no posting is copied and no sparse matrix is formed)."""
-        allowed = self._check_allowed(allowed)
+        allowed = check_allowed(allowed, len(self))
         if native is None:
             return np.asarray(self.score_batch(query_tokens, allowed=allowed).toarray())
         self._maybe_compact()
@@ -286,6 +270,35 @@ class BM25Index:
         return dense_scores(
             q, self._idf(uterms), self._post, uterms, self._doc_len.view(), allowed, params
         )
+
+    def select(
+        self,
+        query_tokens: Sequence[Sequence[str]],
+        depth: int,
+        *,
+        allowed: np.ndarray | None = None,
+        candidates: np.ndarray | None = None,
+        threads: int = 1,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Each query's ``depth`` best scores and the scores of ``candidates`` int (n, W)
+        slots (``-1``: padding), without an (n, N) block: ``(scores float32 (n, depth),
+        slots int64 (n, depth), candidate scores float32 (n, W) or None)`` — positive scores
+        best first, ties to the lower slot, ``-inf`` / ``-1`` padding; a candidate scores 0
+        where it matches no term, is not ``allowed`` or is padding. Every value equals
+        :meth:`score_dense`'s bit for bit. Natively each query's sums go into one scratch row,
+        cleared where written; ``threads=2`` shares a batch's queries with a helper thread."""
+        depth = check_select(query_tokens, depth, candidates, threads, len(self))
+        allowed = check_allowed(allowed, len(self))
+        if native is None:
+            block = self.score_dense(query_tokens, allowed=allowed)
+            return select_reference(block, depth, candidates)
+        self._maybe_compact()
+        q, uterms = query_terms(self._vocab, query_tokens)
+        params = (self._k1, self._b, self.avgdl, self._method == "okapi")
+        return select_scores(
+            q, self._idf(uterms), self._post, uterms, self._doc_len.view(), allowed, params,
+            depth, candidates, threads,
+        )  # fmt: skip
 
     def score_batch(
         self, query_tokens: Sequence[Sequence[str]], *, allowed: np.ndarray | None = None
@@ -300,7 +313,7 @@ class BM25Index:
             ``csr_matrix`` float32 (n, N); absent entries score 0. In okapi mode entries may be
             ≤ 0 (negative-IDF terms with a negative floor).
         """
-        q, weights = self._weights(query_tokens, allowed)
+        q, weights = self.weights(query_tokens, allowed=allowed)
         return sp.csr_matrix(q @ weights)
 
     def topk(
@@ -313,10 +326,8 @@ class BM25Index:
         """``(scores float32 (n, k), slots int64 (n, k))``: the k best allowed slots per query,
         best first, padded with ``-inf`` / ``-1``. Only positive scores are hits; ties go to
         the lower slot; queries are scored in chunks (memory ∝ the index, not n × N)."""
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
-            raise ValidationError(f"k={k!r}: use an int >= 0")
-        k = int(k)
-        q, weights = self._weights(query_tokens, allowed)
+        k = check_select(query_tokens, k, None, 1, len(self), name="k")
+        q, weights = self.weights(query_tokens, allowed=allowed)
         return topk_rows(q, weights, k, _TOPK_CHUNK_NNZ)
 
     def score_slots(self, query_tokens: Sequence[Sequence[str]], slots: np.ndarray) -> np.ndarray:
@@ -330,16 +341,9 @@ class BM25Index:
             float32 (n, c): the score of ``slots[i, j]`` for query i (0 when it matches no
             term), ``-inf`` at padding. Equal to :meth:`score_batch` up to float32 rounding.
         """
-        if not isinstance(slots, np.ndarray) or slots.ndim != 2 or slots.dtype.kind not in "iu":
-            raise ValidationError("slots must be a 2-D integer numpy array (n_queries, c)")
-        if slots.size and (slots.min() < -1 or slots.max() >= len(self)):
-            raise ValidationError(f"slots must lie in [0, {len(self)}) or be -1 (padding)")
         self._maybe_compact()
         q, uterms = query_matrix(self._vocab, query_tokens)
-        if q.shape[0] != slots.shape[0]:
-            raise ValidationError(
-                f"slots has {slots.shape[0]} rows but {q.shape[0]} queries were given"
-            )
+        check_slots(slots, len(self), queries=q.shape[0])
         return slot_scores(q, uterms, slots, self._post.lookup_tf, self._tfc, self._idf)
 
     # ------------------------------------------------------------------ persistence
@@ -377,17 +381,12 @@ class BM25Index:
             CorruptionError: a missing key, wrong dtype/shape, out-of-range offset, slot or
                 count, bad UTF-8, duplicate term, or inconsistent lengths.
         """
-        arrays, params, terms, stored_analyzer = validated_state(state)
-        if analyzer is not None and not stored_analyzer:
-            stored_analyzer = analyzer  # written without a name: nothing to compare, adopt it
-        if analyzer is not None and analyzer != stored_analyzer:
-            raise ConfigError(
-                f"BM25 index was built with analyzer {stored_analyzer!r} but {analyzer!r} was "
-                "given: reopen with the same analyzer settings or rebuild the lexical index"
-            )
+        arrays, params, terms, stored = validated_state(state)
         k1, b, eps, code = params
         method: Literal["lucene", "okapi"] = "lucene" if code == 0 else "okapi"
-        index = cls(k1=k1, b=b, method=method, epsilon=eps, analyzer=stored_analyzer)
+        index = cls(
+            k1=k1, b=b, method=method, epsilon=eps, analyzer=same_analyzer(stored, analyzer)
+        )
         index._terms = terms
         index._vocab = {t: i for i, t in enumerate(terms)}
         index._post.set_main(arrays["indptr"], arrays["doc"], arrays["tf"], len(arrays["doc_len"]))

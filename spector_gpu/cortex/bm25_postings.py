@@ -10,14 +10,38 @@ them, covering slots ``[0, main_docs)``. The *tail* holds the postings of docume
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 import numpy as np
 
+from spector_gpu.errors import ValidationError
+
 from .growable import Growable
 
-__all__ = ["Postings"]
+__all__ = ["Postings", "flatten_documents"]
 
 logger = logging.getLogger(__name__)
+
+
+def flatten_documents(tokens_batch: Sequence[Sequence[str]]) -> tuple[list[str], list[int]]:
+    """Every document's tokens, concatenated, and each document's token count; refuses a
+    batch or document given as a string, or a document that is not a sequence."""
+    if isinstance(tokens_batch, (str, bytes)):
+        raise ValidationError("tokens_batch must be a sequence of token lists, not a string")
+    flat: list[str] = []
+    lengths: list[int] = []
+    for i, doc in enumerate(tokens_batch):
+        if isinstance(doc, (str, bytes)):
+            raise ValidationError(
+                f"tokens_batch[{i}] is a string; pass its tokens (Analyzer.tokens(text))"
+            )
+        before = len(flat)
+        try:
+            flat.extend(doc)
+        except TypeError:
+            raise ValidationError(f"tokens_batch[{i}] is not a sequence of tokens") from None
+        lengths.append(len(flat) - before)
+    return flat, lengths
 
 
 def _interleave(cnt_a: np.ndarray, cnt_b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

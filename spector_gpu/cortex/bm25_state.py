@@ -18,9 +18,15 @@ from typing import Literal
 
 import numpy as np
 
-from spector_gpu.errors import CorruptionError
+from spector_gpu.errors import ConfigError, CorruptionError
 
-__all__ = ["BM25_STATE_VERSION", "check_params", "encode_state", "validated_state"]
+__all__ = [
+    "BM25_STATE_VERSION",
+    "check_params",
+    "encode_state",
+    "same_analyzer",
+    "validated_state",
+]
 
 #: Version of the :meth:`BM25Index.state` dictionary layout.
 BM25_STATE_VERSION = 1
@@ -82,6 +88,19 @@ def encode_state(
     for arr in out.values():
         arr.flags.writeable = False
     return out
+
+
+def same_analyzer(stored: str, given: str | None) -> str:
+    """The analyzer a restored index keeps: the stored name, or ``given`` when the state was
+    written without one; a different ``given`` name raises :class:`ConfigError`."""
+    if given is None or not stored:
+        return given if given is not None else stored
+    if given != stored:
+        raise ConfigError(
+            f"BM25 index was built with analyzer {stored!r} but {given!r} was "
+            "given: reopen with the same analyzer settings or rebuild the lexical index"
+        )
+    return stored
 
 
 def _corrupt(what: str) -> CorruptionError:

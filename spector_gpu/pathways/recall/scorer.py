@@ -27,7 +27,7 @@ from .pool import Pool, expand, union
 from .relays import RecallPlan
 from .relays.association import DenseGraph, association_score, dense_graph, neighbours
 from .relays.dense import dense_score, dense_top, slice_queries
-from .relays.lexical import lexical_block, lexical_top
+from .relays.lexical import lexical_block, lexical_members, lexical_select, lexical_top, selects
 from .relays.salience import SalienceCache, pool_strength, salience_score, salience_top
 from .relevance import absolute_relevance
 from .tables import CueTable, LinkTables
@@ -38,6 +38,7 @@ __all__ = ["Scored", "Scorer", "fuse_plan"]
 _CPU_BLOCK = 1 << 22  # lexical scores held per chunk on the CPU (16 MiB of float32)
 _GPU_BLOCK = 1 << 28  # ... on a GPU (1 GiB)
 _DENSE_LAYOUT_MIN = 2048  # stores up to this size always take the dense pool layout
+_SELECT_ROWS = 1024  # queries per chunk when the lexical relay selects without a block
 
 
 @dataclass
@@ -101,6 +102,8 @@ class Scorer:
             sal = salience_top(self.cortex, self.columns, plan, self.salience)
         budget = _GPU_BLOCK if plan.device.type == "cuda" else _CPU_BLOCK
         step = max(1, budget // max(self.cortex.n, 1))
+        if selects(plan, exact_rounds, self.dense_layout(plan)):
+            step = _SELECT_ROWS  # no (m, N) lexical block: chunks bounded by the pool's size
         parts = [
             self._chunk(plan, lo, min(n, lo + step), sal, den, exact_rounds)
             for lo in range(0, n, step)
@@ -147,8 +150,10 @@ class Scorer:
         sal: torch.Tensor,
         den: torch.Tensor | None,
         block: torch.Tensor | None,
+        lex_top: torch.Tensor | None = None,
     ) -> tuple[Pool, torch.Tensor | None]:
-        """The chunk's pool, and in the dense layout the dense relay's scores of every memory."""
+        """The chunk's pool, and in the dense layout the dense relay's scores of every memory
+        (``lex_top``: the lexical proposals when selected without a block)."""
         n, trim, m = self.cortex.n, plan.trim, hi - lo
         parts, scores = [sal.expand(m, -1)], None
         if self.dense_layout(plan):
@@ -166,6 +171,8 @@ class Scorer:
         else:
             if block is not None:
                 parts.append(lexical_top(block, plan))
+            if lex_top is not None:
+                parts.append(lex_top)
             if den is not None:
                 parts.append(den[lo:hi])
             pool = union(parts, n_store=n, trim=trim)
@@ -216,17 +223,22 @@ class Scorer:
         """The device work of queries ``[lo, hi)``: fusion, the top-k positions and the
         results (ordinals, float32 scores, D, S), all still on the device; None when the pool
         is empty. On a GPU nothing here reads a value back to the host."""
-        block = None
-        if "lexical" in plan.relays and plan.n_allowed:
+        block = sel = None
+        lexical = "lexical" in plan.relays and plan.n_allowed
+        if lexical and selects(plan, exact_rounds, self.dense_layout(plan)):
+            sel = lexical_select(self.cortex.bm25, plan.tokens[lo:hi], plan)
+        elif lexical:
             block = lexical_block(self.cortex.bm25, plan.tokens[lo:hi], plan, rounds=exact_rounds)
             block = block.to(plan.device)
-        pool, dense_all = self._pool(plan, lo, hi, sal, den, block)
+        pool, dense_all = self._pool(plan, lo, hi, sal, den, block, None if sel is None else sel[1])
         if pool.width == 0:
             return None
         valid, idx = pool.valid, pool.index()
         raw: dict[str, torch.Tensor] = {}
         if block is not None:
             raw["lexical"] = torch.gather(block, 1, idx).to(torch.float64)
+        elif sel is not None:
+            raw["lexical"] = lexical_members(self.cortex.bm25, plan.tokens[lo:hi], plan, sel, pool)
         if plan.dense is not None:
             if dense_all is not None:  # dense layout: column j is memory j
                 raw["dense"] = torch.where(valid, dense_all, float("-inf")).to(torch.float64)

@@ -8,6 +8,12 @@ per round, so no two additions race), which keeps the float32 accumulation order
 product — ascending term — and with it the exact bits. The relay proposes each query's
 ``depth`` best positive scores and scores any pool member by a gather from the block (0 where
 no term matched).
+
+In the sparse pool layout on the CPU the block is not formed at all (:func:`lexical_select`):
+each query's sums go into one native scratch row, its proposals are selected from the
+documents it touched, and the pool's members are scored afterwards (:func:`lexical_members`:
+from the proposals themselves when the pool is nothing else, else by a second pass) — the
+block's values, bit for bit, without clearing and scanning N scores per query.
 """
 
 from __future__ import annotations
@@ -17,9 +23,21 @@ import torch
 
 from ....cortex.bm25 import BM25Index
 from ....kernels.selection import rows_topk
+from ..pool import PAD, Pool
 from . import RecallPlan
 
-__all__ = ["lexical_block", "lexical_block_rounds", "lexical_top"]
+#: Queries from which a native selection shares its queries with a helper thread (below, the
+#: thread's start costs more than it saves; a single recall never starts one).
+_SHARED_ROWS = 16
+
+__all__ = [
+    "lexical_block",
+    "lexical_block_rounds",
+    "lexical_members",
+    "lexical_select",
+    "lexical_top",
+    "selects",
+]
 
 
 def lexical_block(
@@ -64,3 +82,54 @@ def lexical_top(block: torch.Tensor, plan: RecallPlan) -> torch.Tensor:
     """int64 (m, depth): each query's best positive-scoring ordinals (ties: lower), -1 padding."""
     slots: torch.Tensor = rows_topk(block, plan.depth, positive=True, use_native=plan.native)[1]
     return slots
+
+
+def selects(plan: RecallPlan, exact_rounds: bool, dense_layout: bool) -> bool:
+    """Whether the lexical relay selects each query's proposals natively from its scratch row
+    (:func:`lexical_select`) instead of forming the (m, N) score block: on the CPU with the
+    native kernels, outside the device's round-based sums, in the sparse pool layout (a store
+    larger than the candidate lists), where the block costs O(N) per query to clear and
+    scan."""
+    return (
+        "lexical" in plan.relays
+        and plan.native
+        and not exact_rounds
+        and plan.device.type == "cpu"
+        and not dense_layout
+    )
+
+
+def lexical_select(
+    bm25: BM25Index, tokens: list[list[str]], plan: RecallPlan
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """float32 (m, depth) scores and int64 (m, depth) ordinals of each query's best positive
+    BM25 scores over the allowed memories (:func:`lexical_top` of :func:`lexical_block`,
+    without the block; ``-inf`` / ``-1`` padding), on the CPU."""
+    threads = 2 if len(tokens) >= _SHARED_ROWS else 1
+    keys, slots, _ = bm25.select(tokens, plan.depth, allowed=plan.allowed, threads=threads)
+    return torch.from_numpy(keys), torch.from_numpy(slots)
+
+
+def lexical_members(
+    bm25: BM25Index,
+    tokens: list[list[str]],
+    plan: RecallPlan,
+    selected: tuple[torch.Tensor, torch.Tensor],
+    pool: Pool,
+) -> torch.Tensor:
+    """float64 (m, W) BM25 score of every pool member (0 at padding): read off the
+    :func:`lexical_select` proposals when the pool holds nothing else (each row's members are
+    then its proposals in ascending order), else scored by :meth:`.BM25Index.select`."""
+    keys, slots = selected
+    members = pool.ordinals.shape[1]
+    if not pool.dense and torch.equal(pool.valid.sum(dim=1), (slots >= 0).sum(dim=1)):
+        order = torch.argsort(torch.where(slots < 0, PAD, slots), dim=1, stable=True)[:, :members]
+        got = torch.gather(keys, 1, order).to(torch.float64)
+        return torch.where(pool.valid, got, torch.zeros_like(got))
+    cand = torch.where(pool.valid, pool.ordinals, torch.full_like(pool.ordinals, -1))
+    threads = 2 if len(tokens) >= _SHARED_ROWS else 1
+    _, _, scores = bm25.select(
+        tokens, 0, allowed=plan.allowed, candidates=cand.numpy(), threads=threads
+    )
+    assert scores is not None
+    return torch.from_numpy(scores).to(torch.float64)

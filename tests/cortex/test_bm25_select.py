@@ -1,0 +1,125 @@
+"""``BM25Index.select``: each query's best scores and the scores of given slots without an
+(n, N) block must equal what the block (``score_dense``) gives, bit for bit — in both of the
+native kernel's modes (a query of few postings selects from the documents it touched, one of
+many scans the whole row), with one thread and with a helper, over main and tail postings,
+gates, both BM25 variants and ties; and bad arguments are refused by name."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from spector_gpu.kernels.native import native
+
+from spector_gpu.cortex.bm25 import BM25Index
+from spector_gpu.cortex.bm25_scoring import select_reference
+from spector_gpu.errors import ValidationError
+
+
+def _index(rng: random.Random, n_docs: int, vocab: int, method: str) -> BM25Index:
+    words = [f"t{i}" for i in range(vocab)]
+    weights = [1.0 / (i + 1) for i in range(vocab)]  # a few common terms, many rare ones
+    docs = [rng.choices(words, weights, k=rng.randint(0, 14)) for _ in range(n_docs)]
+    index = BM25Index(method=method)  # type: ignore[arg-type]
+    half = rng.randint(0, n_docs)
+    index.add(docs[:half])
+    index.compact()  # main segment, then a tail of newer documents
+    index.add(docs[half:])
+    return index
+
+
+def _queries(rng: random.Random, vocab: int, n: int) -> list[list[str]]:
+    words = [f"t{i}" for i in range(vocab)] + ["unknown"]
+    return [rng.choices(words, k=rng.randint(0, 6)) for _ in range(n)]
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_select_equals_the_score_block(seed: int) -> None:
+    rng = random.Random(seed)
+    n_docs = rng.choice([1, 40, 500, 4000])
+    vocab = rng.choice([4, 60, 2000])
+    index = _index(rng, n_docs, vocab, rng.choice(["lucene", "okapi"]))
+    queries = _queries(rng, vocab, rng.randint(0, 40))
+    allowed = None if rng.random() < 0.5 else np.array([rng.random() < 0.7 for _ in range(n_docs)])
+    width = rng.randint(0, 30)
+    cand = np.array(
+        [[rng.randint(-1, n_docs - 1) for _ in range(width)] for _ in queries], dtype=np.int64
+    ).reshape(len(queries), width)
+    block = index.score_dense(queries, allowed=allowed)
+    for depth in (0, 1, 7, 31, 32, 200, 5000):
+        want = select_reference(block, depth, cand)
+        for threads in (1, 2):
+            got = index.select(queries, depth, allowed=allowed, candidates=cand, threads=threads)
+            for g, w in zip(got, want, strict=True):
+                assert g is not None and w is not None
+                assert g.dtype == w.dtype and g.shape == w.shape
+                np.testing.assert_array_equal(g, w)
+
+
+def test_ties_go_to_the_lower_slot() -> None:
+    """Documents of equal length and content score alike: the lowest slots are kept."""
+    index = BM25Index()
+    index.add([["apple", "pie"]] * 300 + [["apple", "apple"]] + [["pear"]] * 5000)
+    scores, slots, _ = index.select([["apple"]], 50)
+    assert slots[0, 0] == 300  # the higher score first
+    assert slots[0, 1:].tolist() == list(range(49))
+    assert len(set(scores[0, 1:].tolist())) == 1
+
+
+@pytest.mark.parametrize("depth", [5, 50])
+def test_ties_across_terms_go_to_the_lower_slot(depth: int) -> None:
+    """A query's documents are reached term by term, so an equal score of a lower slot can
+    come after a higher one (here the term "b" is older than "a" but its documents are
+    newer): the lower slots are still the ones kept."""
+    index = BM25Index()
+    docs = [["b", "a"]] + [["a"]] * 99 + [["b"]] * 99 + [["filler"]] * 3000
+    index.add(docs)
+    _, slots, _ = index.select([["a", "b"]], depth)
+    assert slots[0].tolist() == list(range(depth))
+
+
+def test_a_query_without_known_terms_and_an_empty_index() -> None:
+    index = BM25Index()
+    index.add([["a", "b"], ["b"]])
+    scores, slots, cand = index.select([["zzz"], []], 3, candidates=np.array([[0, -1], [1, 0]]))
+    assert (slots == -1).all() and np.isneginf(scores).all()
+    assert cand is not None and not cand.any()
+    empty = BM25Index()
+    scores, slots, cand = empty.select([["a"]], 2)
+    assert scores.shape == (1, 2) and (slots == -1).all() and cand is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"depth": -1}, "depth"),
+        ({"depth": True}, "depth"),
+        ({"depth": 2, "threads": 3}, "threads"),
+        ({"depth": 2, "candidates": np.array([0, 1])}, "candidates"),
+        ({"depth": 2, "candidates": np.array([[0.5]])}, "candidates"),
+        ({"depth": 2, "candidates": np.array([[0], [1]])}, "candidates"),
+        ({"depth": 2, "candidates": np.array([[7]])}, "candidates"),
+        ({"depth": 2, "allowed": np.ones(5, dtype=bool)}, "allowed"),
+    ],
+)
+def test_bad_arguments_are_refused(kwargs: dict, message: str) -> None:
+    index = BM25Index()
+    index.add([["a"], ["b"]])
+    with pytest.raises(ValidationError, match=message):
+        index.select([["a"]], **kwargs)
+
+
+@pytest.mark.skipif(native is None, reason="the native kernels are not built")
+def test_the_native_kernel_checks_its_inputs() -> None:
+    """The raw kernel refuses inconsistent arrays instead of reading out of bounds."""
+    index = BM25Index()
+    index.add([["a", "b"], ["b"]])
+    with pytest.raises(ValueError, match="q_indptr"):
+        native.bm25_select(
+            np.array([0, 5]), np.array([0]), np.ones(1, np.float32), np.ones(1),
+            np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int32),
+            np.zeros(0, np.int32), np.zeros(2, np.int64), np.zeros(0, np.int32),
+            np.zeros(0, np.int32), np.ones(2, np.int32), None, 1.2, 0.75, 1.0, False,
+            1, np.zeros(1, np.float32), np.zeros(1, np.int64), None, None,
+        )  # fmt: skip

@@ -1,0 +1,79 @@
+"""The lexical relay without a score block (``Scorer.lexical_select``: a store larger than the
+dense pool layout, on the CPU with the native kernels) against the per-query reference twin:
+same ids and float32 scores for lexical-only and all-relay recall, for a batch large enough
+to share its queries with a helper thread and for single queries."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from recall_reference import reference_recall
+from rig import Rig
+from spector_gpu.kernels.native import native
+
+from spector_gpu import RecallOptions
+from spector_gpu.pathways.recall import RecallPathway, scorer
+from spector_gpu.pathways.recall.relays.lexical import lexical_select
+
+pytestmark = pytest.mark.skipif(native is None, reason="the native kernels are not built")
+
+WORDS = [f"w{i}" for i in range(400)]
+WEIGHTS = [1.0 / (i + 1) for i in range(len(WORDS))]  # common words and rare ones
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Rig, int]]:
+    rng = random.Random(5)
+    rig = Rig.open(tmp_path_factory.mktemp("select") / "s", {"store": {"durability": "none"}})
+    items = [
+        {
+            "text": " ".join(rng.choices(WORDS, WEIGHTS, k=rng.randint(2, 12))),
+            "session_id": i // 20,
+            "speaker": ("Ann", "Bo")[i % 2],
+            "importance": rng.choice([0.5, 1.0, 3.0]),
+        }
+        for i in range(3000)
+    ]
+    ids = rig.remember_batch(items)
+    for mid in rng.sample(ids, 30):
+        rig.remember.forget(mid)
+    yield rig, int(time.time() * 1000) + 3600 * 1000
+    rig.close()
+
+
+def _check(
+    rig: Rig, now: int, queries: list[str], opts: RecallOptions, mp: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+
+    def spy(bm25: Any, tokens: list[list[str]], plan: Any) -> Any:
+        calls.append(len(tokens))
+        return lexical_select(bm25, tokens, plan)
+
+    mp.setattr(scorer, "lexical_select", spy)
+    pathway = RecallPathway(rig.cortex, None)
+    pathway.clock = lambda: now
+    batch = pathway.recall_batch(queries, opts)
+    assert sum(calls) == len(queries)  # the route without a block was taken
+    for i, ref in enumerate(reference_recall(rig.cortex, queries, opts, now)):
+        n = int(batch.counts[i])
+        assert batch.ids[i, :n].tolist() == [rig.id_of(int(o)) for o in ref.ordinals]
+        assert batch.scores[i, :n].tolist() == ref.fused.tolist()
+
+
+@pytest.mark.parametrize("relays", [("lexical",), ("lexical", "association"), None])
+def test_a_batch_and_single_queries_equal_the_reference(
+    store: tuple[Rig, int], relays: tuple[str, ...] | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rig, now = store
+    rng = random.Random(9)
+    queries = [" ".join(rng.choices(WORDS, k=rng.randint(1, 5))) for _ in range(40)]
+    queries += ["zzz", "", "w0 w0 w1"]
+    opts = RecallOptions(k=10, mode="observe", **({"relays": relays} if relays else {}))
+    _check(rig, now, queries, opts, monkeypatch)  # 43 queries: a helper thread takes a share
+    for q in queries[:3]:
+        _check(rig, now, [q], opts, monkeypatch)
