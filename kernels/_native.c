@@ -14,6 +14,8 @@
  * bm25_dense       BM25 scores of a few queries as dense rows, from the postings in place
  * bm25_select      each query's best BM25 scores and the scores of given slots, from one
  *                  scratch row per thread (no (m, N) block)
+ * bm25_row         bm25_select of one query into a caller's row, left written until
+ *                  bm25_row_release has scored any slots from it
  * spread_pool      max-product spreading over sparse pool rows (positions by a table)
  *
  * Order everywhere: key descending, then row (slot) ascending; padding is (-inf, -1). Integer
@@ -1610,12 +1612,12 @@ static inline uint32_t f32_bits(float v) {
 }
 
 /* The k best positive acc[idx[r]] (r < n) by (value descending, slot ascending) into
- * (hk, hs), best first, clearing acc and mark at every idx[r] on the way; returns the count,
- * or -1 when out of memory (acc and mark cleared all the same). A histogram of the values'
+ * (hk, hs), best first, with `clear` clearing acc and mark at every idx[r] on the way;
+ * returns the count, or -1 when out of memory (acc and mark cleared all the same). A histogram of the values'
  * leading bits (positive float32 bits order as the values do) finds the bucket holding the
  * k-th best; the values from that bucket up are then selected and sorted. */
 static Py_ssize_t select_touched(SelScratch *sc, const int32_t *idx, Py_ssize_t n,
-                                 Py_ssize_t k) {
+                                 Py_ssize_t k, int clear) {
     float *acc = sc->acc;
     uint32_t *hist = sc->hist;
     memset(hist, 0, sizeof(uint32_t) * SEL_BUCKETS * SEL_WAYS);
@@ -1646,8 +1648,10 @@ static Py_ssize_t select_touched(SelScratch *sc, const int32_t *idx, Py_ssize_t 
             c[size].i = d;
             size++;
         }
-        acc[d] = 0.0f;
-        sc->mark[d >> 6] = 0;
+        if (clear) {
+            acc[d] = 0.0f;
+            sc->mark[d >> 6] = 0;
+        }
     }
     if (above && !c) return -1;
     if (size > k) {
@@ -1671,6 +1675,8 @@ typedef struct {
     float *co;        /* (m, width) */
     Py_ssize_t next;  /* the next query to take (atomic) */
     int failed;       /* out of memory (atomic) */
+    int keep;         /* leave the (one) query's row as it is (bm25_row) */
+    Py_ssize_t kept;  /* ... and the documents it lists (-1: the whole row is dirty) */
 } SelJob;
 
 /* Query i into the job's outputs, with the scratch sc (left zero); -1: out of memory. */
@@ -1693,7 +1699,7 @@ static int sel_query(SelJob *job, SelScratch *sc, Py_ssize_t i) {
                        : scan_f32(acc, n_docs, 0.0, hk, hs, depth);
         if (!sc->buf) heap_sort(hk, hs, size);
     } else if (depth >= 32) {
-        size = select_touched(sc, sc->touched, t, depth);
+        size = select_touched(sc, sc->touched, t, depth, !job->keep);
         cleared = 1;
     } else if (depth > 0) {
         for (Py_ssize_t r = 0; r < t; r++) {
@@ -1705,7 +1711,9 @@ static int sel_query(SelJob *job, SelScratch *sc, Py_ssize_t i) {
         }
         heap_sort(hk, hs, size);
     }
-    if (whole) {
+    if (job->keep) {
+        job->kept = whole ? -1 : t;
+    } else if (whole) {
         memset(acc, 0, sizeof(float) * (size_t)n_docs);
     } else if (!cleared) {
         for (Py_ssize_t r = 0; r < t; r++) {
@@ -1779,7 +1787,7 @@ static PyObject *py_bm25_select(PyObject *self, PyObject *args) {
     }
     {
         SelJob job = {&z, depth, width, depth ? keys.view.buf : NULL,
-                      depth ? slots.view.buf : NULL, cand.view.buf, cout.view.buf, 0, 0};
+                      depth ? slots.view.buf : NULL, cand.view.buf, cout.view.buf, 0, 0, 0, 0};
         Py_BEGIN_ALLOW_THREADS
         pthread_t helper;
         int helped = threads == 2 && m > 1 && pthread_create(&helper, NULL, sel_helper, &job) == 0;
@@ -1797,6 +1805,114 @@ done:
     bm25_close(&z);
     sel_free_call(sc);
     release(&keys); release(&slots); release(&cand); release(&cout);
+    return result;
+}
+
+/* bm25_row: bm25_select of one query into caller-owned scratch (acc float32 (N,), mark
+ * uint64 (N / 64 + 1,), touched int32 (N + 1,), all zero on entry) that is left as the
+ * query wrote it, so that any slots can be scored afterwards without a second pass over
+ * the postings: bm25_row_release reads them and clears the scratch. Returns what
+ * bm25_row_release needs: the number of listed documents, or -1 when the whole row was
+ * written. */
+
+static int row_scratch(PyObject *o_acc, PyObject *o_mark, PyObject *o_touched, Buf *acc,
+                       Buf *mark, Buf *touched, Py_ssize_t n_docs) {
+    if (get_buf(o_acc, acc, "f", 4, n_docs, 1, "acc") < 0) return -1;
+    if (get_buf(o_mark, mark, "LQ", 8, n_docs / 64 + 1, 1, "mark") < 0) return -1;
+    if (get_buf(o_touched, touched, "i", 4, n_docs + 1, 1, "touched") < 0) return -1;
+    return 0;
+}
+
+static PyObject *py_bm25_row(PyObject *self, PyObject *args) {
+    PyObject *o[13], *o_keys, *o_slots, *o_acc, *o_mark, *o_touched;
+    Py_ssize_t depth;
+    Bm25 z = {0};
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOdddpnOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4],
+                          &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &z.k1,
+                          &z.b, &z.avgdl, &z.okapi, &depth, &o_keys, &o_slots, &o_acc, &o_mark,
+                          &o_touched))
+        return NULL;
+    Buf keys = {0}, slots = {0}, acc = {0}, mark = {0}, touched = {0};
+    SelScratch sc = {0};
+    PyObject *result = NULL;
+    if (bm25_open(&z, o, "bm25_row") < 0) goto done;
+    if (z.m != 1 || depth < 1) {
+        PyErr_SetString(PyExc_ValueError, "bm25_row: one query and depth >= 1");
+        goto done;
+    }
+    if (get_buf(o_keys, &keys, "f", 4, depth, 1, "out_keys") < 0) goto done;
+    if (get_buf(o_slots, &slots, "lq", 8, depth, 1, "out_slots") < 0) goto done;
+    if (row_scratch(o_acc, o_mark, o_touched, &acc, &mark, &touched, z.n_docs) < 0) goto done;
+    sc.acc = acc.view.buf;
+    sc.mark = mark.view.buf;
+    sc.touched = touched.view.buf;
+    sc.cap = z.n_docs;
+    if (sel_reserve(&sc, 0, depth) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    SelJob job = {&z, depth, 0, keys.view.buf, slots.view.buf, NULL, NULL, 0, 0, 1, 0};
+    int failed;
+    Py_BEGIN_ALLOW_THREADS
+    failed = sel_query(&job, &sc, 0) < 0;
+    Py_END_ALLOW_THREADS
+    free(sc.cand);
+    if (failed) {
+        /* the row is dirty all the same: the caller still releases it */
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = PyLong_FromSsize_t(job.kept);
+done:
+    bm25_close(&z);
+    sel_free_call(&sc);
+    release(&keys); release(&slots); release(&acc); release(&mark); release(&touched);
+    return result;
+}
+
+static PyObject *py_bm25_row_release(PyObject *self, PyObject *args) {
+    PyObject *o_acc, *o_mark, *o_touched, *o_cand, *o_out;
+    Py_ssize_t kept;
+    if (!PyArg_ParseTuple(args, "OOOnOO", &o_acc, &o_mark, &o_touched, &kept, &o_cand, &o_out))
+        return NULL;
+    Buf acc = {0}, mark = {0}, touched = {0}, cand = {0}, out = {0};
+    PyObject *result = NULL;
+    if (get_buf(o_acc, &acc, "f", 4, -1, 1, "acc") < 0) goto done;
+    Py_ssize_t n_docs = acc.view.len / 4;
+    if (get_buf(o_mark, &mark, "LQ", 8, n_docs / 64 + 1, 1, "mark") < 0) goto done;
+    if (get_buf(o_touched, &touched, "i", 4, n_docs + 1, 1, "touched") < 0) goto done;
+    if (kept < -1 || kept > n_docs) {
+        PyErr_SetString(PyExc_ValueError, "bm25_row_release: bad count of listed documents");
+        goto done;
+    }
+    Py_ssize_t width = 0;
+    if (o_cand != Py_None) {
+        if (get_buf(o_cand, &cand, "lq", 8, -1, 0, "candidates") < 0) goto done;
+        width = cand.view.len / 8;
+        if (get_buf(o_out, &out, "f", 4, width, 1, "out") < 0) goto done;
+    }
+    {
+        float *a = acc.view.buf, *op = out.view.buf;
+        uint64_t *mk = mark.view.buf;
+        const int32_t *tp = touched.view.buf;
+        const int64_t *cp = cand.view.buf;
+        for (Py_ssize_t c = 0; c < width; c++)
+            op[c] = cp[c] >= 0 && cp[c] < (int64_t)n_docs ? a[cp[c]] : 0.0f;
+        if (kept < 0) {
+            memset(a, 0, sizeof(float) * (size_t)n_docs);
+        } else {
+            for (Py_ssize_t r = 0; r < kept; r++) {
+                int32_t d = tp[r];
+                if ((uint64_t)(uint32_t)d >= (uint64_t)n_docs) continue;
+                a[d] = 0.0f;
+                mk[d >> 6] = 0;
+            }
+        }
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    release(&acc); release(&mark); release(&touched); release(&cand); release(&out);
     return result;
 }
 
@@ -1984,6 +2100,12 @@ static PyMethodDef methods[] = {
      "bm25_select(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, main_tf, "
      "tail_indptr, tail_doc, tail_tf, doc_len, allowed, k1, b, avgdl, okapi, depth, out_keys, "
      "out_slots, candidates, out_candidates[, threads])"},
+    {"bm25_row", py_bm25_row, METH_VARARGS,
+     "bm25_row(<the 17 leading arguments of bm25_select>, depth, out_keys, out_slots, acc, "
+     "mark, touched) -> kept: one query, its scratch row left written"},
+    {"bm25_row_release", py_bm25_row_release, METH_VARARGS,
+     "bm25_row_release(acc, mark, touched, kept, candidates, out): score slots from a kept "
+     "row, then clear it"},
     {"spread_pool", py_spread_pool, METH_VARARGS,
      "spread_pool(pool, nbr, weight, base, hops, decay, table, out) -> False when it declines "
      "(a non-finite or sign-bit base, weight or decay)"},

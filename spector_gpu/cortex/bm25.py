@@ -9,19 +9,10 @@ O(P) merge amortised to O(1) per posting. IDF and avgdl are computed at query ti
 current N, n(t) and total length, so scores always equal those of a fresh build over the same
 documents.
 
-Scoring (``k1`` and ``b`` as given; ``dl`` a document's token count, ``avgdl`` the mean)::
-
-    tfc    = tf / (tf + k1 * (1 - b + b * dl / avgdl))                  # method="lucene"
-    idf    = ln(1 + (N - n + 0.5) / (n + 0.5))                          #  (== bm25s "lucene")
-    tfc    = tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))       # method="okapi"
-    idf    = ln(N - n + 0.5) - ln(n + 0.5), floored to epsilon * mean   #  (== rank_bm25
-             idf over the vocabulary where negative                      #   BM25Okapi)
-    score(q, d) = Σ_{t in q} idf(t) · tfc(t, d)
-
-A query is a bag (a repeated term counts per occurrence, as in bm25s and rank_bm25); unknown
-terms contribute 0. A batch is one sparse product ``Q (n × m) @ W (m × N)`` over the m
-distinct query terms (:mod:`.bm25_scoring`: also as dense rows, natively, for the recall
-pathway), so shared terms are weighted once per batch.
+Scores are Lucene's BM25 or Okapi's (:mod:`.bm25_scoring` gives the formulas); IDF and avgdl
+follow the live documents. A batch is one sparse product ``Q (n × m) @ W (m × N)`` over the m
+distinct query terms, or natively dense rows (:mod:`.bm25_scoring`) or each query's best
+scores without a block (:mod:`.bm25_select`), so shared terms are weighted once per batch.
 """
 
 from __future__ import annotations
@@ -37,17 +28,16 @@ from spector_gpu.errors import ConfigError, ValidationError
 from ..kernels.native import native
 from .bm25_postings import Postings, flatten_documents
 from .bm25_scoring import (
+    KernelInputs,
     check_allowed,
-    check_select,
     check_slots,
     dense_scores,
     query_matrix,
     query_terms,
-    select_reference,
-    select_scores,
     slot_scores,
     topk_rows,
 )
+from .bm25_select import RowScratch, ScoredRow, check_select, index_row, index_select
 from .bm25_state import (
     BM25_STATE_VERSION,
     check_params,
@@ -106,6 +96,7 @@ class BM25Index:
         self._n_retired = 0
         self._generation = 0
         self._avg_idf: tuple[int, float] = (-1, 0.0)
+        self._scratch = RowScratch()
 
     # ------------------------------------------------------------------ introspection
     def __len__(self) -> int:
@@ -236,6 +227,13 @@ class BM25Index:
         out: np.ndarray = num / (tf64 + norm)
         return out
 
+    def kernel_inputs(self, query_tokens: Sequence[Sequence[str]]) -> KernelInputs:
+        """What the native kernels read for a batch (the tail folded first when due)."""
+        self._maybe_compact()
+        q, uterms = query_terms(self._vocab, query_tokens)
+        params = (self._k1, self._b, self.avgdl, self._method == "okapi")
+        return KernelInputs(q, self._idf(uterms), self._post, uterms, self._doc_len.view(), params)
+
     # ------------------------------------------------------------------ scoring API
     def weights(
         self, query_tokens: Sequence[Sequence[str]], *, allowed: np.ndarray | None = None
@@ -262,14 +260,10 @@ class BM25Index:
         allowed = check_allowed(allowed, len(self))
         if native is None:
             return np.asarray(self.score_batch(query_tokens, allowed=allowed).toarray())
-        self._maybe_compact()
-        q, uterms = query_terms(self._vocab, query_tokens)
-        if len(uterms) == 0 or len(self) == 0:
-            return np.zeros((q.shape[0], len(self)), dtype=np.float32)
-        params = (self._k1, self._b, self.avgdl, self._method == "okapi")
-        return dense_scores(
-            q, self._idf(uterms), self._post, uterms, self._doc_len.view(), allowed, params
-        )
+        inputs = self.kernel_inputs(query_tokens)
+        if len(inputs.uterms) == 0 or len(self) == 0:
+            return np.zeros((inputs.q.shape[0], len(self)), dtype=np.float32)
+        return dense_scores(inputs, allowed)
 
     def select(
         self,
@@ -287,18 +281,15 @@ class BM25Index:
         where it matches no term, is not ``allowed`` or is padding. Every value equals
         :meth:`score_dense`'s bit for bit. Natively each query's sums go into one scratch row,
         cleared where written; ``threads=2`` shares a batch's queries with a helper thread."""
-        depth = check_select(query_tokens, depth, candidates, threads, len(self))
-        allowed = check_allowed(allowed, len(self))
-        if native is None:
-            block = self.score_dense(query_tokens, allowed=allowed)
-            return select_reference(block, depth, candidates)
-        self._maybe_compact()
-        q, uterms = query_terms(self._vocab, query_tokens)
-        params = (self._k1, self._b, self.avgdl, self._method == "okapi")
-        return select_scores(
-            q, self._idf(uterms), self._post, uterms, self._doc_len.view(), allowed, params,
-            depth, candidates, threads,
-        )  # fmt: skip
+        return index_select(self, query_tokens, depth, allowed, candidates, threads)
+
+    def score_row(
+        self, tokens: Sequence[str], depth: int, *, allowed: np.ndarray | None = None
+    ) -> ScoredRow:
+        """One query's best ``depth`` scores and, until released, the score of any slot
+        (:class:`.ScoredRow`; its values are :meth:`select`'s) from one pass over the postings:
+        the index keeps the query's row (one at a time: the next row releases it)."""
+        return index_row(self, tokens, depth, allowed, self._scratch)
 
     def score_batch(
         self, query_tokens: Sequence[Sequence[str]], *, allowed: np.ndarray | None = None

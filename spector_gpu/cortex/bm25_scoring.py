@@ -1,13 +1,23 @@
 """Scoring pieces of the BM25 index (:mod:`.bm25`): the query matrix and native dense scores.
 
+Scoring (``k1`` and ``b`` as given; ``dl`` a document's token count, ``avgdl`` the mean)::
+
+    tfc    = tf / (tf + k1 * (1 - b + b * dl / avgdl))                  # method="lucene"
+    idf    = ln(1 + (N - n + 0.5) / (n + 0.5))                          #  (== bm25s "lucene")
+    tfc    = tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))       # method="okapi"
+    idf    = ln(N - n + 0.5) - ln(n + 0.5), floored to epsilon * mean   #  (== rank_bm25
+             idf over the vocabulary where negative                      #   BM25Okapi)
+    score(q, d) = Σ_{t in q} idf(t) · tfc(t, d)
+
+A query is a bag (a repeated term counts per occurrence, as in bm25s and rank_bm25); unknown
+terms contribute 0.
+
 :func:`query_matrix` turns a batch of token lists into ``Q`` (each query's multiplicity of the
 batch's distinct known terms); :func:`topk_rows` takes each query's best slots from ``Q @ W``
 in chunks of bounded size; :func:`dense_scores` forms ``Q @ W`` as a dense float32 block
 in one native pass over the postings in place (:func:`spector_gpu.kernels._native.bm25_dense`,
-the same float32 sums, in the same order, as scipy's product over the gathered ``W``);
-:func:`select_scores` takes each query's best scores and the scores of given slots from the
-same sums without forming the block (``_native.bm25_select``: one scratch row, cleared where
-it was written).
+the same float32 sums, in the same order, as scipy's product over the gathered ``W``;
+:mod:`.bm25_select` takes each query's best scores from the same sums without the block).
 """
 
 from __future__ import annotations
@@ -15,6 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -25,15 +36,14 @@ from ..kernels.native import native
 from .bm25_postings import Postings
 
 __all__ = [
+    "KernelInputs",
     "QueryTerms",
     "check_allowed",
-    "check_select",
     "check_slots",
     "dense_scores",
+    "native_args",
     "query_matrix",
     "query_terms",
-    "select_reference",
-    "select_scores",
     "slot_scores",
     "topk_rows",
 ]
@@ -69,6 +79,44 @@ class QueryTerms:
         prod = self.data.astype(np.float64) * vec[self.indices]
         out: np.ndarray = np.bincount(rows, weights=prod, minlength=n)
         return out
+
+
+class KernelInputs(NamedTuple):
+    """A batch as the native kernels read it: ``q`` and ``uterms`` (:func:`query_terms`),
+    float64 IDF of ``uterms``, the postings, int32 document lengths and (k1, b, avgdl, okapi)."""
+
+    q: QueryTerms
+    idf: np.ndarray
+    post: Postings
+    uterms: np.ndarray
+    doc_len: np.ndarray
+    params: tuple[float, float, float, bool]
+
+
+def check_allowed(allowed: np.ndarray | None, n_docs: int) -> np.ndarray | None:
+    """``allowed`` once checked to be None or a bool (n_docs,) array, one flag per slot."""
+    if allowed is None:
+        return None
+    if (
+        not isinstance(allowed, np.ndarray)
+        or allowed.dtype != np.bool_
+        or allowed.shape != (n_docs,)
+    ):
+        raise ValidationError(
+            f"allowed must be a numpy bool array of shape ({n_docs},) — one flag per slot"
+        )
+    return allowed
+
+
+def check_slots(slots: object, n_docs: int, *, queries: int | None = None) -> None:
+    """Refuse ``slots`` unless a 2-D integer array of slots in [0, n_docs) or -1 (with one
+    row per query when the number of ``queries`` is given)."""
+    if not isinstance(slots, np.ndarray) or slots.ndim != 2 or slots.dtype.kind not in "iu":
+        raise ValidationError("slots must be a 2-D integer numpy array (n_queries, c)")
+    if slots.size and (slots.min() < -1 or slots.max() >= n_docs):
+        raise ValidationError(f"slots must lie in [0, {n_docs}) or be -1 (padding)")
+    if queries is not None and queries != slots.shape[0]:
+        raise ValidationError(f"slots has {slots.shape[0]} rows but {queries} queries were given")
 
 
 def query_terms(
@@ -132,149 +180,22 @@ def query_matrix(
 
 
 def dense_scores(
-    q: QueryTerms | sp.csr_matrix,
-    idf: np.ndarray,
-    post: Postings,
-    uterms: np.ndarray,
-    doc_len: np.ndarray,
+    inputs: KernelInputs,
     allowed: np.ndarray | None,
-    params: tuple[float, float, float, bool],
 ) -> np.ndarray:
-    """float32 (n, N) scores ``Q @ W`` (native; the caller checked it is built).
-
-    Args:
-        q, uterms: :func:`query_matrix`; idf: float64 (m,) of ``uterms``; post: the postings;
-        doc_len: int32 (N,); allowed: bool (N,) or None; params: (k1, b, avgdl, okapi).
-    """
-    out = np.zeros((q.shape[0], len(doc_len)), dtype=np.float32)
-    native.bm25_dense(*_native_args(q, idf, post, uterms, doc_len, allowed, params), out)
+    """float32 (n, N) scores ``Q @ W`` of a batch over the ``allowed`` bool (N,) slots (or
+    all) (native; the caller checked it is built)."""
+    out = np.zeros((inputs.q.shape[0], len(inputs.doc_len)), dtype=np.float32)
+    native.bm25_dense(*native_args(inputs, allowed), out)
     return out
 
 
-def select_scores(
-    q: QueryTerms,
-    idf: np.ndarray,
-    post: Postings,
-    uterms: np.ndarray,
-    doc_len: np.ndarray,
+def native_args(
+    inputs: KernelInputs,
     allowed: np.ndarray | None,
-    params: tuple[float, float, float, bool],
-    depth: int,
-    candidates: np.ndarray | None,
-    threads: int = 1,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Each query's ``depth`` best positive scores of ``Q @ W`` (float32 (n, depth), best
-    first, ties to the lower slot; ``-inf`` padding) with their slots (int64, ``-1``), and the
-    scores of ``candidates`` int64 (n, W) (0 where a slot matches nothing or is ``-1``), or
-    None without candidates — the values of :func:`dense_scores`, bit for bit (native; the
-    caller checked it is built). ``threads=2`` shares the queries with a helper thread started
-    for the call."""
-    n = q.shape[0]
-    keys = np.empty((n, depth), dtype=np.float32)
-    slots = np.empty((n, depth), dtype=np.int64)
-    cand_out = None
-    if candidates is not None:
-        candidates = np.ascontiguousarray(candidates, dtype=np.int64)
-        cand_out = np.empty(candidates.shape, dtype=np.float32)
-    native.bm25_select(
-        *_native_args(q, idf, post, uterms, doc_len, allowed, params),
-        depth,
-        keys,
-        slots,
-        candidates,
-        cand_out,
-        threads,
-    )
-    return keys, slots, cand_out
-
-
-def check_allowed(allowed: np.ndarray | None, n_docs: int) -> np.ndarray | None:
-    """``allowed`` once checked to be None or a bool (n_docs,) array, one flag per slot."""
-    if allowed is None:
-        return None
-    if (
-        not isinstance(allowed, np.ndarray)
-        or allowed.dtype != np.bool_
-        or allowed.shape != (n_docs,)
-    ):
-        raise ValidationError(
-            f"allowed must be a numpy bool array of shape ({n_docs},) — one flag per slot"
-        )
-    return allowed
-
-
-def check_slots(slots: object, n_docs: int, *, queries: int | None = None) -> None:
-    """Refuse ``slots`` unless a 2-D integer array of slots in [0, n_docs) or -1 (with one
-    row per query when the number of ``queries`` is given)."""
-    if not isinstance(slots, np.ndarray) or slots.ndim != 2 or slots.dtype.kind not in "iu":
-        raise ValidationError("slots must be a 2-D integer numpy array (n_queries, c)")
-    if slots.size and (slots.min() < -1 or slots.max() >= n_docs):
-        raise ValidationError(f"slots must lie in [0, {n_docs}) or be -1 (padding)")
-    if queries is not None and queries != slots.shape[0]:
-        raise ValidationError(f"slots has {slots.shape[0]} rows but {queries} queries were given")
-
-
-def check_select(
-    query_tokens: object,
-    depth: object,
-    candidates: object,
-    threads: object,
-    n_docs: int,
-    *,
-    name: str = "depth",
-) -> int:
-    """``depth`` as an int once the arguments of :meth:`.BM25Index.select` are checked
-    (``name``: what the caller calls ``depth``)."""
-    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 0:
-        raise ValidationError(f"{name}={depth!r}: use an int >= 0")
-    if isinstance(threads, bool) or threads not in (1, 2):
-        raise ValidationError(f"threads={threads!r}: use 1 or 2")
-    if candidates is None:
-        return int(depth)
-    n = -1 if isinstance(query_tokens, (str, bytes)) else len(query_tokens)  # type: ignore[arg-type]
-    if (
-        not isinstance(candidates, np.ndarray)
-        or candidates.ndim != 2
-        or candidates.dtype.kind not in "iu"
-        or candidates.shape[0] != n
-    ):
-        raise ValidationError("candidates must be a 2-D integer numpy array, one row per query")
-    if candidates.size and (candidates.min() < -1 or candidates.max() >= n_docs):
-        raise ValidationError(f"candidates must lie in [0, {n_docs}) or be -1 (padding)")
-    return int(depth)
-
-
-def select_reference(
-    block: np.ndarray, depth: int, candidates: np.ndarray | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """:func:`select_scores` from a float32 (n, N) score block (the numpy twin)."""
-    n, width = block.shape
-    keys = np.full((n, depth), -np.inf, dtype=np.float32)
-    slots = np.full((n, depth), -1, dtype=np.int64)
-    for i in range(n):
-        hit = np.flatnonzero(block[i] > 0)
-        order = hit[np.lexsort((hit, -block[i, hit]))][:depth]
-        keys[i, : len(order)] = block[i, order]
-        slots[i, : len(order)] = order
-    cand_out = None
-    if candidates is not None:
-        safe = np.where(candidates >= 0, candidates, 0)
-        got = np.take_along_axis(block, safe, axis=1) if width else np.zeros(safe.shape)
-        cand_out = np.where(candidates >= 0, got, 0).astype(np.float32)
-    return keys, slots, cand_out
-
-
-def _native_args(
-    q: QueryTerms | sp.csr_matrix,
-    idf: np.ndarray,
-    post: Postings,
-    uterms: np.ndarray,
-    doc_len: np.ndarray,
-    allowed: np.ndarray | None,
-    params: tuple[float, float, float, bool],
 ) -> tuple[object, ...]:
     """The leading arguments of the native BM25 kernels (queries, postings, parameters)."""
-    k1, b, avgdl, okapi = params
+    q, idf, post, uterms, doc_len, (k1, b, avgdl, okapi) = inputs
     lo, hi, tptr, tdoc, ttf = post.ranges(uterms)
     return (
         q.indptr.astype(np.int64),

@@ -13,7 +13,7 @@ import pytest
 from spector_gpu.kernels.native import native
 
 from spector_gpu.cortex.bm25 import BM25Index
-from spector_gpu.cortex.bm25_scoring import select_reference
+from spector_gpu.cortex.bm25_select import select_reference
 from spector_gpu.errors import ValidationError
 
 
@@ -123,3 +123,35 @@ def test_the_native_kernel_checks_its_inputs() -> None:
             np.zeros(0, np.int32), np.ones(2, np.int32), None, 1.2, 0.75, 1.0, False,
             1, np.zeros(1, np.float32), np.zeros(1, np.int64), None, None,
         )  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_scored_row_equals_the_score_block(seed: int) -> None:
+    """``score_row`` keeps one query's row: its proposals are ``select``'s and any slots
+    read from it are the block's, until released; the next row releases an earlier one."""
+    rng = random.Random(100 + seed)
+    n_docs = rng.choice([1, 300, 5000])
+    vocab = rng.choice([4, 60, 2000])
+    index = _index(rng, n_docs, vocab, rng.choice(["lucene", "okapi"]))
+    allowed = None if rng.random() < 0.5 else np.array([rng.random() < 0.7 for _ in range(n_docs)])
+    for query in _queries(rng, vocab, 6):
+        depth = rng.choice([1, 10, 200])
+        block = index.score_dense([query], allowed=allowed)
+        want = select_reference(block, depth, None)
+        row = index.score_row(query, depth, allowed=allowed)
+        np.testing.assert_array_equal(row.scores, want[0])
+        np.testing.assert_array_equal(row.slots, want[1])
+        slots = np.array([rng.randint(-1, n_docs - 1) for _ in range(rng.randint(0, 50))])
+        got = row.at(slots)
+        np.testing.assert_array_equal(got, np.where(slots >= 0, block[0, np.maximum(slots, 0)], 0))
+        assert row.released
+        with pytest.raises(ValidationError, match="released"):
+            row.at(slots)
+    kept = index.score_row(["t0"], 3)
+    index.score_row(["t1"], 3).release()  # releases the kept row first: the scratch is clean
+    assert kept.released
+    again = index.score_row(["t0"], 3)
+    np.testing.assert_array_equal(again.scores, kept.scores)
+    again.release()
+    again.release()  # idempotent
+    np.testing.assert_array_equal(index.select([["t0"]], 3)[0][0], kept.scores[0])

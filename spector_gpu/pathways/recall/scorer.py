@@ -232,7 +232,7 @@ class Scorer:
             block = block.to(plan.device)
         pool, dense_all = self._pool(plan, lo, hi, sal, den, block, None if sel is None else sel[1])
         if pool.width == 0:
-            return None
+            return None  # (a kept lexical row is released by the index's next one)
         valid, idx = pool.valid, pool.index()
         raw: dict[str, torch.Tensor] = {}
         if block is not None:

@@ -12,16 +12,20 @@ no term matched).
 In the sparse pool layout on the CPU the block is not formed at all (:func:`lexical_select`):
 each query's sums go into one native scratch row, its proposals are selected from the
 documents it touched, and the pool's members are scored afterwards (:func:`lexical_members`:
-from the proposals themselves when the pool is nothing else, else by a second pass) — the
-block's values, bit for bit, without clearing and scanning N scores per query.
+from the proposals themselves when the pool is nothing else, from the row a single query
+keeps until then, else by a second pass) — the block's values, bit for bit, without clearing
+and scanning N scores per query.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 import torch
 
 from ....cortex.bm25 import BM25Index
+from ....cortex.bm25_select import ScoredRow
 from ....kernels.selection import rows_topk
 from ..pool import PAD, Pool
 from . import RecallPlan
@@ -30,7 +34,18 @@ from . import RecallPlan
 #: thread's start costs more than it saves; a single recall never starts one).
 _SHARED_ROWS = 16
 
+
+class Selection(NamedTuple):
+    """:func:`lexical_select`'s proposals: float32 scores and int64 ordinals (m, depth), and
+    a single query's kept scores row (else None)."""
+
+    keys: torch.Tensor
+    slots: torch.Tensor
+    row: ScoredRow | None
+
+
 __all__ = [
+    "Selection",
     "lexical_block",
     "lexical_block_rounds",
     "lexical_members",
@@ -99,37 +114,42 @@ def selects(plan: RecallPlan, exact_rounds: bool, dense_layout: bool) -> bool:
     )
 
 
-def lexical_select(
-    bm25: BM25Index, tokens: list[list[str]], plan: RecallPlan
-) -> tuple[torch.Tensor, torch.Tensor]:
+def lexical_select(bm25: BM25Index, tokens: list[list[str]], plan: RecallPlan) -> Selection:
     """float32 (m, depth) scores and int64 (m, depth) ordinals of each query's best positive
     BM25 scores over the allowed memories (:func:`lexical_top` of :func:`lexical_block`,
-    without the block; ``-inf`` / ``-1`` padding), on the CPU."""
+    without the block; ``-inf`` / ``-1`` padding), on the CPU. A single query keeps its
+    scores row (:meth:`.BM25Index.score_row`) for :func:`lexical_members`."""
+    if len(tokens) == 1:
+        row = bm25.score_row(tokens[0], plan.depth, allowed=plan.allowed)
+        return Selection(torch.from_numpy(row.scores), torch.from_numpy(row.slots), row)
     threads = 2 if len(tokens) >= _SHARED_ROWS else 1
     keys, slots, _ = bm25.select(tokens, plan.depth, allowed=plan.allowed, threads=threads)
-    return torch.from_numpy(keys), torch.from_numpy(slots)
+    return Selection(torch.from_numpy(keys), torch.from_numpy(slots), None)
 
 
 def lexical_members(
-    bm25: BM25Index,
-    tokens: list[list[str]],
-    plan: RecallPlan,
-    selected: tuple[torch.Tensor, torch.Tensor],
-    pool: Pool,
+    bm25: BM25Index, tokens: list[list[str]], plan: RecallPlan, selected: Selection, pool: Pool
 ) -> torch.Tensor:
     """float64 (m, W) BM25 score of every pool member (0 at padding): read off the
     :func:`lexical_select` proposals when the pool holds nothing else (each row's members are
-    then its proposals in ascending order), else scored by :meth:`.BM25Index.select`."""
-    keys, slots = selected
+    then its proposals in ascending order), from a single query's kept row, else scored by
+    :meth:`.BM25Index.select`. A kept row is released."""
+    keys, slots, row = selected
     members = pool.ordinals.shape[1]
+    cand = torch.where(pool.valid, pool.ordinals, torch.full_like(pool.ordinals, -1))
     if not pool.dense and torch.equal(pool.valid.sum(dim=1), (slots >= 0).sum(dim=1)):
         order = torch.argsort(torch.where(slots < 0, PAD, slots), dim=1, stable=True)[:, :members]
         got = torch.gather(keys, 1, order).to(torch.float64)
-        return torch.where(pool.valid, got, torch.zeros_like(got))
-    cand = torch.where(pool.valid, pool.ordinals, torch.full_like(pool.ordinals, -1))
-    threads = 2 if len(tokens) >= _SHARED_ROWS else 1
-    _, _, scores = bm25.select(
-        tokens, 0, allowed=plan.allowed, candidates=cand.numpy(), threads=threads
-    )
-    assert scores is not None
-    return torch.from_numpy(scores).to(torch.float64)
+        scores = torch.where(pool.valid, got, torch.zeros_like(got))
+    elif row is not None:
+        scores = torch.from_numpy(row.at(cand.numpy())).to(torch.float64)
+    else:
+        threads = 2 if len(tokens) >= _SHARED_ROWS else 1
+        _, _, got_np = bm25.select(
+            tokens, 0, allowed=plan.allowed, candidates=cand.numpy(), threads=threads
+        )
+        assert got_np is not None
+        scores = torch.from_numpy(got_np).to(torch.float64)
+    if row is not None:
+        row.release()
+    return scores
