@@ -1496,7 +1496,7 @@ done:
  * fewer postings than N / 2 lists the documents it touches (a bitset marks them) and selects
  * from and clears only those; one reading more scans and clears the whole row. The calling
  * thread's scratch rows are kept between calls (about 8.2 bytes per document of the largest
- * store scored, and 16 per selected candidate of the largest query). With threads = 2 a
+ * store scored, and 16 per selected candidate of the largest query) and freed when it exits. With threads = 2 a
  * helper thread, started for the call, takes queries from the same counter as the caller
  * (one at a time, so the caller never waits for more than the query the helper holds) with
  * scratch of its own, freed when it is done. */
@@ -1514,7 +1514,11 @@ typedef struct {
     uint32_t *hist;    /* (SEL_WAYS * SEL_BUCKETS,) */
 } SelScratch;
 
-static __thread SelScratch sel_kept = {0}; /* the rows, kept for the thread's next call */
+/* The rows kept for a thread's next call, freed when the thread exits (a server that starts a
+ * thread per request must not leak them): a pthread key with a destructor. */
+static pthread_key_t sel_key;
+static pthread_once_t sel_key_once = PTHREAD_ONCE_INIT;
+static int sel_key_ok = 0;
 
 static void sel_free_rows(SelScratch *sc) {
     free(sc->acc); free(sc->mark); free(sc->touched); free(sc->cand);
@@ -1531,6 +1535,29 @@ static void sel_free_call(SelScratch *sc) {
     sc->hs = NULL;
     sc->buf = NULL;
     sc->hist = NULL;
+}
+
+static void sel_destroy(void *p) {
+    SelScratch *sc = p;
+    sel_free_call(sc);
+    sel_free_rows(sc);
+    free(sc);
+}
+
+static void sel_key_make(void) { sel_key_ok = pthread_key_create(&sel_key, sel_destroy) == 0; }
+
+/* The calling thread's kept scratch, made on first use; NULL when out of memory. */
+static SelScratch *sel_kept(void) {
+    pthread_once(&sel_key_once, sel_key_make);
+    if (!sel_key_ok) return NULL;
+    SelScratch *sc = pthread_getspecific(sel_key);
+    if (sc) return sc;
+    sc = calloc(1, sizeof(SelScratch));
+    if (sc && pthread_setspecific(sel_key, sc) != 0) {
+        free(sc);
+        sc = NULL;
+    }
+    return sc;
 }
 
 #define SEL_BUCKETS 4096 /* positive float32 bits >> 19: exponent and 4 mantissa bits */
@@ -1761,7 +1788,7 @@ static PyObject *py_bm25_select(PyObject *self, PyObject *args) {
         return NULL;
     Buf keys = {0}, slots = {0}, cand = {0}, cout = {0};
     PyObject *result = NULL;
-    SelScratch *sc = &sel_kept;
+    SelScratch *sc = sel_kept();
     if (bm25_open(&z, o, "bm25_select") < 0) goto done;
     Py_ssize_t m = z.m, n_docs = z.n_docs, width = 0;
     if (depth < 0 || threads < 1 || threads > 2) {
@@ -1781,7 +1808,7 @@ static PyObject *py_bm25_select(PyObject *self, PyObject *args) {
         width = m ? cand.view.len / (8 * m) : 0;
         if (get_buf(o_cout, &cout, "f", 4, m * width, 1, "out_candidates") < 0) goto done;
     }
-    if (sel_reserve(sc, n_docs > 0 ? n_docs : 1, depth) < 0) {
+    if (!sc || sel_reserve(sc, n_docs > 0 ? n_docs : 1, depth) < 0) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1803,7 +1830,7 @@ static PyObject *py_bm25_select(PyObject *self, PyObject *args) {
     Py_INCREF(result);
 done:
     bm25_close(&z);
-    sel_free_call(sc);
+    if (sc) sel_free_call(sc);
     release(&keys); release(&slots); release(&cand); release(&cout);
     return result;
 }

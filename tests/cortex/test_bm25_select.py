@@ -155,3 +155,34 @@ def test_a_scored_row_equals_the_score_block(seed: int) -> None:
     again.release()
     again.release()  # idempotent
     np.testing.assert_array_equal(index.select([["t0"]], 3)[0][0], kept.scores[0])
+
+
+@pytest.mark.skipif(native is None, reason="the native kernels are not built")
+def test_threads_that_exit_do_not_keep_their_scratch_rows() -> None:
+    """Each thread's scratch rows (about 8 bytes per document) are freed when it exits: a
+    server starting a thread per request must not leak them."""
+    import threading
+    from pathlib import Path
+
+    index = BM25Index()
+    index.add([["a", f"w{i % 50}"] for i in range(400_000)])
+
+    def rss_mb() -> float:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+        return pages * 4096 / 2**20
+
+    def one() -> None:
+        index.select([["a", "w3"]], 10)
+
+    def in_threads(count: int) -> None:
+        for _ in range(count):
+            t = threading.Thread(target=one)
+            t.start()
+            t.join()
+
+    if not Path("/proc/self/statm").exists():
+        pytest.skip("needs /proc")
+    in_threads(3)  # allocator warm-up
+    before = rss_mb()
+    in_threads(30)  # ~3.3 MB of scratch each if it were kept
+    assert rss_mb() - before < 30
