@@ -266,30 +266,57 @@ static inline int cand_better(const Cand *a, const Cand *b) {
     return a->v > b->v || (a->v == b->v && a->i < b->i);
 }
 
+/* Hoare partition of c[lo..hi] around its middle candidate: afterwards every candidate in
+ * c[lo..*pb] is no worse and every one in c[*pa..hi] no better than the pivot (*pb < *pa). */
+static void cand_partition(Cand *c, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t *pa,
+                           Py_ssize_t *pb) {
+    Cand pivot = c[lo + (hi - lo) / 2];
+    Py_ssize_t a = lo, b = hi;
+    while (a <= b) {
+        while (cand_better(&c[a], &pivot)) a++;
+        while (cand_better(&pivot, &c[b])) b--;
+        if (a <= b) {
+            Cand t = c[a]; c[a] = c[b]; c[b] = t;
+            a++;
+            b--;
+        }
+    }
+    *pa = a;
+    *pb = b;
+}
+
 /* Rearrange c[0..n) so that c[0..k) are the k best (in no order). */
 static void cand_select(Cand *c, Py_ssize_t n, Py_ssize_t k) {
-    Py_ssize_t lo = 0, hi = n - 1;
+    Py_ssize_t lo = 0, hi = n - 1, a, b;
     while (lo < hi) {
-        Cand pivot = c[lo + (hi - lo) / 2];
-        Py_ssize_t a = lo, b = hi;
-        while (a <= b) {
-            while (cand_better(&c[a], &pivot)) a++;
-            while (cand_better(&pivot, &c[b])) b--;
-            if (a <= b) {
-                Cand t = c[a]; c[a] = c[b]; c[b] = t;
-                a++;
-                b--;
-            }
-        }
+        cand_partition(c, lo, hi, &a, &b);
         if (k - 1 <= b) hi = b;
         else if (k - 1 >= a) lo = a;
         else return;
     }
 }
 
-static int cand_cmp(const void *pa, const void *pb) {
-    const Cand *a = pa, *b = pb;
-    return cand_better(a, b) ? -1 : (cand_better(b, a) ? 1 : 0);
+/* Sort candidates best first (value descending, index ascending): a quicksort with the
+ * comparison inlined, insertion sort below 16. */
+static void cand_sort(Cand *c, Py_ssize_t n) {
+    Py_ssize_t a, b;
+    while (n > 16) {
+        cand_partition(c, 0, n - 1, &a, &b);
+        if (b + 1 < n - a) { /* recurse into the smaller side */
+            cand_sort(c, b + 1);
+            c += a;
+            n -= a;
+        } else {
+            cand_sort(c + a, n - a);
+            n = b + 1;
+        }
+    }
+    for (Py_ssize_t i = 1; i < n; i++) {
+        Cand x = c[i];
+        Py_ssize_t j = i;
+        for (; j > 0 && cand_better(&x, &c[j - 1]); j--) c[j] = c[j - 1];
+        c[j] = x;
+    }
 }
 
 /* Append one candidate; a full buffer (2k) keeps its k best and raises the threshold to the
@@ -344,7 +371,7 @@ static Py_ssize_t select_f32(const float *x, Py_ssize_t n, double bound, double 
         cand_select(buf, size, k);
         size = k;
     }
-    qsort(buf, (size_t)size, sizeof(Cand), cand_cmp);
+    cand_sort(buf, size);
     for (Py_ssize_t t = 0; t < size; t++) {
         hk[t] = (double)buf[t].v;
         hs[t] = buf[t].i;
@@ -1598,38 +1625,6 @@ static Cand *sel_cands(SelScratch *sc, Py_ssize_t n) {
         sc->cand_cap = n;
     }
     return sc->cand;
-}
-
-/* Sort candidates best first (value descending, index ascending): a quicksort with the
- * comparison inlined, insertion sort below 16. */
-static void cand_sort(Cand *c, Py_ssize_t n) {
-    while (n > 16) {
-        Cand pivot = c[n / 2];
-        Py_ssize_t a = 0, b = n - 1;
-        while (a <= b) {
-            while (cand_better(&c[a], &pivot)) a++;
-            while (cand_better(&pivot, &c[b])) b--;
-            if (a <= b) {
-                Cand t = c[a]; c[a] = c[b]; c[b] = t;
-                a++;
-                b--;
-            }
-        }
-        if (b + 1 < n - a) { /* recurse into the smaller side */
-            cand_sort(c, b + 1);
-            c += a;
-            n -= a;
-        } else {
-            cand_sort(c + a, n - a);
-            n = b + 1;
-        }
-    }
-    for (Py_ssize_t i = 1; i < n; i++) {
-        Cand x = c[i];
-        Py_ssize_t j = i;
-        for (; j > 0 && cand_better(&x, &c[j - 1]); j--) c[j] = c[j - 1];
-        c[j] = x;
-    }
 }
 
 static inline uint32_t f32_bits(float v) {
