@@ -22,19 +22,6 @@ from spector_gpu.errors import ValidationError
 from ..kernels.native import native
 from .bm25_scoring import KernelInputs, check_allowed, check_slots, native_args
 
-
-class BM25Scores(Protocol):
-    """What :func:`index_select` and :func:`index_row` need of a ``BM25Index``."""
-
-    def __len__(self) -> int: ...
-
-    def kernel_inputs(self, query_tokens: Sequence[Sequence[str]]) -> KernelInputs: ...
-
-    def score_dense(
-        self, query_tokens: Sequence[Sequence[str]], *, allowed: np.ndarray | None = None
-    ) -> np.ndarray: ...
-
-
 __all__ = [
     "BM25Scores",
     "RowScratch",
@@ -46,6 +33,18 @@ __all__ = [
     "select_reference",
     "select_scores",
 ]
+
+
+class BM25Scores(Protocol):
+    """What :func:`index_select` and :func:`index_row` need of a ``BM25Index``."""
+
+    def __len__(self) -> int: ...
+
+    def kernel_inputs(self, query_tokens: Sequence[Sequence[str]]) -> KernelInputs: ...
+
+    def score_dense(
+        self, query_tokens: Sequence[Sequence[str]], *, allowed: np.ndarray | None = None
+    ) -> np.ndarray: ...
 
 
 def check_select(
@@ -100,10 +99,11 @@ class RowScratch:
 
 
 class ScoredRow:
-    """One query's BM25 scores, held until :meth:`release`: its ``depth`` best ``scores``
-    float32 and ``slots`` int64 (best first, ties to the lower slot; ``-inf`` / ``-1``
-    padding) and :meth:`at` any slots — the values of ``score_dense``, without a second pass
-    over the postings. Made by ``BM25Index.score_row``; the index's next row releases it."""
+    """One query's BM25 scores: its ``depth`` best ``scores`` float32 and ``slots`` int64
+    (best first, ties to the lower slot; ``-inf`` / ``-1`` padding), and once, by :meth:`at`,
+    the scores of any slots — the values of ``score_dense``, without a second pass over the
+    postings. Made by ``BM25Index.score_row``, whose scratch row it holds until :meth:`at` or
+    :meth:`release` (or the index's next row) lets it go."""
 
     def __init__(
         self,
@@ -118,7 +118,8 @@ class ScoredRow:
         self.released = False
 
     def at(self, slots: np.ndarray) -> np.ndarray:
-        """float32 scores of int ``slots`` (any shape; -1: padding, scored 0)."""
+        """float32 scores of int ``slots`` (any shape; -1: padding, scored 0); the row is
+        released after this read."""
         if self.released:
             raise ValidationError("this scored row was released: score the query again")
         slots = np.asarray(slots)

@@ -135,21 +135,16 @@ def lexical_members(
     then its proposals in ascending order), from a single query's kept row, else scored by
     :meth:`.BM25Index.select`. A kept row is released."""
     keys, slots, row = selected
-    members = pool.ordinals.shape[1]
-    cand = torch.where(pool.valid, pool.ordinals, torch.full_like(pool.ordinals, -1))
     if not pool.dense and torch.equal(pool.valid.sum(dim=1), (slots >= 0).sum(dim=1)):
-        order = torch.argsort(torch.where(slots < 0, PAD, slots), dim=1, stable=True)[:, :members]
-        got = torch.gather(keys, 1, order).to(torch.float64)
-        scores = torch.where(pool.valid, got, torch.zeros_like(got))
-    elif row is not None:
-        scores = torch.from_numpy(row.at(cand.numpy())).to(torch.float64)
-    else:
-        threads = 2 if len(tokens) >= _SHARED_ROWS else 1
-        _, _, got_np = bm25.select(
-            tokens, 0, allowed=plan.allowed, candidates=cand.numpy(), threads=threads
-        )
-        assert got_np is not None
-        scores = torch.from_numpy(got_np).to(torch.float64)
+        order = torch.argsort(torch.where(slots < 0, PAD, slots), dim=1, stable=True)
+        got = torch.gather(keys, 1, order[:, : pool.width]).to(torch.float64)
+        if row is not None:
+            row.release()
+        return torch.where(pool.valid, got, torch.zeros_like(got))
+    cand = torch.where(pool.valid, pool.ordinals, torch.full_like(pool.ordinals, -1)).numpy()
     if row is not None:
-        row.release()
-    return scores
+        return torch.from_numpy(row.at(cand)).to(torch.float64)  # (reading releases the row)
+    threads = 2 if len(tokens) >= _SHARED_ROWS else 1
+    _, _, scores = bm25.select(tokens, 0, allowed=plan.allowed, candidates=cand, threads=threads)
+    assert scores is not None
+    return torch.from_numpy(scores).to(torch.float64)
