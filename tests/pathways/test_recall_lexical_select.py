@@ -77,3 +77,35 @@ def test_a_batch_and_single_queries_equal_the_reference(
     _check(rig, now, queries, opts, monkeypatch)  # 43 queries: a helper thread takes a share
     for q in queries[:3]:
         _check(rig, now, [q], opts, monkeypatch)
+
+
+def test_chunks_hold_a_bounded_pool_and_every_query_is_answered(
+    store: tuple[Rig, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a block the chunk size follows the pool's expected width: all relays (the pool
+    grows by association's neighbours) take fewer queries per chunk than lexical alone, and
+    a batch over several chunks still equals the reference query by query."""
+    from spector_gpu.pathways.recall.relays.lexical import select_chunk
+
+    rig, now = store
+    pathway = RecallPathway(rig.cortex, None)
+    plans = {}
+    for relays in (("lexical",), ("lexical", "dense", "salience", "association")):
+        calls: list[int] = []
+
+        def spy(
+            bm25: Any, tokens: list[list[str]], plan: Any, calls: list[int] = calls, key=relays
+        ) -> Any:
+            calls.append(len(tokens))
+            plans[key] = plan
+            return lexical_select(bm25, tokens, plan)
+
+        monkeypatch.setattr(scorer, "lexical_select", spy)
+        pathway.recall_batch(["w1 w2"] * 300, RecallOptions(k=10, relays=relays, mode="observe"))
+        assert sum(calls) == 300
+    lexical_only = select_chunk(plans[("lexical",)], 2)
+    every = select_chunk(plans[("lexical", "dense", "salience", "association")], 2)
+    assert 16 <= every < lexical_only <= 1024
+    rng = random.Random(11)
+    queries = [" ".join(rng.choices(WORDS, k=rng.randint(1, 4))) for _ in range(every + 9)]
+    _check(rig, now, queries, RecallOptions(k=10, mode="observe"), monkeypatch)

@@ -25,6 +25,7 @@ from .fusion import Fused, fuse
 from .gates import active_gates
 from .pool import Pool, expand, union
 from .relays import RecallPlan
+from .relays import lexical as lexical_relay
 from .relays.association import DenseGraph, association_score, dense_graph, neighbours
 from .relays.dense import dense_score, dense_top, slice_queries
 from .relays.lexical import lexical_block, lexical_members, lexical_select, lexical_top, selects
@@ -38,7 +39,6 @@ __all__ = ["Scored", "Scorer", "fuse_plan"]
 _CPU_BLOCK = 1 << 22  # lexical scores held per chunk on the CPU (16 MiB of float32)
 _GPU_BLOCK = 1 << 28  # ... on a GPU (1 GiB)
 _DENSE_LAYOUT_MIN = 2048  # stores up to this size always take the dense pool layout
-_SELECT_ROWS = 1024  # queries per chunk when the lexical relay selects without a block
 
 
 @dataclass
@@ -103,7 +103,7 @@ class Scorer:
         budget = _GPU_BLOCK if plan.device.type == "cuda" else _CPU_BLOCK
         step = max(1, budget // max(self.cortex.n, 1))
         if selects(plan, exact_rounds, self.dense_layout(plan)):
-            step = _SELECT_ROWS  # no (m, N) lexical block: chunks bounded by the pool's size
+            step = lexical_relay.select_chunk(plan, self.cortex.config.association.temporal_window)
         parts = [
             self._chunk(plan, lo, min(n, lo + step), sal, den, exact_rounds)
             for lo in range(0, n, step)

@@ -33,6 +33,8 @@ from . import RecallPlan
 #: Queries from which a native selection shares its queries with a helper thread (below, the
 #: thread's start costs more than it saves; a single recall never starts one).
 _SHARED_ROWS = 16
+#: Pool members (rows × expected width) a chunk of queries may hold without a lexical block.
+_POOL_BUDGET = 1 << 18
 
 
 class Selection(NamedTuple):
@@ -51,6 +53,7 @@ __all__ = [
     "lexical_members",
     "lexical_select",
     "lexical_top",
+    "select_chunk",
     "selects",
 ]
 
@@ -112,6 +115,18 @@ def selects(plan: RecallPlan, exact_rounds: bool, dense_layout: bool) -> bool:
         and plan.device.type == "cpu"
         and not dense_layout
     )
+
+
+def select_chunk(plan: RecallPlan, window: int) -> int:
+    """Queries per chunk when the lexical relay selects without a block: as many as keep the
+    pool's expected members (each relay's proposals, times the neighbours association adds:
+    ``window`` turns on each side and a few tag and lineage edges) within :data:`_POOL_BUDGET`,
+    between 16 and 1,024. (A thousand all-relay queries over 100k memories in one chunk held
+    515 MB of pool tensors and ran slower than in chunks of a hundred.)"""
+    width = plan.depth * (("lexical" in plan.relays) + ("dense" in plan.relays)) + plan.opts.k
+    if "association" in plan.relays:
+        width *= 1 + 2 * window + 4
+    return min(max(_POOL_BUDGET // max(width, 1), 16), 1024)
 
 
 def lexical_select(bm25: BM25Index, tokens: list[list[str]], plan: RecallPlan) -> Selection:
