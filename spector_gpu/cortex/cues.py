@@ -77,6 +77,11 @@ class Cues:
         self.n += 1
         return i
 
+    def reserve_sequence(self, session: int, sequence: int) -> None:
+        """Never hand out ``sequence`` (or any before it) to a new episode of ``session``."""
+        if sequence > self.last_seq.get(session, -1):
+            self.last_seq[session] = sequence
+
     def next_sequence(self, session: int) -> int:
         """The sequence number the next episode of ``session`` gets."""
         return self.last_seq.get(session, -1) + 1

@@ -193,6 +193,9 @@ class DerivedIndexes:
         live = ProvenanceMemory.live(rows)
         runs: dict[tuple[int, int, int], list[int]] = {}
         for slot, r, is_live in zip(slots.tolist(), rows, live.tolist(), strict=True):
+            # a turn range a record names is never handed out again (after its turns are
+            # deleted and compacted away), so it keeps meaning those turns or none
+            self.cues.reserve_sequence(int(r["session_id"]), int(r["last_seq"]))
             target = int(r["target_tsid"])
             if target in self._lineage_linked:
                 self._lineage_waiting.discard(slot)
@@ -211,7 +214,8 @@ class DerivedIndexes:
                 # first versions only: what the consolidation saw, whenever the links are built
                 runs[key] = [t for t in self.session_turns(types, *key) if first[t] == 1]
             for parent in runs[key]:
-                self.links.link(fact, parent, lw)
+                if parent < fact:  # parents precede their fact (a later turn never is one)
+                    self.links.link(fact, parent, lw)
             self._lineage_linked.add(target)
             self._lineage_waiting.discard(slot)
 
