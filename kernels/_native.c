@@ -1701,6 +1701,22 @@ typedef struct {
     Py_ssize_t kept;  /* ... and the documents it lists (-1: the whole row is dirty) */
 } SelJob;
 
+/* Zero a scratch row again: the `kept` documents listed in `touched` (and their bitset
+ * words), or the whole row when kept < 0. */
+static void row_clear(float *acc, uint64_t *mark, const int32_t *touched, Py_ssize_t kept,
+                      Py_ssize_t n_docs) {
+    if (kept < 0) {
+        memset(acc, 0, sizeof(float) * (size_t)n_docs);
+        return;
+    }
+    for (Py_ssize_t r = 0; r < kept; r++) {
+        int32_t d = touched[r];
+        if ((uint64_t)(uint32_t)d >= (uint64_t)n_docs) continue;
+        acc[d] = 0.0f;
+        mark[d >> 6] = 0;
+    }
+}
+
 /* Query i into the job's outputs, with the scratch sc (left zero); -1: out of memory. */
 static int sel_query(SelJob *job, SelScratch *sc, Py_ssize_t i) {
     const Bm25 *z = job->z;
@@ -1735,13 +1751,8 @@ static int sel_query(SelJob *job, SelScratch *sc, Py_ssize_t i) {
     }
     if (job->keep) {
         job->kept = whole ? -1 : t;
-    } else if (whole) {
-        memset(acc, 0, sizeof(float) * (size_t)n_docs);
     } else if (!cleared) {
-        for (Py_ssize_t r = 0; r < t; r++) {
-            acc[sc->touched[r]] = 0.0f;
-            sc->mark[sc->touched[r] >> 6] = 0;
-        }
+        row_clear(acc, sc->mark, sc->touched, whole ? -1 : t, n_docs);
     }
     if (size < 0) return -1;
     for (Py_ssize_t r = 0; r < depth; r++) {
@@ -1920,16 +1931,7 @@ static PyObject *py_bm25_row_release(PyObject *self, PyObject *args) {
         const int64_t *cp = cand.view.buf;
         for (Py_ssize_t c = 0; c < width; c++)
             op[c] = cp[c] >= 0 && cp[c] < (int64_t)n_docs ? a[cp[c]] : 0.0f;
-        if (kept < 0) {
-            memset(a, 0, sizeof(float) * (size_t)n_docs);
-        } else {
-            for (Py_ssize_t r = 0; r < kept; r++) {
-                int32_t d = tp[r];
-                if ((uint64_t)(uint32_t)d >= (uint64_t)n_docs) continue;
-                a[d] = 0.0f;
-                mk[d >> 6] = 0;
-            }
-        }
+        row_clear(a, mk, tp, kept, n_docs);
     }
     result = Py_None;
     Py_INCREF(result);

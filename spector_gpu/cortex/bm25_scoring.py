@@ -108,15 +108,17 @@ def check_allowed(allowed: np.ndarray | None, n_docs: int) -> np.ndarray | None:
     return allowed
 
 
-def check_slots(slots: object, n_docs: int, *, queries: int | None = None) -> None:
-    """Refuse ``slots`` unless a 2-D integer array of slots in [0, n_docs) or -1 (with one
-    row per query when the number of ``queries`` is given)."""
+def check_slots(
+    slots: object, n_docs: int, *, queries: int | None = None, name: str = "slots"
+) -> None:
+    """Refuse ``slots`` (called ``name``) unless a 2-D integer array of slots in [0, n_docs)
+    or -1 (with one row per query when the number of ``queries`` is given)."""
     if not isinstance(slots, np.ndarray) or slots.ndim != 2 or slots.dtype.kind not in "iu":
-        raise ValidationError("slots must be a 2-D integer numpy array (n_queries, c)")
+        raise ValidationError(f"{name} must be a 2-D integer numpy array (n_queries, c)")
     if slots.size and (slots.min() < -1 or slots.max() >= n_docs):
-        raise ValidationError(f"slots must lie in [0, {n_docs}) or be -1 (padding)")
+        raise ValidationError(f"{name} must lie in [0, {n_docs}) or be -1 (padding)")
     if queries is not None and queries != slots.shape[0]:
-        raise ValidationError(f"slots has {slots.shape[0]} rows but {queries} queries were given")
+        raise ValidationError(f"{name} has {slots.shape[0]} rows but {queries} queries were given")
 
 
 def query_terms(

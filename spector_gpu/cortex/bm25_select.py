@@ -65,15 +65,7 @@ def check_select(
     if candidates is None:
         return int(depth)
     n = -1 if isinstance(query_tokens, (str, bytes)) else len(query_tokens)  # type: ignore[arg-type]
-    if (
-        not isinstance(candidates, np.ndarray)
-        or candidates.ndim != 2
-        or candidates.dtype.kind not in "iu"
-        or candidates.shape[0] != n
-    ):
-        raise ValidationError("candidates must be a 2-D integer numpy array, one row per query")
-    if candidates.size and (candidates.min() < -1 or candidates.max() >= n_docs):
-        raise ValidationError(f"candidates must lie in [0, {n_docs}) or be -1 (padding)")
+    check_slots(candidates, n_docs, queries=n, name="candidates")
     return int(depth)
 
 
