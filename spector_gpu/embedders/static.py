@@ -38,6 +38,7 @@ __all__ = ["StaticEmbedder", "static_table_path"]
 _TABLE = "static_minilm.npz"
 _PARTS = ("codes", "scales", "vocab", "meta")
 _GROUP_TOKENS = 1 << 18  # tokens pooled together at most (bounds the sort's working set)
+_SMALL_GROUP = 8  # texts pooled by a direct sum (a sparse matrix costs ~70 µs to build)
 
 
 def static_table_path() -> Path:
@@ -127,7 +128,23 @@ class StaticEmbedder:
 
     def _pool(self, ids: list[list[int]]) -> np.ndarray:
         """float32 (len(ids), dim): each list's sum of its distinct tokens' vectors weighted by
-        ``1 + ln(count)`` (the unknown token skipped), as (texts × vocabulary) @ table."""
+        ``1 + ln(count)`` (the unknown token skipped), as (texts × vocabulary) @ table. A few
+        texts (a query) are summed directly, with the sparse product's float32 arithmetic:
+        each weight times its row, added to a zero row in ascending token order."""
+        if 0 < len(ids) <= _SMALL_GROUP:
+            return np.stack([self._pool_one(x) for x in ids])
+        return self._pool_many(ids)
+
+    def _pool_one(self, ids: list[int]) -> np.ndarray:
+        tokens, counts = np.unique(np.asarray(ids, dtype=np.int64), return_counts=True)
+        keep = tokens != self._tokenizer.unk_id
+        weights = (1.0 + np.log(counts[keep])).astype(np.float32)
+        row = np.zeros(self.dim, dtype=np.float32)
+        for w, vector in zip(weights, self._table[tokens[keep]], strict=True):
+            row += w * vector  # float32 product, float32 sum: the sparse product's order
+        return row
+
+    def _pool_many(self, ids: list[list[int]]) -> np.ndarray:
         n, vocab = len(ids), self._table.shape[0]
         lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=n)
         flat = np.fromiter(itertools.chain.from_iterable(ids), np.int64, int(lengths.sum()))

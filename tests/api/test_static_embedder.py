@@ -108,6 +108,21 @@ def test_a_row_does_not_depend_on_its_batch(emb: StaticEmbedder) -> None:
     assert np.array_equal(small.embed(texts), together)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 400), max_size=40), min_size=9, max_size=14))
+def test_a_query_alone_has_the_bits_of_a_large_batch(
+    emb: StaticEmbedder, vocab: list[str], picks: list[list[int]]
+) -> None:
+    # Up to _SMALL_GROUP texts are summed directly, larger groups by the sparse product:
+    # a query embedded alone must be the very row its text gets inside a corpus batch.
+    assert len(picks) > static_mod._SMALL_GROUP
+    words = [w for w in vocab[1000:1401] if w.isalpha()]
+    texts = [" ".join(words[i % len(words)] for i in pick) for pick in picks]
+    together = emb.embed(texts)
+    alone = np.stack([emb.embed([t])[0] for t in texts])
+    assert together.view(np.int32).tolist() == alone.view(np.int32).tolist()
+
+
 def test_related_words_are_closer_than_unrelated_ones(emb: StaticEmbedder) -> None:
     assert _cos(emb, "my sisters", "siblings") > _cos(emb, "my sisters", "carburetor") + 0.3
     assert _cos(emb, "guitar", "musical instrument") > _cos(emb, "guitar", "tax return") + 0.3
