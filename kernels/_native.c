@@ -2041,6 +2041,60 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ fusion: min-max rows */
+
+/* minmax_rows(x float64 (n, W), valid bool (n, W), out float32 (n, W)): each row min-max
+ * normalised over its valid finite entries, (x - lo) / (hi - lo) in float64 rounded to
+ * float32 (torch's arithmetic, so the same bits); 0 for the rest, and for every entry of a
+ * row without two different finite members. */
+static PyObject *py_minmax_rows(PyObject *self, PyObject *args) {
+    PyObject *o_x, *o_valid, *o_out;
+    if (!PyArg_ParseTuple(args, "OOO", &o_x, &o_valid, &o_out)) return NULL;
+    Buf x = {0}, valid = {0}, out = {0};
+    PyObject *result = NULL;
+    if (get_buf(o_x, &x, "d", 8, -1, 0, "x") < 0) goto done;
+    if (x.view.ndim != 2) {
+        PyErr_SetString(PyExc_ValueError, "minmax_rows: x must be (n, W) float64");
+        goto done;
+    }
+    Py_ssize_t n = x.view.shape[0], width = x.view.shape[1];
+    if (get_buf(o_valid, &valid, "?", 1, n * width, 0, "valid") < 0) goto done;
+    if (get_buf(o_out, &out, "f", 4, n * width, 1, "out") < 0) goto done;
+    {
+        const double *xp = x.view.buf;
+        const uint8_t *vp = valid.view.buf;
+        float *op = out.view.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const double *row = xp + i * width;
+            const uint8_t *ok = vp + i * width;
+            float *dst = op + i * width;
+            double lo = INFINITY, hi = -INFINITY;
+            for (Py_ssize_t c = 0; c < width; c++) {
+                double v = row[c];
+                if (!ok[c] || !isfinite(v)) continue;
+                if (v < lo) lo = v;
+                if (v > hi) hi = v;
+            }
+            if (!(hi > lo)) {
+                memset(dst, 0, sizeof(float) * (size_t)width);
+                continue;
+            }
+            double span = hi - lo;
+            for (Py_ssize_t c = 0; c < width; c++) {
+                double v = row[c];
+                dst[c] = ok[c] && isfinite(v) ? (float)((v - lo) / span) : 0.0f;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    release(&x); release(&valid); release(&out);
+    return result;
+}
+
 /* ------------------------------------------------------------------ scan helper: tests */
 
 static PyObject *py_scan_pool_stats(PyObject *self, PyObject *noargs) {
@@ -2130,6 +2184,9 @@ static PyMethodDef methods[] = {
     {"bm25_row_release", py_bm25_row_release, METH_VARARGS,
      "bm25_row_release(acc, mark, touched, kept, candidates, out): score slots from a kept "
      "row, then clear it"},
+    {"minmax_rows", py_minmax_rows, METH_VARARGS,
+     "minmax_rows(x float64 (n, W), valid bool (n, W), out float32 (n, W)): rows min-max "
+     "normalised over valid finite entries"},
     {"spread_pool", py_spread_pool, METH_VARARGS,
      "spread_pool(pool, nbr, weight, base, hops, decay, table, out) -> False when it declines "
      "(a non-finite or sign-bit base, weight or decay)"},

@@ -30,6 +30,8 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
+from ...kernels.native import native
+
 __all__ = [
     "COEFFICIENT_MAX",
     "Fused",
@@ -52,9 +54,19 @@ def _div(x: torch.Tensor, by: float) -> torch.Tensor:
     return x / torch.full_like(x, by)
 
 
-def minmax_rows(x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+def minmax_rows(x: torch.Tensor, valid: torch.Tensor, *, host: bool = False) -> torch.Tensor:
     """Min-max normalise each row over its valid finite entries to [0, 1], float32; a row
-    with no spread maps to zeros (it carries no signal), as do invalid entries."""
+    with no spread maps to zeros (it carries no signal), as do invalid entries. With ``host``
+    (the CPU code path may read values), float64 rows on the CPU take one native pass: the
+    same float64 arithmetic, so the same bits, in about a tenth of the dozen tensor
+    operations' time on a 2,000-member row."""
+    cpu = x.device.type == "cpu" and x.dtype == torch.float64 and x.ndim == 2
+    if host and native is not None and cpu:
+        out = np.empty(tuple(x.shape), dtype=np.float32)
+        native.minmax_rows(
+            np.ascontiguousarray(x.numpy()), np.ascontiguousarray(valid.expand_as(x).numpy()), out
+        )
+        return torch.from_numpy(out)
     fin = valid & torch.isfinite(x)
     lo = torch.where(fin, x, float("inf")).amin(dim=1, keepdim=True)
     hi = torch.where(fin, x, _NEG_INF).amax(dim=1, keepdim=True)
@@ -184,6 +196,7 @@ def fuse(
     association: Callable[[torch.Tensor], torch.Tensor] | None,
     cue_match: Callable[[], torch.Tensor | None],
     want_ranks: bool,
+    host: bool = False,
 ) -> Fused:
     """Fuse relay scores (module docstring).
 
@@ -196,9 +209,12 @@ def fuse(
         association: base (n, W) float64 → activation (n, W), or None when inactive;
         cue_match: bool (n, W) "a cue token of this member is in the query", or None.
         want_ranks: compute the per-relay ranks (RRF and explanations need them).
+        host: the CPU code path, which may read values on the host (native kernels).
     """
     norm: dict[str, torch.Tensor] = {
-        name: minmax_rows(raw[name], valid) for name in ("lexical", "dense") if name in raw
+        name: minmax_rows(raw[name], valid, host=host)
+        for name in ("lexical", "dense")
+        if name in raw
     }
     base = torch.zeros(valid.shape, dtype=torch.float64, device=valid.device)
     for name in ("lexical", "dense"):
@@ -211,7 +227,7 @@ def fuse(
         relevance = relevance + weights["association"] * scores["association"]
     if "salience" in raw:
         scores["salience"] = raw["salience"]
-        relevance = relevance + minmax_rows(raw["salience"], valid) * weights["salience"]
+        relevance = relevance + minmax_rows(raw["salience"], valid, host=host) * weights["salience"]
     ranks = {n: ranks_rows(v, valid) for n, v in scores.items()} if want_ranks else {}
     factor = torch.ones(valid.shape, dtype=torch.float32, device=valid.device)
     if mode == "rrf":

@@ -343,6 +343,7 @@ def fuse_plan(
         association=association,
         cue_match=cue_match,
         want_ranks=plan.opts.fusion == "rrf" or plan.opts.explain,
+        host=plan.native,
     )
 
 
