@@ -17,6 +17,7 @@ import spector_gpu.pathways.recall.gates as gates_module
 from spector_gpu import RecallOptions
 from spector_gpu.pathways.recall import RecallPathway
 from spector_gpu.pathways.recall.gates import gate_mask
+from spector_gpu.pathways.recall.tables import PaddedRows
 
 FAST: dict[str, Any] = {"store": {"durability": "none"}, "association": {"tag_weight": 0.5}}
 OPTS = [
@@ -192,3 +193,21 @@ def test_salience_proposals_follow_the_clock(tmp_path: Path) -> None:
             assert got == fresh.recall_batch(["note"], opts).ids.tolist(), offset_s
             seen.append(got[0][0])
         assert len(set(seen)) >= 2  # the order did change over time
+
+
+@pytest.mark.parametrize("device", [None, torch.device("cpu")])
+def test_padded_rows_extend_equals_rows_pushed_one_by_one(device: torch.device | None) -> None:
+    rng = np.random.default_rng(3)
+    bulk, single = PaddedRows(np.int64, -1, device), PaddedRows(np.int64, -1, device)
+    for _ in range(6):  # several appends, each growing the rows and (sometimes) the width
+        rows = [rng.integers(0, 50, int(rng.integers(0, 4 + 3 * _))).tolist() for _ in range(70)]
+        bulk.extend(rows)
+        for values in rows:
+            r = single.add_row()
+            for v in values:
+                single.push(r, v)
+        assert bulk.rows == single.rows and bulk.width == single.width
+        assert np.array_equal(bulk.tensor().numpy(), single.tensor().numpy())
+        assert np.array_equal(bulk.size[: bulk.rows], single.size[: single.rows])
+    bulk.extend([])
+    assert bulk.rows == single.rows

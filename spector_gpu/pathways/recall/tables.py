@@ -15,6 +15,9 @@ device copy, updated row by row.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
+
 import numpy as np
 import torch
 
@@ -61,6 +64,26 @@ class PaddedRows:
         self.size[row] = k + 1
         self._width = max(self._width, k + 1)
         self._dirty.append(row)
+
+    def extend(self, rows: Sequence[Sequence[int]]) -> None:
+        """Append one row per entry of ``rows`` holding its values (what ``add_row`` and
+        ``push`` would make, with one growth and one fill: a store's first sync of 100k rows
+        took 0.13 s element by element)."""
+        count = len(rows)
+        if not count:
+            return
+        sizes = np.fromiter(map(len, rows), dtype=np.int64, count=count)
+        top, end = int(sizes.max()), self.rows + count
+        if end > self.data.shape[0] or top > self.data.shape[1]:
+            self._grow(max(end, self.data.shape[0]), max(top, self.data.shape[1]))
+        flat = np.fromiter(itertools.chain.from_iterable(rows), self.dtype, int(sizes.sum()))
+        starts = np.cumsum(sizes) - sizes
+        cols = np.arange(len(flat)) - np.repeat(starts, sizes)
+        self.data[np.repeat(np.arange(self.rows, end), sizes), cols] = flat
+        self.size[self.rows : end] = sizes
+        self._width = max(self._width, top)
+        self._dirty.extend(range(self.rows, end))
+        self.rows = end
 
     def _grow(self, rows: int, width: int) -> None:
         data = np.full((rows, width), self.fill, dtype=self.dtype)
@@ -230,10 +253,15 @@ class CueTable:
             self._ids.clear()
             lo = 0
         vocab, tokens = self._vocab, cortex.cues.cue_tokens
+        ids_of: dict[frozenset[str], list[int]] = {}  # memories share their speakers' cues
+        rows = []
         for i in range(lo, now.n):
-            row = self._ids.add_row()
-            for t in sorted(tokens[i]):
-                self._ids.push(row, vocab.setdefault(t, len(vocab)))
+            ids = ids_of.get(tokens[i])
+            if ids is None:
+                ids = [vocab.setdefault(t, len(vocab)) for t in sorted(tokens[i])]
+                ids_of[tokens[i]] = ids
+            rows.append(ids)
+        self._ids.extend(rows)
         self._at = now
 
     def table(self) -> torch.Tensor | None:
