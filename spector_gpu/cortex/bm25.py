@@ -29,11 +29,12 @@ from ..kernels.native import native
 from .bm25_postings import Postings, flatten_documents
 from .bm25_scoring import (
     KernelInputs,
+    QueryTerms,
+    TermsMemo,
     check_allowed,
     check_slots,
     dense_scores,
     query_matrix,
-    query_terms,
     slot_scores,
     topk_rows,
 )
@@ -97,6 +98,7 @@ class BM25Index:
         self._generation = 0
         self._avg_idf: tuple[int, float] = (-1, 0.0)
         self._scratch = RowScratch()
+        self._memo = TermsMemo()
 
     # ------------------------------------------------------------------ introspection
     def __len__(self) -> int:
@@ -183,11 +185,11 @@ class BM25Index:
     def ceiling(self, query_tokens: Sequence[Sequence[str]]) -> np.ndarray:
         """float64 (n,): each query's supremum score, Σ q(t)·idf(t)·sup tfc (1 lucene, k1+1
         okapi; tfc approaches it as tf grows), so ``score / ceiling`` lies in [0, 1)."""
-        q, uterms = query_terms(self._vocab, query_tokens)
+        q, uterms, idf = self._query_terms(query_tokens)
         if not len(uterms) or not self.live:
             return np.zeros(q.shape[0])
         top = self._k1 + 1.0 if self._method == "okapi" else 1.0
-        idf = np.where(self._df.buf[uterms] > 0, np.maximum(self._idf(uterms), 0.0), 0.0)
+        idf = np.where(self._df.buf[uterms] > 0, np.maximum(idf, 0.0), 0.0)
         return q.dot(idf * top)
 
     def retired(self) -> np.ndarray:
@@ -230,9 +232,15 @@ class BM25Index:
     def kernel_inputs(self, query_tokens: Sequence[Sequence[str]]) -> KernelInputs:
         """What the native kernels read for a batch (the tail folded first when due)."""
         self._maybe_compact()
-        q, uterms = query_terms(self._vocab, query_tokens)
+        q, uterms, idf = self._query_terms(query_tokens)
         params = (self._k1, self._b, self.avgdl, self._method == "okapi")
-        return KernelInputs(q, self._idf(uterms), self._post, uterms, self._doc_len.view(), params)
+        return KernelInputs(q, idf, self._post, uterms, self._doc_len.view(), params)
+
+    def _query_terms(
+        self, query_tokens: Sequence[Sequence[str]]
+    ) -> tuple[QueryTerms, np.ndarray, np.ndarray]:
+        """``(Q, uterms, idf)`` of a batch at the current statistics (:class:`TermsMemo`)."""
+        return self._memo.terms(self._vocab, query_tokens, self._generation, self._idf)
 
     # ------------------------------------------------------------------ scoring API
     def weights(

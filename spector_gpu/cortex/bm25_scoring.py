@@ -157,6 +157,46 @@ def query_terms(
     return q, uterms
 
 
+class TermsMemo:
+    """:func:`query_terms` and the IDF of the batch's terms, remembered for the last few
+    batches at one state of the statistics: a recall asks for them up to three times (its
+    relevance ceiling, its selection, its pool's scores). A batch is known by its tokens
+    (tuples of its token lists), so equal batches share an entry; any other input is left to
+    :func:`query_terms` to accept or refuse."""
+
+    SIZE = 4
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[tuple[str, ...], ...], tuple[int, QueryTerms, np.ndarray, np.ndarray]] = {}  # fmt: skip  # noqa: E501
+
+    def terms(
+        self,
+        vocab: Mapping[str, int],
+        query_tokens: Sequence[Sequence[str]],
+        generation: int,
+        idf: Callable[[np.ndarray], np.ndarray],
+    ) -> tuple[QueryTerms, np.ndarray, np.ndarray]:
+        """``(Q, uterms, idf(uterms))``; ``generation`` names the statistics' state."""
+        # a key equal to a valid batch's is that batch (no str equals a non-str); a query
+        # passed as one string must still reach query_terms' refusal, not a memo entry
+        plain = not isinstance(query_tokens, (str, bytes)) and all(
+            type(q) in (list, tuple) for q in query_tokens
+        )
+        key = tuple(map(tuple, query_tokens)) if plain else None
+        got = self._entries.get(key) if key is not None else None
+        if got is not None and got[0] == generation:
+            return got[1], got[2], got[3]
+        q, uterms = query_terms(vocab, query_tokens)
+        weights = idf(uterms)
+        if key is not None:
+            for shared in (q.indptr, q.indices, q.data, uterms, weights):
+                shared.flags.writeable = False  # every later caller gets these very arrays
+            if len(self._entries) >= self.SIZE:
+                self._entries.clear()
+            self._entries[key] = (generation, q, uterms, weights)
+        return q, uterms, weights
+
+
 def _small_terms(rows: list[int], cols: list[int], n: int) -> tuple[QueryTerms, np.ndarray]:
     """:func:`query_terms`' arrays for a few terms, formed in Python (the same values)."""
     uterms = sorted(set(cols))
