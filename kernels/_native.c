@@ -1355,9 +1355,57 @@ static void bm25_close(Bm25 *z) {
     z->wbuf = NULL;
 }
 
-/* Read and check the 13 arrays (o[0..12]) and compute the weights; -1 with an exception set
- * (the caller still calls bm25_close). */
-static int bm25_open(Bm25 *z, PyObject *o[13], const char *name) {
+/* Term j's posting weights into wbuf[woff[j]:woff[j + 1]) (main, then tail postings). */
+static void term_weights(const Bm25 *z, int64_t j) {
+    const int64_t *lo = z->mlo.view.buf, *hi = z->mhi.view.buf, *tp = z->tptr.view.buf;
+    const double *ip = z->idf.view.buf;
+    const int32_t *md = z->mdoc.view.buf, *mt = z->mtf.view.buf, *td = z->tdoc.view.buf;
+    const int32_t *tt = z->ttf.view.buf, *dl = z->len.view.buf;
+    double k1 = z->k1, b = z->b, avgdl = z->avgdl, base = 1.0 - b;
+    Py_ssize_t n_docs = z->n_docs;
+    int okapi = z->okapi;
+    float *w = z->wbuf + z->woff[j];
+    for (int pass = 0; pass < 2; pass++) {
+        const int32_t *docs = pass ? td : md, *tfs = pass ? tt : mt;
+        int64_t a0 = pass ? tp[j] : lo[j], end = pass ? tp[j + 1] : hi[j];
+        for (int64_t p = a0; p < end; p++, w++) {
+            int32_t d = docs[p];
+            if ((uint64_t)(uint32_t)d >= (uint64_t)n_docs) { *w = 0.0f; continue; }
+            double tf = (double)tfs[p];
+            double norm = k1 * (base + b * (double)dl[d] / avgdl);
+            double num = okapi ? tf * (k1 + 1.0) : tf;
+            *w = (float)(num / (tf + norm) * ip[j]);
+        }
+    }
+}
+
+/* The distinct terms of a call, shared out one at a time between the caller and a helper. */
+typedef struct {
+    const Bm25 *z;
+    const int64_t *terms;
+    Py_ssize_t n, next;
+} WeightJob;
+
+static void weights_run(WeightJob *job) {
+    for (;;) {
+        Py_ssize_t i = __atomic_fetch_add(&job->next, 1, __ATOMIC_RELAXED);
+        if (i >= job->n) return;
+        term_weights(job->z, job->terms[i]);
+    }
+}
+
+static void *weights_helper(void *arg) {
+    weights_run(arg);
+    return NULL;
+}
+
+#define WEIGHTS_SHARED (1 << 16) /* posting weights from which a second thread computes half */
+
+/* Read and check the 13 arrays (o[0..12]) and compute the weights (with `threads` == 2 and
+ * enough of them, a helper thread takes every other distinct term; each term's weights are
+ * the same whoever computes them); -1 with an exception set (the caller still calls
+ * bm25_close). */
+static int bm25_open(Bm25 *z, PyObject *o[13], const char *name, int threads) {
     if (get_buf(o[0], &z->qptr, "lq", 8, -1, 0, "q_indptr") < 0) return -1;
     z->m = z->qptr.view.len / 8 - 1;
     if (get_buf(o[1], &z->qcol, "lq", 8, -1, 0, "q_terms") < 0) return -1;
@@ -1404,8 +1452,9 @@ static int bm25_open(Bm25 *z, PyObject *o[13], const char *name) {
     }
     z->woff = malloc(sizeof(int64_t) * (u + 1));
     char *seen = calloc((size_t)(u > 0 ? u : 1), 1);
-    if (!z->woff || !seen) {
-        free(seen);
+    int64_t *terms = malloc(sizeof(int64_t) * (size_t)(z->nnz > 0 ? z->nnz : 1));
+    if (!z->woff || !seen || !terms) {
+        free(seen); free(terms);
         PyErr_NoMemory();
         return -1;
     }
@@ -1414,37 +1463,29 @@ static int bm25_open(Bm25 *z, PyObject *o[13], const char *name) {
         z->woff[j + 1] = z->woff[j] + (hi[j] - lo[j]) + (tp[j + 1] - tp[j]);
     z->wbuf = malloc(sizeof(float) * (size_t)(z->woff[u] > 0 ? z->woff[u] : 1));
     if (!z->wbuf) {
-        free(seen);
+        free(seen); free(terms);
         PyErr_NoMemory();
         return -1;
     }
-    const double *ip = z->idf.view.buf;
-    const int32_t *md = z->mdoc.view.buf, *mt = z->mtf.view.buf, *td = z->tdoc.view.buf;
-    const int32_t *tt = z->ttf.view.buf, *dl = z->len.view.buf;
-    double k1 = z->k1, b = z->b, avgdl = z->avgdl, base = 1.0 - b;
-    Py_ssize_t n_docs = z->n_docs;
-    int okapi = z->okapi;
-    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t n_terms = 0;
+    int64_t total = 0;
     for (Py_ssize_t e = 0; e < z->nnz; e++) {
         int64_t j = qc[e];
         if (seen[j]) continue;
         seen[j] = 1;
-        float *w = z->wbuf + z->woff[j];
-        for (int pass = 0; pass < 2; pass++) {
-            const int32_t *docs = pass ? td : md, *tfs = pass ? tt : mt;
-            int64_t a0 = pass ? tp[j] : lo[j], end = pass ? tp[j + 1] : hi[j];
-            for (int64_t p = a0; p < end; p++, w++) {
-                int32_t d = docs[p];
-                if ((uint64_t)(uint32_t)d >= (uint64_t)n_docs) { *w = 0.0f; continue; }
-                double tf = (double)tfs[p];
-                double norm = k1 * (base + b * (double)dl[d] / avgdl);
-                double num = okapi ? tf * (k1 + 1.0) : tf;
-                *w = (float)(num / (tf + norm) * ip[j]);
-            }
-        }
+        terms[n_terms++] = j;
+        total += z->woff[j + 1] - z->woff[j];
     }
-    Py_END_ALLOW_THREADS
     free(seen);
+    WeightJob job = {z, terms, n_terms, 0};
+    Py_BEGIN_ALLOW_THREADS
+    pthread_t helper;
+    int helped = threads == 2 && total >= WEIGHTS_SHARED && n_terms > 1 &&
+                 pthread_create(&helper, NULL, weights_helper, &job) == 0;
+    weights_run(&job);
+    if (helped) pthread_join(helper, NULL);
+    Py_END_ALLOW_THREADS
+    free(terms);
     return 0;
 }
 
@@ -1501,7 +1542,7 @@ static PyObject *py_bm25_dense(PyObject *self, PyObject *args) {
         return NULL;
     Buf out = {0};
     PyObject *result = NULL;
-    if (bm25_open(&z, o, "bm25_dense") < 0) goto done;
+    if (bm25_open(&z, o, "bm25_dense", 1) < 0) goto done;
     if (get_buf(o_out, &out, "f", 4, z.m * z.n_docs, 1, "out") < 0) goto done;
     {
         float *op = out.view.buf;
@@ -1795,12 +1836,12 @@ static PyObject *py_bm25_select(PyObject *self, PyObject *args) {
     Buf keys = {0}, slots = {0}, cand = {0}, cout = {0};
     PyObject *result = NULL;
     SelScratch *sc = sel_kept();
-    if (bm25_open(&z, o, "bm25_select") < 0) goto done;
-    Py_ssize_t m = z.m, n_docs = z.n_docs, width = 0;
     if (depth < 0 || threads < 1 || threads > 2) {
         PyErr_SetString(PyExc_ValueError, "bm25_select: depth must be >= 0, threads 1 or 2");
         goto done;
     }
+    if (bm25_open(&z, o, "bm25_select", threads) < 0) goto done;
+    Py_ssize_t m = z.m, n_docs = z.n_docs, width = 0;
     if (depth > 0) {
         if (get_buf(o_keys, &keys, "f", 4, m * depth, 1, "out_keys") < 0) goto done;
         if (get_buf(o_slots, &slots, "lq", 8, m * depth, 1, "out_slots") < 0) goto done;
@@ -1868,7 +1909,7 @@ static PyObject *py_bm25_row(PyObject *self, PyObject *args) {
     Buf keys = {0}, slots = {0}, acc = {0}, mark = {0}, touched = {0};
     SelScratch sc = {0};
     PyObject *result = NULL;
-    if (bm25_open(&z, o, "bm25_row") < 0) goto done;
+    if (bm25_open(&z, o, "bm25_row", 1) < 0) goto done;
     if (z.m != 1 || depth < 1) {
         PyErr_SetString(PyExc_ValueError, "bm25_row: one query and depth >= 1");
         goto done;

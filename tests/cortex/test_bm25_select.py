@@ -57,6 +57,23 @@ def test_select_equals_the_score_block(seed: int) -> None:
                 np.testing.assert_array_equal(g, w)
 
 
+@pytest.mark.parametrize("method", ["lucene", "okapi"])
+def test_weights_shared_with_a_helper_thread_are_the_blocks(method: str) -> None:
+    # A batch whose distinct terms hold 65,536 postings or more has its posting weights
+    # computed by two threads (term by term): the scores must stay the block's, bit for bit.
+    rng = random.Random(7)
+    index = _index(rng, 30_000, 300, method)
+    queries = _queries(rng, 300, 128)
+    assert sum(index.doc_freq(t) for t in {t for q in queries for t in q}) >= 1 << 16
+    block = index.score_dense(queries)
+    cand = np.array([rng.sample(range(30_000), 20) for _ in queries], dtype=np.int64)
+    want = select_reference(block, 200, cand)
+    got = index.select(queries, 200, candidates=cand, threads=2)
+    for g, w in zip(got, want, strict=True):
+        assert g is not None and w is not None
+        assert g.view(np.uint8).tobytes() == w.view(np.uint8).tobytes()
+
+
 def test_ties_go_to_the_lower_slot() -> None:
     """Documents of equal length and content score alike: the lowest slots are kept."""
     index = BM25Index()
