@@ -38,6 +38,9 @@ class Pool:
     valid: torch.Tensor
     dense: bool
     host_reads: bool = False  # the caller may read values back (the CPU path)
+    # a pool of one relay's proposals alone: the column of that relay's row each member
+    # came from (int64 (n, W)), so its scores are a gather, not a second sort
+    order: torch.Tensor | None = None
 
     @property
     def width(self) -> int:
@@ -97,6 +100,17 @@ def _sparse(x: torch.Tensor, *, trim: bool) -> Pool:
     return Pool(ordinals, ordinals < PAD, False, trim)
 
 
+def _proposals(x: torch.Tensor, *, trim: bool) -> Pool:
+    """:func:`_sparse` of rows whose ordinals are distinct (one relay's proposals): one sort,
+    nothing to merge, and the order it applied kept (:attr:`Pool.order`)."""
+    ordinals, order = torch.sort(torch.where(x < 0, torch.full_like(x, PAD), x), dim=1)
+    width = x.shape[1]
+    if trim and width:
+        width = int((x >= 0).sum(dim=1).max())
+    ordinals = ordinals[:, :width].contiguous()
+    return Pool(ordinals, ordinals < PAD, False, trim, order[:, :width].contiguous())
+
+
 def _sparse_host(x: np.ndarray) -> Pool:
     """:func:`_sparse` of a few rows on the CPU (trimmed): each row's ordinals by numpy."""
     rows = []
@@ -120,12 +134,16 @@ def union(
     dense: bool = False,
     masks: list[torch.Tensor] | None = None,
 ) -> Pool:
-    """The row-wise union of ``parts`` (each int64 (n, c_i) ordinals, ``-1`` padding) and, in
-    the dense layout (``dense``, or a store no larger than the parts), of ``masks`` (bool
-    (n, N) memberships)."""
+    """The row-wise union of ``parts`` (each int64 (n, c_i) ordinals, ``-1`` padding, distinct
+    within a row: each is one relay's proposals) and, in the dense layout (``dense``, or a
+    store no larger than the parts), of ``masks`` (bool (n, N) memberships). In the sparse
+    layout a single part with columns is its own union (:attr:`Pool.order` kept)."""
     width = sum(p.shape[1] for p in parts)
     if dense or masks or n_store <= width:
         return _dense(parts, parts[0].shape[0], n_store, None, masks or [])
+    filled = [p for p in parts if p.shape[1]]
+    if len(filled) == 1:
+        return _proposals(filled[0], trim=trim)
     return _sparse(torch.cat(parts, dim=1), trim=trim)
 
 

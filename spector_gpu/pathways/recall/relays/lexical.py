@@ -151,7 +151,9 @@ def lexical_members(
     :meth:`.BM25Index.select`. A kept row is released."""
     keys, slots, row = selected
     if not pool.dense and torch.equal(pool.valid.sum(dim=1), (slots >= 0).sum(dim=1)):
-        order = torch.argsort(torch.where(slots < 0, PAD, slots), dim=1, stable=True)
+        order = pool.order  # a pool of the proposals alone knows where its members came from
+        if order is None:
+            order = torch.argsort(torch.where(slots < 0, PAD, slots), dim=1, stable=True)
         got = torch.gather(keys, 1, order[:, : pool.width]).to(torch.float64)
         if row is not None:
             row.release()
