@@ -70,3 +70,8 @@ class RecallPlan:
     trim: bool
     ceiling: torch.Tensor | None = None
     cues: tuple[tuple[TimeCue, ...], ...] = ()
+
+    @property
+    def gate(self) -> np.ndarray | None:
+        """``allowed``, or None when every memory passes (the kernels then skip the check)."""
+        return None if self.n_allowed == len(self.allowed) else self.allowed

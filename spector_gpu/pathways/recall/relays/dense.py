@@ -28,7 +28,7 @@ def dense_top(index: DenseIndex, plan: RecallPlan) -> torch.Tensor:
     """int64 (n, min(depth, n_allowed)) best slots of every query, -1 padding."""
     assert plan.dense is not None
     k = min(plan.depth, max(plan.n_allowed, 1))
-    gate = None if plan.n_allowed == len(plan.allowed) else plan.allowed  # all pass: no mask
+    gate = plan.gate
     slots: torch.Tensor = index.topk(plan.dense, k, allowed=gate)[1]
     return slots
 

@@ -63,7 +63,7 @@ def lexical_block(
 ) -> torch.Tensor:
     """float32 (m, N) BM25 scores of ``tokens`` over the allowed memories, on plan.device."""
     if not rounds:
-        return torch.from_numpy(bm25.score_dense(tokens, allowed=plan.allowed))
+        return torch.from_numpy(bm25.score_dense(tokens, allowed=plan.gate))
     q, w = bm25.weights(tokens, allowed=plan.allowed)
     return lexical_block_rounds(q, w, plan.allowed.shape[0], plan.device)
 
@@ -135,10 +135,10 @@ def lexical_select(bm25: BM25Index, tokens: list[list[str]], plan: RecallPlan) -
     without the block; ``-inf`` / ``-1`` padding), on the CPU. A single query keeps its
     scores row (:meth:`.BM25Index.score_row`) for :func:`lexical_members`."""
     if len(tokens) == 1:
-        row = bm25.score_row(tokens[0], plan.depth, allowed=plan.allowed)
+        row = bm25.score_row(tokens[0], plan.depth, allowed=plan.gate)
         return Selection(torch.from_numpy(row.scores), torch.from_numpy(row.slots), row)
     threads = 2 if len(tokens) >= _SHARED_ROWS else 1
-    keys, slots, _ = bm25.select(tokens, plan.depth, allowed=plan.allowed, threads=threads)
+    keys, slots, _ = bm25.select(tokens, plan.depth, allowed=plan.gate, threads=threads)
     return Selection(torch.from_numpy(keys), torch.from_numpy(slots), None)
 
 
@@ -162,6 +162,6 @@ def lexical_members(
     if row is not None:
         return torch.from_numpy(row.at(cand)).to(torch.float64)  # (reading releases the row)
     threads = 2 if len(tokens) >= _SHARED_ROWS else 1
-    _, _, scores = bm25.select(tokens, 0, allowed=plan.allowed, candidates=cand, threads=threads)
+    _, _, scores = bm25.select(tokens, 0, allowed=plan.gate, candidates=cand, threads=threads)
     assert scores is not None
     return torch.from_numpy(scores).to(torch.float64)
