@@ -2082,6 +2082,100 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ recall pool: expansion */
+
+/* pool_expand(seeds int64 (c,), chain int64 (N, C), row_of int64 (N,) | None,
+ * extra int64 (R, D) | None, allowed bool (N,) | None, out int64 (cap,)) -> (seeds, count):
+ * one query's pool -- its seeds (the relays' proposals, -1 padding) and every allowed
+ * neighbour of a seed (chain row, then its extra-edge row; -1 for none) -- written to out in
+ * ascending order without repeats; `seeds` counts the distinct seeds. One bit per memory
+ * marks what is in, so the order comes from reading the bits, not from a sort. */
+static PyObject *py_pool_expand(PyObject *self, PyObject *args) {
+    PyObject *o_seeds, *o_chain, *o_row, *o_extra, *o_allowed, *o_out;
+    if (!PyArg_ParseTuple(args, "OOOOOO", &o_seeds, &o_chain, &o_row, &o_extra, &o_allowed,
+                          &o_out))
+        return NULL;
+    Buf seeds = {0}, chain = {0}, row = {0}, extra = {0}, allowed = {0}, out = {0};
+    PyObject *result = NULL;
+    uint64_t *bits = NULL;
+    if (get_buf(o_seeds, &seeds, "lq", 8, -1, 0, "seeds") < 0) goto done;
+    if (get_buf(o_chain, &chain, "lq", 8, -1, 0, "chain") < 0) goto done;
+    if (chain.view.ndim != 2) {
+        PyErr_SetString(PyExc_ValueError, "pool_expand: chain must be (N, C) int64");
+        goto done;
+    }
+    Py_ssize_t n = chain.view.shape[0], cw = chain.view.shape[1], rows = 0, dw = 0;
+    if (o_row != Py_None) {
+        if (get_buf(o_row, &row, "lq", 8, n, 0, "row_of") < 0) goto done;
+        if (get_buf(o_extra, &extra, "lq", 8, -1, 0, "extra") < 0) goto done;
+        if (extra.view.ndim != 2) {
+            PyErr_SetString(PyExc_ValueError, "pool_expand: extra must be (R, D) int64");
+            goto done;
+        }
+        rows = extra.view.shape[0];
+        dw = extra.view.shape[1];
+    }
+    if (o_allowed != Py_None && get_buf(o_allowed, &allowed, "?", 1, n, 0, "allowed") < 0)
+        goto done;
+    if (get_buf(o_out, &out, "lq", 8, -1, 1, "out") < 0) goto done;
+    bits = calloc((size_t)(n / 64 + 1), sizeof(uint64_t));
+    if (!bits) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t n_seeds = 0, count = 0, cap = out.view.len / 8;
+    {
+        const int64_t *sp = seeds.view.buf, *cp = chain.view.buf;
+        const int64_t *rp = row.held ? row.view.buf : NULL, *ep = extra.held ? extra.view.buf : NULL;
+        const uint8_t *ap = allowed.held ? allowed.view.buf : NULL;
+        int64_t *op = out.view.buf;
+        Py_ssize_t c = seeds.view.len / 8;
+        for (Py_ssize_t i = 0; i < c; i++) {
+            int64_t d = sp[i];
+            if (d < 0 || d >= n) continue;
+            uint64_t bit = (uint64_t)1 << (d & 63);
+            n_seeds += !(bits[d >> 6] & bit);
+            bits[d >> 6] |= bit;
+        }
+        for (Py_ssize_t i = 0; i < c; i++) {
+            int64_t d = sp[i];
+            if (d < 0 || d >= n) continue;
+            for (int part = 0; part < 2; part++) {
+                const int64_t *nb = cp + d * cw;
+                Py_ssize_t width = cw;
+                if (part) {
+                    int64_t r = rp ? rp[d] : -1;
+                    if (r < 0 || r >= rows) break;
+                    nb = ep + r * dw;
+                    width = dw;
+                }
+                for (Py_ssize_t k = 0; k < width; k++) {
+                    int64_t j = nb[k];
+                    if (j < 0 || j >= n || (ap && !ap[j])) continue;
+                    bits[j >> 6] |= (uint64_t)1 << (j & 63);
+                }
+            }
+        }
+        for (Py_ssize_t w = 0; w <= n / 64; w++) {
+            uint64_t word = bits[w];
+            while (word) {
+                if (count == cap) {
+                    PyErr_SetString(PyExc_ValueError, "pool_expand: out is too small");
+                    goto done;
+                }
+                op[count++] = (int64_t)w * 64 + __builtin_ctzll(word);
+                word &= word - 1;
+            }
+        }
+    }
+    result = Py_BuildValue("nn", n_seeds, count);
+done:
+    free(bits);
+    release(&seeds); release(&chain); release(&row); release(&extra); release(&allowed);
+    release(&out);
+    return result;
+}
+
 /* ------------------------------------------------------------------ fusion: min-max rows */
 
 /* minmax_rows(x float64 (n, W), valid bool (n, W), out float32 (n, W)): each row min-max
@@ -2225,6 +2319,9 @@ static PyMethodDef methods[] = {
     {"bm25_row_release", py_bm25_row_release, METH_VARARGS,
      "bm25_row_release(acc, mark, touched, kept, candidates, out): score slots from a kept "
      "row, then clear it"},
+    {"pool_expand", py_pool_expand, METH_VARARGS,
+     "pool_expand(seeds, chain, row_of, extra, allowed, out) -> (distinct seeds, count): one "
+     "query's seeds and their allowed neighbours, ascending"},
     {"minmax_rows", py_minmax_rows, METH_VARARGS,
      "minmax_rows(x float64 (n, W), valid bool (n, W), out float32 (n, W)): rows min-max "
      "normalised over valid finite entries"},

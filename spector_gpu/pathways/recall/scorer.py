@@ -26,7 +26,13 @@ from .gates import active_gates
 from .pool import Pool, expand, union
 from .relays import RecallPlan
 from .relays import lexical as lexical_relay
-from .relays.association import DenseGraph, association_score, dense_graph, neighbours
+from .relays.association import (
+    DenseGraph,
+    association_score,
+    dense_graph,
+    expanded_host,
+    neighbours,
+)
 from .relays.dense import dense_score, dense_top, slice_queries
 from .relays.lexical import lexical_block, lexical_members, lexical_select, lexical_top, selects
 from .relays.salience import SalienceCache, pool_strength, salience_score, salience_top
@@ -175,6 +181,10 @@ class Scorer:
                 parts.append(lex_top)
             if den is not None:
                 parts.append(den[lo:hi])
+            if "association" in plan.relays and plan.native and trim:
+                grown = expanded_host(self.links, parts, plan.gate, n)
+                if grown is not None:
+                    return grown, scores
             pool = union(parts, n_store=n, trim=trim)
         if "association" in plan.relays and pool.width:
             if pool.dense:

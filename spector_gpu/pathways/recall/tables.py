@@ -217,6 +217,17 @@ class LinkTables:
         self._nbr.push(row, nbr)
         self._w.push(row, float(np.float32(weight)))  # the graph hands weights out as float32
 
+    def host_arrays(self) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, int]:
+        """The tables on the host, for the native pool expansion: the chain (n, 2·window), the
+        extra edges' row map (n,) and their rows (R, D; ``-1`` past each row's edges), None
+        for both without any, and the extra edges' width in use."""
+        if self._chain is None:
+            raise RuntimeError("LinkTables.sync() first")
+        chain = self._chain.data[: self._chain.n]
+        if self._nbr.rows == 0 or self._nbr.width == 0:
+            return chain, None, None, 0
+        return chain, self._row_of[: self._n], self._nbr.data[: self._nbr.rows], self._nbr.width
+
     @property
     def chain(self) -> torch.Tensor:
         """int64 (n, 2·window): each memory's same-session neighbours (:class:`ChainTable`)."""

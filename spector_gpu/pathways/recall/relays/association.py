@@ -12,15 +12,60 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import torch
 
 from ....config import AssociationConfig
+from ....kernels.native import native
 from ....kernels.selection import take_rows
 from ....kernels.spread import spread_max, spread_pool
-from ..pool import Pool
+from ..pool import PAD, Pool
 from ..tables import LinkTables
 
-__all__ = ["DenseGraph", "association_score", "dense_graph", "neighbours", "spread_gathered"]
+__all__ = [
+    "DenseGraph",
+    "association_score",
+    "dense_graph",
+    "expanded_host",
+    "neighbours",
+    "spread_gathered",
+]
+
+_HOST_ROWS = 4  # queries up to which the pool is expanded natively, one row at a time
+
+
+def expanded_host(
+    tables: LinkTables, parts: list[torch.Tensor], allowed: np.ndarray | None, n_store: int
+) -> Pool | None:
+    """The sparse pool of a few queries on the CPU — the union of ``parts`` (each int64
+    (n, c_i) proposals, ``-1`` padding) and every allowed neighbour of its members — by one
+    native pass per query (one bit per memory; the members come out in ascending order), or
+    None where the tensor route is taken: more rows, no native kernels, or a pool that route
+    would hold in the dense layout (a store not much larger than the pool). The same pool
+    as :func:`~..pool.union` then :func:`~..pool.expand` over :func:`neighbours`
+    (``allowed``: bool (N,), None when every memory passes)."""
+    m = parts[0].shape[0]
+    if native is None or m > _HOST_ROWS or n_store <= sum(p.shape[1] for p in parts):
+        return None
+    chain, row_of, extra, extra_width = tables.host_arrays()
+    seeds = (
+        np.concatenate([p.numpy() for p in parts], axis=1) if len(parts) > 1 else parts[0].numpy()
+    )
+    per_member = 1 + chain.shape[1] + (0 if extra is None else extra.shape[1])
+    rows, widest = [], 0
+    for i in range(m):
+        row = np.ascontiguousarray(seeds[i], dtype=np.int64)
+        out = np.empty(len(row) * per_member, dtype=np.int64)
+        distinct, count = native.pool_expand(row, chain, row_of, extra, allowed, out)
+        widest = max(widest, distinct)
+        rows.append(out[:count])
+    if n_store <= widest * (1 + chain.shape[1] + extra_width):
+        return None  # :func:`~..pool.expand` would form this pool in the dense layout
+    ordinals = np.full((m, max((len(r) for r in rows), default=0)), PAD, dtype=np.int64)
+    for i, r in enumerate(rows):
+        ordinals[i, : len(r)] = r
+    t = torch.from_numpy(ordinals)
+    return Pool(t, t < PAD, False, True)
 
 
 def neighbours(
