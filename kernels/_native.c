@@ -2230,6 +2230,131 @@ done:
     return result;
 }
 
+/* spread_tables(pool int64 (n, W), chain int64 (N, C), row_of int64 (N,) | None,
+ * extra int64 (R, D) | None, extra_w float64 (R, D) | None, temporal_weight, base float64
+ * (n, W), hops, decay, table int32 (size,), out float64 (n, W)) -> bool: spread_pool with each
+ * member's neighbours read from the link tables (its chain row at temporal_weight, then its
+ * extra-edge row at the edges' weights) instead of gathered (n, W, E) arrays -- the same
+ * neighbour slots in the same order, the same products. False (nothing written) for a base,
+ * weight or decay that is not finite or carries a sign bit: the caller takes the tensors. */
+static PyObject *py_spread_tables(PyObject *self, PyObject *args) {
+    PyObject *o_pool, *o_chain, *o_row, *o_extra, *o_ew, *o_base, *o_table, *o_out;
+    double tw, decay;
+    int hops;
+    if (!PyArg_ParseTuple(args, "OOOOOdOidOO", &o_pool, &o_chain, &o_row, &o_extra, &o_ew, &tw,
+                          &o_base, &hops, &decay, &o_table, &o_out))
+        return NULL;
+    Buf pool = {0}, chain = {0}, row = {0}, extra = {0}, ew = {0}, base = {0}, table = {0},
+        out = {0};
+    PyObject *result = NULL;
+    int32_t *pos = NULL;
+    double *wts = NULL, *src = NULL;
+    if (get_buf(o_base, &base, "d", 8, -1, 0, "base") < 0) goto done;
+    if (base.view.ndim != 2) {
+        PyErr_SetString(PyExc_ValueError, "spread_tables: base must be (n, W) float64");
+        goto done;
+    }
+    Py_ssize_t n = base.view.shape[0], width = base.view.shape[1];
+    if (get_buf(o_pool, &pool, "lq", 8, n * width, 0, "pool") < 0) goto done;
+    if (get_buf(o_chain, &chain, "lq", 8, -1, 0, "chain") < 0) goto done;
+    if (chain.view.ndim != 2) {
+        PyErr_SetString(PyExc_ValueError, "spread_tables: chain must be (N, C) int64");
+        goto done;
+    }
+    Py_ssize_t nn = chain.view.shape[0], cw = chain.view.shape[1], rows = 0, dw = 0;
+    if (o_row != Py_None) {
+        if (get_buf(o_row, &row, "lq", 8, nn, 0, "row_of") < 0) goto done;
+        if (get_buf(o_extra, &extra, "lq", 8, -1, 0, "extra") < 0) goto done;
+        if (extra.view.ndim != 2) {
+            PyErr_SetString(PyExc_ValueError, "spread_tables: extra must be (R, D) int64");
+            goto done;
+        }
+        rows = extra.view.shape[0];
+        dw = extra.view.shape[1];
+        if (get_buf(o_ew, &ew, "d", 8, rows * dw, 0, "extra_w") < 0) goto done;
+    }
+    if (get_buf(o_table, &table, "i", 4, -1, 1, "table") < 0) goto done;
+    if (get_buf(o_out, &out, "d", 8, n * width, 1, "out") < 0) goto done;
+    const double *bp = base.view.buf;
+    if (!unsigned_finite(bp, n * width) || !isfinite(tw) || signbit(tw) || !isfinite(decay) ||
+        signbit(decay)) {
+        result = Py_False;
+        Py_INCREF(result);
+        goto done;
+    }
+    Py_ssize_t e = cw + dw;
+    pos = malloc(sizeof(int32_t) * (size_t)(width * e > 0 ? width * e : 1));
+    wts = malloc(sizeof(double) * (size_t)(width * e > 0 ? width * e : 1));
+    src = malloc(sizeof(double) * (size_t)(width > 0 ? 2 * width : 1));
+    if (!pos || !wts || !src) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    {
+        const int64_t *pp = pool.view.buf, *cp = chain.view.buf;
+        const int64_t *rp = row.held ? row.view.buf : NULL, *ep = extra.held ? extra.view.buf : NULL;
+        const double *wp = ew.held ? ew.view.buf : NULL;
+        int32_t *tp = table.view.buf;
+        int64_t size = table.view.len / 4;
+        double *op = out.view.buf, *step = src + width;
+        int steps = hops > 1 ? hops : 1, ok = 1;
+        for (Py_ssize_t i = 0; i < n && ok; i++) {
+            const int64_t *prow = pp + i * width;
+            for (Py_ssize_t c = 0; c < width; c++)
+                if (prow[c] >= 0 && prow[c] < size) tp[prow[c]] = (int32_t)c;
+            for (Py_ssize_t c = 0; c < width; c++) {
+                int64_t d = prow[c];
+                int32_t *pc = pos + c * e;
+                double *wc = wts + c * e;
+                int64_t r = d >= 0 && d < nn && rp ? rp[d] : -1;
+                for (Py_ssize_t k = 0; k < e; k++) {
+                    int64_t j = -1;
+                    double w = tw;
+                    if (d >= 0 && d < nn) {
+                        if (k < cw) {
+                            j = cp[d * cw + k];
+                        } else if (r >= 0 && r < rows) {
+                            j = ep[r * dw + (k - cw)];
+                            w = wp[r * dw + (k - cw)];
+                        }
+                    }
+                    pc[k] = j >= 0 && j < size ? tp[j] : -1;
+                    wc[k] = w;
+                    if (pc[k] >= 0 && (!isfinite(w) || signbit(w))) ok = 0;
+                }
+            }
+            for (Py_ssize_t c = 0; c < width; c++)
+                if (prow[c] >= 0 && prow[c] < size) tp[prow[c]] = -1;
+            if (!ok) break;
+            double *act = op + i * width;
+            memcpy(src, bp + i * width, sizeof(double) * width);
+            for (Py_ssize_t c = 0; c < width; c++) act[c] = 0.0;
+            for (int h = 0; h < steps; h++) {
+                double dec = pow(decay, (double)h);
+                for (Py_ssize_t c = 0; c < width; c++) {
+                    double best = 0.0;
+                    for (Py_ssize_t k = 0; k < e; k++) {
+                        int32_t j = pos[c * e + k];
+                        if (j < 0) continue;
+                        double v = (wts[c * e + k] * src[j]) * dec;
+                        if (v > best) best = v;
+                    }
+                    step[c] = best;
+                    if (best > act[c]) act[c] = best;
+                }
+                memcpy(src, step, sizeof(double) * width);
+            }
+        }
+        result = ok ? Py_True : Py_False;
+        Py_INCREF(result);
+    }
+done:
+    free(pos); free(wts); free(src);
+    release(&pool); release(&chain); release(&row); release(&extra); release(&ew);
+    release(&base); release(&table); release(&out);
+    return result;
+}
+
 /* ------------------------------------------------------------------ scan helper: tests */
 
 static PyObject *py_scan_pool_stats(PyObject *self, PyObject *noargs) {
@@ -2325,6 +2450,9 @@ static PyMethodDef methods[] = {
     {"minmax_rows", py_minmax_rows, METH_VARARGS,
      "minmax_rows(x float64 (n, W), valid bool (n, W), out float32 (n, W)): rows min-max "
      "normalised over valid finite entries"},
+    {"spread_tables", py_spread_tables, METH_VARARGS,
+     "spread_tables(pool, chain, row_of, extra, extra_w, temporal_weight, base, hops, decay, "
+     "table, out) -> bool: spread_pool reading each member's neighbours from the link tables"},
     {"spread_pool", py_spread_pool, METH_VARARGS,
      "spread_pool(pool, nbr, weight, base, hops, decay, table, out) -> False when it declines "
      "(a non-finite or sign-bit base, weight or decay)"},

@@ -17,6 +17,7 @@ one query at a time, the per-query loop recall used to run) agree bit for bit.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
 import torch
@@ -25,7 +26,13 @@ from spector_gpu.errors import ValidationError
 
 from .native import native
 
-__all__ = ["member_positions", "spread_max", "spread_max_reference", "spread_pool"]
+__all__ = [
+    "member_positions",
+    "spread_links",
+    "spread_max",
+    "spread_max_reference",
+    "spread_pool",
+]
 
 
 _TABLE = threading.local()  # per thread: int32 position table, -1 everywhere between calls
@@ -165,6 +172,44 @@ def spread_pool(
     if not done:  # a value the native pass leaves to torch (the docstring)
         return spread_max(base, member_positions(pool, nbr), weight, hops=hops, decay=decay)
     return torch.from_numpy(out)
+
+
+def spread_links(
+    pool: torch.Tensor,
+    links: Any,
+    temporal_weight: float,
+    base: torch.Tensor,
+    *,
+    hops: int,
+    decay: float,
+) -> torch.Tensor | None:
+    """:func:`spread_pool` with each member's neighbours read from host link tables —
+    ``links`` has ``chain`` int64 (N, C) (weight ``temporal_weight``), ``row_of`` int64 (N,),
+    ``extra`` int64 (R, D) and ``extra_w`` float64 (R, D) (the last three None without extra
+    edges) — by one native pass: the same neighbour slots, products and bits, without
+    gathering (n, W, E) arrays first. None where the native pass declines (a base, weight or
+    decay that is not finite or carries a sign bit) or is not built.
+
+    Args: pool int64 (n, W) ascending (padding above every ordinal); base float64 (n, W)."""
+    if native is None or base.device.type != "cpu" or base.ndim != 2:
+        return None
+    chain = np.ascontiguousarray(links.chain, dtype=np.int64)
+    table = _table(max(len(chain) - 1, 0))
+    out = np.empty(tuple(base.shape), dtype=np.float64)
+    done = native.spread_tables(
+        np.ascontiguousarray(pool.numpy()),
+        chain,
+        links.row_of,
+        links.extra,
+        links.extra_w,
+        float(temporal_weight),
+        np.ascontiguousarray(base.numpy(), dtype=np.float64),
+        int(hops),
+        float(decay),
+        table.numpy(),
+        out,
+    )
+    return torch.from_numpy(out) if done else None
 
 
 def spread_max_reference(

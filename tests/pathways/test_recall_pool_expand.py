@@ -1,23 +1,32 @@
 """The native pool expansion of a few CPU queries (``relays.association.expanded_host``) must
 be the pool the tensor route forms — the union of the relays' proposals, then every allowed
 neighbour of a member (same-session chain and tag edges) — member for member, with or without
-a gate; and it must step aside where that route would form the dense layout."""
+a gate; and it must step aside where that route would form the dense layout. Spreading read
+from the link tables (``spread_host``) must give the gathered route's activations, bit for
+bit."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
 from rig import Rig
 from spector_gpu.kernels.native import native
+from spector_gpu.kernels.spread import spread_max
 
 from spector_gpu import RecallOptions
 from spector_gpu.pathways.recall import RecallPathway
 from spector_gpu.pathways.recall.pool import PAD, expand, union
-from spector_gpu.pathways.recall.relays.association import expanded_host, neighbours
+from spector_gpu.pathways.recall.relays.association import (
+    association_score,
+    expanded_host,
+    neighbours,
+    spread_host,
+)
 
 pytestmark = pytest.mark.skipif(native is None, reason="the native kernels are not built")
 
@@ -93,3 +102,31 @@ def test_more_rows_or_a_pool_near_the_store_size_take_the_tensor_route(
     assert expanded_host(pathway._links, _parts(rng, 5, rig.cortex.n), None, rig.cortex.n) is None
     wide = [torch.from_numpy(rng.choice(rig.cortex.n, (1, 600), replace=False))]
     assert expanded_host(pathway._links, wide, None, rig.cortex.n) is None  # 600 x 7 > 2,500
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_spreading_from_the_tables_equals_spreading_over_gathered_neighbours(
+    store: tuple[Rig, RecallPathway], seed: int
+) -> None:
+    # The association relay on a sparse CPU pool reads each member's neighbours from the
+    # link tables natively; the tensor route gathers (n, W, E) neighbour arrays first. The
+    # activations must be the same bits, over several hops, with zeros and ties in the base.
+    rig, pathway = store
+    c, tables = rig.cortex, pathway._links
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(1, 4))
+    pool = expanded_host(tables, _parts(rng, m, c.n), None, c.n)
+    assert pool is not None
+    base = torch.from_numpy(rng.choice([0.0, 0.25, 1.0, 1.7, 2.0], pool.ordinals.shape))
+    base = torch.where(pool.valid, base, 0.0).to(torch.float64)
+    for hops, decay in ((1, 0.5), (2, 0.5), (3, 0.9)):
+        cfg = replace(c.config.association, hops=hops, decay=decay)
+        got = spread_host(tables, pool, base, cfg)
+        assert got is not None
+        nbr, weight = neighbours(tables, pool, cfg)
+        want = association_score(pool, nbr, weight, base, cfg)
+        torch_only = spread_max(base, pool.positions(nbr), weight, hops=hops, decay=decay)
+        assert got.numpy().view(np.uint64).tolist() == want.numpy().view(np.uint64).tolist()
+        assert got.numpy().view(np.uint64).tolist() == torch_only.numpy().view(np.uint64).tolist()
+    negative = replace(c.config.association, temporal_weight=-1.0)
+    assert spread_host(tables, pool, base, negative) is None  # left to the tensors

@@ -19,10 +19,10 @@ import torch
 from ...config import RecallConfig
 from ...cortex.cortex import Cortex
 from ...kernels.selection import topk_exact, topk_mask
-from ...types import Explanation, RelayExplanation
+from ...types import Explanation
 from .columns import PoolColumns, RecallColumns
+from .explain import explanations
 from .fusion import Fused, fuse
-from .gates import active_gates
 from .pool import Pool, expand, union
 from .relays import RecallPlan
 from .relays import lexical as lexical_relay
@@ -32,6 +32,7 @@ from .relays.association import (
     dense_graph,
     expanded_host,
     neighbours,
+    spread_host,
 )
 from .relays.dense import dense_score, dense_top, slice_queries
 from .relays.lexical import lexical_block, lexical_members, lexical_select, lexical_top, selects
@@ -218,7 +219,7 @@ class Scorer:
             )
         fz, at, hit, take = out
         o_h, f_h, d_h, s_h, r_h = (t.cpu().numpy() for t in take)  # the chunk's one transfer
-        explain = _explain(plan, fz, at, hit, d_h, s_h) if plan.opts.explain else []
+        explain = explanations(plan, fz, at, hit, d_h, s_h) if plan.opts.explain else []
         return o_h, f_h, d_h, s_h, explain, r_h
 
     def compute(
@@ -314,10 +315,13 @@ class Scorer:
                 return graph.spread(pool.valid, base, cfg.association)
 
         elif "association" in plan.relays:
-            nbr, weight = self._neighbours(plan, pool)
 
             def assoc(base: torch.Tensor) -> torch.Tensor:
-                return association_score(pool, nbr, weight, base, cfg.association)
+                got = spread_host(self.links, pool, base, cfg.association) if plan.native else None
+                if got is None:
+                    nbr, weight = self._neighbours(plan, pool)
+                    got = association_score(pool, nbr, weight, base, cfg.association)
+                return got
 
         return fuse_plan(
             plan,
@@ -359,51 +363,3 @@ def fuse_plan(
 
 def _rows(t: torch.Tensor | None, lo: int, hi: int) -> torch.Tensor | None:
     return None if t is None else t[lo:hi]
-
-
-def _explain(
-    plan: RecallPlan,
-    fz: Fused,
-    at: torch.Tensor,
-    hit: torch.Tensor,
-    d: np.ndarray,
-    s: np.ndarray,
-) -> list[list[Explanation]]:
-    """Per query, the explanation of each hit (the values the fusion used)."""
-
-    def take(t: torch.Tensor) -> np.ndarray:
-        return torch.gather(t, 1, at).cpu().numpy()
-
-    raw = {name: take(v) for name, v in fz.raw.items()}
-    ranks = {name: take(v) for name, v in fz.ranks.items()}
-    rel, fac, fus = take(fz.relevance), take(fz.factor), take(fz.fused)
-    lift = None if fz.time_lift is None else take(fz.time_lift)
-    gates = active_gates(plan.opts)
-    out = []
-    for i, row in enumerate(hit.cpu().numpy()):
-        items = []
-        for j in np.flatnonzero(row).tolist():
-            relays: dict[str, RelayExplanation] = {
-                name: RelayExplanation(
-                    score=float(raw[name][i, j])
-                    if name in raw and np.isfinite(raw[name][i, j])
-                    else None,
-                    rank=int(ranks[name][i, j]) or None if name in ranks else None,
-                    weight=plan.weights[name],
-                )
-                for name in plan.opts.relays
-            }
-            items.append(
-                Explanation(
-                    relays=relays,
-                    relevance=float(rel[i, j]),
-                    cognitive_factor=float(fac[i, j]),
-                    fused=float(fus[i, j]),
-                    retrieval_strength=float(d[i, j]),
-                    storage_strength=float(s[i, j]),
-                    gates=gates,
-                    time_cue=0.0 if lift is None else float(lift[i, j]),
-                )
-            )
-        out.append(items)
-    return out

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -25,7 +26,7 @@ from ...cortex.cortex import Cortex
 from ...kernels.selection import take_rows
 from .state import StoreVersion
 
-__all__ = ["ChainTable", "CueTable", "LinkTables", "PaddedRows"]
+__all__ = ["ChainTable", "CueTable", "HostLinks", "LinkTables", "PaddedRows"]
 
 
 class PaddedRows:
@@ -162,6 +163,19 @@ class ChainTable:
         return self._dev[: self.n]
 
 
+class HostLinks(NamedTuple):
+    """The link tables as host arrays: ``chain`` int64 (n, 2·window); the extra edges' row
+    map ``row_of`` int64 (n,), their rows ``extra`` int64 (R, D) (``-1`` past each row's
+    edges) and weights ``extra_w`` float64 (R, D) — None without extra edges — and
+    ``extra_width``, the widest row in use (D may be larger)."""
+
+    chain: np.ndarray
+    row_of: np.ndarray | None
+    extra: np.ndarray | None
+    extra_w: np.ndarray | None
+    extra_width: int
+
+
 class LinkTables:
     """The association graph of the store (see the module docstring); ``mirror`` keeps device
     copies on ``device`` (a GPU, or the CPU in the tests of the GPU code path)."""
@@ -217,16 +231,21 @@ class LinkTables:
         self._nbr.push(row, nbr)
         self._w.push(row, float(np.float32(weight)))  # the graph hands weights out as float32
 
-    def host_arrays(self) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, int]:
-        """The tables on the host, for the native pool expansion: the chain (n, 2·window), the
-        extra edges' row map (n,) and their rows (R, D; ``-1`` past each row's edges), None
-        for both without any, and the extra edges' width in use."""
+    def host_arrays(self) -> HostLinks:
+        """The tables on the host, for the native pool expansion and spreading."""
         if self._chain is None:
             raise RuntimeError("LinkTables.sync() first")
         chain = self._chain.data[: self._chain.n]
         if self._nbr.rows == 0 or self._nbr.width == 0:
-            return chain, None, None, 0
-        return chain, self._row_of[: self._n], self._nbr.data[: self._nbr.rows], self._nbr.width
+            return HostLinks(chain, None, None, None, 0)
+        rows = self._nbr.rows
+        return HostLinks(
+            chain,
+            self._row_of[: self._n],
+            self._nbr.data[:rows],
+            self._w.data[:rows],
+            self._nbr.width,
+        )
 
     @property
     def chain(self) -> torch.Tensor:

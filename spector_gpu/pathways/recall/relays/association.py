@@ -18,7 +18,7 @@ import torch
 from ....config import AssociationConfig
 from ....kernels.native import native
 from ....kernels.selection import take_rows
-from ....kernels.spread import spread_max, spread_pool
+from ....kernels.spread import spread_links, spread_max, spread_pool
 from ..pool import PAD, Pool
 from ..tables import LinkTables
 
@@ -29,6 +29,7 @@ __all__ = [
     "expanded_host",
     "neighbours",
     "spread_gathered",
+    "spread_host",
 ]
 
 _HOST_ROWS = 4  # queries up to which the pool is expanded natively, one row at a time
@@ -47,7 +48,7 @@ def expanded_host(
     m = parts[0].shape[0]
     if native is None or m > _HOST_ROWS or n_store <= sum(p.shape[1] for p in parts):
         return None
-    chain, row_of, extra, extra_width = tables.host_arrays()
+    chain, row_of, extra, _, extra_width = tables.host_arrays()
     seeds = (
         np.concatenate([p.numpy() for p in parts], axis=1) if len(parts) > 1 else parts[0].numpy()
     )
@@ -89,6 +90,22 @@ def neighbours(
         nbr = torch.cat([nbr, torch.where(has, picked, torch.full_like(picked, -1))], dim=-1)
         weight = torch.cat([weight, take_rows(e_w, row.clamp(min=0))], dim=-1)
     return nbr, weight
+
+
+def spread_host(
+    tables: LinkTables, pool: Pool, base: torch.Tensor, cfg: AssociationConfig
+) -> torch.Tensor | None:
+    """:func:`association_score` of a sparse CPU pool with each member's neighbours read from
+    the link tables in one native pass (no (n, W, E) neighbour arrays), or None where the
+    native pass declines (no native kernels; a value it leaves to the tensors:
+    :func:`~spector_gpu.kernels.spread.spread_pool`)."""
+    if native is None or pool.dense or not pool.host_reads or base.device.type != "cpu":
+        return None
+    host = tables.host_arrays()
+    got: torch.Tensor | None = spread_links(
+        pool.ordinals, host, float(cfg.temporal_weight), base, hops=cfg.hops, decay=cfg.decay
+    )
+    return got
 
 
 def association_score(
