@@ -1997,6 +1997,31 @@ static int unsigned_finite(const double *x, Py_ssize_t n) {
     return ok;
 }
 
+/* One pool row's max-product spreading: member c's neighbour slots k (positions pos[c·e + k]
+ * in the row, -1 for none, weights w[c·e + k]), `steps` hops from `base`, the running maximum
+ * from 0 into act; src holds 2·width doubles of scratch. Every product (w · src) · decay^h. */
+static void spread_row(const int32_t *pos, const double *w, const double *base, Py_ssize_t width,
+                       Py_ssize_t e, int steps, double decay, double *src, double *act) {
+    double *step = src + width;
+    memcpy(src, base, sizeof(double) * width);
+    for (Py_ssize_t c = 0; c < width; c++) act[c] = 0.0;
+    for (int h = 0; h < steps; h++) {
+        double dec = pow(decay, (double)h);
+        for (Py_ssize_t c = 0; c < width; c++) {
+            double best = 0.0;
+            for (Py_ssize_t k = 0; k < e; k++) {
+                int32_t j = pos[c * e + k];
+                if (j < 0) continue;
+                double v = (w[c * e + k] * src[j]) * dec;
+                if (v > best) best = v;
+            }
+            step[c] = best;
+            if (best > act[c]) act[c] = best;
+        }
+        memcpy(src, step, sizeof(double) * width);
+    }
+}
+
 static PyObject *py_spread_pool(PyObject *self, PyObject *args) {
     PyObject *o_pool, *o_nbr, *o_w, *o_base, *o_table, *o_out;
     int hops;
@@ -2042,7 +2067,6 @@ static PyObject *py_spread_pool(PyObject *self, PyObject *args) {
             PyErr_NoMemory();
             goto done;
         }
-        double *step = src + width;
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < n; i++) {
             const int64_t *row = pp + i * width, *nb = np_ + i * width * e;
@@ -2052,25 +2076,8 @@ static PyObject *py_spread_pool(PyObject *self, PyObject *args) {
                 pos[t] = nb[t] >= 0 && nb[t] < size ? tp[nb[t]] : -1;
             for (Py_ssize_t c = 0; c < width; c++)
                 if (row[c] >= 0 && row[c] < size) tp[row[c]] = -1;
-            double *act = op + i * width;
-            const double *ww = wp + i * width * e;
-            memcpy(src, bp + i * width, sizeof(double) * width);
-            for (Py_ssize_t c = 0; c < width; c++) act[c] = 0.0;
-            for (int h = 0; h < steps; h++) {
-                double dec = pow(decay, (double)h);
-                for (Py_ssize_t c = 0; c < width; c++) {
-                    double s = 0.0;
-                    for (Py_ssize_t k = 0; k < e; k++) {
-                        int32_t j = pos[c * e + k];
-                        if (j < 0) continue;
-                        double v = (ww[c * e + k] * src[j]) * dec;
-                        if (v > s) s = v;
-                    }
-                    step[c] = s;
-                    if (s > act[c]) act[c] = s;
-                }
-                memcpy(src, step, sizeof(double) * width);
-            }
+            spread_row(pos, wp + i * width * e, bp + i * width, width, e, steps, decay, src,
+                       op + i * width);
         }
         Py_END_ALLOW_THREADS
         free(pos); free(src);
@@ -2296,7 +2303,7 @@ static PyObject *py_spread_tables(PyObject *self, PyObject *args) {
         const double *wp = ew.held ? ew.view.buf : NULL;
         int32_t *tp = table.view.buf;
         int64_t size = table.view.len / 4;
-        double *op = out.view.buf, *step = src + width;
+        double *op = out.view.buf;
         int steps = hops > 1 ? hops : 1, ok = 1;
         for (Py_ssize_t i = 0; i < n && ok; i++) {
             const int64_t *prow = pp + i * width;
@@ -2326,24 +2333,7 @@ static PyObject *py_spread_tables(PyObject *self, PyObject *args) {
             for (Py_ssize_t c = 0; c < width; c++)
                 if (prow[c] >= 0 && prow[c] < size) tp[prow[c]] = -1;
             if (!ok) break;
-            double *act = op + i * width;
-            memcpy(src, bp + i * width, sizeof(double) * width);
-            for (Py_ssize_t c = 0; c < width; c++) act[c] = 0.0;
-            for (int h = 0; h < steps; h++) {
-                double dec = pow(decay, (double)h);
-                for (Py_ssize_t c = 0; c < width; c++) {
-                    double best = 0.0;
-                    for (Py_ssize_t k = 0; k < e; k++) {
-                        int32_t j = pos[c * e + k];
-                        if (j < 0) continue;
-                        double v = (wts[c * e + k] * src[j]) * dec;
-                        if (v > best) best = v;
-                    }
-                    step[c] = best;
-                    if (best > act[c]) act[c] = best;
-                }
-                memcpy(src, step, sizeof(double) * width);
-            }
+            spread_row(pos, wts, bp + i * width, width, e, steps, decay, src, op + i * width);
         }
         result = ok ? Py_True : Py_False;
         Py_INCREF(result);
