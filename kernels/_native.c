@@ -2089,6 +2089,58 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ recall pool: link tables */
+
+/* The link tables as pool_expand and spread_tables read them: each memory's chain row
+ * (N, C) and, when there are extra edges, its row of them (row_of (N,) into extra (R, D),
+ * with weights extra_w (R, D) for spreading); -1 past a row's edges. */
+typedef struct {
+    Buf chain, row, extra, ew;
+    Py_ssize_t n, cw, rows, dw;
+} Links;
+
+static void links_close(Links *l) {
+    release(&l->chain); release(&l->row); release(&l->extra); release(&l->ew);
+}
+
+/* Read the tables (o_row None: no extra edges; o_ew NULL: weights not needed); -1 with an
+ * exception set (the caller still calls links_close). */
+static int links_open(Links *l, PyObject *o_chain, PyObject *o_row, PyObject *o_extra,
+                      PyObject *o_ew, const char *name) {
+    if (get_buf(o_chain, &l->chain, "lq", 8, -1, 0, "chain") < 0) return -1;
+    if (l->chain.view.ndim != 2) {
+        PyErr_Format(PyExc_ValueError, "%s: chain must be (N, C) int64", name);
+        return -1;
+    }
+    l->n = l->chain.view.shape[0];
+    l->cw = l->chain.view.shape[1];
+    l->rows = l->dw = 0;
+    if (o_row == Py_None) return 0;
+    if (get_buf(o_row, &l->row, "lq", 8, l->n, 0, "row_of") < 0) return -1;
+    if (get_buf(o_extra, &l->extra, "lq", 8, -1, 0, "extra") < 0) return -1;
+    if (l->extra.view.ndim != 2) {
+        PyErr_Format(PyExc_ValueError, "%s: extra must be (R, D) int64", name);
+        return -1;
+    }
+    l->rows = l->extra.view.shape[0];
+    l->dw = l->extra.view.shape[1];
+    if (o_ew && get_buf(o_ew, &l->ew, "d", 8, l->rows * l->dw, 0, "extra_w") < 0) return -1;
+    return 0;
+}
+
+/* Neighbour slot k (< cw + dw) of memory d (in [0, n)): its chain slots, then its extra-edge
+ * row's; -1 for none. *w is the slot's weight: tw for a chain slot (and for none), the edge's
+ * for an extra one (when the weights were read). */
+static inline int64_t link_at(const Links *l, int64_t d, Py_ssize_t k, double tw, double *w) {
+    *w = tw;
+    if (k < l->cw) return ((const int64_t *)l->chain.view.buf)[d * l->cw + k];
+    int64_t r = l->row.held ? ((const int64_t *)l->row.view.buf)[d] : -1;
+    if (r < 0 || r >= l->rows) return -1;
+    Py_ssize_t at = r * l->dw + (k - l->cw);
+    if (l->ew.held) *w = ((const double *)l->ew.view.buf)[at];
+    return ((const int64_t *)l->extra.view.buf)[at];
+}
+
 /* ------------------------------------------------------------------ recall pool: expansion */
 
 /* pool_expand(seeds int64 (c,), chain int64 (N, C), row_of int64 (N,) | None,
@@ -2102,26 +2154,13 @@ static PyObject *py_pool_expand(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOOO", &o_seeds, &o_chain, &o_row, &o_extra, &o_allowed,
                           &o_out))
         return NULL;
-    Buf seeds = {0}, chain = {0}, row = {0}, extra = {0}, allowed = {0}, out = {0};
+    Buf seeds = {0}, allowed = {0}, out = {0};
+    Links links = {0};
     PyObject *result = NULL;
     uint64_t *bits = NULL;
     if (get_buf(o_seeds, &seeds, "lq", 8, -1, 0, "seeds") < 0) goto done;
-    if (get_buf(o_chain, &chain, "lq", 8, -1, 0, "chain") < 0) goto done;
-    if (chain.view.ndim != 2) {
-        PyErr_SetString(PyExc_ValueError, "pool_expand: chain must be (N, C) int64");
-        goto done;
-    }
-    Py_ssize_t n = chain.view.shape[0], cw = chain.view.shape[1], rows = 0, dw = 0;
-    if (o_row != Py_None) {
-        if (get_buf(o_row, &row, "lq", 8, n, 0, "row_of") < 0) goto done;
-        if (get_buf(o_extra, &extra, "lq", 8, -1, 0, "extra") < 0) goto done;
-        if (extra.view.ndim != 2) {
-            PyErr_SetString(PyExc_ValueError, "pool_expand: extra must be (R, D) int64");
-            goto done;
-        }
-        rows = extra.view.shape[0];
-        dw = extra.view.shape[1];
-    }
+    if (links_open(&links, o_chain, o_row, o_extra, NULL, "pool_expand") < 0) goto done;
+    Py_ssize_t n = links.n, e = links.cw + links.dw;
     if (o_allowed != Py_None && get_buf(o_allowed, &allowed, "?", 1, n, 0, "allowed") < 0)
         goto done;
     if (get_buf(o_out, &out, "lq", 8, -1, 1, "out") < 0) goto done;
@@ -2132,8 +2171,7 @@ static PyObject *py_pool_expand(PyObject *self, PyObject *args) {
     }
     Py_ssize_t n_seeds = 0, count = 0, cap = out.view.len / 8;
     {
-        const int64_t *sp = seeds.view.buf, *cp = chain.view.buf;
-        const int64_t *rp = row.held ? row.view.buf : NULL, *ep = extra.held ? extra.view.buf : NULL;
+        const int64_t *sp = seeds.view.buf;
         const uint8_t *ap = allowed.held ? allowed.view.buf : NULL;
         int64_t *op = out.view.buf;
         Py_ssize_t c = seeds.view.len / 8;
@@ -2147,20 +2185,11 @@ static PyObject *py_pool_expand(PyObject *self, PyObject *args) {
         for (Py_ssize_t i = 0; i < c; i++) {
             int64_t d = sp[i];
             if (d < 0 || d >= n) continue;
-            for (int part = 0; part < 2; part++) {
-                const int64_t *nb = cp + d * cw;
-                Py_ssize_t width = cw;
-                if (part) {
-                    int64_t r = rp ? rp[d] : -1;
-                    if (r < 0 || r >= rows) break;
-                    nb = ep + r * dw;
-                    width = dw;
-                }
-                for (Py_ssize_t k = 0; k < width; k++) {
-                    int64_t j = nb[k];
-                    if (j < 0 || j >= n || (ap && !ap[j])) continue;
-                    bits[j >> 6] |= (uint64_t)1 << (j & 63);
-                }
+            for (Py_ssize_t k = 0; k < e; k++) {
+                double w;
+                int64_t j = link_at(&links, d, k, 0.0, &w);
+                if (j < 0 || j >= n || (ap && !ap[j])) continue;
+                bits[j >> 6] |= (uint64_t)1 << (j & 63);
             }
         }
         for (Py_ssize_t w = 0; w <= n / 64; w++) {
@@ -2178,8 +2207,8 @@ static PyObject *py_pool_expand(PyObject *self, PyObject *args) {
     result = Py_BuildValue("nn", n_seeds, count);
 done:
     free(bits);
-    release(&seeds); release(&chain); release(&row); release(&extra); release(&allowed);
-    release(&out);
+    release(&seeds); release(&allowed); release(&out);
+    links_close(&links);
     return result;
 }
 
@@ -2251,8 +2280,8 @@ static PyObject *py_spread_tables(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOOdOidOO", &o_pool, &o_chain, &o_row, &o_extra, &o_ew, &tw,
                           &o_base, &hops, &decay, &o_table, &o_out))
         return NULL;
-    Buf pool = {0}, chain = {0}, row = {0}, extra = {0}, ew = {0}, base = {0}, table = {0},
-        out = {0};
+    Buf pool = {0}, base = {0}, table = {0}, out = {0};
+    Links links = {0};
     PyObject *result = NULL;
     int32_t *pos = NULL;
     double *wts = NULL, *src = NULL;
@@ -2263,23 +2292,8 @@ static PyObject *py_spread_tables(PyObject *self, PyObject *args) {
     }
     Py_ssize_t n = base.view.shape[0], width = base.view.shape[1];
     if (get_buf(o_pool, &pool, "lq", 8, n * width, 0, "pool") < 0) goto done;
-    if (get_buf(o_chain, &chain, "lq", 8, -1, 0, "chain") < 0) goto done;
-    if (chain.view.ndim != 2) {
-        PyErr_SetString(PyExc_ValueError, "spread_tables: chain must be (N, C) int64");
-        goto done;
-    }
-    Py_ssize_t nn = chain.view.shape[0], cw = chain.view.shape[1], rows = 0, dw = 0;
-    if (o_row != Py_None) {
-        if (get_buf(o_row, &row, "lq", 8, nn, 0, "row_of") < 0) goto done;
-        if (get_buf(o_extra, &extra, "lq", 8, -1, 0, "extra") < 0) goto done;
-        if (extra.view.ndim != 2) {
-            PyErr_SetString(PyExc_ValueError, "spread_tables: extra must be (R, D) int64");
-            goto done;
-        }
-        rows = extra.view.shape[0];
-        dw = extra.view.shape[1];
-        if (get_buf(o_ew, &ew, "d", 8, rows * dw, 0, "extra_w") < 0) goto done;
-    }
+    if (links_open(&links, o_chain, o_row, o_extra, o_ew, "spread_tables") < 0) goto done;
+    Py_ssize_t nn = links.n;
     if (get_buf(o_table, &table, "i", 4, -1, 1, "table") < 0) goto done;
     if (get_buf(o_out, &out, "d", 8, n * width, 1, "out") < 0) goto done;
     const double *bp = base.view.buf;
@@ -2289,7 +2303,7 @@ static PyObject *py_spread_tables(PyObject *self, PyObject *args) {
         Py_INCREF(result);
         goto done;
     }
-    Py_ssize_t e = cw + dw;
+    Py_ssize_t e = links.cw + links.dw;
     pos = malloc(sizeof(int32_t) * (size_t)(width * e > 0 ? width * e : 1));
     wts = malloc(sizeof(double) * (size_t)(width * e > 0 ? width * e : 1));
     src = malloc(sizeof(double) * (size_t)(width > 0 ? 2 * width : 1));
@@ -2298,9 +2312,7 @@ static PyObject *py_spread_tables(PyObject *self, PyObject *args) {
         goto done;
     }
     {
-        const int64_t *pp = pool.view.buf, *cp = chain.view.buf;
-        const int64_t *rp = row.held ? row.view.buf : NULL, *ep = extra.held ? extra.view.buf : NULL;
-        const double *wp = ew.held ? ew.view.buf : NULL;
+        const int64_t *pp = pool.view.buf;
         int32_t *tp = table.view.buf;
         int64_t size = table.view.len / 4;
         double *op = out.view.buf;
@@ -2313,18 +2325,9 @@ static PyObject *py_spread_tables(PyObject *self, PyObject *args) {
                 int64_t d = prow[c];
                 int32_t *pc = pos + c * e;
                 double *wc = wts + c * e;
-                int64_t r = d >= 0 && d < nn && rp ? rp[d] : -1;
                 for (Py_ssize_t k = 0; k < e; k++) {
-                    int64_t j = -1;
                     double w = tw;
-                    if (d >= 0 && d < nn) {
-                        if (k < cw) {
-                            j = cp[d * cw + k];
-                        } else if (r >= 0 && r < rows) {
-                            j = ep[r * dw + (k - cw)];
-                            w = wp[r * dw + (k - cw)];
-                        }
-                    }
+                    int64_t j = d >= 0 && d < nn ? link_at(&links, d, k, tw, &w) : -1;
                     pc[k] = j >= 0 && j < size ? tp[j] : -1;
                     wc[k] = w;
                     if (pc[k] >= 0 && (!isfinite(w) || signbit(w))) ok = 0;
@@ -2340,8 +2343,8 @@ static PyObject *py_spread_tables(PyObject *self, PyObject *args) {
     }
 done:
     free(pos); free(wts); free(src);
-    release(&pool); release(&chain); release(&row); release(&extra); release(&ew);
-    release(&base); release(&table); release(&out);
+    release(&pool); release(&base); release(&table); release(&out);
+    links_close(&links);
     return result;
 }
 
