@@ -1325,6 +1325,108 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ pool_columns */
+/* The columns recall reads for M pool members (int64 ordinals in [0, n)), in one pass: each
+ * member's header (importance, flags, arousal, formation time: strided fields of one record)
+ * and its D at the last event, that event's time and S, read once where a numpy gather per
+ * field reads every member's record once per field; and D now by decay_topk's law (the
+ * float64 operations of kernels/decay.py decayed_numpy in its order, so the same bits),
+ * widened to float64. */
+#define POOL_AHEAD 16 /* members ahead whose lines pool_columns fetches */
+
+static PyObject *py_pool_columns(PyObject *self, PyObject *args) {
+    PyObject *o_idx, *o_imp, *o_flags, *o_arousal, *o_formed, *o_d, *o_last, *o_storage;
+    PyObject *o_edges, *o_factors, *o_out[8];
+    Py_ssize_t n;
+    long long now;
+    int freeze_set, need_set;
+    if (!PyArg_ParseTuple(args, "nLOOOOOOOOiiOOOOOOOOOO", &n, &now, &o_idx, &o_imp, &o_flags,
+                          &o_arousal, &o_formed, &o_d, &o_last, &o_storage, &freeze_set,
+                          &need_set, &o_edges, &o_factors, &o_out[0], &o_out[1], &o_out[2],
+                          &o_out[3], &o_out[4], &o_out[5], &o_out[6], &o_out[7]))
+        return NULL;
+    Buf idx = {0}, imp = {0}, flags = {0}, arousal = {0}, formed = {0}, d = {0}, last = {0};
+    Buf storage = {0}, edges = {0}, factors = {0}, out[8];
+    memset(out, 0, sizeof(out));
+    PyObject *result = NULL;
+    if (get_buf(o_idx, &idx, "lq", 8, -1, 0, "ordinals") < 0) goto done;
+    Py_ssize_t m = idx.view.len / 8;
+    if (get_strided(o_imp, &imp, "f", 4, n, "importance") < 0) goto done;
+    if (get_strided(o_flags, &flags, "B", 1, n, "flags") < 0) goto done;
+    if (get_strided(o_arousal, &arousal, "B", 1, n, "arousal") < 0) goto done;
+    if (get_strided(o_formed, &formed, "lq", 8, n, "formed_ms") < 0) goto done;
+    if (get_strided(o_d, &d, "f", 4, n, "d_event") < 0) goto done;
+    if (get_strided(o_last, &last, "lq", 8, n, "last_event_ms") < 0) goto done;
+    if (get_strided(o_storage, &storage, "f", 4, n, "storage") < 0) goto done;
+    if (get_buf(o_edges, &edges, "d", 8, -1, 0, "edges") < 0) goto done;
+    Py_ssize_t nb = edges.view.len / 8;
+    if (nb < 1 || get_buf(o_factors, &factors, "d", 8, nb, 0, "factors") < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "pool_columns: no bucket edges");
+        goto done;
+    }
+    {
+        static const char *fmt[8] = {"f", "B", "B", "f", "lq", "f", "lq", "d"};
+        static const Py_ssize_t size[8] = {4, 1, 1, 4, 8, 4, 8, 8};
+        static const char *name[8] = {"out_importance", "out_flags", "out_arousal", "out_d_event",
+                                      "out_last_ms", "out_storage", "out_formed_ms", "out_d_now"};
+        for (int f = 0; f < 8; f++)
+            if (get_buf(o_out[f], &out[f], fmt[f], size[f], m, 1, name[f]) < 0) goto done;
+    }
+    const int64_t *ip = idx.view.buf;
+    for (Py_ssize_t r = 0; r < m; r++) {
+        if (ip[r] < 0 || ip[r] >= n) {
+            PyErr_SetString(PyExc_ValueError, "pool_columns: an ordinal is outside [0, n)");
+            goto done;
+        }
+    }
+    {
+        const double *ep = edges.view.buf, *fp = factors.view.buf;
+        float *o_i = out[0].view.buf, *o_de = out[3].view.buf, *o_s = out[5].view.buf;
+        uint8_t *o_f = out[1].view.buf, *o_a = out[2].view.buf;
+        int64_t *o_l = out[4].view.buf, *o_t = out[6].view.buf;
+        double *o_now = out[7].view.buf;
+        double denom[256];
+        for (int a = 0; a < 256; a++) denom[a] = 1.0 + (double)a / 255.0;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t r = 0; r < m; r++) {
+            if (r + POOL_AHEAD < m) { /* the loop is long: fetch the lines of a later member */
+                Py_ssize_t a = (Py_ssize_t)ip[r + POOL_AHEAD];
+                __builtin_prefetch(&STRIDED(imp, float, a));
+                __builtin_prefetch(&STRIDED(formed, int64_t, a));
+                __builtin_prefetch(&STRIDED(d, float, a));
+                __builtin_prefetch(&STRIDED(last, int64_t, a));
+                __builtin_prefetch(&STRIDED(storage, float, a));
+            }
+            Py_ssize_t i = (Py_ssize_t)ip[r];
+            uint8_t fl = STRIDED(flags, uint8_t, i), ar = STRIDED(arousal, uint8_t, i);
+            float d0 = STRIDED(d, float, i);
+            int64_t at = STRIDED(last, int64_t, i);
+            o_i[r] = STRIDED(imp, float, i);
+            o_f[r] = fl;
+            o_a[r] = ar;
+            o_de[r] = d0;
+            o_l[r] = at;
+            o_s[r] = STRIDED(storage, float, i);
+            o_t[r] = STRIDED(formed, int64_t, i);
+            int64_t dt = (int64_t)now - at;
+            double t = (double)(dt > 0 ? dt : 0) / 1000.0;
+            t = t / denom[ar];
+            Py_ssize_t b = 0; /* the last edge <= t (edges ascending, edges[0] == 0 <= t) */
+            for (Py_ssize_t e = 1; e < nb; e++) b += ep[e] <= t;
+            int frozen = (fl & freeze_set) || !(fl & need_set);
+            o_now[r] = (double)(float)((double)d0 * (frozen ? 1.0 : fp[b]));
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    release(&idx); release(&imp); release(&flags); release(&arousal); release(&formed);
+    release(&d); release(&last); release(&storage); release(&edges); release(&factors);
+    for (int f = 0; f < 8; f++) release(&out[f]);
+    return result;
+}
+
 /* ------------------------------------------------------------------ bm25_dense */
 /* Dense BM25 scores out[i, d] = sum over query i's terms j (ascending) of
  * float32(count_ij * float32(tfc(tf_jd, dl_d) * idf_j)), accumulated in float32 in that order
@@ -2424,6 +2526,10 @@ static PyMethodDef methods[] = {
      "decay_topk(n, now, w_div, weight, flags, arousal, d_event, last_ms, allowed, freeze_set, "
      "need_set, edges, factors, out_keys, out_slots[, horizon]) -> count, or (count, next "
      "change ms) with horizon"},
+    {"pool_columns", py_pool_columns, METH_VARARGS,
+     "pool_columns(n, now, ordinals, importance, flags, arousal, formed_ms, d_event, last_ms, "
+     "storage, freeze_set, need_set, edges, factors, <8 outputs: importance, flags, arousal, "
+     "d_event, last_ms, storage, formed_ms, D now (float64)>)"},
     {"bm25_dense", py_bm25_dense, METH_VARARGS,
      "bm25_dense(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, main_tf, "
      "tail_indptr, tail_doc, tail_tf, doc_len, allowed, k1, b, avgdl, okapi, out)"},
