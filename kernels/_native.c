@@ -1236,6 +1236,23 @@ done:
 
 /* ------------------------------------------------------------------ decay_topk */
 
+/* The decay law's pieces shared by decay_topk and pool_columns, in decayed_numpy's float64
+ * order: the arousal divisors 1 + a / 255, and the bucket of a row last touched at `last`
+ * (the last of the nb ascending edges, edges[0] == 0, that its age in seconds reaches). */
+static void decay_denoms(double denom[256]) {
+    for (int a = 0; a < 256; a++) denom[a] = 1.0 + (double)a / 255.0;
+}
+
+static inline Py_ssize_t decay_bucket(long long now, int64_t last, double denom,
+                                      const double *edges, Py_ssize_t nb) {
+    int64_t dt = (int64_t)now - last;
+    double t = (double)(dt > 0 ? dt : 0) / 1000.0;
+    t = t / denom;
+    Py_ssize_t b = 0;
+    for (Py_ssize_t e = 1; e < nb; e++) b += edges[e] <= t;
+    return b;
+}
+
 static PyObject *py_decay_topk(PyObject *self, PyObject *args) {
     PyObject *o_w, *o_flags, *o_arousal, *o_d, *o_last, *o_allowed, *o_edges, *o_factors;
     PyObject *o_keys, *o_slots;
@@ -1283,7 +1300,7 @@ static PyObject *py_decay_topk(PyObject *self, PyObject *args) {
         int bounded = 1;
         for (Py_ssize_t e = 0; e < nb; e++) bounded &= fp[e] <= 1.0;
         double denom[256];
-        for (int a = 0; a < 256; a++) denom[a] = 1.0 + (double)a / 255.0;
+        decay_denoms(denom);
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < n; i++) {
             if (ap && !ap[i]) continue;
@@ -1293,11 +1310,8 @@ static PyObject *py_decay_topk(PyObject *self, PyObject *args) {
             int frozen = (fl & freeze_set) || !(fl & need_set);
             if (!horizon && bounded && scaled >= 0.0 && size == k && !(scaled * (double)d0 > hk[0]))
                 continue;
-            int64_t dt = (int64_t)now - STRIDED(last, int64_t, i);
-            double t = (double)(dt > 0 ? dt : 0) / 1000.0;
-            t = t / denom[STRIDED(arousal, uint8_t, i)];
-            Py_ssize_t b = 0; /* the last edge <= t (edges ascending, edges[0] == 0 <= t) */
-            for (Py_ssize_t e = 1; e < nb; e++) b += ep[e] <= t;
+            Py_ssize_t b = decay_bucket(now, STRIDED(last, int64_t, i),
+                                        denom[STRIDED(arousal, uint8_t, i)], ep, nb);
             if (horizon && !frozen && b + 1 < nb) {
                 /* t reaches the next edge near last + edge * 1000 * denom ms; 2 ms early covers
                  * the rounding of the exact test above */
@@ -1386,7 +1400,7 @@ static PyObject *py_pool_columns(PyObject *self, PyObject *args) {
         int64_t *o_l = out[4].view.buf, *o_t = out[6].view.buf;
         double *o_now = out[7].view.buf;
         double denom[256];
-        for (int a = 0; a < 256; a++) denom[a] = 1.0 + (double)a / 255.0;
+        decay_denoms(denom);
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t r = 0; r < m; r++) {
             if (r + POOL_AHEAD < m) { /* the loop is long: fetch the lines of a later member */
@@ -1408,11 +1422,7 @@ static PyObject *py_pool_columns(PyObject *self, PyObject *args) {
             o_l[r] = at;
             o_s[r] = STRIDED(storage, float, i);
             o_t[r] = STRIDED(formed, int64_t, i);
-            int64_t dt = (int64_t)now - at;
-            double t = (double)(dt > 0 ? dt : 0) / 1000.0;
-            t = t / denom[ar];
-            Py_ssize_t b = 0; /* the last edge <= t (edges ascending, edges[0] == 0 <= t) */
-            for (Py_ssize_t e = 1; e < nb; e++) b += ep[e] <= t;
+            Py_ssize_t b = decay_bucket(now, at, denom[ar], ep, nb);
             int frozen = (fl & freeze_set) || !(fl & need_set);
             o_now[r] = (double)(float)((double)d0 * (frozen ? 1.0 : fp[b]));
         }

@@ -106,7 +106,8 @@ def _proposals(x: torch.Tensor, *, trim: bool) -> Pool:
     numpy's argsort takes a third of torch's sort time; the order it gives the padding (the
     only equal keys) differs, and nothing reads the order there."""
     if trim and x.device.type == "cpu":
-        keyed = np.where(x.numpy() < 0, PAD, x.numpy())
+        rows = x.numpy()
+        keyed = np.where(rows < 0, PAD, rows)
         at = np.argsort(keyed, axis=1)
         ordinals, order = torch.from_numpy(np.take_along_axis(keyed, at, 1)), torch.from_numpy(at)
     else:
