@@ -1447,9 +1447,13 @@ done:
  * terms (CSR, columns ascending in each row), each term's main range and tail postings, the
  * documents' lengths and the gate; then each distinct term's posting weights, once per call
  * (queries of a batch share terms): woff[j] is where term j's main then tail weights start in
- * wbuf. */
+ * wbuf. With a weight cache (wmain: float32, one weight per main posting, kept by the caller
+ * while the statistics stand; cached: uint8 per term, 1 where its main weights there are
+ * current), a term's main weights are read from, or first written into, wmain[mlo[j]:mhi[j])
+ * and wbuf holds tail weights only. */
 typedef struct {
     Buf qptr, qcol, qcnt, idf, mlo, mhi, mdoc, mtf, tptr, tdoc, ttf, len, allowed;
+    Buf wmain, cached;
     Py_ssize_t m, nnz, u, n_docs;
     double k1, b, avgdl;
     int okapi;
@@ -1457,17 +1461,33 @@ typedef struct {
     float *wbuf;
 } Bm25;
 
+/* Term j's main weights (the cache's, or wbuf's) and tail weights. */
+static inline float *bm25_main_w(const Bm25 *z, int64_t j) {
+    if (z->wmain.held) return (float *)z->wmain.view.buf + ((const int64_t *)z->mlo.view.buf)[j];
+    return z->wbuf + z->woff[j];
+}
+
+static inline float *bm25_tail_w(const Bm25 *z, int64_t j) {
+    const int64_t *lo = z->mlo.view.buf, *hi = z->mhi.view.buf;
+    return z->wbuf + z->woff[j] + (z->wmain.held ? 0 : hi[j] - lo[j]);
+}
+
+/* Whether term j's main weights must be computed in this call. */
+static inline int bm25_main_due(const Bm25 *z, int64_t j) {
+    return !z->wmain.held || !((const uint8_t *)z->cached.view.buf)[j];
+}
+
 static void bm25_close(Bm25 *z) {
     release(&z->qptr); release(&z->qcol); release(&z->qcnt); release(&z->idf);
     release(&z->mlo); release(&z->mhi); release(&z->mdoc); release(&z->mtf);
     release(&z->tptr); release(&z->tdoc); release(&z->ttf); release(&z->len);
-    release(&z->allowed);
+    release(&z->allowed); release(&z->wmain); release(&z->cached);
     free(z->woff); free(z->wbuf);
     z->woff = NULL;
     z->wbuf = NULL;
 }
 
-/* Term j's posting weights into wbuf[woff[j]:woff[j + 1]) (main, then tail postings). */
+/* Term j's posting weights: its main ones where bm25_main_due, then its tail ones. */
 static void term_weights(const Bm25 *z, int64_t j) {
     const int64_t *lo = z->mlo.view.buf, *hi = z->mhi.view.buf, *tp = z->tptr.view.buf;
     const double *ip = z->idf.view.buf;
@@ -1476,10 +1496,10 @@ static void term_weights(const Bm25 *z, int64_t j) {
     double k1 = z->k1, b = z->b, avgdl = z->avgdl, base = 1.0 - b;
     Py_ssize_t n_docs = z->n_docs;
     int okapi = z->okapi;
-    float *w = z->wbuf + z->woff[j];
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = bm25_main_due(z, j) ? 0 : 1; pass < 2; pass++) {
         const int32_t *docs = pass ? td : md, *tfs = pass ? tt : mt;
         int64_t a0 = pass ? tp[j] : lo[j], end = pass ? tp[j + 1] : hi[j];
+        float *w = pass ? bm25_tail_w(z, j) : bm25_main_w(z, j);
         for (int64_t p = a0; p < end; p++, w++) {
             int32_t d = docs[p];
             if ((uint64_t)(uint32_t)d >= (uint64_t)n_docs) { *w = 0.0f; continue; }
@@ -1517,7 +1537,8 @@ static void *weights_helper(void *arg) {
  * enough of them, a helper thread takes every other distinct term; each term's weights are
  * the same whoever computes them); -1 with an exception set (the caller still calls
  * bm25_close). */
-static int bm25_open(Bm25 *z, PyObject *o[13], const char *name, int threads) {
+static int bm25_open(Bm25 *z, PyObject *o[13], const char *name, int threads, PyObject *o_wmain,
+                     PyObject *o_cached) {
     if (get_buf(o[0], &z->qptr, "lq", 8, -1, 0, "q_indptr") < 0) return -1;
     z->m = z->qptr.view.len / 8 - 1;
     if (get_buf(o[1], &z->qcol, "lq", 8, -1, 0, "q_terms") < 0) return -1;
@@ -1541,6 +1562,14 @@ static int bm25_open(Bm25 *z, PyObject *o[13], const char *name, int threads) {
         PyErr_Format(PyExc_ValueError, "%s: bad q_indptr", name);
         return -1;
     }
+    if ((o_wmain && o_wmain != Py_None) != (o_cached && o_cached != Py_None)) {
+        PyErr_Format(PyExc_ValueError, "%s: weight cache and its flags go together", name);
+        return -1;
+    }
+    if (o_wmain && o_wmain != Py_None &&
+        (get_buf(o_wmain, &z->wmain, "f", 4, z->mdoc.view.len / 4, 1, "weight_cache") < 0 ||
+         get_buf(o_cached, &z->cached, "?bB", 1, u, 0, "cached") < 0))
+        return -1;
     const int64_t *qp = z->qptr.view.buf, *qc = z->qcol.view.buf, *lo = z->mlo.view.buf;
     const int64_t *hi = z->mhi.view.buf, *tp = z->tptr.view.buf;
     int64_t mlen = z->mdoc.view.len / 4, tlen = z->tdoc.view.len / 4;
@@ -1572,7 +1601,7 @@ static int bm25_open(Bm25 *z, PyObject *o[13], const char *name, int threads) {
     }
     z->woff[0] = 0;
     for (Py_ssize_t j = 0; j < u; j++)
-        z->woff[j + 1] = z->woff[j] + (hi[j] - lo[j]) + (tp[j + 1] - tp[j]);
+        z->woff[j + 1] = z->woff[j] + (z->wmain.held ? 0 : hi[j] - lo[j]) + (tp[j + 1] - tp[j]);
     z->wbuf = malloc(sizeof(float) * (size_t)(z->woff[u] > 0 ? z->woff[u] : 1));
     if (!z->wbuf) {
         free(seen); free(terms);
@@ -1585,8 +1614,10 @@ static int bm25_open(Bm25 *z, PyObject *o[13], const char *name, int threads) {
         int64_t j = qc[e];
         if (seen[j]) continue;
         seen[j] = 1;
+        int64_t work = (tp[j + 1] - tp[j]) + (bm25_main_due(z, j) ? hi[j] - lo[j] : 0);
+        if (!work) continue;
         terms[n_terms++] = j;
-        total += z->woff[j + 1] - z->woff[j];
+        total += work;
     }
     free(seen);
     WeightJob job = {z, terms, n_terms, 0};
@@ -1616,10 +1647,10 @@ static Py_ssize_t bm25_accumulate(const Bm25 *z, Py_ssize_t i, float *acc, uint6
     for (int64_t e = qp[i]; e < qp[i + 1]; e++) {
         int64_t j = qc[e];
         float cnt = qn[e];
-        const float *w = z->wbuf + z->woff[j];
         for (int pass = 0; pass < 2; pass++) {
             const int32_t *docs = pass ? td : md;
             int64_t a0 = pass ? tp[j] : lo[j], end = pass ? tp[j + 1] : hi[j];
+            const float *w = pass ? bm25_tail_w(z, j) : bm25_main_w(z, j);
             for (int64_t p = a0; p < end; p++, w++) {
                 int32_t d = docs[p];
                 if ((uint64_t)(uint32_t)d >= n_docs || (ap && !ap[d])) continue;
@@ -1640,8 +1671,12 @@ static Py_ssize_t bm25_accumulate(const Bm25 *z, Py_ssize_t i, float *acc, uint6
 /* Postings query i reads (an upper bound on the documents it touches). */
 static int64_t bm25_postings(const Bm25 *z, Py_ssize_t i) {
     const int64_t *qp = z->qptr.view.buf, *qc = z->qcol.view.buf;
+    const int64_t *lo = z->mlo.view.buf, *hi = z->mhi.view.buf, *tp = z->tptr.view.buf;
     int64_t total = 0;
-    for (int64_t e = qp[i]; e < qp[i + 1]; e++) total += z->woff[qc[e] + 1] - z->woff[qc[e]];
+    for (int64_t e = qp[i]; e < qp[i + 1]; e++) {
+        int64_t j = qc[e];
+        total += (hi[j] - lo[j]) + (tp[j + 1] - tp[j]);
+    }
     return total;
 }
 
@@ -1654,7 +1689,7 @@ static PyObject *py_bm25_dense(PyObject *self, PyObject *args) {
         return NULL;
     Buf out = {0};
     PyObject *result = NULL;
-    if (bm25_open(&z, o, "bm25_dense", 1) < 0) goto done;
+    if (bm25_open(&z, o, "bm25_dense", 1, NULL, NULL) < 0) goto done;
     if (get_buf(o_out, &out, "f", 4, z.m * z.n_docs, 1, "out") < 0) goto done;
     {
         float *op = out.view.buf;
@@ -1936,14 +1971,14 @@ static void *sel_helper(void *arg) {
 }
 
 static PyObject *py_bm25_select(PyObject *self, PyObject *args) {
-    PyObject *o[13], *o_keys, *o_slots, *o_cand, *o_cout;
+    PyObject *o[13], *o_keys, *o_slots, *o_cand, *o_cout, *o_wmain = NULL, *o_cached = NULL;
     Py_ssize_t depth;
     int threads = 1;
     Bm25 z = {0};
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOdddpnOOOO|i", &o[0], &o[1], &o[2], &o[3], &o[4],
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOdddpnOOOO|iOO", &o[0], &o[1], &o[2], &o[3], &o[4],
                           &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &z.k1,
                           &z.b, &z.avgdl, &z.okapi, &depth, &o_keys, &o_slots, &o_cand, &o_cout,
-                          &threads))
+                          &threads, &o_wmain, &o_cached))
         return NULL;
     Buf keys = {0}, slots = {0}, cand = {0}, cout = {0};
     PyObject *result = NULL;
@@ -1952,7 +1987,7 @@ static PyObject *py_bm25_select(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "bm25_select: depth must be >= 0, threads 1 or 2");
         goto done;
     }
-    if (bm25_open(&z, o, "bm25_select", threads) < 0) goto done;
+    if (bm25_open(&z, o, "bm25_select", threads, o_wmain, o_cached) < 0) goto done;
     Py_ssize_t m = z.m, n_docs = z.n_docs, width = 0;
     if (depth > 0) {
         if (get_buf(o_keys, &keys, "f", 4, m * depth, 1, "out_keys") < 0) goto done;
@@ -2011,17 +2046,18 @@ static int row_scratch(PyObject *o_acc, PyObject *o_mark, PyObject *o_touched, B
 
 static PyObject *py_bm25_row(PyObject *self, PyObject *args) {
     PyObject *o[13], *o_keys, *o_slots, *o_acc, *o_mark, *o_touched;
+    PyObject *o_wmain = NULL, *o_cached = NULL;
     Py_ssize_t depth;
     Bm25 z = {0};
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOdddpnOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4],
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOdddpnOOOOO|OO", &o[0], &o[1], &o[2], &o[3], &o[4],
                           &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &z.k1,
                           &z.b, &z.avgdl, &z.okapi, &depth, &o_keys, &o_slots, &o_acc, &o_mark,
-                          &o_touched))
+                          &o_touched, &o_wmain, &o_cached))
         return NULL;
     Buf keys = {0}, slots = {0}, acc = {0}, mark = {0}, touched = {0};
     SelScratch sc = {0};
     PyObject *result = NULL;
-    if (bm25_open(&z, o, "bm25_row", 1) < 0) goto done;
+    if (bm25_open(&z, o, "bm25_row", 1, o_wmain, o_cached) < 0) goto done;
     if (z.m != 1 || depth < 1) {
         PyErr_SetString(PyExc_ValueError, "bm25_row: one query and depth >= 1");
         goto done;
@@ -2546,10 +2582,10 @@ static PyMethodDef methods[] = {
     {"bm25_select", py_bm25_select, METH_VARARGS,
      "bm25_select(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, main_tf, "
      "tail_indptr, tail_doc, tail_tf, doc_len, allowed, k1, b, avgdl, okapi, depth, out_keys, "
-     "out_slots, candidates, out_candidates[, threads])"},
+     "out_slots, candidates, out_candidates[, threads[, weight_cache, cached]])"},
     {"bm25_row", py_bm25_row, METH_VARARGS,
      "bm25_row(<the 17 leading arguments of bm25_select>, depth, out_keys, out_slots, acc, "
-     "mark, touched) -> kept: one query, its scratch row left written"},
+     "mark, touched[, weight_cache, cached]) -> kept: one query, its scratch row left written"},
     {"bm25_row_release", py_bm25_row_release, METH_VARARGS,
      "bm25_row_release(acc, mark, touched, kept, candidates, out): score slots from a kept "
      "row, then clear it"},

@@ -31,6 +31,7 @@ from .bm25_scoring import (
     KernelInputs,
     QueryTerms,
     TermsMemo,
+    WeightCache,
     check_allowed,
     check_slots,
     dense_scores,
@@ -99,6 +100,7 @@ class BM25Index:
         self._avg_idf: tuple[int, float] = (-1, 0.0)
         self._scratch = RowScratch()
         self._memo = TermsMemo()
+        self._weights = WeightCache()
 
     # ------------------------------------------------------------------ introspection
     def __len__(self) -> int:
@@ -234,7 +236,8 @@ class BM25Index:
         self._maybe_compact()
         q, uterms, idf = self._query_terms(query_tokens)
         params = (self._k1, self._b, self.avgdl, self._method == "okapi")
-        return KernelInputs(q, idf, self._post, uterms, self._doc_len.view(), params)
+        post, doc_len = self._post, self._doc_len.view()
+        return KernelInputs(q, idf, post, uterms, doc_len, params, self._weights, self._generation)
 
     def _query_terms(
         self, query_tokens: Sequence[Sequence[str]]

@@ -38,6 +38,7 @@ from .bm25_postings import Postings
 __all__ = [
     "KernelInputs",
     "QueryTerms",
+    "WeightCache",
     "check_allowed",
     "check_slots",
     "dense_scores",
@@ -81,9 +82,43 @@ class QueryTerms:
         return out
 
 
+class WeightCache:
+    """The main segment's posting weights ``float32(idf · tfc)``, one per posting, each term's
+    kept while the statistics stand: a term's weights are current when its stamp is the
+    index's generation (every add or retire moves it) and the main segment is the one they
+    were computed over (a compaction or a load replaces its arrays). The selection kernels
+    read a current term's weights from here and write the others' (the same float32 values
+    they would compute: tests compare the cached and uncached routes with scipy's product).
+    Not thread-safe: the index's caller serialises queries (the store's lock)."""
+
+    def __init__(self) -> None:
+        self._doc: np.ndarray | None = None
+        self.weights = np.zeros(0, dtype=np.float32)
+        self._stamp = np.zeros(0, dtype=np.int64)  # generation per main term, -1: never
+
+    def args(
+        self, post: Postings, uterms: np.ndarray, generation: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(weights, cached)``: the cache over ``post``'s main segment and uint8 (u,) flags,
+        1 where term ``uterms[j]``'s main weights there are current."""
+        if post.doc is not self._doc:
+            self._doc = post.doc
+            self.weights = np.zeros(len(post.doc), dtype=np.float32)
+            self._stamp = np.full(post.main_terms, -1, dtype=np.int64)
+        in_main = uterms < len(self._stamp)
+        cached = np.zeros(len(uterms), dtype=np.uint8)
+        cached[in_main] = self._stamp[uterms[in_main]] == generation
+        return self.weights, cached
+
+    def mark(self, uterms: np.ndarray, generation: int) -> None:
+        """A kernel call over ``uterms`` returned: their main weights are now current."""
+        self._stamp[uterms[uterms < len(self._stamp)]] = generation
+
+
 class KernelInputs(NamedTuple):
     """A batch as the native kernels read it: ``q`` and ``uterms`` (:func:`query_terms`),
-    float64 IDF of ``uterms``, the postings, int32 document lengths and (k1, b, avgdl, okapi)."""
+    float64 IDF of ``uterms``, the postings, int32 document lengths and (k1, b, avgdl, okapi);
+    the index's weight cache and the generation of its statistics, when the caller keeps one."""
 
     q: QueryTerms
     idf: np.ndarray
@@ -91,6 +126,19 @@ class KernelInputs(NamedTuple):
     uterms: np.ndarray
     doc_len: np.ndarray
     params: tuple[float, float, float, bool]
+    cache: WeightCache | None = None
+    generation: int = 0
+
+    def cache_args(self) -> tuple[np.ndarray, np.ndarray] | tuple[()]:
+        """The selection kernels' trailing ``(weight_cache, cached)``, or nothing."""
+        if self.cache is None:
+            return ()
+        return self.cache.args(self.post, self.uterms, self.generation)
+
+    def cached(self) -> None:
+        """The kernel returned: mark the batch's terms' main weights current."""
+        if self.cache is not None:
+            self.cache.mark(self.uterms, self.generation)
 
 
 def check_allowed(allowed: np.ndarray | None, n_docs: int) -> np.ndarray | None:
@@ -237,7 +285,8 @@ def native_args(
     allowed: np.ndarray | None,
 ) -> tuple[object, ...]:
     """The leading arguments of the native BM25 kernels (queries, postings, parameters)."""
-    q, idf, post, uterms, doc_len, (k1, b, avgdl, okapi) = inputs
+    q, idf, post, uterms, doc_len = inputs.q, inputs.idf, inputs.post, inputs.uterms, inputs.doc_len
+    k1, b, avgdl, okapi = inputs.params
     lo, hi, tptr, tdoc, ttf = post.ranges(uterms)
     return (
         q.indptr.astype(np.int64),

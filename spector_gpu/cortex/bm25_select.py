@@ -153,12 +153,20 @@ def score_row(
     args = native_args(inputs, allowed)
     try:
         kept = native.bm25_row(
-            *args, depth, keys, slots, scratch.acc, scratch.mark, scratch.touched
+            *args,
+            depth,
+            keys,
+            slots,
+            scratch.acc,
+            scratch.mark,
+            scratch.touched,
+            *inputs.cache_args(),
         )
     except MemoryError:
         scratch.acc.fill(0)  # how far the row was written is unknown
         scratch.mark.fill(0)
         raise
+    inputs.cached()
     row = ScoredRow(keys[None], slots[None], None, scratch, kept)
     scratch.live = row
     return row
@@ -212,7 +220,9 @@ def select_scores(
         candidates,
         cand_out,
         threads,
+        *inputs.cache_args(),
     )
+    inputs.cached()
     return keys, slots, cand_out
 
 
