@@ -51,6 +51,7 @@ def _table(metrics: dict) -> list[str]:
         "lexical+dense",
         "+association",
         "+salience",
+        "+token",
         "fusion=rrf",
         "fusion=weighted",
         "fusion=cognitive",

@@ -21,6 +21,7 @@ POSITIVE = {
     ("recall", "k"),
     ("dense", "ivf_nprobe"),
     ("recall", "candidates"),
+    ("recall", "token_depth"),
     ("recall", "rrf_k"),
     ("recall", "max_queries"),
     ("recall", "max_k"),
@@ -44,6 +45,8 @@ MAXIMUM = {
     ("recall", "cognitive_beta"): 1e6,
     ("recall", "tag_tau"): 1e6,
     ("recall", "time_cue_weight"): 1e6,
+    ("recall", "token_weight"): 1e6,
+    ("recall", "token_depth"): 10_000,
     # association edge weights and decay multiply activations once per hop
     ("association", "temporal_weight"): 1e6,
     ("association", "tag_weight"): 1e6,

@@ -80,8 +80,8 @@ class Location:
 
 _CLOCK_MAX = 1 << 62  # bound of now_ms and now_slack_ms: their sum stays an int64
 
-Relay = Literal["lexical", "dense", "association", "salience"]
-RELAYS: tuple[Relay, ...] = ("lexical", "dense", "association", "salience")
+Relay = Literal["lexical", "dense", "association", "salience", "token"]
+RELAYS: tuple[Relay, ...] = ("lexical", "dense", "association", "salience", "token")
 Fusion = Literal["cognitive", "weighted", "rrf"]
 
 
@@ -97,6 +97,13 @@ class RecallOptions:
     ``min_importance``, ``tags``, ``session_id``, provenance filters) are hard filters applied
     before top-k, so a recall returns ``k`` results whenever ``k`` memories pass them.
     ``mode="observe"`` leaves strength untouched; ``"learn"`` (default) applies onRecall.
+
+    The ``token`` relay (on by default) proposes nothing: it re-scores the fused top
+    ``[recall] token_depth`` (100) results by late interaction — each query token meets its
+    most similar token of the memory's own words in the packaged static token vectors — and the
+    result's ``score`` is then ``minmax(fused) + w·minmax(token)`` over that list, ``w`` its
+    weight (``[recall] token_weight``, 1.0). Leave it out of ``relays`` (or weight it 0) for
+    the fused order alone (:mod:`spector_gpu.pathways.recall.token_relay`).
 
     Time: ``now_ms`` (epoch ms) evaluates the recall as of that moment — retrieval strength
     decays to it, onRecall is stamped with it, and memories formed after ``now_ms +
@@ -159,12 +166,7 @@ class RecallOptions:
         name = "RecallOptions"
         put = object.__setattr__
         put(self, "k", checks.integer(self.k, f"{name}.k", lo=1, hi=None))
-        relays = checks.collection(self.relays, f"{name}.relays")
-        for relay in relays:
-            checks.choice(relay, f"{name}.relays[]", RELAYS)
-        if not relays:
-            raise ValidationError(f"{name}.relays must name at least one relay")
-        put(self, "relays", tuple(dict.fromkeys(relays)))
+        put(self, "relays", _relays(self.relays))
         checks.choice(self.fusion, f"{name}.fusion", ("cognitive", "weighted", "rrf"))
         checks.choice(self.mode, f"{name}.mode", ("learn", "observe"))
         put(self, "weights", checks.weights(self.weights, f"{name}.weights", RELAYS))
@@ -220,6 +222,22 @@ class RecallOptions:
             object.__setattr__(self, name, int(value))
         if self.now_ms is None and self.now_slack_ms:
             raise ValidationError("RecallOptions.now_slack_ms needs now_ms (the moment it extends)")
+
+
+def _relays(value: object) -> tuple[Relay, ...]:
+    """``RecallOptions.relays`` checked: known names, at least one that proposes candidates
+    (the token relay only re-scores them), duplicates dropped in order."""
+    relays = checks.collection(value, "RecallOptions.relays")
+    for relay in relays:
+        checks.choice(relay, "RecallOptions.relays[]", RELAYS)
+    if not relays:
+        raise ValidationError("RecallOptions.relays must name at least one relay")
+    if set(relays) == {"token"}:
+        raise ValidationError(
+            "RecallOptions.relays: the token relay re-scores the other relays' results; name "
+            "at least one of lexical, dense, association, salience with it"
+        )
+    return tuple(dict.fromkeys(relays))
 
 
 def _parsed(value: object, field: str, parse: Callable[[Any], T]) -> frozenset[T] | None:

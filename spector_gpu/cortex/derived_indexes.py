@@ -35,6 +35,7 @@ from .links import Links
 from .payload import Payload, attributed
 from .provenance_store import ProvenanceMemory
 from .snapshot import blocked_by_directory, read_snapshot, write_snapshot
+from .token_rows import TokenRows
 
 __all__ = ["IVF_SNAPSHOT_NAME", "SNAPSHOT_NAME", "DerivedIndexes", "index_text"]
 
@@ -70,6 +71,7 @@ class DerivedIndexes:
         self.cues = Cues()
         self.links = Links()
         self.attrs = Attributes()
+        self.tokens = TokenRows()
         self.dense = DenseIndex(
             dim,
             device=device,
@@ -125,6 +127,7 @@ class DerivedIndexes:
         if group:
             self.bm25.add(group)
         self.attrs.append(payloads)
+        self.tokens.append(payloads)
 
     def retire(self, removed: np.ndarray, payload: Callable[[int], Payload]) -> None:
         """Take the rows of bool ``removed`` (n,) (deleted or replaced: ``lifecycle.removed``)
@@ -240,7 +243,7 @@ class DerivedIndexes:
         except (CorruptionError, KeyError, ValueError) as exc:
             log.warning("%s: derived snapshot unusable (%s); rebuilding", directory, exc)
             self.bm25, self.cues, self.links = self._new_bm25(), Cues(), Links()
-            self.attrs = Attributes()
+            self.attrs, self.tokens = Attributes(), TokenRows()
             return 0
         self._links_from_cues(covered, types)
         self.snapshot_covers = covered
@@ -270,9 +273,13 @@ class DerivedIndexes:
             )
         if "life.user" not in arrays:  # written before the lifecycle columns existed
             raise CorruptionError(f"{snap}: snapshot has no lifecycle columns", file=str(snap))
+        if "tok.ids" not in arrays:  # written before the token relay existed
+            raise CorruptionError(f"{snap}: snapshot has no token rows", file=str(snap))
         cues = Cues.from_state(cue, covered, str(snap))
         life = {k[5:]: v for k, v in arrays.items() if k.startswith("life.")}
         self.attrs = Attributes.from_state(life, covered, cues.external_id, str(snap))
+        tok = {k[4:]: v for k, v in arrays.items() if k.startswith("tok.")}
+        self.tokens = TokenRows.from_state(tok, covered, str(snap))
         self.bm25, self.cues = bm25, cues
         return covered
 
@@ -293,6 +300,7 @@ class DerivedIndexes:
         arrays = {f"bm25.{k}": v for k, v in self.bm25.state().items()}
         arrays.update({f"cue.{k}": v for k, v in self.cues.state().items()})
         arrays.update({f"life.{k}": v for k, v in self.attrs.state().items()})
+        arrays.update({f"tok.{k}": v for k, v in self.tokens.state().items()})
         write_snapshot(
             target,
             arrays,

@@ -33,7 +33,7 @@ from spector_gpu.errors import ConfigError, ValidationError
 from .rows import check_texts, normalise_rows
 from .wordpiece import WordPiece
 
-__all__ = ["StaticEmbedder", "static_table_path"]
+__all__ = ["StaticEmbedder", "static_table_path", "static_tables"]
 
 _TABLE = "static_minilm.npz"
 _PARTS = ("codes", "scales", "vocab", "meta")
@@ -68,7 +68,7 @@ def _load(path: Path) -> tuple[np.ndarray, list[str]]:
 
 
 @functools.lru_cache(maxsize=2)
-def _shared(path: Path) -> tuple[np.ndarray, WordPiece]:
+def static_tables(path: Path) -> tuple[np.ndarray, WordPiece]:
     """The table and tokeniser of ``path``, loaded once per process: every store opened with
     the default embedder shares them (the table is read-only; the tokeniser's word cache is a
     plain dict, safe to share under the GIL)."""
@@ -96,7 +96,7 @@ class StaticEmbedder:
     def __init__(self, *, batch_size: int = 256) -> None:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValidationError(f"batch_size must be a positive int, got {batch_size!r}")
-        self._table, self._tokenizer = _shared(static_table_path())
+        self._table, self._tokenizer = static_tables(static_table_path())
         self.batch_size = batch_size
         self.dim = int(self._table.shape[1])
         self.name = f"static-minilm-l6-v1-d{self.dim}"

@@ -85,7 +85,8 @@ def ablation_configs(k_max: int = 20) -> dict[str, RecallOptions]:
     """Per-relay and per-fusion ablations, each otherwise at the library defaults.
 
     Relays (default fusion): ``lexical``, ``dense``, ``lexical+dense``, ``+association``
-    (lexical, dense, association) and ``+salience`` (all four, the default relays); fusion
+    (lexical, dense, association), ``+salience`` (the four that propose candidates) and
+    ``+token`` (all five, the default relays: the token relay re-scores the top list); fusion
     modes (default relays): ``fusion=rrf``, ``fusion=weighted``, ``fusion=cognitive``; and
     ``time_cues=off`` (the defaults with ``RecallOptions.time_cues`` switched off).
     """
@@ -97,6 +98,7 @@ def ablation_configs(k_max: int = 20) -> dict[str, RecallOptions]:
         "lexical+dense": ("lexical", "dense"),
         "+association": ("lexical", "dense", "association"),
         "+salience": ("lexical", "dense", "association", "salience"),
+        "+token": ("lexical", "dense", "association", "salience", "token"),
     }
     out = {name: RecallOptions(k=k_max, mode="observe", relays=r) for name, r in relays.items()}
     fusions: tuple[Fusion, ...] = ("rrf", "weighted", "cognitive")

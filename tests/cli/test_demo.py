@@ -20,6 +20,7 @@ ABLATIONS = {
     "lexical+dense",
     "+association",
     "+salience",
+    "+token",
     "fusion=rrf",
     "fusion=weighted",
     "fusion=cognitive",

@@ -10,12 +10,15 @@ unspecified).
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
 from spector_gpu.kernels.dense_reference import score_slots_reference, search_reference
 
 from spector_gpu.cortex.strength import decayed
+from spector_gpu.cortex.token_rows import token_vocab
 from spector_gpu.pathways.recall.gates import gate_mask
 from spector_gpu.pathways.recall.time_cues import DAY_MS, time_cues
 from spector_gpu.types import RecallOptions
@@ -89,9 +92,61 @@ def weights_of(c, opts: RecallOptions) -> dict[str, float]:  # type: ignore[no-u
         "association": r.association_weight,
         "salience": r.salience_weight,
     }
+    w["token"] = r.token_weight
     if opts.weights:
         w.update({name: float(v) for name, v in opts.weights.items()})
     return {n: (min(w[n], _COEFFICIENT_MAX) if n in opts.relays else 0.0) for n in w}
+
+
+def _token_ids(text: str) -> list[int]:
+    vocab = token_vocab()
+    return sorted({t for t in vocab.tokenizer.ids(text) if vocab.weight[t] > 0})  # type: ignore[attr-defined]
+
+
+def _token_score(query: list[int], words: str) -> float:
+    """MaxSim of one memory, member by member in float64: Σ_t w_t max_u cos(t, u) / Σ_t w_t."""
+    vocab = token_vocab()
+    mine = _token_ids(words)
+    if not query or not mine:
+        return 0.0
+    best = [max(_cosine(t, u) for u in mine) for t in query]
+    w = [float(vocab.weight[t]) for t in query]
+    return math.fsum(a * b for a, b in zip(w, best, strict=True)) / math.fsum(w)
+
+
+@functools.cache
+def _cosine(t: int, u: int) -> float:
+    """cos of two tokens' unit vectors, correctly rounded (the same bits wherever asked)."""
+    unit = token_vocab().unit
+    return math.fsum((unit[t].astype(np.float64) * unit[u].astype(np.float64)).tolist())
+
+
+def _rescore(c, query: str, ref: Reference, k: int, weight: float) -> Reference:  # type: ignore[no-untyped-def]
+    """The token relay over one query's fused top list (token_relay.py), cut to k."""
+    n = len(ref.ordinals)
+    if n == 0:
+        return ref
+    q = _token_ids(query)
+    token = np.zeros(n)
+    for j, o in enumerate(ref.ordinals.tolist()):
+        p = c.payload(o)
+        words = " ".join(w for w in (p.speaker, p.text, p.skill_name or "", *p.steps) if w)
+        token[j] = _token_score(q, words)
+
+    def spread(x: np.ndarray) -> np.ndarray:  # float64 min-max, a constant column is 0
+        return (x - x.min()) / (x.max() - x.min()) if x.max() > x.min() else np.zeros_like(x)
+
+    score = spread(ref.fused.astype(np.float64)) + weight * spread(token)
+    order = np.lexsort((ref.ordinals, -score))[:k]
+    by_token = np.lexsort((np.arange(n), -token))
+    rank = np.empty(n, dtype=np.int64)
+    rank[by_token] = np.arange(1, n + 1)
+    explain = []
+    for j in order.tolist():
+        e = dict(ref.explain[j])
+        e["relays"] = {**e["relays"], "token": (float(token[j]), int(rank[j]), weight)}  # type: ignore[dict-item]
+        explain.append(e)
+    return Reference(ref.ordinals[order], score[order].astype(np.float32), explain)
 
 
 def _top_positive(slots: np.ndarray, scores: np.ndarray, depth: int) -> np.ndarray:
@@ -151,6 +206,8 @@ def reference_recall(c, queries: list[str], opts: RecallOptions, now: int) -> li
     relays = set(opts.relays)
     weights = weights_of(c, opts)
     depth = max(cfg.recall.candidates, opts.k)
+    rescored = weights["token"] > 0
+    top = max(opts.k, cfg.recall.token_depth) if rescored else opts.k
     tokens = c.analyzer.tokens_batch(queries)
     qvec = np.asarray(c.embedder.embed(queries), dtype=np.float32) if "dense" in relays else None
     codes, scales = _dense_codes(c)
@@ -187,7 +244,8 @@ def reference_recall(c, queries: list[str], opts: RecallOptions, now: int) -> li
                 0
             ].astype(np.float64)
         cues = time_cues(queries[i], now) if opts.time_cues else ()
-        out.append(_fuse(c, pool, raw, set(tokens[i]), opts, weights, sal_all, now, cues))
+        ref = _fuse(c, pool, raw, set(tokens[i]), opts, weights, sal_all, now, cues, top)
+        out.append(_rescore(c, queries[i], ref, opts.k, weights["token"]) if rescored else ref)
     return out
 
 
@@ -211,7 +269,7 @@ def _time_lift(c, pool: np.ndarray, fused: np.ndarray, raw, cues) -> np.ndarray:
     return np.where(matched, weight * (best if best > 0 else 1.0) * lift, 0.0)
 
 
-def _fuse(c, pool, raw, qtokens, opts, weights, sal_all, now, cues) -> Reference:  # type: ignore[no-untyped-def]
+def _fuse(c, pool, raw, qtokens, opts, weights, sal_all, now, cues, top) -> Reference:  # type: ignore[no-untyped-def]
     cfg = c.config.recall
     relays = set(opts.relays)
     norm = {name: minmax(np.where(np.isfinite(v), v, np.nan)) for name, v in raw.items()}
@@ -245,8 +303,8 @@ def _fuse(c, pool, raw, qtokens, opts, weights, sal_all, now, cues) -> Reference
             overlap = np.zeros(len(pool))
             tau = min(max(cfg.tag_tau, 0.0), _COEFFICIENT_MAX)
             if tau > 0 and qtokens:
-                top = min(opts.k, len(partial))
-                kth = np.partition(partial, len(partial) - top)[len(partial) - top]
+                m = min(top, len(partial))
+                kth = np.partition(partial, len(partial) - m)[len(partial) - m]
                 for j in np.flatnonzero(partial * (1.0 + tau) >= kth).tolist():
                     if c.cues.cue_tokens[int(pool[j])] & qtokens:
                         overlap[j] = 1.0
@@ -254,7 +312,7 @@ def _fuse(c, pool, raw, qtokens, opts, weights, sal_all, now, cues) -> Reference
             fused = relevance * factor
     lift = _time_lift(c, pool, fused, raw, cues)
     fused = fused + lift
-    order = np.lexsort((pool, -fused))[: opts.k]
+    order = np.lexsort((pool, -fused))[:top]
     explain = [
         {
             "relays": {

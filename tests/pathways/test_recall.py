@@ -322,9 +322,12 @@ def _corpus(m: SpectorMemory) -> list[str]:
     )
 
 
+FUSED_ONLY = ("lexical", "dense", "association", "salience")  # no token re-scoring
+
+
 def test_explain_breakdown(small: SpectorMemory) -> None:
     _corpus(small)
-    opts = _observe(k=5, explain=True)
+    opts = _observe(k=5, explain=True, relays=FUSED_ONLY)
     hits = small.recall("red fox", opts)
     assert len(hits) == 5
     lex: list[tuple[float, int]] = []
@@ -350,7 +353,7 @@ def test_explain_breakdown(small: SpectorMemory) -> None:
 @pytest.mark.parametrize("fusion", ["rrf", "weighted", "cognitive"])
 def test_each_fusion_mode_orders_by_its_score(small: SpectorMemory, fusion: str) -> None:
     _corpus(small)
-    hits = small.recall("red fox", _observe(k=8, fusion=fusion, explain=True))
+    hits = small.recall("red fox", _observe(k=8, fusion=fusion, explain=True, relays=FUSED_ONLY))
     assert len(hits) == 8
     scores = [h.score for h in hits]
     assert scores == sorted(scores, reverse=True)
@@ -519,7 +522,7 @@ def test_per_relay_weights_override_the_config(small: SpectorMemory) -> None:
             k=8,
             fusion="weighted",
             explain=True,
-            weights={"lexical": 0.0, "association": 0.0, "salience": 0.0},
+            weights={"lexical": 0.0, "association": 0.0, "salience": 0.0, "token": 0.0},
         ),
     )
     for h in hits:

@@ -29,6 +29,7 @@ from ...cortex.cortex import Cortex
 from ...cortex.ids import encode_tsids
 from ...cortex.layouts import FLAG_PINNED, FLAG_RESOLVED
 from ...cortex.strength import BUCKET_EDGES_S
+from ...cortex.token_rows import token_vocab
 from ...device import single_threaded
 from ...errors import ValidationError
 from ...kernels.decay import DecayLaw
@@ -46,6 +47,7 @@ from .stacked import StackPart
 from .state import StoreVersion, VersionTracker
 from .tables import CueTable, LinkTables
 from .time_cues import time_cues
+from .token_relay import query_tokens, rescore
 
 __all__ = ["RecallPathway", "StrengthWriter", "decay_law"]
 
@@ -151,6 +153,7 @@ class RecallPathway:
             den = self._scorer.dense_proposals(plan)
         with single_threaded(cpu):
             scored = self._scorer.run(plan, den, exact_rounds=self._device_path)
+            scored = rescore(scored, plan, c.derived.tokens.rows(), token_vocab())
         if opts.mode == "learn" and self.strength_writer is not None:
             hit = np.unique(scored.ordinals[scored.ordinals >= 0]).astype(np.int64)
             if len(hit):
@@ -229,6 +232,7 @@ class RecallPathway:
             "dense": r.dense_weight * emb_w,
             "association": r.association_weight,
             "salience": r.salience_weight,
+            "token": r.token_weight,
         }
         if opts.weights:
             w.update({name: float(v) for name, v in opts.weights.items()})
@@ -251,6 +255,8 @@ class RecallPathway:
         allowed, n_allowed = self._live.allowed(c, self._gates.mask(c, opts, at), now, at)
         relays = frozenset(opts.relays)
         dense, ceiling, tokens = None, None, c.analyzer.tokens_batch(queries)
+        weights = self._weights(opts)
+        token_depth = c.config.recall.token_depth if weights["token"] > 0 else 0
         if "lexical" in relays:
             ceiling = torch.from_numpy(c.bm25.ceiling(tokens)).to(c.dense.device)
         if "dense" in relays:
@@ -260,7 +266,7 @@ class RecallPathway:
         return RecallPlan(
             opts=opts,
             relays=relays,
-            weights=self._weights(opts),
+            weights=weights,
             depth=max(c.config.recall.candidates, opts.k),
             now_ms=now,
             allowed=allowed,
@@ -275,6 +281,8 @@ class RecallPathway:
             trim=not self._device_path,
             ceiling=ceiling,
             cues=tuple(time_cues(q, now) if opts.time_cues else () for q in queries),
+            token_depth=token_depth,
+            token_queries=query_tokens(queries, token_vocab()) if token_depth else (),
         )
 
     def _batch(self, scored: Scored) -> RecallBatch:

@@ -88,7 +88,7 @@ class Scorer:
         cortex = self.cortex
         if cortex.dense.backend != "torch" or self.layout == "sparse":
             return False
-        limit = max(2 * plan.depth + plan.opts.k, _DENSE_LAYOUT_MIN)
+        limit = max(2 * plan.depth + plan.top, _DENSE_LAYOUT_MIN)
         return self.layout == "dense" or cortex.n <= limit
 
     def dense_proposals(self, plan: RecallPlan) -> torch.Tensor | None:
@@ -103,7 +103,7 @@ class Scorer:
         """Score every query of ``plan`` given its :meth:`dense_proposals`; ``exact_rounds``
         forms the lexical block by the device's round-based accumulation (the GPU path)
         instead of scipy."""
-        n, k = len(plan.tokens), plan.opts.k
+        n, k = len(plan.tokens), plan.top
         sal = torch.zeros(0, dtype=torch.int64, device=plan.device)
         if "salience" in plan.relays and plan.n_allowed:
             sal = salience_top(self.cortex, self.columns, plan, self.salience)
@@ -205,7 +205,7 @@ class Scorer:
         den: torch.Tensor | None,
         exact_rounds: bool,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[list[Explanation]], np.ndarray]:  # fmt: skip  # noqa: E501
-        k, m = plan.opts.k, hi - lo
+        k, m = plan.top, hi - lo
         out = self.compute(plan, lo, hi, sal, den, exact_rounds)
         if out is None:
             empty = np.zeros((m, k))
@@ -269,7 +269,7 @@ class Scorer:
             fz = replace(fz, fused=fz.fused + lift, time_lift=lift)
         floor = plan.opts.min_relevance
         gate = None if floor is None else rel >= floor
-        vals, pos = topk_exact(fz.fused, plan.opts.k, valid=gate, use_native=plan.native)
+        vals, pos = topk_exact(fz.fused, plan.top, valid=gate, use_native=plan.native)
         hit = pos >= 0
         at = pos.clamp(min=0)
         ordinals = torch.where(hit, torch.gather(pool.ordinals, 1, at), torch.full_like(at, -1))
@@ -353,7 +353,7 @@ def fuse_plan(
         valid,
         weights=plan.weights,
         mode=plan.opts.fusion,
-        k=plan.opts.k,
+        k=plan.top,
         rrf_k=recall.rrf_k,
         beta=recall.cognitive_beta,
         tau=recall.tag_tau,

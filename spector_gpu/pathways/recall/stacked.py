@@ -31,6 +31,7 @@ from dataclasses import astuple, dataclass
 import numpy as np
 import torch
 
+from ...cortex.token_rows import token_vocab
 from ...kernels.selection import topk_exact_torch, topk_mask
 from .columns import PoolColumns
 from .relays import RecallPlan
@@ -40,6 +41,7 @@ from .relays.salience import pool_strength, salience_score, salience_top
 from .relevance import absolute_relevance
 from .scorer import Scored, Scorer, fuse_plan
 from .time_cues import time_lift
+from .token_relay import rescore
 
 __all__ = ["STACK_BUDGET", "STACK_MAX_ROWS", "StackPart", "block_key", "blocks", "recall_stacked"]
 
@@ -75,6 +77,7 @@ def block_key(part: StackPart) -> tuple[object, ...]:
         str(p.device),
         p.trim,
         o.k,
+        p.top,
         o.fusion,
         o.min_relevance,
         tuple(sorted(p.relays)),
@@ -263,7 +266,7 @@ def _score(parts: Sequence[StackPart], b: _Block) -> tuple[torch.Tensor, ...]:
     if lift > 0 and any(cues):
         fused = fused + time_lift(fused, valid, rel > 0, cols.formed_ms, cues, lift)
     floor = plan.opts.min_relevance
-    vals, pos = topk_exact_torch(fused, plan.opts.k, valid=None if floor is None else rel >= floor)
+    vals, pos = topk_exact_torch(fused, plan.top, valid=None if floor is None else rel >= floor)
     hit = pos >= 0
     at = pos.clamp(min=0)
     return (
@@ -313,6 +316,8 @@ def recall_stacked(parts: Sequence[StackPart], *, budget: int = STACK_BUDGET) ->
             hi = lo + len(parts[i].plan.tokens)
             ordinals = o_h[lo:hi].astype(np.int64)
             counts = (ordinals >= 0).sum(axis=1).astype(np.int32)
-            out[i] = Scored(ordinals, f_h[lo:hi], counts, d_h[lo:hi], s_h[lo:hi], None, r_h[lo:hi])
+            scored = Scored(ordinals, f_h[lo:hi], counts, d_h[lo:hi], s_h[lo:hi], None, r_h[lo:hi])
+            rows = parts[i].scorer.cortex.derived.tokens.rows()
+            out[i] = rescore(scored, parts[i].plan, rows, token_vocab())
             lo = hi
     return [s for s in out if s is not None]

@@ -50,7 +50,9 @@ class RecallPlan:
         ceiling: float64 (n,) on the device, each query's supremum BM25 score (the scale of
             its absolute lexical relevance, :mod:`..relevance`), or None without lexical;
         cues: each query's time cues (:mod:`..time_cues`; empty when ``opts.time_cues`` is
-            off or the query names no time).
+            off or the query names no time);
+        token_depth: fused results the token relay re-scores (0 when it is off), and
+            token_queries: each query's distinct token ids for it (:mod:`..token_relay`).
     """
 
     opts: RecallOptions
@@ -70,6 +72,14 @@ class RecallPlan:
     trim: bool
     ceiling: torch.Tensor | None = None
     cues: tuple[tuple[TimeCue, ...], ...] = ()
+    token_depth: int = 0
+    token_queries: tuple[np.ndarray, ...] = ()
+
+    @property
+    def top(self) -> int:
+        """Results taken from the fusion per query: ``k``, or the token relay's depth when it
+        re-scores a longer list (cut back to ``k`` after it)."""
+        return max(self.opts.k, self.token_depth)
 
     @property
     def gate(self) -> np.ndarray | None:

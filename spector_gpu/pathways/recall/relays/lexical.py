@@ -123,7 +123,7 @@ def select_chunk(plan: RecallPlan, window: int) -> int:
     ``window`` turns on each side and a few tag and lineage edges) within :data:`_POOL_BUDGET`,
     between 16 and 1,024. (A thousand all-relay queries over 100k memories in one chunk held
     515 MB of pool tensors and ran slower than in chunks of a hundred.)"""
-    width = plan.depth * (("lexical" in plan.relays) + ("dense" in plan.relays)) + plan.opts.k
+    width = plan.depth * (("lexical" in plan.relays) + ("dense" in plan.relays)) + plan.top
     if "association" in plan.relays:
         width *= 1 + 2 * window + 4
     return min(max(_POOL_BUDGET // max(width, 1), 16), 1024)

@@ -1,0 +1,126 @@
+"""Token rows: each memory's distinct WordPiece tokens, for the ``token`` relay.
+
+The ``token`` relay (:mod:`spector_gpu.pathways.recall.token_relay`) re-scores a recall's
+fused top list by late interaction over the static embedder's token vectors: every query
+token meets its most similar token of the memory (MaxSim, as ColBERT scores, here over static
+vectors). It needs each memory's tokens at recall time, without reading its payload: this
+index keeps them, one row of distinct token ids per memory ordinal (CSR: ``offsets`` int64
+(n + 1), ``ids`` int32), appended with the other derived indexes and saved in their snapshot.
+
+What is tokenised is the memory's own words — its speaker (who "I" is in a turn), its text,
+and a skill's name and steps — never its tags or a conversation turn's context: the signal is
+what the memory says. The
+vocabulary and vectors are the packaged static table (``spector_gpu/data/static_minilm.npz``)
+whatever embedder the store uses; tokens whose vector is zero (the analyzer's stop words,
+punctuation) and the unknown token are left out, so a row holds only tokens that carry
+meaning.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..embedders.static import static_table_path, static_tables
+from ..errors import CorruptionError
+from .growable import Growable
+from .payload import Payload
+
+__all__ = ["TokenRows", "TokenVocab", "token_vocab"]
+
+
+@dataclass(frozen=True)
+class TokenVocab:
+    """The static table as the token relay reads it: ``unit`` float32 (V, dim) L2-normalised
+    token vectors (zero rows stay zero), ``weight`` float64 (V,) each token's vector norm (its
+    SIF weight: frequent tokens weigh little), and the tokeniser."""
+
+    unit: np.ndarray
+    weight: np.ndarray
+    tokenizer: object  # embedders.wordpiece.WordPiece
+
+    def ids(self, text: str) -> np.ndarray:
+        """The distinct meaningful token ids of ``text``, int32 ascending."""
+        raw = np.unique(np.asarray(self.tokenizer.ids(text), dtype=np.int32))  # type: ignore[attr-defined]
+        return raw[self.weight[raw] > 0]
+
+
+@functools.lru_cache(maxsize=1)
+def token_vocab() -> TokenVocab:
+    """The packaged table, loaded once per process (shared with the static embedder)."""
+    table, tokenizer = static_tables(static_table_path())
+    norms = np.linalg.norm(table.astype(np.float64), axis=1)
+    norms[tokenizer.unk_id] = 0.0
+    unit = (table / np.where(norms > 0, norms, 1.0)[:, None]).astype(np.float32)
+    unit.setflags(write=False)
+    norms.setflags(write=False)
+    return TokenVocab(unit, norms, tokenizer)
+
+
+def memory_words(p: Payload) -> str:
+    """What a memory's token row is made of: its speaker, its text, and a skill's name and
+    steps."""
+    words = [p.speaker, p.text] if p.speaker else [p.text]
+    if p.skill_name:
+        words.append(p.skill_name)
+    words.extend(p.steps)
+    return " ".join(words)
+
+
+class TokenRows:
+    """Distinct token ids per memory ordinal (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._ids = Growable(np.int32)
+        self._offsets = Growable(np.int64)
+        self._offsets.extend(np.zeros(1, dtype=np.int64))
+
+    @property
+    def n(self) -> int:
+        return len(self._offsets) - 1
+
+    def append(self, payloads: Sequence[Payload]) -> None:
+        """Add the rows of the next memories (in ordinal order)."""
+        if not payloads:
+            return
+        vocab = token_vocab()
+        rows = [vocab.ids(memory_words(p)) for p in payloads]
+        lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+        end = int(self._offsets.view()[-1])
+        self._offsets.extend(end + np.cumsum(lengths))
+        if lengths.sum():
+            self._ids.extend(np.concatenate(rows))
+
+    def rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(offsets, ids)`` views (read-only use: they change with the next append)."""
+        return self._offsets.view(), self._ids.view()
+
+    def state(self) -> dict[str, np.ndarray]:
+        return {"offsets": self._offsets.view().copy(), "ids": self._ids.view().copy()}
+
+    @classmethod
+    def from_state(cls, arrays: Mapping[str, np.ndarray], n: int, where: str) -> TokenRows:
+        """Rows saved by :meth:`state` for ``n`` memories; ``CorruptionError`` unless they are
+        well formed (offsets from 0, non-decreasing, ending at the ids; ids in the table)."""
+        offsets = np.asarray(arrays["offsets"])
+        ids = np.asarray(arrays["ids"])
+        vocab = len(token_vocab().weight)
+        ok = (
+            offsets.dtype == np.int64
+            and ids.dtype == np.int32
+            and offsets.shape == (n + 1,)
+            and offsets[0] == 0
+            and offsets[-1] == len(ids)
+            and bool((np.diff(offsets) >= 0).all())
+            and (len(ids) == 0 or (int(ids.min()) >= 0 and int(ids.max()) < vocab))
+        )
+        if not ok:
+            raise CorruptionError(f"{where}: token rows are damaged", file=where)
+        rows = cls()
+        rows._offsets = Growable(np.int64)
+        rows._offsets.extend(offsets)
+        rows._ids.extend(ids)
+        return rows

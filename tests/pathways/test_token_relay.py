@@ -1,0 +1,171 @@
+"""The token relay: late interaction over static token vectors re-scores the fused top list.
+
+Checked through the public API: the score of every result is ``minmax(fused) +
+w·minmax(token)`` over the re-scored list (recomputed from the explanations when the whole
+list is returned), the MaxSim values against a brute-force computation, what a token row is
+made of, its survival through close/reopen and a snapshot without it, the relay switched off
+by leaving it out or weighting it 0, ``token_depth`` bounding the list, and the refusal of the
+relay alone. The reference twin (``test_recall_twin.py``) covers it on every relay subset.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from spector_gpu import RecallOptions, SpectorMemory
+from spector_gpu.cortex.snapshot import read_snapshot, write_snapshot
+from spector_gpu.cortex.token_rows import memory_words, token_vocab
+from spector_gpu.errors import ValidationError
+from spector_gpu.pathways.recall.token_relay import maxsim
+
+FUSED_ONLY = ("lexical", "dense", "association", "salience")
+TEXTS = [
+    "I have two sisters and an older brother",
+    "We talked about my family over dinner",
+    "My family is large and loud, I have a big family",
+    "The weather was nice for the picnic",
+    "I adopted a cat from the shelter last spring",
+    "The cat sleeps on the family sofa",
+    "Dinner was pasta with my parents",
+    "I have a meeting on Tuesday",
+]
+
+
+@pytest.fixture
+def mem(tmp_path: Path) -> SpectorMemory:
+    m = SpectorMemory.open(tmp_path / "s", config={"store": {"durability": "none"}})
+    m.remember_batch(
+        [{"text": t, "session_id": i // 4, "speaker": "Ann"} for i, t in enumerate(TEXTS)]
+    )
+    yield m
+    m.close()
+
+
+def _spread(x: np.ndarray) -> np.ndarray:
+    return (x - x.min()) / (x.max() - x.min()) if x.max() > x.min() else np.zeros_like(x)
+
+
+def test_each_score_is_the_fused_and_token_mix_of_the_list(mem: SpectorMemory) -> None:
+    # k covers every memory, so the whole re-scored list is returned and can be recomputed
+    hits = mem.recall(
+        "how many siblings do I have", RecallOptions(k=50, explain=True, mode="observe")
+    )
+    fused = np.array([h.breakdown.fused for h in hits])  # type: ignore[union-attr]
+    token = np.array([h.breakdown.relays["token"].score for h in hits])  # type: ignore[union-attr]
+    weight = hits[0].breakdown.relays["token"].weight  # type: ignore[union-attr]
+    assert weight == 1.0  # [recall] token_weight
+    want = _spread(fused) + weight * _spread(token)
+    np.testing.assert_allclose([h.score for h in hits], want, rtol=1e-6, atol=1e-6)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    ranks = [h.breakdown.relays["token"].rank for h in hits]  # type: ignore[union-attr]
+    assert sorted(ranks) == list(range(1, len(hits) + 1))  # type: ignore[type-var]
+    best = hits[ranks.index(1)]
+    assert best.text == "I have two sisters and an older brother"  # siblings ~ sisters, brother
+
+
+def test_the_relay_lifts_the_memory_that_says_it(mem: SpectorMemory) -> None:
+    query = "how many siblings do I have"
+    fused_only = mem.recall(query, RecallOptions(k=3, relays=FUSED_ONLY, mode="observe"))
+    rescored = mem.recall(query, RecallOptions(k=3, mode="observe"))
+    fact = "I have two sisters and an older brother"
+    assert rescored[0].text == fact
+    assert fused_only[0].text != fact  # no word of the question: the fusion ranks a sibling first
+
+
+def test_maxsim_equals_a_brute_force_computation() -> None:
+    vocab = token_vocab()
+    rng = np.random.default_rng(3)
+    meaningful = np.flatnonzero(vocab.weight > 0)
+    rows = [np.unique(rng.choice(meaningful, size=int(rng.integers(0, 9)))) for _ in range(40)]
+    offsets = np.concatenate(([0], np.cumsum([len(r) for r in rows]))).astype(np.int64)
+    ids = np.concatenate(rows).astype(np.int32)
+    query = np.unique(rng.choice(meaningful, size=6)).astype(np.int32)
+    members = rng.permutation(40)[:25].astype(np.int64)
+    got = maxsim(query, members, (offsets, ids), vocab)
+    unit = vocab.unit.astype(np.float64)
+    w = vocab.weight[query]
+    for g, m in zip(got, members, strict=True):
+        if len(rows[m]) == 0:
+            assert g == 0.0
+            continue
+        best = (unit[query] @ unit[rows[m]].T).max(axis=1)
+        assert g == pytest.approx(float(w @ best / w.sum()), rel=1e-6, abs=1e-7)
+    assert not maxsim(np.zeros(0, np.int32), members, (offsets, ids), vocab).any()
+
+
+def test_a_token_row_holds_the_memory_s_own_words(tmp_path: Path) -> None:
+    with SpectorMemory.open(tmp_path / "s") as m:
+        m.remember("violin lessons", speaker="Zoltan", tags=["orchestra"], session_id=1)
+        m.remember(
+            "tune a violin",
+            type="procedural",
+            skill_name="violin tuning",
+            steps=["loosen the peg", "pluck the string"],
+        )
+        offsets, ids = m._cortex.derived.tokens.rows()
+        vocab = token_vocab()
+        first = ids[offsets[0] : offsets[1]].tolist()
+        assert first == vocab.ids("Zoltan violin lessons").tolist()  # the speaker, no tag
+        skill = m._cortex.payload(1)
+        assert "peg" in memory_words(skill) and "string" in memory_words(skill)
+        assert ids[offsets[1] : offsets[2]].tolist() == vocab.ids(memory_words(skill)).tolist()
+        assert all(vocab.weight[ids] > 0)  # stop words and the unknown token are left out
+
+
+def test_rows_survive_reopen_and_an_old_snapshot_is_rebuilt(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    opts = RecallOptions(k=5, mode="observe")
+    with SpectorMemory.open(path) as m:
+        m.remember_batch([{"text": t, "session_id": 1} for t in TEXTS])
+        before = m.recall_batch(["siblings", "a pet cat"], opts)
+        rows = [a.copy() for a in m._cortex.derived.tokens.rows()]
+    with SpectorMemory.open(path) as m:  # from the snapshot
+        again = [a.copy() for a in m._cortex.derived.tokens.rows()]
+        assert all(np.array_equal(a, b) for a, b in zip(rows, again, strict=True))
+        assert m.recall_batch(["siblings", "a pet cat"], opts).ids.tolist() == before.ids.tolist()
+    snap = path / "derived.snap"
+    meta, arrays = read_snapshot(snap)
+    write_snapshot(
+        snap, {k: v for k, v in arrays.items() if not k.startswith("tok.")}, meta, durable=False
+    )
+    with SpectorMemory.open(path) as m:  # a snapshot written before the token relay: rebuilt
+        rebuilt = m._cortex.derived.tokens.rows()
+        assert all(np.array_equal(a, b) for a, b in zip(rows, rebuilt, strict=True))
+        assert m.recall_batch(["siblings", "a pet cat"], opts).ids.tolist() == before.ids.tolist()
+
+
+def test_left_out_or_weighted_zero_the_order_is_the_fusion_s(mem: SpectorMemory) -> None:
+    q = "family dinner with my brother"
+    off = mem.recall(q, RecallOptions(k=8, relays=FUSED_ONLY, mode="observe", explain=True))
+    zero = mem.recall(q, RecallOptions(k=8, weights={"token": 0.0}, mode="observe", explain=True))
+    assert [h.id for h in off] == [h.id for h in zero]
+    for h in off + zero:
+        assert h.score == pytest.approx(h.breakdown.fused, rel=1e-6)  # type: ignore[union-attr]
+
+
+def test_a_query_without_meaningful_tokens_keeps_the_fused_order(mem: SpectorMemory) -> None:
+    q = "the and of"  # stop words only: no token to match, every token score 0
+    hits = mem.recall(q, RecallOptions(k=8, mode="observe", explain=True))
+    off = mem.recall(q, RecallOptions(k=8, relays=FUSED_ONLY, mode="observe"))
+    assert [h.id for h in hits] == [h.id for h in off]
+    assert all(h.breakdown.relays["token"].score == 0.0 for h in hits)  # type: ignore[union-attr]
+
+
+def test_token_depth_bounds_the_list(tmp_path: Path) -> None:
+    cfg = {"store": {"durability": "none"}, "recall": {"token_depth": 3}}
+    with SpectorMemory.open(tmp_path / "s", config=cfg) as m:
+        m.remember_batch([{"text": t, "session_id": 1} for t in TEXTS])
+        q = "how many siblings do I have"
+        fused = m.recall(q, RecallOptions(k=3, relays=FUSED_ONLY, mode="observe"))
+        hits = m.recall(q, RecallOptions(k=2, mode="observe"))
+        assert {h.id for h in hits} <= {h.id for h in fused}  # only the fused top 3 re-scored
+        assert len(hits) == 2
+
+
+def test_the_relay_alone_is_refused() -> None:
+    with pytest.raises(ValidationError, match="token relay re-scores"):
+        RecallOptions(relays=("token",))
+    RecallOptions(relays=("salience", "token"))  # with any proposing relay it is fine
