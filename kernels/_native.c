@@ -2496,6 +2496,321 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ token relay: MaxSim */
+
+/* One token's float32 cosines with each of t query rows, in 8 lanes per product (vectorised
+ * without -ffast-math), the lanes summed in one fixed order: the same bits for the same pair
+ * of rows wherever asked, and on either build below (the same operations per lane). */
+#define TOK_SIMS_BODY                                                                         \
+    for (size_t a = 0; a < t; a++) {                                                          \
+        const float *x = q[a];                                                                \
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                              \
+        Py_ssize_t d = 0;                                                                     \
+        for (; d + 8 <= dim; d += 8)                                                          \
+            for (int l = 0; l < 8; l++) acc[l] += x[d + l] * u[d + l];                        \
+        float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])); \
+        for (; d < dim; d++) s += x[d] * u[d];                                                \
+        out[a] = s;                                                                           \
+    }
+
+static void tok_sims_plain(const float *const *q, size_t t, const float *u, Py_ssize_t dim,
+                           float *out) {
+    TOK_SIMS_BODY
+}
+
+typedef void (*tok_sims_fn)(const float *const *, size_t, const float *, Py_ssize_t, float *);
+
+#ifdef HAVE_X86
+__attribute__((target("avx2"))) static void tok_sims_avx2(const float *const *q, size_t t,
+                                                          const float *u, Py_ssize_t dim,
+                                                          float *out) {
+    TOK_SIMS_BODY
+}
+#endif
+
+/* The AVX2 build unless the dot-product implementation is pinned to "scalar" (the tests run
+ * both; they give the same bits). */
+static tok_sims_fn tok_sims_for(int impl) {
+#ifdef HAVE_X86
+    if (impl != IMPL_SCALAR) return tok_sims_avx2;
+#endif
+    (void)impl;
+    return tok_sims_plain;
+}
+
+typedef struct {
+    int32_t *keys;   /* open addressing: token id, -1 empty */
+    int32_t *slot;   /* its row in sims */
+    float *sims;     /* (distinct, t): the token's cosine with each query token */
+    float *best;     /* (t,): the member's best cosine per query token */
+    const float **q; /* (t,): the query tokens' rows */
+    int32_t *uniq;   /* (postings,): the distinct token ids in order of first sight */
+    int32_t *pslot;  /* (postings,): each posting's row in sims */
+    size_t cap, sims_len, best_len, post_len;
+} TokScratch;
+
+static void tok_free(TokScratch *s) {
+    free(s->keys); free(s->slot); free(s->sims); free(s->best); free((void *)s->q);
+    free(s->uniq); free(s->pslot);
+}
+
+/* Room for `postings` distinct tokens against `t` query tokens, the table emptied; -1 when out
+ * of memory. */
+static int tok_reserve(TokScratch *s, size_t postings, size_t t) {
+    size_t cap = 64;
+    while (cap < 2 * postings) cap *= 2;
+    if (cap > s->cap) {
+        free(s->keys); free(s->slot);
+        s->keys = malloc(sizeof(int32_t) * cap);
+        s->slot = malloc(sizeof(int32_t) * cap);
+        s->cap = s->keys && s->slot ? cap : 0;
+        if (!s->cap) return -1;
+    }
+    if (postings > s->post_len) {
+        free(s->uniq); free(s->pslot);
+        s->uniq = malloc(sizeof(int32_t) * postings);
+        s->pslot = malloc(sizeof(int32_t) * postings);
+        s->post_len = s->uniq && s->pslot ? postings : 0;
+        if (!s->post_len) return -1;
+    }
+    if (postings * t > s->sims_len) {
+        free(s->sims);
+        s->sims = malloc(sizeof(float) * postings * t);
+        s->sims_len = s->sims ? postings * t : 0;
+        if (!s->sims) return -1;
+    }
+    if (t > s->best_len) {
+        free(s->best); free((void *)s->q);
+        s->best = malloc(sizeof(float) * t);
+        s->q = malloc(sizeof(float *) * t);
+        s->best_len = s->best && s->q ? t : 0;
+        if (!s->best_len) return -1;
+    }
+    memset(s->keys, 0xff, sizeof(int32_t) * s->cap);
+    return 0;
+}
+
+typedef struct {
+    double score;
+    int64_t ordinal;
+    int64_t at;
+} TokRank;
+
+static int tok_rank_cmp(const void *pa, const void *pb) {
+    const TokRank *a = pa, *b = pb;
+    if (a->score != b->score) return a->score > b->score ? -1 : 1;
+    return (a->ordinal > b->ordinal) - (a->ordinal < b->ordinal);
+}
+
+/* min-max over x[0..n) into out (0 everywhere unless two different values) */
+static void tok_minmax(const double *x, Py_ssize_t n, double *out) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        if (x[j] < lo) lo = x[j];
+        if (x[j] > hi) hi = x[j];
+    }
+    for (Py_ssize_t j = 0; j < n; j++) out[j] = hi > lo ? (x[j] - lo) / (hi - lo) : 0.0;
+}
+
+typedef struct {
+    const float *fused, *unit;
+    const int32_t *counts, *ids, *qids;
+    const int64_t *ordinals, *offsets, *qoff;
+    const double *weight;
+    Py_ssize_t width, n_rows, n_ids, vocab, dim;
+    double token_weight;
+    int64_t *out_order;
+    float *out_fused;
+    double *out_token;
+} TokJob;
+
+/* The token scores of one query's c members (token[m]; 0 for a member without tokens), in
+ * three passes so the cold table rows load together: each posting's distinct-token slot (a
+ * distinct token's row prefetched on first sight), each distinct token's cosines with the
+ * query tokens, then each member's best per query token, weighted. -1 for a token id out of
+ * the table. */
+static int tok_maxsim(const TokJob *j, TokScratch *s, const int64_t *ord, Py_ssize_t c,
+                      const int32_t *q, size_t t, double *token) {
+    double wsum = 0.0;
+    for (size_t a = 0; a < t; a++) {
+        wsum += j->weight[q[a]];
+        s->q[a] = j->unit + (Py_ssize_t)q[a] * j->dim;
+    }
+    size_t distinct = 0, n_post = 0, mask = s->cap - 1, line = 64 / sizeof(float);
+    for (Py_ssize_t m = 0; m < c; m++) {
+        for (int64_t p = j->offsets[ord[m]]; p < j->offsets[ord[m] + 1]; p++) {
+            int32_t u = j->ids[p];
+            if (u < 0 || u >= j->vocab) return -1;
+            size_t h = (((uint32_t)u * 2654435761u) >> 7) & mask;
+            while (s->keys[h] != -1 && s->keys[h] != u) h = (h + 1) & mask;
+            if (s->keys[h] == -1) {
+                s->keys[h] = u, s->slot[h] = (int32_t)distinct, s->uniq[distinct++] = u;
+                const float *row = j->unit + (Py_ssize_t)u * j->dim;
+                for (Py_ssize_t d = 0; d < j->dim; d += (Py_ssize_t)line)
+                    __builtin_prefetch(row + d);
+            }
+            s->pslot[n_post++] = s->slot[h];
+        }
+    }
+    tok_sims_fn sims = tok_sims_for(impl_now);
+    for (size_t d = 0; d < distinct; d++)
+        sims(s->q, t, j->unit + (Py_ssize_t)s->uniq[d] * j->dim, j->dim, s->sims + d * t);
+    float *best = s->best;
+    n_post = 0;
+    for (Py_ssize_t m = 0; m < c; m++) {
+        int64_t lo = j->offsets[ord[m]], hi = j->offsets[ord[m] + 1];
+        if (lo == hi) continue;
+        for (size_t a = 0; a < t; a++) best[a] = -INFINITY;
+        for (int64_t p = lo; p < hi; p++) {
+            const float *row = s->sims + (size_t)s->pslot[n_post++] * t;
+            for (size_t a = 0; a < t; a++) best[a] = row[a] > best[a] ? row[a] : best[a];
+        }
+        double acc = 0.0;
+        for (size_t a = 0; a < t; a++) acc += j->weight[q[a]] * (double)best[a];
+        token[m] = wsum > 0 ? acc / wsum : 0.0;
+    }
+    return 0;
+}
+
+/* One query's token scores (out_token row), then its order and mixed scores; -1 out of
+ * memory, -2 for a token row out of range. */
+static int tok_query(const TokJob *j, TokScratch *s, Py_ssize_t i, TokRank *rank, double *tmp) {
+    Py_ssize_t c = j->counts[i], w = j->width;
+    const int64_t *ord = j->ordinals + i * w;
+    const int32_t *q = j->qids + j->qoff[i];
+    size_t t = (size_t)(j->qoff[i + 1] - j->qoff[i]), postings = 0;
+    double *token = j->out_token + i * w;
+    for (Py_ssize_t m = 0; m < w; m++) token[m] = 0.0;
+    for (Py_ssize_t m = 0; m < c; m++) {
+        int64_t lo = j->offsets[ord[m]], hi = j->offsets[ord[m] + 1];
+        if (lo < 0 || hi < lo || hi > j->n_ids) return -2;
+        for (int64_t p = lo; p < hi; p += 16) __builtin_prefetch(j->ids + p); /* for pass one */
+        postings += (size_t)(hi - lo);
+    }
+    if (t > 0 && postings > 0) {
+        if (tok_reserve(s, postings, t) < 0) return -1;
+        if (tok_maxsim(j, s, ord, c, q, t, token) < 0) return -2;
+    }
+    const float *fused = j->fused + i * w;
+    int64_t *order = j->out_order + i * w;
+    float *out = j->out_fused + i * w;
+    for (Py_ssize_t m = 0; m < w; m++) order[m] = m, out[m] = fused[m];
+    if (c == 0) return 0;
+    double *fm = tmp, *tm = tmp + w;
+    for (Py_ssize_t m = 0; m < c; m++) fm[m] = (double)fused[m];
+    tok_minmax(fm, c, fm);
+    tok_minmax(token, c, tm);
+    for (Py_ssize_t m = 0; m < c; m++) {
+        rank[m].score = fm[m] + j->token_weight * tm[m];
+        rank[m].ordinal = ord[m], rank[m].at = m;
+    }
+    qsort(rank, (size_t)c, sizeof(TokRank), tok_rank_cmp);
+    for (Py_ssize_t m = 0; m < c; m++) order[m] = rank[m].at, out[m] = (float)rank[m].score;
+    return 0;
+}
+
+/* Every count, member ordinal and query token in range (the token rows are checked as read);
+ * else a ValueError names the culprit. */
+static int tok_check(const TokJob *j, Py_ssize_t n, Py_ssize_t n_q) {
+    const char *what = NULL;
+    if (j->qoff[0] != 0 || j->qoff[n] != n_q) what = "query token offsets";
+    for (Py_ssize_t i = 0; i < n && !what; i++) {
+        if (j->qoff[i + 1] < j->qoff[i]) what = "query token offsets";
+        else if (j->counts[i] < 0 || j->counts[i] > j->width) what = "a member count";
+        for (Py_ssize_t m = 0; m < j->counts[i] && !what; m++) {
+            int64_t o = j->ordinals[i * j->width + m];
+            if (o < 0 || o >= j->n_rows) what = "a member ordinal";
+        }
+    }
+    for (Py_ssize_t a = 0; a < n_q && !what; a++)
+        if (j->qids[a] < 0 || j->qids[a] >= j->vocab) what = "a query token";
+    if (!what) return 0;
+    PyErr_Format(PyExc_ValueError, "token_rescore: %s out of range", what);
+    return -1;
+}
+
+/* token_rescore(fused float32 (n, W), counts int32 (n,), ordinals int64 (n, W), offsets int64
+ * (N + 1), ids int32, unit float32 (V, dim), weight float64 (V,), query_offsets int64 (n + 1),
+ * query_ids int32, token_weight, out_order int64 (n, W), out_fused float32 (n, W), out_token
+ * float64 (n, W)): the token relay (token_relay.py) over each query's first counts[i] members:
+ * MaxSim of its query tokens against each member's token row (each distinct token's cosines
+ * computed once per query, so members with the same tokens get the same bits), then the members
+ * ordered by minmax(fused) + token_weight * minmax(token), ties to the lower ordinal; out_order
+ * holds positions into the row (the identity past the count), out_fused the mixed scores in
+ * that order (the input past the count), out_token the token scores in the input order. */
+static PyObject *py_token_rescore(PyObject *self, PyObject *args) {
+    PyObject *o[13];
+    double tw;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOdOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
+                          &o[7], &o[8], &tw, &o[9], &o[10], &o[11]))
+        return NULL;
+    Buf b[12];
+    memset(b, 0, sizeof b);
+    PyObject *result = NULL;
+    TokScratch scratch = {0};
+    TokRank *rank = NULL;
+    double *tmp = NULL;
+    if (get_buf(o[0], &b[0], "f", 4, -1, 0, "fused") < 0) goto done;
+    if (b[0].view.ndim != 2) {
+        PyErr_SetString(PyExc_ValueError, "token_rescore: fused must be (n, W) float32");
+        goto done;
+    }
+    Py_ssize_t n = b[0].view.shape[0], w = b[0].view.shape[1];
+    if (get_buf(o[1], &b[1], "i", 4, n, 0, "counts") < 0 ||
+        get_buf(o[2], &b[2], "lq", 8, n * w, 0, "ordinals") < 0 ||
+        get_buf(o[3], &b[3], "lq", 8, -1, 0, "offsets") < 0 ||
+        get_buf(o[4], &b[4], "i", 4, -1, 0, "ids") < 0 ||
+        get_buf(o[5], &b[5], "f", 4, -1, 0, "unit") < 0 ||
+        get_buf(o[6], &b[6], "d", 8, -1, 0, "weight") < 0 ||
+        get_buf(o[7], &b[7], "lq", 8, n + 1, 0, "query_offsets") < 0 ||
+        get_buf(o[8], &b[8], "i", 4, -1, 0, "query_ids") < 0 ||
+        get_buf(o[9], &b[9], "lq", 8, n * w, 1, "out_order") < 0 ||
+        get_buf(o[10], &b[10], "f", 4, n * w, 1, "out_fused") < 0 ||
+        get_buf(o[11], &b[11], "d", 8, n * w, 1, "out_token") < 0)
+        goto done;
+    Py_ssize_t vocab = b[6].view.len / 8;
+    if (b[5].view.ndim != 2 || b[5].view.shape[0] != vocab || b[3].view.len < 8 ||
+        !isfinite(tw)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "token_rescore: unit must be (V, dim) beside weight (V,), offsets "
+                        "non-empty, token_weight finite");
+        goto done;
+    }
+    TokJob job = {
+        b[0].view.buf, b[5].view.buf, b[1].view.buf, b[4].view.buf, b[8].view.buf,
+        b[2].view.buf, b[3].view.buf, b[7].view.buf, b[6].view.buf, w,
+        b[3].view.len / 8 - 1, b[4].view.len / 4, vocab, b[5].view.shape[1], tw,
+        b[9].view.buf, b[10].view.buf, b[11].view.buf,
+    };
+    if (tok_check(&job, n, b[8].view.len / 4) < 0) goto done;
+    rank = malloc(sizeof(TokRank) * (w ? w : 1));
+    tmp = malloc(sizeof(double) * 2 * (w ? w : 1));
+    if (!rank || !tmp) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int rc = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n && rc == 0; i++) rc = tok_query(&job, &scratch, i, rank, tmp);
+    Py_END_ALLOW_THREADS
+    if (rc == -1) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (rc == -2) {
+        PyErr_SetString(PyExc_ValueError, "token_rescore: token rows out of range");
+        goto done;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    for (int k = 0; k < 12; k++) release(&b[k]);
+    tok_free(&scratch);
+    free(rank);
+    free(tmp);
+    return result;
+}
+
 /* ------------------------------------------------------------------ scan helper: tests */
 
 static PyObject *py_scan_pool_stats(PyObject *self, PyObject *noargs) {
@@ -2601,6 +2916,10 @@ static PyMethodDef methods[] = {
     {"spread_pool", py_spread_pool, METH_VARARGS,
      "spread_pool(pool, nbr, weight, base, hops, decay, table, out) -> False when it declines "
      "(a non-finite or sign-bit base, weight or decay)"},
+    {"token_rescore", py_token_rescore, METH_VARARGS,
+     "token_rescore(fused, counts, ordinals, offsets, ids, unit, weight, query_offsets, "
+     "query_ids, token_weight, out_order, out_fused, out_token): the token relay's MaxSim and "
+     "order over each query's fused top list"},
     {"scan_pool_stats", py_scan_pool_stats, METH_NOARGS,
      "the scan helper thread: alive, busy (holding a job), jobs posted, chunks it finished, of "
      "those copied by the caller, and its chunks the caller computed itself (counts since the "

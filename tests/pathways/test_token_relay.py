@@ -19,6 +19,7 @@ from spector_gpu import RecallOptions, SpectorMemory
 from spector_gpu.cortex.snapshot import read_snapshot, write_snapshot
 from spector_gpu.cortex.token_rows import memory_words, token_vocab
 from spector_gpu.errors import ValidationError
+from spector_gpu.pathways.recall import token_relay
 from spector_gpu.pathways.recall.token_relay import maxsim
 
 FUSED_ONLY = ("lexical", "dense", "association", "salience")
@@ -169,3 +170,21 @@ def test_the_relay_alone_is_refused() -> None:
     with pytest.raises(ValidationError, match="token relay re-scores"):
         RecallOptions(relays=("token",))
     RecallOptions(relays=("salience", "token"))  # with any proposing relay it is fine
+
+
+def test_the_numpy_twin_answers_as_the_kernel_does(
+    mem: SpectorMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # without the compiled kernel (a build without a compiler) the relay runs in numpy
+    queries = ["how many siblings do I have", "my cat", "pasta dinner", "the and of"]
+    opts = RecallOptions(k=5, mode="observe", explain=True)
+    kernel = mem.recall_batch(queries, opts)
+    monkeypatch.setattr(token_relay, "native", None)
+    twin = mem.recall_batch(queries, opts)
+    for got, want in zip(kernel, twin, strict=True):
+        assert [h.id for h in got] == [h.id for h in want]
+        for g, w in zip(got, want, strict=True):
+            assert g.score == pytest.approx(w.score, rel=1e-5, abs=1e-6)
+            t_g, t_w = g.breakdown.relays["token"], w.breakdown.relays["token"]  # type: ignore[union-attr]
+            assert t_g.rank == t_w.rank
+            assert t_g.score == pytest.approx(t_w.score, rel=1e-6, abs=1e-7)

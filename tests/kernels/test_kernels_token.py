@@ -1,0 +1,184 @@
+"""The token relay's compiled kernel (``token_rescore`` in kernels/_native.c) against its numpy
+twin (:func:`spector_gpu.pathways.recall.token_relay.maxsim` per query), on both builds of
+its cosines (AVX2 and portable: the same bits), and its refusal of out-of-range input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from spector_gpu.kernels.native import dot_impl, native
+
+from spector_gpu.cortex.payload import Payload
+from spector_gpu.cortex.token_rows import TokenRows, token_vocab
+from spector_gpu.pathways.recall.scorer import Scored
+from spector_gpu.pathways.recall.token_relay import _native_rescore, _numpy_rescore
+
+pytestmark = pytest.mark.skipif(native is None, reason="native kernels not built")
+IMPLS = native.dot_impls() if native is not None else []
+
+WORDS = (
+    "sister",
+    "brother",
+    "family",
+    "dinner",
+    "cat",
+    "shelter",
+    "sofa",
+    "pasta",
+    "parents",
+    "meeting",
+    "tuesday",
+    "weather",
+    "picnic",
+    "garden",
+    "guitar",
+    "lesson",
+    "marathon",
+    "training",
+    "doctor",
+    "appointment",
+    "flight",
+    "paris",
+    "coffee",
+)
+
+
+def _rows(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Token rows of n random texts: some empty, some repeated (the same token set)."""
+    vocab = token_vocab()
+    rows = TokenRows()
+    texts = []
+    for i in range(n):
+        if i % 7 == 3:
+            texts.append("the and of")  # stop words only: an empty row
+        elif i % 5 == 4 and texts:
+            texts.append(texts[-1])  # a twin: equal token scores, ties to the lower ordinal
+        else:
+            texts.append(" ".join(rng.choice(WORDS, size=int(rng.integers(1, 9)))))
+    rows.append([Payload(text=t) for t in texts])
+    assert vocab.unit.shape[0] == len(vocab.weight)
+    return rows.rows()
+
+
+def _scored(rng: np.random.Generator, n_rows: int, n_q: int, width: int) -> Scored:
+    ordinals = np.full((n_q, width), -1, dtype=np.int64)
+    fused = np.full((n_q, width), -np.inf, dtype=np.float32)
+    counts = rng.integers(0, width + 1, size=n_q).astype(np.int32)
+    counts[0] = width
+    for i, c in enumerate(counts):
+        ordinals[i, :c] = rng.choice(n_rows, size=c, replace=False)
+        f = np.sort(rng.random(c).astype(np.float32))[::-1]
+        if c > 2:
+            f[1] = f[2]  # a fused tie
+        fused[i, :c] = f
+    shape = (n_q, width)
+    return Scored(ordinals, fused, counts, rng.random(shape), rng.random(shape), None)
+
+
+def _queries(rng: np.random.Generator, n_q: int) -> list[np.ndarray]:
+    vocab = token_vocab()
+    out = [vocab.ids(" ".join(rng.choice(WORDS, size=int(rng.integers(1, 6))))) for _ in range(n_q)]
+    out[-1] = vocab.ids("the of and")  # no meaningful token: all token scores 0
+    return out
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), width=st.integers(1, 40), n_q=st.integers(1, 6))
+def test_kernel_equals_the_numpy_twin(impl: str, seed: int, width: int, n_q: int) -> None:
+    rng = np.random.default_rng(seed)
+    rows = _rows(rng, 60)
+    scored = _scored(rng, 60, n_q, width)
+    queries = _queries(rng, n_q)
+    weight = float(rng.choice([0.5, 1.0, 3.0]))
+    with dot_impl(impl):
+        order, fused, token = _native_rescore(scored, queries, rows, token_vocab(), weight)
+    w_order, w_fused, w_token = _numpy_rescore(scored, queries, rows, token_vocab(), weight)
+    np.testing.assert_allclose(token, w_token, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(fused, w_fused, rtol=1e-5, atol=1e-6)  # min-max widens
+    for i, c in enumerate(scored.counts.tolist()):
+        # the same order unless two mixed scores are within rounding of each other
+        mixed = w_fused[i, :c].astype(np.float64)
+        if c < 2 or np.min(np.abs(np.diff(mixed))[np.diff(mixed) != 0], initial=1.0) > 1e-5:
+            assert order[i].tolist() == w_order[i].tolist(), i
+        assert order[i, c:].tolist() == list(range(c, width))  # past the count: the identity
+        assert fused[i, c:].tolist() == scored.fused[i, c:].tolist()
+
+
+def test_both_builds_give_the_same_bits() -> None:
+    rng = np.random.default_rng(7)
+    rows, scored, queries = _rows(rng, 80), _scored(rng, 80, 4, 30), _queries(rng, 4)
+    outs = []
+    for impl in IMPLS:
+        with dot_impl(impl):
+            outs.append(_native_rescore(scored, queries, rows, token_vocab(), 1.0))
+    for got in outs[1:]:
+        for a, b in zip(got, outs[0], strict=True):
+            assert np.array_equal(a, b)
+
+
+def test_members_with_the_same_tokens_tie_to_the_lower_ordinal() -> None:
+    rng = np.random.default_rng(3)
+    rows = _rows(rng, 10)
+    offsets, ids = rows
+    twin = 9  # row 9 repeats row 8's text (see _rows)
+    assert offsets[10] > offsets[9]
+    assert ids[offsets[8] : offsets[9]].tolist() == ids[offsets[9] : offsets[10]].tolist()
+    scored = Scored(
+        np.array([[twin, twin - 1]], dtype=np.int64),
+        np.array([[0.5, 0.5]], dtype=np.float32),
+        np.array([2], dtype=np.int32),
+        np.zeros((1, 2)),
+        np.zeros((1, 2)),
+        None,
+    )
+    query = [ids[offsets[twin] : offsets[twin] + 1].copy()]
+    order, fused, token = _native_rescore(scored, query, rows, token_vocab(), 1.0)
+    assert token[0, 0] == token[0, 1] > 0
+    assert order[0].tolist() == [1, 0]  # the lower ordinal first
+    assert fused[0].tolist() == [0.0, 0.0]  # both scores constant: both normalise to 0
+
+
+def _call(scored: Scored, rows: tuple[np.ndarray, np.ndarray], q_ids: np.ndarray) -> None:
+    n, width = scored.ordinals.shape
+    vocab = token_vocab()
+    native.token_rescore(
+        scored.fused,
+        scored.counts,
+        scored.ordinals,
+        rows[0],
+        rows[1],
+        vocab.unit,
+        vocab.weight,
+        np.array([0, len(q_ids)], dtype=np.int64),
+        q_ids,
+        1.0,
+        np.empty((n, width), dtype=np.int64),
+        np.empty((n, width), dtype=np.float32),
+        np.empty((n, width), dtype=np.float64),
+    )
+
+
+def test_out_of_range_input_is_refused() -> None:
+    rng = np.random.default_rng(1)
+    rows = _rows(rng, 20)
+    good = _scored(rng, 20, 1, 5)
+    q = token_vocab().ids("family dinner")
+    _call(good, rows, q)  # the baseline call is accepted
+    bad = Scored(good.ordinals.copy(), good.fused, good.counts, good.d, good.s, None)
+    bad.ordinals[0, 0] = 20
+    with pytest.raises(ValueError, match="member ordinal"):
+        _call(bad, rows, q)
+    over = Scored(good.ordinals, good.fused, np.array([6], np.int32), good.d, good.s, None)
+    with pytest.raises(ValueError, match="member count"):
+        _call(over, rows, q)
+    with pytest.raises(ValueError, match="query token"):
+        _call(good, rows, np.array([len(token_vocab().weight)], dtype=np.int32))
+    ids = rows[1].copy()
+    ids[:] = -1
+    with pytest.raises(ValueError, match="token rows"):
+        _call(good, (rows[0], ids), q)
+    with pytest.raises(ValueError, match="expected"):
+        _call(good, (rows[0].astype(np.int32), rows[1]), q)
