@@ -2498,65 +2498,31 @@ done:
 
 /* ------------------------------------------------------------------ token relay: MaxSim */
 
-/* One token's float32 cosines with each of t query rows, in 8 lanes per product (vectorised
- * without -ffast-math), the lanes summed in one fixed order: the same bits for the same pair
- * of rows wherever asked, and on either build below (the same operations per lane). */
-#define TOK_SIMS_BODY                                                                         \
-    for (size_t a = 0; a < t; a++) {                                                          \
-        const float *x = q[a];                                                                \
-        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                              \
-        Py_ssize_t d = 0;                                                                     \
-        for (; d + 8 <= dim; d += 8)                                                          \
-            for (int l = 0; l < 8; l++) acc[l] += x[d + l] * u[d + l];                        \
-        float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])); \
-        for (; d < dim; d++) s += x[d] * u[d];                                                \
-        out[a] = s;                                                                           \
-    }
-
-static void tok_sims_plain(const float *const *q, size_t t, const float *u, Py_ssize_t dim,
-                           float *out) {
-    TOK_SIMS_BODY
-}
-
-typedef void (*tok_sims_fn)(const float *const *, size_t, const float *, Py_ssize_t, float *);
-
-#ifdef HAVE_X86
-__attribute__((target("avx2"))) static void tok_sims_avx2(const float *const *q, size_t t,
-                                                          const float *u, Py_ssize_t dim,
-                                                          float *out) {
-    TOK_SIMS_BODY
-}
-#endif
-
-/* The AVX2 build unless the dot-product implementation is pinned to "scalar" (the tests run
- * both; they give the same bits). */
-static tok_sims_fn tok_sims_for(int impl) {
-#ifdef HAVE_X86
-    if (impl != IMPL_SCALAR) return tok_sims_avx2;
-#endif
-    (void)impl;
-    return tok_sims_plain;
-}
+/* The token relay's cosines are exact up to one rounding: two tokens' int8 rows' integer dot
+ * product (dots_for: every implementation gives the same int32) over the product of their
+ * lengths, in float64 -- what TokenVocab.cosines computes in numpy, bit for bit. The int8
+ * rows are a quarter of float32 rows' memory traffic: the dense scan has just evicted the
+ * table from the caches, so reading the rows is most of the kernel's time. */
 
 typedef struct {
     int32_t *keys;   /* open addressing: token id, -1 empty */
     int32_t *slot;   /* its row in sims */
-    float *sims;     /* (distinct, t): the token's cosine with each query token */
-    float *best;     /* (t,): the member's best cosine per query token */
-    const float **q; /* (t,): the query tokens' rows */
+    double *sims;    /* (distinct, t rounded up to 4): the token's cosine with each query token */
+    int8_t *qcodes;  /* (t, dim): the query tokens' rows, contiguous for dots_for */
+    int32_t *idots;  /* (t,) */
     int32_t *uniq;   /* (postings,): the distinct token ids in order of first sight */
     int32_t *pslot;  /* (postings,): each posting's row in sims */
-    size_t cap, sims_len, best_len, post_len;
+    size_t cap, sims_len, t_len, post_len;
 } TokScratch;
 
 static void tok_free(TokScratch *s) {
-    free(s->keys); free(s->slot); free(s->sims); free(s->best); free((void *)s->q);
-    free(s->uniq); free(s->pslot);
+    free(s->keys); free(s->slot); free(s->sims); free(s->qcodes);
+    free(s->idots); free(s->uniq); free(s->pslot);
 }
 
-/* Room for `postings` distinct tokens against `t` query tokens, the table emptied; -1 when out
- * of memory. */
-static int tok_reserve(TokScratch *s, size_t postings, size_t t) {
+/* Room for `postings` distinct tokens against `t` query tokens of `dim` codes, the table
+ * emptied; -1 when out of memory. */
+static int tok_reserve(TokScratch *s, size_t postings, size_t t, size_t dim) {
     size_t cap = 64;
     while (cap < 2 * postings) cap *= 2;
     if (cap > s->cap) {
@@ -2573,18 +2539,19 @@ static int tok_reserve(TokScratch *s, size_t postings, size_t t) {
         s->post_len = s->uniq && s->pslot ? postings : 0;
         if (!s->post_len) return -1;
     }
-    if (postings * t > s->sims_len) {
+    size_t stride = (t + 3) & ~(size_t)3;
+    if (postings * stride > s->sims_len) {
         free(s->sims);
-        s->sims = malloc(sizeof(float) * postings * t);
-        s->sims_len = s->sims ? postings * t : 0;
+        s->sims = malloc(sizeof(double) * postings * stride);
+        s->sims_len = s->sims ? postings * stride : 0;
         if (!s->sims) return -1;
     }
-    if (t > s->best_len) {
-        free(s->best); free((void *)s->q);
-        s->best = malloc(sizeof(float) * t);
-        s->q = malloc(sizeof(float *) * t);
-        s->best_len = s->best && s->q ? t : 0;
-        if (!s->best_len) return -1;
+    if (t > s->t_len) {
+        free(s->qcodes); free(s->idots);
+        s->qcodes = malloc(dim * t + 1);
+        s->idots = malloc(sizeof(int32_t) * t);
+        s->t_len = s->qcodes && s->idots ? t : 0;
+        if (!s->t_len) return -1;
     }
     memset(s->keys, 0xff, sizeof(int32_t) * s->cap);
     return 0;
@@ -2613,10 +2580,11 @@ static void tok_minmax(const double *x, Py_ssize_t n, double *out) {
 }
 
 typedef struct {
-    const float *fused, *unit;
+    const float *fused;
+    const int8_t *codes;
     const int32_t *counts, *ids, *qids;
     const int64_t *ordinals, *offsets, *qoff;
-    const double *weight;
+    const double *norm, *weight;
     Py_ssize_t width, n_rows, n_ids, vocab, dim;
     double token_weight;
     int64_t *out_order;
@@ -2631,12 +2599,13 @@ typedef struct {
  * the table. */
 static int tok_maxsim(const TokJob *j, TokScratch *s, const int64_t *ord, Py_ssize_t c,
                       const int32_t *q, size_t t, double *token) {
+    Py_ssize_t dim = j->dim;
     double wsum = 0.0;
     for (size_t a = 0; a < t; a++) {
         wsum += j->weight[q[a]];
-        s->q[a] = j->unit + (Py_ssize_t)q[a] * j->dim;
+        memcpy(s->qcodes + a * (size_t)dim, j->codes + (Py_ssize_t)q[a] * dim, (size_t)dim);
     }
-    size_t distinct = 0, n_post = 0, mask = s->cap - 1, line = 64 / sizeof(float);
+    size_t distinct = 0, n_post = 0, mask = s->cap - 1;
     for (Py_ssize_t m = 0; m < c; m++) {
         for (int64_t p = j->offsets[ord[m]]; p < j->offsets[ord[m] + 1]; p++) {
             int32_t u = j->ids[p];
@@ -2645,28 +2614,44 @@ static int tok_maxsim(const TokJob *j, TokScratch *s, const int64_t *ord, Py_ssi
             while (s->keys[h] != -1 && s->keys[h] != u) h = (h + 1) & mask;
             if (s->keys[h] == -1) {
                 s->keys[h] = u, s->slot[h] = (int32_t)distinct, s->uniq[distinct++] = u;
-                const float *row = j->unit + (Py_ssize_t)u * j->dim;
-                for (Py_ssize_t d = 0; d < j->dim; d += (Py_ssize_t)line)
-                    __builtin_prefetch(row + d);
+                const int8_t *row = j->codes + (Py_ssize_t)u * dim;
+                for (Py_ssize_t d = 0; d < dim; d += 64) __builtin_prefetch(row + d);
             }
             s->pslot[n_post++] = s->slot[h];
         }
     }
-    tok_sims_fn sims = tok_sims_for(impl_now);
-    for (size_t d = 0; d < distinct; d++)
-        sims(s->q, t, j->unit + (Py_ssize_t)s->uniq[d] * j->dim, j->dim, s->sims + d * t);
-    float *best = s->best;
+    dots_fn dots = dots_for(impl_now);
+    size_t stride = (t + 3) & ~(size_t)3;
+    for (size_t d = 0; d < distinct; d++) {
+        int32_t u = s->uniq[d];
+        dots(j->codes + (Py_ssize_t)u * dim, s->qcodes, (Py_ssize_t)t, dim, s->idots);
+        double *row = s->sims + d * stride;
+        for (size_t a = 0; a < t; a++)
+            row[a] = (double)s->idots[a] / (j->norm[q[a]] * j->norm[u]);
+        for (size_t a = t; a < stride; a++) row[a] = -INFINITY;
+    }
+    /* each member's best per query token, four query tokens at a time in registers (rows of
+     * sims padded to a multiple of four with -inf; a maximum is exact, so the order of the
+     * postings does not change it) */
     n_post = 0;
     for (Py_ssize_t m = 0; m < c; m++) {
         int64_t lo = j->offsets[ord[m]], hi = j->offsets[ord[m] + 1];
         if (lo == hi) continue;
-        for (size_t a = 0; a < t; a++) best[a] = -INFINITY;
-        for (int64_t p = lo; p < hi; p++) {
-            const float *row = s->sims + (size_t)s->pslot[n_post++] * t;
-            for (size_t a = 0; a < t; a++) best[a] = row[a] > best[a] ? row[a] : best[a];
-        }
+        const int32_t *slots = s->pslot + n_post;
+        n_post += (size_t)(hi - lo);
         double acc = 0.0;
-        for (size_t a = 0; a < t; a++) acc += j->weight[q[a]] * (double)best[a];
+        for (size_t a = 0; a < t; a += 4) {
+            double b0 = -INFINITY, b1 = -INFINITY, b2 = -INFINITY, b3 = -INFINITY;
+            for (int64_t p = 0; p < hi - lo; p++) {
+                const double *row = s->sims + (size_t)slots[p] * stride + a;
+                b0 = row[0] > b0 ? row[0] : b0;
+                b1 = row[1] > b1 ? row[1] : b1;
+                b2 = row[2] > b2 ? row[2] : b2;
+                b3 = row[3] > b3 ? row[3] : b3;
+            }
+            double b[4] = {b0, b1, b2, b3};
+            for (size_t l = 0; l < 4 && a + l < t; l++) acc += j->weight[q[a + l]] * b[l];
+        }
         token[m] = wsum > 0 ? acc / wsum : 0.0;
     }
     return 0;
@@ -2688,7 +2673,7 @@ static int tok_query(const TokJob *j, TokScratch *s, Py_ssize_t i, TokRank *rank
         postings += (size_t)(hi - lo);
     }
     if (t > 0 && postings > 0) {
-        if (tok_reserve(s, postings, t) < 0) return -1;
+        if (tok_reserve(s, postings, t, (size_t)j->dim) < 0) return -1;
         if (tok_maxsim(j, s, ord, c, q, t, token) < 0) return -2;
     }
     const float *fused = j->fused + i * w;
@@ -2730,21 +2715,21 @@ static int tok_check(const TokJob *j, Py_ssize_t n, Py_ssize_t n_q) {
 }
 
 /* token_rescore(fused float32 (n, W), counts int32 (n,), ordinals int64 (n, W), offsets int64
- * (N + 1), ids int32, unit float32 (V, dim), weight float64 (V,), query_offsets int64 (n + 1),
- * query_ids int32, token_weight, out_order int64 (n, W), out_fused float32 (n, W), out_token
- * float64 (n, W)): the token relay (token_relay.py) over each query's first counts[i] members:
- * MaxSim of its query tokens against each member's token row (each distinct token's cosines
- * computed once per query, so members with the same tokens get the same bits), then the members
- * ordered by minmax(fused) + token_weight * minmax(token), ties to the lower ordinal; out_order
- * holds positions into the row (the identity past the count), out_fused the mixed scores in
- * that order (the input past the count), out_token the token scores in the input order. */
+ * (N + 1), ids int32, codes int8 (V, dim), norm float64 (V,), weight float64 (V,),
+ * query_offsets int64 (n + 1), query_ids int32, token_weight, out_order int64 (n, W),
+ * out_fused float32 (n, W), out_token float64 (n, W)): the token relay (token_relay.py) over
+ * each query's first counts[i] members: MaxSim of its query tokens against each member's token
+ * row (each distinct token's cosines computed once per query), then the members ordered by
+ * minmax(fused) + token_weight * minmax(token), ties to the lower ordinal; out_order holds
+ * positions into the row (the identity past the count), out_fused the mixed scores in that
+ * order (the input past the count), out_token the token scores in the input order. */
 static PyObject *py_token_rescore(PyObject *self, PyObject *args) {
     PyObject *o[13];
     double tw;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOdOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
-                          &o[7], &o[8], &tw, &o[9], &o[10], &o[11]))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOdOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+                          &o[6], &o[7], &o[8], &o[9], &tw, &o[10], &o[11], &o[12]))
         return NULL;
-    Buf b[12];
+    Buf b[13];
     memset(b, 0, sizeof b);
     PyObject *result = NULL;
     TokScratch scratch = {0};
@@ -2760,29 +2745,45 @@ static PyObject *py_token_rescore(PyObject *self, PyObject *args) {
         get_buf(o[2], &b[2], "lq", 8, n * w, 0, "ordinals") < 0 ||
         get_buf(o[3], &b[3], "lq", 8, -1, 0, "offsets") < 0 ||
         get_buf(o[4], &b[4], "i", 4, -1, 0, "ids") < 0 ||
-        get_buf(o[5], &b[5], "f", 4, -1, 0, "unit") < 0 ||
-        get_buf(o[6], &b[6], "d", 8, -1, 0, "weight") < 0 ||
-        get_buf(o[7], &b[7], "lq", 8, n + 1, 0, "query_offsets") < 0 ||
-        get_buf(o[8], &b[8], "i", 4, -1, 0, "query_ids") < 0 ||
-        get_buf(o[9], &b[9], "lq", 8, n * w, 1, "out_order") < 0 ||
-        get_buf(o[10], &b[10], "f", 4, n * w, 1, "out_fused") < 0 ||
-        get_buf(o[11], &b[11], "d", 8, n * w, 1, "out_token") < 0)
+        get_buf(o[5], &b[5], "b", 1, -1, 0, "codes") < 0 ||
+        get_buf(o[6], &b[6], "d", 8, -1, 0, "norm") < 0 ||
+        get_buf(o[7], &b[7], "d", 8, -1, 0, "weight") < 0 ||
+        get_buf(o[8], &b[8], "lq", 8, n + 1, 0, "query_offsets") < 0 ||
+        get_buf(o[9], &b[9], "i", 4, -1, 0, "query_ids") < 0 ||
+        get_buf(o[10], &b[10], "lq", 8, n * w, 1, "out_order") < 0 ||
+        get_buf(o[11], &b[11], "f", 4, n * w, 1, "out_fused") < 0 ||
+        get_buf(o[12], &b[12], "d", 8, n * w, 1, "out_token") < 0)
         goto done;
-    Py_ssize_t vocab = b[6].view.len / 8;
-    if (b[5].view.ndim != 2 || b[5].view.shape[0] != vocab || b[3].view.len < 8 ||
-        !isfinite(tw)) {
+    Py_ssize_t vocab = b[7].view.len / 8;
+    if (b[5].view.ndim != 2 || b[5].view.shape[0] != vocab || b[6].view.len / 8 != vocab ||
+        b[3].view.len < 8 || !isfinite(tw)) {
         PyErr_SetString(PyExc_ValueError,
-                        "token_rescore: unit must be (V, dim) beside weight (V,), offsets "
-                        "non-empty, token_weight finite");
+                        "token_rescore: codes must be (V, dim) beside norm and weight (V,), "
+                        "offsets non-empty, token_weight finite");
         goto done;
     }
     TokJob job = {
-        b[0].view.buf, b[5].view.buf, b[1].view.buf, b[4].view.buf, b[8].view.buf,
-        b[2].view.buf, b[3].view.buf, b[7].view.buf, b[6].view.buf, w,
-        b[3].view.len / 8 - 1, b[4].view.len / 4, vocab, b[5].view.shape[1], tw,
-        b[9].view.buf, b[10].view.buf, b[11].view.buf,
+        .fused = b[0].view.buf,
+        .codes = b[5].view.buf,
+        .counts = b[1].view.buf,
+        .ids = b[4].view.buf,
+        .qids = b[9].view.buf,
+        .ordinals = b[2].view.buf,
+        .offsets = b[3].view.buf,
+        .qoff = b[8].view.buf,
+        .norm = b[6].view.buf,
+        .weight = b[7].view.buf,
+        .width = w,
+        .n_rows = b[3].view.len / 8 - 1,
+        .n_ids = b[4].view.len / 4,
+        .vocab = vocab,
+        .dim = b[5].view.shape[1],
+        .token_weight = tw,
+        .out_order = b[10].view.buf,
+        .out_fused = b[11].view.buf,
+        .out_token = b[12].view.buf,
     };
-    if (tok_check(&job, n, b[8].view.len / 4) < 0) goto done;
+    if (tok_check(&job, n, b[9].view.len / 4) < 0) goto done;
     rank = malloc(sizeof(TokRank) * (w ? w : 1));
     tmp = malloc(sizeof(double) * 2 * (w ? w : 1));
     if (!rank || !tmp) {
@@ -2804,7 +2805,7 @@ static PyObject *py_token_rescore(PyObject *self, PyObject *args) {
     result = Py_None;
     Py_INCREF(result);
 done:
-    for (int k = 0; k < 12; k++) release(&b[k]);
+    for (int k = 0; k < 13; k++) release(&b[k]);
     tok_free(&scratch);
     free(rank);
     free(tmp);
@@ -2917,7 +2918,7 @@ static PyMethodDef methods[] = {
      "spread_pool(pool, nbr, weight, base, hops, decay, table, out) -> False when it declines "
      "(a non-finite or sign-bit base, weight or decay)"},
     {"token_rescore", py_token_rescore, METH_VARARGS,
-     "token_rescore(fused, counts, ordinals, offsets, ids, unit, weight, query_offsets, "
+     "token_rescore(fused, counts, ordinals, offsets, ids, codes, norm, weight, query_offsets, "
      "query_ids, token_weight, out_order, out_fused, out_token): the token relay's MaxSim and "
      "order over each query's fused top list"},
     {"scan_pool_stats", py_scan_pool_stats, METH_NOARGS,

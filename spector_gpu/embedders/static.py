@@ -33,7 +33,7 @@ from spector_gpu.errors import ConfigError, ValidationError
 from .rows import check_texts, normalise_rows
 from .wordpiece import WordPiece
 
-__all__ = ["StaticEmbedder", "static_table_path", "static_tables"]
+__all__ = ["StaticEmbedder", "static_codes", "static_table_path", "static_tables"]
 
 _TABLE = "static_minilm.npz"
 _PARTS = ("codes", "scales", "vocab", "meta")
@@ -48,6 +48,13 @@ def static_table_path() -> Path:
 
 def _load(path: Path) -> tuple[np.ndarray, list[str]]:
     """float32 (V, dim) token vectors and the vocabulary, from the table file at ``path``."""
+    codes, scales, vocab = _parts(path)
+    return codes.astype(np.float32) * scales[:, None], vocab
+
+
+def _parts(path: Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """int8 (V, dim) codes, float32 (V,) scales and the vocabulary of the table at ``path``,
+    checked."""
     try:
         with np.load(path, allow_pickle=False) as f:
             parts = {name: f[name] for name in _PARTS}
@@ -60,11 +67,23 @@ def _load(path: Path) -> tuple[np.ndarray, list[str]]:
             "reinstall spector-gpu, or rebuild it with tools/distill_static.py"
         ) from exc
     codes, scales = parts["codes"], parts["scales"]
-    if codes.dtype != np.int8 or codes.shape != (len(vocab), dim):
-        raise ConfigError(f"{path}: the static embedder's table has the wrong shape or dtype")
+    if codes.dtype != np.int8 or codes.shape != (len(vocab), dim) or (codes == -128).any():
+        raise ConfigError(
+            f"{path}: the static embedder's table has the wrong shape or dtype, or a code "
+            "outside [-127, 127]"
+        )
     if scales.shape != (len(vocab),) or not np.isfinite(scales).all():
         raise ConfigError(f"{path}: the static embedder's scales are damaged")
-    return codes.astype(np.float32) * scales[:, None], vocab
+    return codes, scales, vocab
+
+
+@functools.lru_cache(maxsize=2)
+def static_codes(path: Path) -> np.ndarray:
+    """The table's int8 (V, dim) codes (read-only), loaded once per process: the token relay's
+    exact cosines (:class:`spector_gpu.cortex.token_rows.TokenVocab`)."""
+    codes = _parts(path)[0]
+    codes.setflags(write=False)
+    return codes
 
 
 @functools.lru_cache(maxsize=2)

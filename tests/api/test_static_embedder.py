@@ -186,6 +186,29 @@ def test_a_table_that_does_not_hold_together_is_refused(
         StaticEmbedder()
 
 
+def test_a_code_outside_the_symmetric_range_is_refused(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the token relay's int8 dot products take |code| <= 127 (see kernels/_native.c)
+    from pathlib import Path
+
+    path = Path(str(tmp_path)) / "t.npz"
+    codes = np.zeros((3, 4), np.int8)
+    codes[1, 2] = -128
+    np.savez(
+        path,
+        codes=codes,
+        scales=np.ones(3, np.float32),
+        vocab=np.frombuffer(b"a\nb\n[UNK]", np.uint8),
+        meta=np.frombuffer(b'{"dim": 4}', np.uint8),
+    )
+    monkeypatch.setattr(static_mod, "static_table_path", lambda: path)
+    with pytest.raises(ConfigError, match=r"outside \[-127, 127\]"):
+        StaticEmbedder()
+    with pytest.raises(ConfigError, match=r"outside \[-127, 127\]"):
+        static_mod.static_codes(path)
+
+
 def test_it_is_the_default(tmp_path: object) -> None:
     assert isinstance(make_embedder(), StaticEmbedder)
     assert isinstance(make_embedder("static"), StaticEmbedder)

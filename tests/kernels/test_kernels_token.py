@@ -58,7 +58,7 @@ def _rows(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
         else:
             texts.append(" ".join(rng.choice(WORDS, size=int(rng.integers(1, 9)))))
     rows.append([Payload(text=t) for t in texts])
-    assert vocab.unit.shape[0] == len(vocab.weight)
+    assert vocab.codes.shape[0] == len(vocab.weight) == len(vocab.norm)
     return rows.rows()
 
 
@@ -150,7 +150,8 @@ def _call(scored: Scored, rows: tuple[np.ndarray, np.ndarray], q_ids: np.ndarray
         scored.ordinals,
         rows[0],
         rows[1],
-        vocab.unit,
+        vocab.codes,
+        vocab.norm,
         vocab.weight,
         np.array([0, len(q_ids)], dtype=np.int64),
         q_ids,

@@ -116,9 +116,11 @@ def _token_score(query: list[int], words: str) -> float:
 
 @functools.cache
 def _cosine(t: int, u: int) -> float:
-    """cos of two tokens' unit vectors, correctly rounded (the same bits wherever asked)."""
-    unit = token_vocab().unit
-    return math.fsum((unit[t].astype(np.float64) * unit[u].astype(np.float64)).tolist())
+    """cos of two tokens: their int8 rows' exact integer dot product over their lengths (one
+    rounding; the same bits wherever asked)."""
+    vocab = token_vocab()
+    dot = sum(int(a) * int(b) for a, b in zip(vocab.codes[t], vocab.codes[u], strict=True))
+    return dot / (float(vocab.norm[t]) * float(vocab.norm[u]))
 
 
 def _rescore(c, query: str, ref: Reference, k: int, weight: float) -> Reference:  # type: ignore[no-untyped-def]

@@ -10,18 +10,19 @@ token_depth`` results by MaxSim (as ColBERT does, here over the packaged static 
     token(q, m) = Σ_t w_t · max_u cos(t, u) / Σ_t w_t
 
 over the query's distinct meaningful tokens ``t`` (``w_t`` the token's SIF weight: rare tokens
-count more) and the memory's tokens ``u``; a memory without tokens scores 0. The list is then
-ordered by ``minmax(fused) + w · minmax(token)`` over its members (``w`` = the relay's weight,
-``[recall] token_weight`` = 1.0; a constant column normalises to 0), ties to the lower ordinal,
-and cut to ``k``; that sum is each result's ``score``. D, S, absolute relevance and the
-explanations travel with their members.
+count more) and the memory's tokens ``u``, the cosine taken exactly from the table's int8 rows
+(:meth:`~spector_gpu.cortex.token_rows.TokenVocab.cosines`); a memory without tokens scores 0.
+The list is then ordered by ``minmax(fused) + w · minmax(token)`` over its members (``w`` =
+the relay's weight, ``[recall] token_weight`` = 1.0; a constant column normalises to 0), ties
+to the lower ordinal, and cut to ``k``; that sum is each result's ``score``. D, S, absolute
+relevance and the explanations travel with their members.
 
 It runs on the host after the batch's scores are there (on a GPU too: the list is
 ``token_depth`` members per query): the compiled kernel ``token_rescore`` (``kernels/_native.c``)
 when it is built, tens of microseconds a query; else :func:`maxsim` in numpy per query, the
-twin the tests compare it with (the same order and scores to float32 rounding). Measured on the
-development splits (``docs/retrieval.md``): LongMemEval_S session nDCG@10 0.730 → 0.784
-with LoCoMo recall@10 unchanged.
+twin the tests compare it with (the same cosines bit for bit, the weighted sums to rounding).
+Measured on the development splits (``docs/retrieval.md``): LongMemEval_S session nDCG@10
+0.730 → 0.784 with LoCoMo recall@10 unchanged.
 """
 
 from __future__ import annotations
@@ -65,8 +66,8 @@ def maxsim(
     at = np.arange(total, dtype=np.int64) + np.repeat(starts - first, lengths)
     # each distinct token's cosines once: a token shared by members gives them the same bits
     distinct, where = np.unique(ids[at], return_inverse=True)
-    sim = (vocab.unit[query] @ vocab.unit[distinct].T)[:, where]  # float32 (t, total)
-    best = np.maximum.reduceat(sim, first, axis=1).astype(np.float64)  # (t, members)
+    sim = vocab.cosines(query, distinct)[:, where]  # float64 (t, total)
+    best = np.maximum.reduceat(sim, first, axis=1)  # (t, members)
     w = vocab.weight[query]
     out[full] = (w @ best) / w.sum()
     return out
@@ -128,7 +129,8 @@ def _native_rescore(
         np.ascontiguousarray(scored.ordinals, dtype=np.int64),
         rows[0],
         rows[1],
-        vocab.unit,
+        vocab.codes,
+        vocab.norm,
         vocab.weight,
         q_offsets,
         q_ids.astype(np.int32, copy=False),
