@@ -2501,8 +2501,8 @@ done:
 /* The token relay's cosines are exact up to one rounding: two tokens' int8 rows' integer dot
  * product (dots_for: every implementation gives the same int32) over the product of their
  * lengths, in float64 -- what TokenVocab.cosines computes in numpy, bit for bit. The int8
- * rows are a quarter of float32 rows' memory traffic: the dense scan has just evicted the
- * table from the caches, so reading the rows is most of the kernel's time. */
+ * rows are a quarter of float32 rows' memory traffic (the dense scan has just evicted the
+ * table from the caches). Query tokens are meaningful ones (TokenVocab.ids: a length above 0). */
 
 typedef struct {
     int32_t *keys;   /* open addressing: token id, -1 empty */
