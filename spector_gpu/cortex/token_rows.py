@@ -120,10 +120,13 @@ class TokenRows:
     @classmethod
     def from_state(cls, arrays: Mapping[str, np.ndarray], n: int, where: str) -> TokenRows:
         """Rows saved by :meth:`state` for ``n`` memories; ``CorruptionError`` unless they are
-        well formed (offsets from 0, non-decreasing, ending at the ids; ids in the table)."""
+        well formed (offsets from 0, non-decreasing, ending at the ids; ids meaningful tokens
+        of the table, as :meth:`TokenVocab.ids` gives them: the kernel divides by their
+        length)."""
         offsets = np.asarray(arrays["offsets"])
         ids = np.asarray(arrays["ids"])
-        vocab = len(token_vocab().weight)
+        weight = token_vocab().weight
+        vocab = len(weight)
         ok = (
             offsets.dtype == np.int64
             and ids.dtype == np.int32
@@ -132,6 +135,7 @@ class TokenRows:
             and offsets[-1] == len(ids)
             and bool((np.diff(offsets) >= 0).all())
             and (len(ids) == 0 or (int(ids.min()) >= 0 and int(ids.max()) < vocab))
+            and bool((weight[ids] > 0).all())
         )
         if not ok:
             raise CorruptionError(f"{where}: token rows are damaged", file=where)

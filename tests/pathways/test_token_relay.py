@@ -140,6 +140,24 @@ def test_rows_survive_reopen_and_an_old_snapshot_is_rebuilt(tmp_path: Path) -> N
         assert m.recall_batch(["siblings", "a pet cat"], opts).ids.tolist() == before.ids.tolist()
 
 
+def test_a_snapshot_naming_a_meaningless_token_is_rebuilt(tmp_path: Path) -> None:
+    # the unknown token has no length: a row holding it is damaged, not divided by zero
+    path = tmp_path / "s"
+    with SpectorMemory.open(path) as m:
+        m.remember_batch([{"text": t, "session_id": 1} for t in TEXTS])
+        rows = [a.copy() for a in m._cortex.derived.tokens.rows()]
+    snap = path / "derived.snap"
+    meta, arrays = read_snapshot(snap)
+    ids = arrays["tok.ids"].copy()
+    ids[0] = token_vocab().tokenizer.unk_id  # type: ignore[attr-defined]
+    write_snapshot(snap, {**arrays, "tok.ids": ids}, meta, durable=False)
+    with SpectorMemory.open(path) as m:
+        rebuilt = m._cortex.derived.tokens.rows()
+        assert all(np.array_equal(a, b) for a, b in zip(rows, rebuilt, strict=True))
+        hits = m.recall("how many siblings do I have", RecallOptions(k=3, explain=True))
+        assert all(np.isfinite(h.score) for h in hits)
+
+
 def test_left_out_or_weighted_zero_the_order_is_the_fusion_s(mem: SpectorMemory) -> None:
     q = "family dinner with my brother"
     off = mem.recall(q, RecallOptions(k=8, relays=FUSED_ONLY, mode="observe", explain=True))
