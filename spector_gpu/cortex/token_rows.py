@@ -68,8 +68,8 @@ def token_vocab() -> TokenVocab:
     codes = static_codes(static_table_path())
     weight = np.linalg.norm(table.astype(np.float64), axis=1)
     weight[tokenizer.unk_id] = 0.0
-    norm = np.sqrt(np.einsum("ij,ij->i", codes.astype(np.int64), codes.astype(np.int64)))
-    norm = norm.astype(np.float64)
+    wide = codes.astype(np.int64)
+    norm = np.sqrt(np.einsum("ij,ij->i", wide, wide).astype(np.float64))
     norm[weight == 0] = 0.0
     for array in (codes, norm, weight):
         array.setflags(write=False)

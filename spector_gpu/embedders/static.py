@@ -52,9 +52,11 @@ def _load(path: Path) -> tuple[np.ndarray, list[str]]:
     return codes.astype(np.float32) * scales[:, None], vocab
 
 
+@functools.lru_cache(maxsize=2)
 def _parts(path: Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """int8 (V, dim) codes, float32 (V,) scales and the vocabulary of the table at ``path``,
-    checked."""
+    checked; read once per process (the embedder's table and the token relay's codes both
+    come from here), the arrays read-only."""
     try:
         with np.load(path, allow_pickle=False) as f:
             parts = {name: f[name] for name in _PARTS}
@@ -74,16 +76,15 @@ def _parts(path: Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
         )
     if scales.shape != (len(vocab),) or not np.isfinite(scales).all():
         raise ConfigError(f"{path}: the static embedder's scales are damaged")
+    codes.setflags(write=False)
+    scales.setflags(write=False)
     return codes, scales, vocab
 
 
-@functools.lru_cache(maxsize=2)
 def static_codes(path: Path) -> np.ndarray:
-    """The table's int8 (V, dim) codes (read-only), loaded once per process: the token relay's
-    exact cosines (:class:`spector_gpu.cortex.token_rows.TokenVocab`)."""
-    codes = _parts(path)[0]
-    codes.setflags(write=False)
-    return codes
+    """The table's int8 (V, dim) codes (read-only, the file read once per process): the token
+    relay's exact cosines (:class:`spector_gpu.cortex.token_rows.TokenVocab`)."""
+    return _parts(path)[0]
 
 
 @functools.lru_cache(maxsize=2)
