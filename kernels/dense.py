@@ -18,12 +18,13 @@ than ``k`` results come back only when fewer than ``k`` rows are allowed. Paddin
 ``(-inf, -1)``.
 
 **Kernels.** :class:`DenseIndex` holds the rows and picks a path, each in its module: the CPU
-(:mod:`.dense_cpu`: a native fused scan for one or two queries, else ``torch._int_mm`` tiles
-with native or threshold selection), CUDA (:mod:`.dense_cuda`: torch block-max loop, Triton
-glue and :mod:`.fused`; the CPU runs the block-max loop when the CUDA layout is emulated, which
-is how the tests check it), FAISS (:mod:`.dense_faiss`, CPU only), numpy twins
-(:mod:`.dense_reference`). :meth:`DenseIndex.topk` and :meth:`DenseIndex.score` keep results
-on the device; :meth:`DenseIndex.search` and :meth:`DenseIndex.score_slots` return numpy.
+(:mod:`.dense_cpu`: a native fused scan for one or two queries, else GEMM tiles — int8 or exact
+float32, whichever this host runs faster — with native or threshold selection), CUDA
+(:mod:`.dense_cuda`: torch block-max loop, Triton glue and :mod:`.fused`; the CPU runs the
+block-max loop when the CUDA layout is emulated, which is how the tests check it), FAISS
+(:mod:`.dense_faiss`, CPU only), numpy twins (:mod:`.dense_reference`). :meth:`DenseIndex.topk`
+and :meth:`DenseIndex.score` keep results on the device; :meth:`DenseIndex.search` and
+:meth:`DenseIndex.score_slots` return numpy.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import torch
 from spector_gpu.device import DeviceLike, resolve_device
 from spector_gpu.errors import ValidationError
 
-from . import dense_cuda, fused
+from . import dense_cpu, dense_cuda, fused
 from .dense_cpu import check_cpu_options, scan_topk, score_rows, scratch_buffers, topk_tiles
 from .dense_faiss import FaissRows
 from .dense_ivf import FirstPass
@@ -62,7 +63,7 @@ _SPARSE_GATE = 8  # gather allowed rows when at most 1/8 of the corpus is allowe
 # Queries per batch up to which the CPU runs the native fused scan instead of GEMM tiles: one
 # or two queries read the rows once either way, and the scan writes nothing of size N (1 query
 # over 100k x 384: 1.6 ms against 7.7 ms through torch._int_mm on the shared dev box; 3
-# queries: 4.3 ms, where the GEMM starts to pay for its packing).
+# queries: 4.3 ms, where the GEMM starts to pay for its packing; benchmarks/bench_dense.py).
 NATIVE_SCAN_MAX = 2
 _NATIVE_ROWS_PER_K = 8  # native heaps pay off from 8 k rows (else half the rows enter them)
 
@@ -197,9 +198,7 @@ class DenseIndex:
         if need <= cap:
             return
         new_cap = max(need, 2 * cap, 1024)
-        new_cap = (
-            -(-new_cap // dense_cuda.MAX_BLOCK) * dense_cuda.MAX_BLOCK
-        )  # CUDA tiles may read up to here
+        new_cap = -(-new_cap // dense_cuda.MAX_BLOCK) * dense_cuda.MAX_BLOCK  # CUDA tiles read here
         codes = torch.zeros((new_cap, self._dpad), dtype=torch.int8, device=self._device)
         scales = torch.zeros(new_cap, dtype=torch.float32, device=self._device)
         codes[: self._n] = self._codes[: self._n]
@@ -284,8 +283,11 @@ class DenseIndex:
             raise ValidationError("keys_all() needs the torch backend")
         if self._n == 0 or len(dq) == 0:
             return torch.zeros((len(dq), self._n), dtype=torch.float32, device=self._device)
-        xt = self._queries_t(dq.xq)
-        dots = torch._int_mm(self._codes[: self._n], xt)[:, : len(dq)]  # (N, n) exact int32
+        if not self._cuda:
+            return dense_cpu.keys_all_cpu(
+                self._codes, self._scales, self._n, dq.xq, native=self._native
+            )
+        dots = torch._int_mm(self._codes[: self._n], self._queries_t(dq.xq))[:, : len(dq)]
         return torch.mul(dots, self._scales[: self._n, None]).t()
 
     def search(
@@ -374,7 +376,7 @@ class DenseIndex:
             return keys, slots
         xt = self._queries_t(xq)
         tile = self._tile_rows_for(xq.shape[0])
-        bufs = scratch_buffers(self._scratch, min(tile, max(self._n, 1)), xt.shape[1])
+        bufs = scratch_buffers(self._scratch, min(tile, max(self._n, 1)), xt.shape[1], self._dim)
         return topk_tiles(
             self._codes,
             self._scales,

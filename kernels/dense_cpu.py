@@ -12,18 +12,27 @@ The caller never waits for the helper (it computes an unfinished chunk of the he
 itself), and the helper takes only an idle core, so beside busy processes the scan costs
 what one thread's does.
 
-**Tile loop** (:func:`topk_tiles`, batches): the corpus is scanned in tiles of rows; each tile
-is one ``torch._int_mm`` with the corpus tile as the left operand (``(T, d) @ (d, n)``), which
-lets oneDNN use VNNI over the row-major codes without repacking them. The tile's int32 dots
-then go to the native selection (:func:`_native.topk_update`: scale, gate, exact running
-heaps per query, one read of the tile) or, without the native module, to the torch threshold
-path: once every query holds k candidates only keys at or above its k-th key leave a tile
-(ties included), merged exactly (:mod:`.topk`). Scratch buffers are reused across tiles.
+**Tile loop** (:func:`topk_tiles`, batches): the corpus is scanned in tiles of rows; each
+tile's exact int32 dots ``(T, d) @ (d, n)`` come from one of two GEMMs (:func:`gemm_kind`,
+chosen once per process and dimension by timing both on a small tile): ``torch._int_mm`` with
+the corpus tile as the left operand, which lets oneDNN use VNNI over the row-major codes
+without repacking them, or float32 BLAS over the tile converted in chunks — exact too, since
+every partial sum of int8 products is an integer below 2**24 when ``d`` ≤ 1040. Which one is
+fast depends on the host: on a 2-core AVX2 host without VNNI the int8 GEMM ran at ~1.5 GMAC/s,
+float32 BLAS 23x faster (256 queries x 200k x 384: 16.9 s against 0.73 s); on VNNI hosts the
+int8 GEMM led. The tile's int32 dots then go to the native selection
+(:func:`_native.topk_update`: scale, gate, exact running heaps per query, one read of the tile)
+or, without the native module, to the torch threshold path: once every query holds k candidates
+only keys at or above its k-th key leave a tile (ties included), merged exactly (:mod:`.topk`).
+Scratch buffers are reused across tiles.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import threading
+import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -34,10 +43,24 @@ from spector_gpu.errors import ValidationError
 from .native import native
 from .topk import sort_pairs_torch, topk_stable_torch, update_topk_torch
 
-__all__ = ["check_cpu_options", "scan_topk", "score_rows", "scratch_buffers", "topk_tiles"]
+__all__ = [
+    "check_cpu_options",
+    "forced_gemm",
+    "gemm_kind",
+    "keys_all_cpu",
+    "scan_topk",
+    "score_rows",
+    "scratch_buffers",
+    "tile_dots",
+    "topk_tiles",
+]
 
 _NEG_INF = float("-inf")
 _PRUNE_RATIO = 16  # take the threshold path when at most 1/16 of a tile's keys survive
+F32_EXACT_DIM = 1040  # d * 127**2 < 2**24: float32 sums of int8 products stay exact integers
+_F32_CHUNK = 2048  # tile rows converted to float32 at a time (3 MiB at d = 384)
+_GEMM_KINDS = ("int8", "float32")
+_forced: list[str] = []  # forced_gemm's stack (tests and benchmarks)
 
 Tile = tuple[torch.Tensor, torch.Tensor, "torch.Tensor | int", int, "torch.Tensor | None"]
 
@@ -56,24 +79,94 @@ def check_cpu_options(tile_rows: int | None, cpu_kernel: str, scan_threads: int)
         raise ValidationError(f"scan_threads must be 1 or 2, got {scan_threads!r}")
 
 
-def scratch_buffers(
-    scratch: threading.local, rows: int, cols: int
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Per-thread scratch (int32 dots, float32 keys, bool hits), reused across tiles and calls.
+Scratch = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+def scratch_buffers(scratch: threading.local, rows: int, cols: int, dim: int) -> Scratch:
+    """Per-thread scratch (int32 dots, float32 keys, bool hits, all (rows, cols); float32
+    (min(rows, 2048), dim) codes for :func:`tile_dots`), reused across tiles and calls.
 
     Fresh multi-MiB tensors are page-faulted in on every touch (costly in VMs: measured
     10 ms per 4 MiB on the dev box); CUDA's caching allocator already avoids this.
     """
-    bufs: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = getattr(scratch, "bufs", None)
-    if bufs is None or bufs[0].shape[0] < rows or bufs[0].shape[1] != cols:
+    bufs: Scratch | None = getattr(scratch, "bufs", None)
+    if (
+        bufs is None
+        or bufs[0].shape[0] < rows
+        or bufs[0].shape[1] != cols
+        or bufs[3].shape[1] != dim
+    ):
         with torch.inference_mode(False):  # normal tensors: written in and out of that mode
             bufs = (
                 torch.empty((rows, cols), dtype=torch.int32),
                 torch.empty((rows, cols), dtype=torch.float32),
                 torch.empty((rows, cols), dtype=torch.bool),
+                torch.empty((min(rows, _F32_CHUNK), dim), dtype=torch.float32),
             )
         scratch.bufs = bufs
     return bufs
+
+
+def gemm_kind(dim: int) -> str:
+    """The tile GEMM of this process for ``dim``-wide codes: ``"int8"`` (``torch._int_mm``) or
+    ``"float32"`` (BLAS over converted chunks; only up to :data:`F32_EXACT_DIM`). Both give the
+    same exact integers; the faster one on a small tile is kept (module docstring)."""
+    if dim > F32_EXACT_DIM:
+        return "int8"
+    return _forced[-1] if _forced else _measured_kind(dim)
+
+
+@contextlib.contextmanager
+def forced_gemm(kind: str) -> Iterator[None]:
+    """Within the block, :func:`gemm_kind` answers ``kind`` (where ``d`` allows it)."""
+    if kind not in _GEMM_KINDS:
+        raise ValidationError(f"gemm kind must be one of {_GEMM_KINDS}, got {kind!r}")
+    _forced.append(kind)
+    try:
+        yield
+    finally:
+        _forced.pop()
+
+
+@functools.cache
+def _measured_kind(dim: int) -> str:
+    """Time both GEMMs on a 1024-row tile and 32 queries (best of three, interleaved)."""
+    best = {kind: float("inf") for kind in _GEMM_KINDS}
+    with torch.inference_mode(False):  # normal tensors, whichever mode the first caller is in
+        gen = torch.Generator().manual_seed(dim)
+        codes = torch.randint(-127, 128, (1024, dim), dtype=torch.int8, generator=gen)
+        xt = torch.randint(-127, 128, (dim, 32), dtype=torch.int8, generator=gen)
+        out = torch.empty((1024, 32), dtype=torch.int32)
+        conv = torch.empty((_F32_CHUNK, dim), dtype=torch.float32)
+        fbuf = torch.empty((1024, 32), dtype=torch.float32)
+        for _ in range(3):
+            for kind in _GEMM_KINDS:
+                t0 = time.perf_counter()
+                xf = xt.float() if kind == "float32" else None
+                tile_dots(codes, xt, xf, out, conv, fbuf)
+                best[kind] = min(best[kind], time.perf_counter() - t0)
+    return min(_GEMM_KINDS, key=lambda kind: best[kind])
+
+
+def tile_dots(
+    part: torch.Tensor,
+    xt: torch.Tensor,
+    xf: torch.Tensor | None,
+    out: torch.Tensor,
+    conv: torch.Tensor,
+    fbuf: torch.Tensor,
+) -> torch.Tensor:
+    """Exact int32 (T, n) dots of a codes tile ``part`` int8 (T, d) with ``xt`` int8 (d, n),
+    into ``out``: by ``torch._int_mm``, or (``xf`` = ``xt`` as float32) by float32 BLAS over
+    chunks converted into ``conv`` (≥ min(T, 2048) rows x d) with its result in ``fbuf``."""
+    if xf is None:
+        return torch._int_mm(part, xt, out=out)
+    for lo in range(0, part.shape[0], _F32_CHUNK):
+        chunk = part[lo : lo + _F32_CHUNK]
+        c = conv[: chunk.shape[0]]
+        c.copy_(chunk)
+        torch.mm(c, xf, out=fbuf[lo : lo + chunk.shape[0]])
+    return out.copy_(fbuf)
 
 
 def scan_topk(
@@ -114,6 +207,23 @@ def scan_topk(
         threads,
     )
     return torch.from_numpy(keys), torch.from_numpy(slots), torch.from_numpy(every)
+
+
+def keys_all_cpu(
+    codes: torch.Tensor, scales: torch.Tensor, n_rows: int, xq: np.ndarray, *, native: bool
+) -> torch.Tensor:
+    """float32 (n, n_rows) keys ``float32(dot) * s`` of every row for every query (for small
+    corpora): the native scan writes them as it goes (~10x ``torch._int_mm`` at 128 queries x
+    600 rows on a 2-core AVX2 host), else the GEMM of :func:`gemm_kind`."""
+    dim = xq.shape[1]
+    if native:
+        return scan_topk(codes, scales, n_rows, dim, xq, 1, None)[2]
+    xt = torch.from_numpy(xq).t()
+    if gemm_kind(dim) == "float32":
+        dots = torch.mm(codes[:n_rows].float(), xt.float())
+    else:
+        dots = torch._int_mm(codes[:n_rows], xt.contiguous())
+    return torch.mul(dots, scales[:n_rows, None]).t()
 
 
 def score_rows(
@@ -185,7 +295,7 @@ def topk_tiles(
     gate: np.ndarray | None,
     *,
     sparse: bool,
-    bufs: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    bufs: Scratch,
     use_native: bool,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """float32 (n, k) keys and int64 (n, k) slots, ``(-inf, -1)`` padding.
@@ -197,14 +307,15 @@ def topk_tiles(
         bufs: :func:`scratch_buffers` of at least ``min(tile, n_rows)`` rows and n columns;
         use_native: select with the native heaps (needs the native module).
     """
+    xf = xt.float() if gemm_kind(xt.shape[0]) == "float32" else None
     if use_native:
-        return _tiles_native(codes, scales, n_rows, xt, k, tile, gate, sparse, bufs[0])
+        return _tiles_native(codes, scales, n_rows, (xt, xf), k, tile, gate, sparse, bufs)
     n = xt.shape[1]
     best_v = torch.full((n, k), _NEG_INF, dtype=torch.float32, device=codes.device)
     best_i = torch.full((n, k), -1, dtype=torch.int64, device=codes.device)
     first = True
     for part, cscale, where, valid, mask in _tiles(codes, scales, n_rows, tile, gate, sparse):
-        dots = torch._int_mm(part, xt, out=bufs[0][:valid])  # (T, n) exact int32
+        dots = tile_dots(part, xt, xf, bufs[0][:valid], bufs[3], bufs[1][:valid])
         keys = torch.mul(dots, cscale[:, None], out=bufs[1][:valid])  # float32(dot) * cs, one pass
         if mask is not None:
             keys.masked_fill_(~mask[:, None], _NEG_INF)
@@ -233,20 +344,22 @@ def _tiles_native(
     codes: torch.Tensor,
     scales: torch.Tensor,
     n_rows: int,
-    xt: torch.Tensor,
+    queries: tuple[torch.Tensor, torch.Tensor | None],
     k: int,
     tile: int,
     gate: np.ndarray | None,
     sparse: bool,
-    buf: torch.Tensor,
+    bufs: Scratch,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The tile loop with native selection: one heap of k per query across all tiles."""
+    """The tile loop with native selection: one heap of k per query across all tiles;
+    ``queries`` = (xt, xt as float32 or None: :func:`tile_dots`)."""
+    xt, xf = queries
     n = xt.shape[1]
     heap_keys = np.empty((n, k), dtype=np.float64)
     heap_slots = np.empty((n, k), dtype=np.int64)
     heap_size = np.zeros(n, dtype=np.int64)
     for part, cscale, where, valid, mask in _tiles(codes, scales, n_rows, tile, gate, sparse):
-        dots = torch._int_mm(part, xt, out=buf[:valid])  # (T, n) exact int32, row-major
+        dots = tile_dots(part, xt, xf, bufs[0][:valid], bufs[3], bufs[1][:valid])  # row-major
         native.topk_update(
             dots.numpy(),
             cscale.contiguous().numpy(),

@@ -71,6 +71,28 @@ def test_gemm_tiles_with_native_selection_equal_torch_and_reference(impl: str) -
                 np.testing.assert_array_equal(b, c)
 
 
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("d", [5, 128, 384])
+def test_keys_all_native_equals_torch(impl: str, d: int) -> None:
+    """Every row's key for every query: the native scan (any number of queries) gives the
+    torch GEMM's float32(dot) * s bit for bit."""
+    x, q, s = corpus(613, d, d)
+    queries = np.vstack([x[:3], np.random.default_rng(d).standard_normal((37, d))])
+    fast = DenseIndex(d, device="cpu", cpu_kernel="native")
+    slow = DenseIndex(d, device="cpu", cpu_kernel="torch")
+    for index in (fast, slow):
+        index.add(q, s)
+    for n in (1, 2, 40):
+        dq = fast.queries(queries[:n].astype(np.float32))
+        with dot_impl(impl):
+            got = fast.keys_all(dq)
+        want = slow.keys_all(dq)
+        assert got.shape == (n, 613) and got.dtype == torch.float32
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+        want_np = (q.astype(np.int64) @ dq.xq.astype(np.int64).T).astype(np.float32) * s[:, None]
+        np.testing.assert_array_equal(got.numpy(), want_np.T)
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.integers(0, 2**31 - 1),

@@ -1,0 +1,99 @@
+"""The CPU tile GEMMs (kernels/dense_cpu.py): int8 (``torch._int_mm``) and exact float32 BLAS
+give the same results as the numpy reference, whichever one a host's probe picks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from spector_gpu.kernels import dense_cpu
+from spector_gpu.kernels.dense import DenseIndex, search_reference
+from spector_gpu.kernels.dense_cpu import F32_EXACT_DIM, forced_gemm, gemm_kind, tile_dots
+from spector_gpu.kernels.native import native
+from spector_gpu.kernels.quant import l2_normalize, quantize_int8
+
+from spector_gpu.errors import ValidationError
+
+KINDS = ["int8", "float32"]
+KERNELS = ["torch", "native"] if native is not None else ["torch"]
+
+
+def corpus(n: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = l2_normalize(rng.standard_normal((n, d)).astype(np.float32))
+    x[10:20] = x[3]  # ties, to the lower slot
+    q, s = quantize_int8(x)
+    return x, q, s
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("d", [7, 384])
+def test_tile_loop_equals_reference_with_either_gemm(kind: str, kernel: str, d: int) -> None:
+    """Batches past the native scan go through the tile loop: both GEMMs, both selections,
+    several tiles (4,500 rows in tiles of 1,024 and chunks of 2,048), gated and not."""
+    x, q, s = corpus(4500, d, d)
+    rng = np.random.default_rng(1)
+    queries = np.vstack([x[3], rng.standard_normal((20, d))]).astype(np.float32)
+    index = DenseIndex(d, device="cpu", tile_rows=1024, cpu_kernel=kernel)  # type: ignore[arg-type]
+    index.add(q, s)
+    for allowed in (None, rng.random(4500) < 0.3):
+        with forced_gemm(kind):
+            got = index.search(queries, 15, allowed=allowed)
+        want = search_reference(q, s, queries, 15, allowed)
+        np.testing.assert_array_equal(got[1], want[1])
+        np.testing.assert_array_equal(got[0], want[0])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_keys_all_without_the_native_scan_equals_the_integer_product(kind: str) -> None:
+    x, q, s = corpus(700, 96, 5)
+    index = DenseIndex(96, device="cpu", cpu_kernel="torch")
+    index.add(q, s)
+    dq = index.queries(x[:9])
+    with forced_gemm(kind):
+        got = index.keys_all(dq).numpy()
+    want = (q.astype(np.int64) @ dq.xq.astype(np.int64).T).astype(np.float32) * s[:, None]
+    np.testing.assert_array_equal(got, want.T)
+
+
+def test_float32_dots_are_exact_at_the_largest_dimension_it_takes() -> None:
+    """Every code at ±127 (the largest products) over F32_EXACT_DIM columns: the float32 sums
+    still equal the integer dot products; one column more could round."""
+    d = F32_EXACT_DIM
+    assert d * 127 * 127 < 2**24 <= (d + 1) * 127 * 127
+    gen = torch.Generator().manual_seed(0)
+    part = torch.where(torch.rand((300, d), generator=gen) < 0.5, 127, -127).to(torch.int8)
+    part[0] = 127
+    xt = torch.full((d, 3), 127, dtype=torch.int8)
+    xt[:, 1] = -127
+    out = torch.empty((300, 3), dtype=torch.int32)
+    conv = torch.empty((300, d), dtype=torch.float32)
+    fbuf = torch.empty((300, 3), dtype=torch.float32)
+    got = tile_dots(part, xt, xt.float(), out, conv, fbuf)
+    want = part.to(torch.int64) @ xt.to(torch.int64)
+    assert torch.equal(got.to(torch.int64), want)
+    assert int(got[0, 0]) == d * 127 * 127
+
+
+def test_gemm_kind_answers_int8_past_the_exact_dimension_and_checks_its_input() -> None:
+    with forced_gemm("float32"):
+        assert gemm_kind(F32_EXACT_DIM) == "float32"
+        assert gemm_kind(F32_EXACT_DIM + 1) == "int8"
+    assert gemm_kind(64) in KINDS  # the measured choice
+    assert dense_cpu._measured_kind(64) == gemm_kind(64)  # chosen once, then kept
+    with pytest.raises(ValidationError, match="gemm kind"):
+        with forced_gemm("int4"):
+            pass
+
+
+def test_the_probe_runs_inside_inference_mode() -> None:
+    """Recall runs under ``torch.inference_mode``: the first batch there measures the GEMMs
+    (a dimension no other test used), and the search answers as the reference does."""
+    x, q, s = corpus(3000, 41, 41)
+    index = DenseIndex(41, device="cpu", tile_rows=512)
+    index.add(q, s)
+    with torch.inference_mode():
+        got = index.search(x[:6], 5)
+    assert dense_cpu._measured_kind(41) in KINDS
+    np.testing.assert_array_equal(got[1], search_reference(q, s, x[:6], 5)[1])
