@@ -152,6 +152,16 @@ static int impl_best = IMPL_SCALAR;
 static int impl_now = IMPL_SCALAR;
 static int simd512 = 0; /* AVX-512F for the float32 selection scans */
 
+/* The float32 selection scans' width follows the dot implementation in use (tests switch it
+ * with set_dot_impl to reach every variant this CPU has): scalar, AVX2 (8 lanes), or AVX-512
+ * (16 lanes) with VNNI. Every variant selects the same values: the vector compare only skips
+ * lanes that cannot enter, and each candidate is then tested as the scalar loop tests it. */
+enum { SEL_SCALAR = 0, SEL_AVX2 = 1, SEL_AVX512 = 2 };
+static int sel_level(void) {
+    if (impl_now == IMPL_SCALAR) return SEL_SCALAR;
+    return impl_now == IMPL_VNNI && simd512 ? SEL_AVX512 : SEL_AVX2;
+}
+
 static dots8_fn dots8_for(int impl) {
 #ifdef HAVE_X86
     if (impl == IMPL_VNNI) return dots8_vnni;
@@ -352,6 +362,24 @@ __attribute__((target("avx512f"))) static Py_ssize_t gather_avx512(
     }
     return i;
 }
+
+/* gather_avx512 in 8 lanes. */
+__attribute__((target("avx2"))) static Py_ssize_t gather_avx2(
+    const float *x, Py_ssize_t n, double *thr, Cand *buf, Py_ssize_t *size, Py_ssize_t k) {
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        float t32 = (float)*thr;
+        if ((double)t32 > *thr) t32 = nextafterf(t32, -INFINITY);
+        __m256 gt = _mm256_cmp_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(t32), _CMP_GT_OQ);
+        int m = _mm256_movemask_ps(gt);
+        while (m) {
+            int lane = __builtin_ctz(m);
+            m &= m - 1;
+            if ((double)x[i + lane] > *thr) cand_push(buf, size, k, thr, x[i + lane], i + lane);
+        }
+    }
+    return i;
+}
 #endif
 
 /* The k best x[i] > bound of one float32 row into (hk, hs), best first; returns the count. */
@@ -361,7 +389,9 @@ static Py_ssize_t select_f32(const float *x, Py_ssize_t n, double bound, double 
     double thr = bound;
     Py_ssize_t i = 0;
 #ifdef HAVE_X86
-    if (simd512) i = gather_avx512(x, n, &thr, buf, &size, k);
+    int level = sel_level();
+    if (level == SEL_AVX512) i = gather_avx512(x, n, &thr, buf, &size, k);
+    if (level == SEL_AVX2) i = gather_avx2(x, n, &thr, buf, &size, k);
 #endif
     for (; i < n; i++) {
         if (!((double)x[i] > thr)) continue; /* NaN never enters */
@@ -424,13 +454,44 @@ __attribute__((target("avx512f"))) static Py_ssize_t scan_f32_avx512(
     }
     return size;
 }
+
+/* scan_f32_avx512 in 8 lanes. */
+__attribute__((target("avx2"))) static Py_ssize_t scan_f32_avx2(
+    const float *x, Py_ssize_t n, double bound, double *hk, int64_t *hs, Py_ssize_t k) {
+    Py_ssize_t size = 0;
+    double thr = bound;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        float t32 = (float)thr;
+        if ((double)t32 > thr) t32 = nextafterf(t32, -INFINITY);
+        __m256 gt = _mm256_cmp_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(t32), _CMP_GT_OQ);
+        int m = _mm256_movemask_ps(gt);
+        while (m) {
+            int lane = __builtin_ctz(m);
+            m &= m - 1;
+            double v = (double)x[i + lane];
+            if (!(v > thr)) continue;
+            offer(hk, hs, k, &size, v, (int64_t)(i + lane));
+            if (size == k) thr = hk[0];
+        }
+    }
+    for (; i < n; i++) {
+        double v = (double)x[i];
+        if (!(v > thr)) continue;
+        offer(hk, hs, k, &size, v, (int64_t)i);
+        if (size == k) thr = hk[0];
+    }
+    return size;
+}
 #endif
 
 
 static Py_ssize_t scan_f32(const float *x, Py_ssize_t n, double bound, double *hk, int64_t *hs,
                            Py_ssize_t k) {
 #ifdef HAVE_X86
-    if (simd512) return scan_f32_avx512(x, n, bound, hk, hs, k);
+    int level = sel_level();
+    if (level == SEL_AVX512) return scan_f32_avx512(x, n, bound, hk, hs, k);
+    if (level == SEL_AVX2) return scan_f32_avx2(x, n, bound, hk, hs, k);
 #endif
     return scan_f32_scalar(x, n, bound, hk, hs, k);
 }
@@ -1025,133 +1086,203 @@ done:
 }
 
 /* ------------------------------------------------------------------ topk_update / finish */
-static void tile_row_scalar(const int32_t *row, float scale, Py_ssize_t n, Py_ssize_t k,
-                            int64_t slot, float *thr, double *kp, int64_t *lp, Py_ssize_t *zp) {
-    for (Py_ssize_t j = 0; j < n; j++) {
-        float key = (float)row[j] * scale;
-        if (key >= thr[j]) offer_key(key, j, k, slot, thr, kp, lp, zp);
+/* The tile loop's selection (dense_cpu.topk_tiles): every query keeps a buffer of 2k
+ * candidates (the buffered selection above) and an exact threshold, -inf until its first
+ * selection, then its k-th best key. A tile's keys float32(dot) * scale are compared 8 or 16
+ * lanes at a time against each query's threshold (a float32 value: every key is one), and
+ * only those above it are appended. Slots rise from tile to tile, so a key equal to the
+ * threshold never beats the k-th (which has a lower slot). A heap per query took a pass over
+ * k log k nodes per insertion: with k = 200 and 256 queries the heaps left the cache. */
+
+typedef struct {
+    Cand *buf;        /* (n, 2k) */
+    int64_t *size;    /* (n,) */
+    double *thr;      /* (n,) exact threshold */
+    float *thr32;     /* (n,) the same as float32, for the vector compare */
+    Py_ssize_t n, k;
+} CandRows;
+
+static inline void cand_offer(CandRows *c, Py_ssize_t j, float key, int64_t slot) {
+    if (!((double)key > c->thr[j])) return;
+    Py_ssize_t size = (Py_ssize_t)c->size[j];
+    cand_push(c->buf + j * 2 * c->k, &size, c->k, &c->thr[j], key, slot);
+    c->size[j] = size;
+    c->thr32[j] = (float)c->thr[j];
+}
+
+/* One tile row (a corpus row against every query): its keys offered in query order. */
+static void cand_row_scalar(CandRows *c, const void *row, int f32, float scale, Py_ssize_t lo,
+                            int64_t slot) {
+    for (Py_ssize_t j = lo; j < c->n; j++) {
+        float dot = f32 ? ((const float *)row)[j] : (float)((const int32_t *)row)[j];
+        float key = dot * scale;
+        if (key > c->thr32[j]) cand_offer(c, j, key, slot);
     }
 }
 
 #ifdef HAVE_X86
-__attribute__((target("avx512f"))) static void tile_row_avx512(
-    const int32_t *row, float scale, Py_ssize_t n, Py_ssize_t k, int64_t slot, float *thr,
-    double *kp, int64_t *lp, Py_ssize_t *zp) {
-    __m512 s = _mm512_set1_ps(scale);
+__attribute__((target("avx2"))) static void cand_row_avx2(CandRows *c, const void *row, int f32,
+                                                          float scale, int64_t slot) {
+    __m256 s = _mm256_set1_ps(scale);
     Py_ssize_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        __m512 key = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(row + j)), s);
-        __mmask16 m = _mm512_cmp_ps_mask(key, _mm512_loadu_ps(thr + j), _CMP_GE_OQ);
+    for (; j + 8 <= c->n; j += 8) {
+        __m256 dot = f32 ? _mm256_loadu_ps((const float *)row + j)
+                         : _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)
+                                                                 ((const int32_t *)row + j)));
+        __m256 key = _mm256_mul_ps(dot, s);
+        int m = _mm256_movemask_ps(_mm256_cmp_ps(key, _mm256_loadu_ps(c->thr32 + j), _CMP_GT_OQ));
         while (m) {
             int lane = __builtin_ctz(m);
             m &= m - 1;
-            offer_key((float)row[j + lane] * scale, j + lane, k, slot, thr, kp, lp, zp);
+            float one[8];
+            _mm256_storeu_ps(one, key);
+            cand_offer(c, j + lane, one[lane], slot);
         }
     }
-    tile_row_scalar(row + j, scale, n - j, k, slot, thr + j, kp + j * k, lp + j * k, zp + j);
+    cand_row_scalar(c, row, f32, scale, j, slot);
+}
+
+__attribute__((target("avx512f"))) static void cand_row_avx512(CandRows *c, const void *row,
+                                                               int f32, float scale,
+                                                               int64_t slot) {
+    __m512 s = _mm512_set1_ps(scale);
+    Py_ssize_t j = 0;
+    for (; j + 16 <= c->n; j += 16) {
+        __m512 dot = f32 ? _mm512_loadu_ps((const float *)row + j)
+                         : _mm512_cvtepi32_ps(_mm512_loadu_si512((const int32_t *)row + j));
+        __m512 key = _mm512_mul_ps(dot, s);
+        __mmask16 m = _mm512_cmp_ps_mask(key, _mm512_loadu_ps(c->thr32 + j), _CMP_GT_OQ);
+        while (m) {
+            int lane = __builtin_ctz(m);
+            m &= m - 1;
+            float one[16];
+            _mm512_storeu_ps(one, key);
+            cand_offer(c, j + lane, one[lane], slot);
+        }
+    }
+    cand_row_scalar(c, row, f32, scale, j, slot);
 }
 #endif
 
-static void tile_row(const int32_t *row, float scale, Py_ssize_t n, Py_ssize_t k, int64_t slot,
-                     float *thr, double *kp, int64_t *lp, Py_ssize_t *zp) {
+static void cand_row(CandRows *c, const void *row, int f32, float scale, int64_t slot) {
 #ifdef HAVE_X86
-    if (simd512) {
-        tile_row_avx512(row, scale, n, k, slot, thr, kp, lp, zp);
+    int level = sel_level();
+    if (level == SEL_AVX512) {
+        cand_row_avx512(c, row, f32, scale, slot);
+        return;
+    }
+    if (level == SEL_AVX2) {
+        cand_row_avx2(c, row, f32, scale, slot);
         return;
     }
 #endif
-    tile_row_scalar(row, scale, n, k, slot, thr, kp, lp, zp);
+    cand_row_scalar(c, row, f32, scale, 0, slot);
 }
 
-/* Heaps live in caller-owned arrays: keys float64 (n, k), slots int64 (n, k), size int64 (n,). */
+/* The candidate state of n queries: buffer int64 (n, 4k) (2k candidates of 16 bytes each),
+ * size int64 (n,), threshold float64 (n,); k from the buffer's length. 0, or -1 with a
+ * ValueError set (the Bufs are released by the caller). */
+static int cand_state(PyObject *o_buf, PyObject *o_size, PyObject *o_thr, Buf *buf, Buf *size,
+                      Buf *thr, CandRows *c, const char *fn) {
+    if (get_buf(o_size, size, "lq", 8, -1, 1, "sizes") < 0) return -1;
+    c->n = size->view.len / 8;
+    if (get_buf(o_thr, thr, "d", 8, c->n, 1, "thresholds") < 0) return -1;
+    if (get_buf(o_buf, buf, "lq", 8, -1, 1, "candidates") < 0) return -1;
+    Py_ssize_t per = c->n ? buf->view.len / c->n : 0;
+    if (c->n == 0 || buf->view.len % c->n || per % (2 * (Py_ssize_t)sizeof(Cand)) ||
+        per == 0) {
+        PyErr_Format(PyExc_ValueError, "%s: candidates must be int64 (n, 4k), n >= 1, k >= 1",
+                     fn);
+        return -1;
+    }
+    c->k = per / (2 * (Py_ssize_t)sizeof(Cand));
+    c->buf = buf->view.buf, c->size = size->view.buf, c->thr = thr->view.buf;
+    for (Py_ssize_t j = 0; j < c->n; j++) {
+        if (c->size[j] < 0 || c->size[j] >= 2 * c->k) {
+            PyErr_Format(PyExc_ValueError, "%s: a size outside [0, 2k)", fn);
+            return -1;
+        }
+    }
+    return 0;
+}
 
 static PyObject *py_topk_update(PyObject *self, PyObject *args) {
-    PyObject *o_dots, *o_scales, *o_slotmap, *o_gate, *o_hk, *o_hs, *o_size;
+    PyObject *o_dots, *o_scales, *o_slotmap, *o_gate, *o_buf, *o_size, *o_thr;
     Py_ssize_t first;
     if (!PyArg_ParseTuple(args, "OOnOOOOO", &o_dots, &o_scales, &first, &o_slotmap, &o_gate,
-                          &o_hk, &o_hs, &o_size))
+                          &o_buf, &o_size, &o_thr))
         return NULL;
-    Buf dots = {0}, scales = {0}, slotmap = {0}, gate = {0}, hk = {0}, hs = {0}, size = {0};
+    Buf dots = {0}, scales = {0}, slotmap = {0}, gate = {0}, buf = {0}, size = {0}, thr = {0};
     PyObject *result = NULL;
-    if (get_buf(o_size, &size, "lq", 8, -1, 1, "heap_size") < 0) goto done;
-    Py_ssize_t n = size.view.len / 8;
-    if (get_buf(o_hk, &hk, "d", 8, -1, 1, "heap_keys") < 0) goto done;
-    if (n == 0 || hk.view.len % (8 * n)) {
-        PyErr_SetString(PyExc_ValueError, "topk_update: heap_keys must be (n, k) float64");
+    CandRows c = {0};
+    if (cand_state(o_buf, o_size, o_thr, &buf, &size, &thr, &c, "topk_update") < 0) goto done;
+    if (get_buf(o_dots, &dots, "if", 4, -1, 0, "dots") < 0) goto done;
+    if (dots.view.len % (4 * c.n)) {
+        PyErr_SetString(PyExc_ValueError, "topk_update: dots must be (T, n) int32 or float32");
         goto done;
     }
-    Py_ssize_t k = hk.view.len / (8 * n);
-    if (get_buf(o_hs, &hs, "lq", 8, n * k, 1, "heap_slots") < 0) goto done;
-    if (get_buf(o_dots, &dots, "i", 4, -1, 0, "dots") < 0) goto done;
-    if (dots.view.len % (4 * n)) {
-        PyErr_SetString(PyExc_ValueError, "topk_update: dots must be (T, n) int32");
-        goto done;
-    }
-    Py_ssize_t t = dots.view.len / (4 * n);
+    int f32 = dots.view.format && strchr(dots.view.format, 'f') != NULL;
+    Py_ssize_t t = dots.view.len / (4 * c.n);
     if (get_buf(o_scales, &scales, "f", 4, t, 0, "scales") < 0) goto done;
     if (o_slotmap != Py_None && get_buf(o_slotmap, &slotmap, "lq", 8, t, 0, "slots") < 0) goto done;
     if (o_gate != Py_None && get_buf(o_gate, &gate, "?bB", 1, t, 0, "gate") < 0) goto done;
+    c.thr32 = malloc(sizeof(float) * c.n);
+    if (!c.thr32) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < c.n; j++) c.thr32[j] = (float)c.thr[j]; /* exact: a key or -inf */
     {
-        const int32_t *dp = dots.view.buf;
+        const char *dp = dots.view.buf;
         const float *sp = scales.view.buf;
         const int64_t *mp = slotmap.held ? slotmap.view.buf : NULL;
         const uint8_t *gp = gate.held ? gate.view.buf : NULL;
-        double *kp = hk.view.buf;
-        int64_t *lp = hs.view.buf;
-        Py_ssize_t *zp = size.view.buf;
-        float *thr = malloc(sizeof(float) * n); /* float32 lower bound of each root */
-        if (!thr) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        for (Py_ssize_t j = 0; j < n; j++) thr[j] = zp[j] == k ? below(kp[j * k]) : -INFINITY;
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t r = 0; r < t; r++) {
             if (gp && !gp[r]) continue;
-            int64_t slot = mp ? mp[r] : (int64_t)(first + r);
-            tile_row(dp + r * n, sp[r], n, k, slot, thr, kp, lp, zp);
+            cand_row(&c, dp + r * c.n * 4, f32, sp[r], mp ? mp[r] : (int64_t)(first + r));
         }
         Py_END_ALLOW_THREADS
-        free(thr);
     }
+    free(c.thr32);
     result = Py_None;
     Py_INCREF(result);
 done:
     release(&dots); release(&scales); release(&slotmap); release(&gate);
-    release(&hk); release(&hs); release(&size);
+    release(&buf); release(&size); release(&thr);
     return result;
 }
 
 static PyObject *py_topk_finish(PyObject *self, PyObject *args) {
-    PyObject *o_hk, *o_hs, *o_size;
-    if (!PyArg_ParseTuple(args, "OOO", &o_hk, &o_hs, &o_size)) return NULL;
-    Buf hk = {0}, hs = {0}, size = {0};
+    PyObject *o_buf, *o_size, *o_thr, *o_keys, *o_slots;
+    if (!PyArg_ParseTuple(args, "OOOOO", &o_buf, &o_size, &o_thr, &o_keys, &o_slots)) return NULL;
+    Buf buf = {0}, size = {0}, thr = {0}, keys = {0}, slots = {0};
     PyObject *result = NULL;
-    if (get_buf(o_size, &size, "lq", 8, -1, 1, "heap_size") < 0) goto done;
-    Py_ssize_t n = size.view.len / 8;
-    if (get_buf(o_hk, &hk, "d", 8, -1, 1, "heap_keys") < 0) goto done;
-    if (n == 0 || hk.view.len % (8 * n)) {
-        PyErr_SetString(PyExc_ValueError, "topk_finish: heap_keys must be (n, k) float64");
-        goto done;
-    }
-    Py_ssize_t k = hk.view.len / (8 * n);
-    if (get_buf(o_hs, &hs, "lq", 8, n * k, 1, "heap_slots") < 0) goto done;
+    CandRows c = {0};
+    if (cand_state(o_buf, o_size, o_thr, &buf, &size, &thr, &c, "topk_finish") < 0) goto done;
+    if (get_buf(o_keys, &keys, "f", 4, c.n * c.k, 1, "out_keys") < 0) goto done;
+    if (get_buf(o_slots, &slots, "lq", 8, c.n * c.k, 1, "out_slots") < 0) goto done;
     {
-        double *kp = hk.view.buf;
-        int64_t *lp = hs.view.buf;
-        Py_ssize_t *zp = size.view.buf;
-        for (Py_ssize_t j = 0; j < n; j++) {
-            heap_sort(kp + j * k, lp + j * k, zp[j]);
-            for (Py_ssize_t i = zp[j]; i < k; i++) {
-                kp[j * k + i] = -INFINITY;
-                lp[j * k + i] = -1;
+        float *kp = keys.view.buf;
+        int64_t *lp = slots.view.buf;
+        for (Py_ssize_t j = 0; j < c.n; j++) {
+            Cand *b = c.buf + j * 2 * c.k;
+            Py_ssize_t got = (Py_ssize_t)c.size[j];
+            if (got > c.k) {
+                cand_select(b, got, c.k);
+                got = c.k;
+            }
+            cand_sort(b, got);
+            for (Py_ssize_t i = 0; i < c.k; i++) {
+                kp[j * c.k + i] = i < got ? b[i].v : -INFINITY;
+                lp[j * c.k + i] = i < got ? b[i].i : -1;
             }
         }
     }
     result = Py_None;
     Py_INCREF(result);
 done:
-    release(&hk); release(&hs); release(&size);
+    release(&buf); release(&size); release(&thr); release(&keys); release(&slots);
     return result;
 }
 
@@ -2880,8 +3011,10 @@ static PyMethodDef methods[] = {
     {"int8_score_rows", py_int8_score_rows, METH_VARARGS,
      "int8_score_rows(codes, n_rows, dim, stride, scales, queries, rows, out)"},
     {"topk_update", py_topk_update, METH_VARARGS,
-     "topk_update(dots, scales, first, slots, gate, heap_keys, heap_slots, heap_size)"},
-    {"topk_finish", py_topk_finish, METH_VARARGS, "topk_finish(heap_keys, heap_slots, heap_size)"},
+     "topk_update(dots int32 or float32 (T, n), scales, first, slots, gate, candidates int64 "
+     "(n, 4k), sizes int64 (n,), thresholds float64 (n,)): offer a tile's keys"},
+    {"topk_finish", py_topk_finish, METH_VARARGS,
+     "topk_finish(candidates, sizes, thresholds, out_keys float32 (n, k), out_slots int64 (n, k))"},
     {"rows_topk", py_rows_topk, METH_VARARGS,
      "rows_topk(x, width, bound, strict, out_keys, out_slots, out_count)"},
     {"decay_topk", py_decay_topk, METH_VARARGS,

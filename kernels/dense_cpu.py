@@ -20,11 +20,11 @@ without repacking them, or float32 BLAS over the tile converted in chunks — ex
 every partial sum of int8 products is an integer below 2**24 when ``d`` ≤ 1040. Which one is
 fast depends on the host: on a 2-core AVX2 host without VNNI the int8 GEMM ran at ~1.5 GMAC/s,
 float32 BLAS 23x faster (256 queries x 200k x 384: 16.9 s against 0.73 s); on VNNI hosts the
-int8 GEMM led. The tile's int32 dots then go to the native selection
-(:func:`_native.topk_update`: scale, gate, exact running heaps per query, one read of the tile)
-or, without the native module, to the torch threshold path: once every query holds k candidates
-only keys at or above its k-th key leave a tile (ties included), merged exactly (:mod:`.topk`).
-Scratch buffers are reused across tiles.
+int8 GEMM led. The tile's dots (int32, or float32 integers: the same keys) then go to the
+native selection (:func:`_native.topk_update`: scale, gate, an exact buffer of 2k candidates
+per query, one read of the tile) or, without the native module, to the torch threshold path:
+once every query holds k candidates only keys at or above its k-th key leave a tile (ties
+included), merged exactly (:mod:`.topk`). Scratch buffers are reused across tiles.
 """
 
 from __future__ import annotations
@@ -156,9 +156,10 @@ def tile_dots(
     conv: torch.Tensor,
     fbuf: torch.Tensor,
 ) -> torch.Tensor:
-    """Exact int32 (T, n) dots of a codes tile ``part`` int8 (T, d) with ``xt`` int8 (d, n),
-    into ``out``: by ``torch._int_mm``, or (``xf`` = ``xt`` as float32) by float32 BLAS over
-    chunks converted into ``conv`` (≥ min(T, 2048) rows x d) with its result in ``fbuf``."""
+    """Exact (T, n) dots of a codes tile ``part`` int8 (T, d) with ``xt`` int8 (d, n): int32
+    in ``out`` by ``torch._int_mm``, or (``xf`` = ``xt`` as float32) float32 integers in
+    ``fbuf`` by BLAS over chunks converted into ``conv`` (≥ min(T, 2048) rows x d). Either
+    way ``float32(dot)`` is the same value."""
     if xf is None:
         return torch._int_mm(part, xt, out=out)
     for lo in range(0, part.shape[0], _F32_CHUNK):
@@ -166,7 +167,7 @@ def tile_dots(
         c = conv[: chunk.shape[0]]
         c.copy_(chunk)
         torch.mm(c, xf, out=fbuf[lo : lo + chunk.shape[0]])
-    return out.copy_(fbuf)
+    return fbuf
 
 
 def scan_topk(
@@ -351,13 +352,14 @@ def _tiles_native(
     sparse: bool,
     bufs: Scratch,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The tile loop with native selection: one heap of k per query across all tiles;
-    ``queries`` = (xt, xt as float32 or None: :func:`tile_dots`)."""
+    """The tile loop with native selection: each query's candidates (a buffer of 2k and a
+    threshold, ``_native.topk_update``) carried across all tiles; ``queries`` = (xt, xt as
+    float32 or None: :func:`tile_dots`)."""
     xt, xf = queries
     n = xt.shape[1]
-    heap_keys = np.empty((n, k), dtype=np.float64)
-    heap_slots = np.empty((n, k), dtype=np.int64)
-    heap_size = np.zeros(n, dtype=np.int64)
+    cands = np.empty((n, 4 * k), dtype=np.int64)  # 2k (key, slot) pairs of 16 bytes
+    sizes = np.zeros(n, dtype=np.int64)
+    thresholds = np.full(n, -np.inf)
     for part, cscale, where, valid, mask in _tiles(codes, scales, n_rows, tile, gate, sparse):
         dots = tile_dots(part, xt, xf, bufs[0][:valid], bufs[3], bufs[1][:valid])  # row-major
         native.topk_update(
@@ -366,9 +368,11 @@ def _tiles_native(
             where if isinstance(where, int) else 0,
             where.numpy() if isinstance(where, torch.Tensor) else None,
             None if mask is None else mask.numpy(),
-            heap_keys,
-            heap_slots,
-            heap_size,
+            cands,
+            sizes,
+            thresholds,
         )
-    native.topk_finish(heap_keys, heap_slots, heap_size)
-    return torch.from_numpy(heap_keys.astype(np.float32)), torch.from_numpy(heap_slots)
+    keys = np.empty((n, k), dtype=np.float32)
+    slots = np.empty((n, k), dtype=np.int64)
+    native.topk_finish(cands, sizes, thresholds, keys, slots)
+    return torch.from_numpy(keys), torch.from_numpy(slots)

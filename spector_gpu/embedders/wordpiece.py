@@ -11,7 +11,9 @@ static embedder's table was distilled through (:mod:`.static`):
 5. WordPiece: the longest vocabulary prefix, then the longest ``##``-continuation of the rest,
    and so on; a word with no such split (or over 100 characters) is the unknown token.
 
-:class:`WordPiece` caches the ids of each word it has split (bounded), since words repeat.
+:class:`WordPiece` caches the ids of each word it has split (bounded), since words repeat, and
+of the last texts it tokenised (short ones, bounded): the static embedder and the token relay
+both read a query's and a memory's ids, which are then split once.
 ``tests/api/test_static_embedder.py`` checks the ids against the ``tokenizers`` package's
 ``BertWordPieceTokenizer`` over the same vocabulary.
 """
@@ -28,6 +30,8 @@ __all__ = ["WordPiece"]
 
 _MAX_WORD_CHARS = 100  # BERT's max_input_chars_per_word
 _CACHE_MAX = 1 << 16  # words whose split is kept (cleared when full: a few MB at most)
+_TEXT_CACHE_MAX = 1 << 13  # texts whose ids are kept (cleared when full) ...
+_TEXT_CACHE_CHARS = 512  # ... of at most this length: ~8 MB at most
 # CJK Unified Ideographs and their extensions, compatibility ideographs (BERT's list)
 _CJK = (
     "\u4e00-\u9fff\u3400-\u4dbf\U00020000-\U0002a6df\U0002a700-\U0002b73f"
@@ -101,9 +105,22 @@ class WordPiece:
             raise ValueError(f"the vocabulary has no unknown token {unk!r}")
         self.unk_id = self._ids[unk]
         self._cache: dict[str, tuple[int, ...]] = {}
+        self._texts: dict[str, tuple[int, ...]] = {}
 
     def ids(self, text: str) -> list[int]:
         """The vocabulary ids of ``text`` (unknown words → ``unk_id``)."""
+        hit = self._texts.get(text)
+        if hit is not None:
+            return list(hit)
+        out = self._split(text)
+        if len(text) <= _TEXT_CACHE_CHARS:
+            if len(self._texts) >= _TEXT_CACHE_MAX:
+                self._texts.clear()
+            self._texts[text] = tuple(out)
+        return out
+
+    def _split(self, text: str) -> list[int]:
+        """Steps 1–5 for one text, each word's split read from the word cache."""
         text = _clean(text)
         if not text.isascii() and _CJK_RE.search(text) is not None:
             text = _CJK_RE.sub(r" \1 ", text)

@@ -82,9 +82,8 @@ def test_gemm_kind_answers_int8_past_the_exact_dimension_and_checks_its_input() 
         assert gemm_kind(F32_EXACT_DIM + 1) == "int8"
     assert gemm_kind(64) in KINDS  # the measured choice
     assert dense_cpu._measured_kind(64) == gemm_kind(64)  # chosen once, then kept
-    with pytest.raises(ValidationError, match="gemm kind"):
-        with forced_gemm("int4"):
-            pass
+    with pytest.raises(ValidationError, match="gemm kind"), forced_gemm("int4"):
+        pass
 
 
 def test_the_probe_runs_inside_inference_mode() -> None:

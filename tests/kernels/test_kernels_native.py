@@ -3,6 +3,8 @@ implementation this CPU offers (AVX-512 VNNI, AVX2, portable)."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -110,10 +112,66 @@ def test_rows_topk_equals_stable_topk(
     keep = x > 0 if positive else np.isfinite(x)
     want = topk_stable(np.where(keep, x, -np.inf), k)
     t = torch.from_numpy(x)
-    for use_native in (True, False):
-        got = rows_topk(t, k, positive=positive, use_native=use_native)
+    for use_native, impl in [(False, None)] + [(True, impl) for impl in IMPLS]:
+        with dot_impl(impl or IMPLS[0]):  # the selection scans' width follows the dot impl
+            got = rows_topk(t, k, positive=positive, use_native=use_native)
         np.testing.assert_array_equal(got[0].numpy(), want[0])
         np.testing.assert_array_equal(got[1].numpy(), want[1])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(0, 2**31 - 1),
+    st.integers(1, 21),
+    st.integers(1, 30),
+    st.booleans(),
+    st.booleans(),
+)
+def test_topk_update_equals_stable_topk_over_tiles(
+    seed: int, n: int, k: int, as_float: bool, gathered: bool
+) -> None:
+    """The tile loop's selection: tiles of keys float32(dot) * scale offered in slot order
+    (consecutive or gathered slots, a gate), heavy ties; every selection width gives the
+    stable top-k of all keys, int32 and float32 dots alike."""
+    rng = np.random.default_rng(seed)
+    rows = int(rng.integers(1, 400))
+    dots = rng.integers(-3, 4, (rows, n)).astype(np.int32)  # few values: ties everywhere
+    scales = rng.choice([0.5, 1.0, 2.0], rows).astype(np.float32)
+    gate = rng.random(rows) < 0.8
+    slots = np.sort(rng.choice(10 * rows, rows, replace=False)) if gathered else np.arange(rows)
+    keys = (dots.astype(np.float32) * scales[:, None]).T  # (n, rows)
+    full = np.full((n, 10 * rows), -np.inf, dtype=np.float32)
+    full[:, slots[gate]] = keys[:, gate]
+    want = topk_stable(full, k)
+    cut = sorted({0, rows, *rng.integers(0, rows, 3).tolist()})
+    for impl in IMPLS:
+        cands = np.empty((n, 4 * k), np.int64)
+        sizes, thr = np.zeros(n, np.int64), np.full(n, -np.inf)
+        with dot_impl(impl):
+            for lo, hi in itertools.pairwise(cut):
+                tile = dots[lo:hi].astype(np.float32) if as_float else dots[lo:hi]
+                mapped = slots[lo:hi] if gathered else None
+                native.topk_update(
+                    np.ascontiguousarray(tile), scales[lo:hi], lo, mapped, gate[lo:hi],
+                    cands, sizes, thr,
+                )  # fmt: skip
+        got_keys, got_slots = np.empty((n, k), np.float32), np.empty((n, k), np.int64)
+        native.topk_finish(cands, sizes, thr, got_keys, got_slots)
+        np.testing.assert_array_equal(got_keys, want[0])
+        np.testing.assert_array_equal(got_slots, np.where(want[1] < 0, -1, want[1]))
+
+
+def test_topk_update_refuses_bad_state() -> None:
+    dots, scales = np.zeros((3, 2), np.int32), np.ones(3, np.float32)
+    sizes, thr = np.zeros(2, np.int64), np.full(2, -np.inf)
+    with pytest.raises(ValueError, match="candidates must be"):
+        native.topk_update(dots, scales, 0, None, None, np.empty((2, 3), np.int64), sizes, thr)
+    with pytest.raises(ValueError, match="outside"):
+        bad = np.array([0, 8], np.int64)  # k = 2 holds at most 3 between selections
+        native.topk_update(dots, scales, 0, None, None, np.empty((2, 8), np.int64), bad, thr)
+    with pytest.raises(ValueError, match="expected 4-byte items"):
+        native.topk_update(dots.astype(np.float64), scales, 0, None, None,
+                           np.empty((2, 8), np.int64), sizes, thr)  # fmt: skip
 
 
 def test_native_entry_points_refuse_bad_buffers() -> None:
