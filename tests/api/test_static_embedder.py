@@ -49,6 +49,18 @@ def test_wordpiece_splits_by_hand(vocab: list[str]) -> None:
     assert toks("embeddings") == ["em", "##bed", "##ding", "##s"]
 
 
+def test_wordpiece_text_cache_gives_each_caller_its_own_ids(vocab: list[str]) -> None:
+    """A text split before is answered from the cache: the same ids, in a fresh list (a
+    caller changing its list changes nothing for the next), long texts split every time."""
+    wp = WordPiece(vocab)
+    first = wp.ids("Caroline went hiking")
+    first.append(-1)
+    again = wp.ids("Caroline went hiking")
+    assert again == first[:-1] and again is not first
+    long = "hiking " * 100  # over the cached length
+    assert wp.ids(long) == wp.ids(long) == [vocab.index("hiking")] * 100
+
+
 def test_wordpiece_needs_an_unknown_token() -> None:
     with pytest.raises(ValueError, match="unknown token"):
         WordPiece(["a", "b"])
