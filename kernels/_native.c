@@ -55,19 +55,47 @@ static void dots_scalar(const int8_t *row, const int8_t *qs, Py_ssize_t m, Py_ss
 #define HAVE_X86 1
 
 /* |q| * (c * sign(q)) == q * c: the unsigned x signed byte products both instructions take. */
+/* One step of 32 codes: acc += the four-byte groups' sums of x * c. */
+#define DOT32(acc, c, q, i, ones)                                                          \
+    do {                                                                                 \
+        __m256i x_ = _mm256_loadu_si256((const __m256i *)((q) + (i)));                   \
+        __m256i p_ = _mm256_maddubs_epi16(_mm256_abs_epi8(x_), _mm256_sign_epi8(c, x_)); \
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p_, ones));                        \
+    } while (0)
+
+/* Four queries at a time (the row's 32 codes loaded once for the four, the four sums reduced
+ * together by a horizontal-add tree), then one at a time. |x| <= 127 and |c| <= 127: pair
+ * sums stay below 2^15, no saturation; every sum is the exact integer. */
 __attribute__((target("avx2"))) static void dots_avx2(const int8_t *row, const int8_t *qs,
                                                       Py_ssize_t m, Py_ssize_t d, int32_t *out) {
     const __m256i ones = _mm256_set1_epi16(1);
-    Py_ssize_t full = d & ~(Py_ssize_t)31;
-    for (Py_ssize_t j = 0; j < m; j++) {
+    Py_ssize_t full = d & ~(Py_ssize_t)31, j = 0;
+    for (; j + 4 <= m; j += 4) {
+        const int8_t *q0 = qs + j * d, *q1 = q0 + d, *q2 = q1 + d, *q3 = q2 + d;
+        __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+        for (Py_ssize_t i = 0; i < full; i += 32) {
+            __m256i c = _mm256_loadu_si256((const __m256i *)(row + i));
+            DOT32(a0, c, q0, i, ones);
+            DOT32(a1, c, q1, i, ones);
+            DOT32(a2, c, q2, i, ones);
+            DOT32(a3, c, q3, i, ones);
+        }
+        __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(a0, a1), _mm256_hadd_epi32(a2, a3));
+        int32_t sum[4];
+        _mm_storeu_si128((__m128i *)sum, _mm_add_epi32(_mm256_castsi256_si128(s),
+                                                       _mm256_extracti128_si256(s, 1)));
+        const int8_t *q[4] = {q0, q1, q2, q3};
+        for (int l = 0; l < 4; l++) {
+            for (Py_ssize_t i = full; i < d; i++) sum[l] += (int32_t)row[i] * (int32_t)q[l][i];
+            out[j + l] = sum[l];
+        }
+    }
+    for (; j < m; j++) {
         const int8_t *q = qs + j * d;
         __m256i acc = _mm256_setzero_si256();
         for (Py_ssize_t i = 0; i < full; i += 32) {
             __m256i c = _mm256_loadu_si256((const __m256i *)(row + i));
-            __m256i x = _mm256_loadu_si256((const __m256i *)(q + i));
-            /* |x| <= 127 and |c| <= 127: pair sums stay below 2^15, no saturation */
-            __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(x), _mm256_sign_epi8(c, x));
-            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
+            DOT32(acc, c, q, i, ones);
         }
         __m128i s = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
         s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));

@@ -74,7 +74,7 @@ def test_gemm_tiles_with_native_selection_equal_torch_and_reference(impl: str) -
 
 
 @pytest.mark.parametrize("impl", IMPLS)
-@pytest.mark.parametrize("d", [5, 128, 384])
+@pytest.mark.parametrize("d", [5, 40, 128, 384])
 def test_keys_all_native_equals_torch(impl: str, d: int) -> None:
     """Every row's key for every query: the native scan (any number of queries) gives the
     torch GEMM's float32(dot) * s bit for bit."""
