@@ -2396,6 +2396,86 @@ done:
     return result;
 }
 
+/* spread_dense(nbr int64 (N, E), weight float64 (N, E), valid bool (m, N), base float64
+ * (m, N), hops, decay, out float64 (m, N)) -> False when it declines: the dense pool layout's
+ * spreading (association.spread_gathered: every row holds the whole store, `valid` its
+ * members), one native pass per row -- member r's neighbour slot k counts when r and its
+ * neighbour nbr[r, k] are both members -- with spread_row's products and order, so the same
+ * bits, without the (m, N, E) gathers. Declines, like spread_pool, when decay or a member's
+ * base or a present slot's weight is not finite or carries a sign bit. */
+static PyObject *py_spread_dense(PyObject *self, PyObject *args) {
+    PyObject *o_nbr, *o_w, *o_valid, *o_base, *o_out;
+    int hops;
+    double decay;
+    if (!PyArg_ParseTuple(args, "OOOOidO", &o_nbr, &o_w, &o_valid, &o_base, &hops, &decay,
+                          &o_out))
+        return NULL;
+    Buf nbr = {0}, w = {0}, valid = {0}, base = {0}, out = {0};
+    PyObject *result = NULL;
+    if (get_buf(o_base, &base, "d", 8, -1, 0, "base") < 0) goto done;
+    if (base.view.ndim != 2) {
+        PyErr_SetString(PyExc_ValueError, "spread_dense: base must be (m, N) float64");
+        goto done;
+    }
+    Py_ssize_t m = base.view.shape[0], n = base.view.shape[1];
+    if (get_buf(o_nbr, &nbr, "lq", 8, -1, 0, "nbr") < 0) goto done;
+    Py_ssize_t e = n > 0 ? nbr.view.len / (8 * n) : 0;
+    if (e * 8 * n != nbr.view.len) {
+        PyErr_SetString(PyExc_ValueError, "spread_dense: nbr must be (N, E) int64");
+        goto done;
+    }
+    if (get_buf(o_w, &w, "d", 8, n * e, 0, "weight") < 0) goto done;
+    if (get_buf(o_valid, &valid, "?bB", 1, m * n, 0, "valid") < 0) goto done;
+    if (get_buf(o_out, &out, "d", 8, m * n, 1, "out") < 0) goto done;
+    {
+        const int64_t *np_ = nbr.view.buf;
+        const double *wp = w.view.buf, *bp = base.view.buf;
+        const uint8_t *vp = valid.view.buf;
+        double *op = out.view.buf;
+        int ok = isfinite(decay) && !signbit(decay);
+        for (Py_ssize_t t = 0; t < n * e; t++) {
+            if (np_[t] < -1 || np_[t] >= n) {
+                PyErr_SetString(PyExc_ValueError, "spread_dense: a neighbour outside [-1, N)");
+                goto done;
+            }
+            if (np_[t] >= 0 && (!isfinite(wp[t]) || signbit(wp[t]))) ok = 0;
+        }
+        for (Py_ssize_t t = 0; t < m * n; t++)
+            if (vp[t] && (!isfinite(bp[t]) || signbit(bp[t]))) ok = 0;
+        if (!ok) {
+            result = Py_False;
+            Py_INCREF(result);
+            goto done;
+        }
+        int32_t *pos = malloc(sizeof(int32_t) * (size_t)(n * e > 0 ? n * e : 1));
+        double *src = malloc(sizeof(double) * (size_t)(n > 0 ? 2 * n : 1));
+        if (!pos || !src) {
+            free(pos); free(src);
+            PyErr_NoMemory();
+            goto done;
+        }
+        int steps = hops > 1 ? hops : 1;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < m; i++) {
+            const uint8_t *member = vp + i * n;
+            for (Py_ssize_t r = 0; r < n; r++) {
+                for (Py_ssize_t k = 0; k < e; k++) {
+                    int64_t j = np_[r * e + k];
+                    pos[r * e + k] = member[r] && j >= 0 && member[j] ? (int32_t)j : -1;
+                }
+            }
+            spread_row(pos, wp, bp + i * n, n, e, steps, decay, src, op + i * n);
+        }
+        Py_END_ALLOW_THREADS
+        free(pos); free(src);
+    }
+    result = Py_True;
+    Py_INCREF(result);
+done:
+    release(&nbr); release(&w); release(&valid); release(&base); release(&out);
+    return result;
+}
+
 /* ------------------------------------------------------------------ recall pool: link tables */
 
 /* The link tables as pool_expand and spread_tables read them: each memory's chain row
@@ -3075,6 +3155,9 @@ static PyMethodDef methods[] = {
     {"spread_tables", py_spread_tables, METH_VARARGS,
      "spread_tables(pool, chain, row_of, extra, extra_w, temporal_weight, base, hops, decay, "
      "table, out) -> bool: spread_pool reading each member's neighbours from the link tables"},
+    {"spread_dense", py_spread_dense, METH_VARARGS,
+     "spread_dense(nbr, weight, valid, base, hops, decay, out) -> False when it declines: the "
+     "dense pool layout's spreading, one native pass per row"},
     {"spread_pool", py_spread_pool, METH_VARARGS,
      "spread_pool(pool, nbr, weight, base, hops, decay, table, out) -> False when it declines "
      "(a non-finite or sign-bit base, weight or decay)"},

@@ -28,6 +28,7 @@ from .native import native
 
 __all__ = [
     "member_positions",
+    "spread_dense",
     "spread_links",
     "spread_max",
     "spread_max_reference",
@@ -172,6 +173,36 @@ def spread_pool(
     if not done:  # a value the native pass leaves to torch (the docstring)
         return spread_max(base, member_positions(pool, nbr), weight, hops=hops, decay=decay)
     return torch.from_numpy(out)
+
+
+def spread_dense(
+    nbr: torch.Tensor,
+    weight: torch.Tensor,
+    valid: torch.Tensor,
+    base: torch.Tensor,
+    *,
+    hops: int,
+    decay: float,
+) -> torch.Tensor | None:
+    """The dense pool layout's spreading (every row holds the whole store; ``valid`` (m, N)
+    its members; ``nbr`` int64 (N, E), -1 for none; ``weight`` float64 broadcast to (N, E)) by
+    one native pass per row: member r's slot k counts when r and ``nbr[r, k]`` are members,
+    the same products in the same order as the association relay's gathered tensors, so the
+    same bits. None where the native pass declines (a member's base, a present slot's weight
+    or decay not finite or with a sign bit), off the CPU, or without the native module."""
+    if native is None or base.device.type != "cpu" or base.ndim != 2:
+        return None
+    out = np.empty(tuple(base.shape), dtype=np.float64)
+    done = native.spread_dense(
+        np.ascontiguousarray(nbr.numpy(), dtype=np.int64),
+        np.ascontiguousarray(weight.expand(nbr.shape).numpy(), dtype=np.float64),
+        np.ascontiguousarray(valid.numpy()),
+        np.ascontiguousarray(base.numpy(), dtype=np.float64),
+        int(hops),
+        float(decay),
+        out,
+    )
+    return torch.from_numpy(out) if done else None
 
 
 def spread_links(

@@ -7,7 +7,13 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from spector_gpu.kernels.spread import member_positions, spread_max, spread_max_reference
+from spector_gpu.kernels.native import native
+from spector_gpu.kernels.spread import (
+    member_positions,
+    spread_dense,
+    spread_max,
+    spread_max_reference,
+)
 
 from spector_gpu.errors import ValidationError
 
@@ -149,3 +155,62 @@ def test_native_pool_spreading_equals_the_torch_steps(
         np.testing.assert_array_equal(got.numpy().view(np.int64), want.numpy().view(np.int64))
     again = spread_pool(p, n, w, b, hops=hops, decay=decay)  # the table was left clean
     np.testing.assert_array_equal(again.numpy(), got.numpy())
+
+
+def _gathered(
+    nbr: torch.Tensor, weight: torch.Tensor, valid: torch.Tensor, base: torch.Tensor, hops: int
+) -> torch.Tensor:
+    """The dense layout's torch steps (association.DenseGraph without the native pass)."""
+    from spector_gpu.pathways.recall.relays.association import spread_gathered
+
+    m, n = base.shape
+    e = nbr.shape[1]
+    jj = nbr.clamp(min=0).reshape(-1)
+
+    def take(x: torch.Tensor) -> torch.Tensor:
+        return x.index_select(1, jj).view(m, n, e)
+
+    return spread_gathered(valid, base, nbr >= 0, weight, take, hops, 0.5)
+
+
+@pytest.mark.skipif(native is None, reason="native kernels not built")
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 2**31 - 1),
+    st.integers(1, 60),
+    st.integers(0, 5),
+    st.integers(1, 6),
+    st.integers(0, 3),
+)
+def test_native_dense_spreading_equals_the_torch_steps(
+    seed: int, n: int, e: int, m: int, hops: int
+) -> None:
+    """Every row the whole store, members by a mask: the native pass gives the gathered torch
+    steps' bits, whatever non-members hold (-inf, NaN, large values) and absent slots weigh."""
+    rng = np.random.default_rng(seed)
+    nbr = torch.from_numpy(rng.integers(-1, n, (n, e)))
+    weight = torch.from_numpy(rng.choice([0.0, 0.25, 0.5, 1.0, 0.7], (n, e)))
+    weight = torch.where(nbr >= 0, weight, float("nan"))  # never read
+    valid = torch.from_numpy(rng.random((m, n)) < 0.7)
+    base = torch.from_numpy(rng.choice([0.0, 0.1, 0.5, 1.0], (m, n)))
+    other = rng.choice([-np.inf, np.nan, 0.9, 2.0], (m, n))  # non-members' values must not leak
+    base = torch.where(valid, base, torch.from_numpy(other))
+    got = spread_dense(nbr, weight, valid, base, hops=hops, decay=0.5)
+    assert got is not None
+    want = _gathered(nbr, torch.where(nbr >= 0, weight, 0.0), valid, base, hops)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.skipif(native is None, reason="native kernels not built")
+def test_native_dense_spreading_declines_what_torch_must_decide() -> None:
+    nbr = torch.tensor([[1], [0]])
+    weight = torch.ones(2, 1, dtype=torch.float64)
+    valid = torch.ones(1, 2, dtype=torch.bool)
+    ok = torch.tensor([[0.5, 1.0]], dtype=torch.float64)
+    assert spread_dense(nbr, weight, valid, ok, hops=1, decay=0.5) is not None
+    for base in (torch.tensor([[-0.0, 1.0]]), torch.tensor([[float("nan"), 1.0]])):
+        assert spread_dense(nbr, weight, valid, base.double(), hops=1, decay=0.5) is None
+    assert spread_dense(nbr, -weight, valid, ok, hops=1, decay=0.5) is None
+    assert spread_dense(nbr, weight, valid, ok, hops=1, decay=float("inf")) is None
+    with pytest.raises(ValueError, match="outside"):
+        spread_dense(torch.tensor([[2], [0]]), weight, valid, ok, hops=1, decay=0.5)

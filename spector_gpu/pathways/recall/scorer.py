@@ -316,7 +316,7 @@ class Scorer:
             graph = self.graph(plan)
 
             def assoc(base: torch.Tensor) -> torch.Tensor:
-                return graph.spread(pool.valid, base, cfg.association)
+                return graph.spread(pool.valid, base, cfg.association, plan.native)
 
         elif "association" in plan.relays:
 

@@ -18,7 +18,7 @@ import torch
 from ....config import AssociationConfig
 from ....kernels.native import native
 from ....kernels.selection import take_rows
-from ....kernels.spread import spread_links, spread_max, spread_pool
+from ....kernels.spread import spread_dense, spread_links, spread_max, spread_pool
 from ..pool import PAD, Pool
 from ..tables import LinkTables
 
@@ -148,10 +148,17 @@ class DenseGraph:
         return valid | (reached[:, :n] > 0)
 
     def spread(
-        self, valid: torch.Tensor, base: torch.Tensor, cfg: AssociationConfig
+        self, valid: torch.Tensor, base: torch.Tensor, cfg: AssociationConfig, native: bool
     ) -> torch.Tensor:
         """float64 (m, N) max-product activation (:func:`~spector_gpu.kernels.spread.spread_max`
-        with the same products in the same order)."""
+        with the same products in the same order): with ``native`` (the plan's CPU kernels)
+        one native pass per row (``spread_dense``), else by :func:`spread_gathered`."""
+        if native:
+            got: torch.Tensor | None = spread_dense(
+                self.nbr, self.weight, valid, base, hops=cfg.hops, decay=cfg.decay
+            )
+            if got is not None:
+                return got
         m, n = base.shape
         e = self.nbr.shape[1]
         jj = self.nbr.clamp(min=0).reshape(-1)  # (N·E): neighbour e of memory i at i·E + e
