@@ -439,89 +439,64 @@ static Py_ssize_t select_f32(const float *x, Py_ssize_t n, double bound, double 
 
 /* Offer every x[i] > bound (columns i ascending) to an empty heap of capacity k; returns
  * the heap size. Once the heap is full a candidate must beat its root, and since columns
- * rise an equal value never does: one compare against a running threshold, which AVX-512
- * makes 16 values at a time. */
-static Py_ssize_t scan_f32_scalar(const float *x, Py_ssize_t n, double bound, double *hk,
-                                  int64_t *hs, Py_ssize_t k) {
-    Py_ssize_t size = 0;
-    double thr = bound;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        double v = (double)x[i];
-        if (!(v > thr)) continue; /* NaN never enters */
-        offer(hk, hs, k, &size, v, (int64_t)i);
-        if (size == k) thr = hk[0];
-    }
-    return size;
+ * rise an equal value never does: one compare against a running threshold, which the vector
+ * variants make 8 or 16 values at a time (returning where the scalar tail starts). */
+static inline void scan_offer(double v, int64_t i, double *thr, double *hk, int64_t *hs,
+                              Py_ssize_t k, Py_ssize_t *size) {
+    if (!(v > *thr)) return; /* NaN never enters */
+    offer(hk, hs, k, size, v, i);
+    if (*size == k) *thr = hk[0];
 }
 
 #ifdef HAVE_X86
 __attribute__((target("avx512f"))) static Py_ssize_t scan_f32_avx512(
-    const float *x, Py_ssize_t n, double bound, double *hk, int64_t *hs, Py_ssize_t k) {
-    Py_ssize_t size = 0;
-    double thr = bound;
+    const float *x, Py_ssize_t n, double *thr, double *hk, int64_t *hs, Py_ssize_t k,
+    Py_ssize_t *size) {
     Py_ssize_t i = 0;
     for (; i + 16 <= n; i += 16) {
         /* float32(thr) rounded down keeps every value > thr in the mask */
-        float t32 = (float)thr;
-        if ((double)t32 > thr) t32 = nextafterf(t32, -INFINITY);
+        float t32 = (float)*thr;
+        if ((double)t32 > *thr) t32 = nextafterf(t32, -INFINITY);
         __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), _mm512_set1_ps(t32), _CMP_GT_OQ);
         while (m) {
             int lane = __builtin_ctz(m);
             m &= m - 1;
-            double v = (double)x[i + lane];
-            if (!(v > thr)) continue;
-            offer(hk, hs, k, &size, v, (int64_t)(i + lane));
-            if (size == k) thr = hk[0];
+            scan_offer((double)x[i + lane], (int64_t)(i + lane), thr, hk, hs, k, size);
         }
     }
-    for (; i < n; i++) {
-        double v = (double)x[i];
-        if (!(v > thr)) continue;
-        offer(hk, hs, k, &size, v, (int64_t)i);
-        if (size == k) thr = hk[0];
-    }
-    return size;
+    return i;
 }
 
-/* scan_f32_avx512 in 8 lanes. */
 __attribute__((target("avx2"))) static Py_ssize_t scan_f32_avx2(
-    const float *x, Py_ssize_t n, double bound, double *hk, int64_t *hs, Py_ssize_t k) {
-    Py_ssize_t size = 0;
-    double thr = bound;
+    const float *x, Py_ssize_t n, double *thr, double *hk, int64_t *hs, Py_ssize_t k,
+    Py_ssize_t *size) {
     Py_ssize_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        float t32 = (float)thr;
-        if ((double)t32 > thr) t32 = nextafterf(t32, -INFINITY);
+        float t32 = (float)*thr;
+        if ((double)t32 > *thr) t32 = nextafterf(t32, -INFINITY);
         __m256 gt = _mm256_cmp_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(t32), _CMP_GT_OQ);
         int m = _mm256_movemask_ps(gt);
         while (m) {
             int lane = __builtin_ctz(m);
             m &= m - 1;
-            double v = (double)x[i + lane];
-            if (!(v > thr)) continue;
-            offer(hk, hs, k, &size, v, (int64_t)(i + lane));
-            if (size == k) thr = hk[0];
+            scan_offer((double)x[i + lane], (int64_t)(i + lane), thr, hk, hs, k, size);
         }
     }
-    for (; i < n; i++) {
-        double v = (double)x[i];
-        if (!(v > thr)) continue;
-        offer(hk, hs, k, &size, v, (int64_t)i);
-        if (size == k) thr = hk[0];
-    }
-    return size;
+    return i;
 }
 #endif
 
-
 static Py_ssize_t scan_f32(const float *x, Py_ssize_t n, double bound, double *hk, int64_t *hs,
                            Py_ssize_t k) {
+    Py_ssize_t size = 0, i = 0;
+    double thr = bound;
 #ifdef HAVE_X86
     int level = sel_level();
-    if (level == SEL_AVX512) return scan_f32_avx512(x, n, bound, hk, hs, k);
-    if (level == SEL_AVX2) return scan_f32_avx2(x, n, bound, hk, hs, k);
+    if (level == SEL_AVX512) i = scan_f32_avx512(x, n, &thr, hk, hs, k, &size);
+    if (level == SEL_AVX2) i = scan_f32_avx2(x, n, &thr, hk, hs, k, &size);
 #endif
-    return scan_f32_scalar(x, n, bound, hk, hs, k);
+    for (; i < n; i++) scan_offer((double)x[i], (int64_t)i, &thr, hk, hs, k, &size);
+    return size;
 }
 
 /* ------------------------------------------------------------------ buffer helpers */
@@ -2329,6 +2304,17 @@ static void spread_row(const int32_t *pos, const double *w, const double *base, 
     }
 }
 
+/* spread_row's scratch for rows of `width` members with `e` neighbour slots: positions
+ * (width * e) and 2 * width doubles; -1 with MemoryError set. */
+static int spread_scratch(Py_ssize_t width, Py_ssize_t e, int32_t **pos, double **src) {
+    *pos = malloc(sizeof(int32_t) * (size_t)(width * e > 0 ? width * e : 1));
+    *src = malloc(sizeof(double) * (size_t)(width > 0 ? 2 * width : 1));
+    if (*pos && *src) return 0;
+    free(*pos); free(*src);
+    PyErr_NoMemory();
+    return -1;
+}
+
 static PyObject *py_spread_pool(PyObject *self, PyObject *args) {
     PyObject *o_pool, *o_nbr, *o_w, *o_base, *o_table, *o_out;
     int hops;
@@ -2367,13 +2353,9 @@ static PyObject *py_spread_pool(PyObject *self, PyObject *args) {
             Py_INCREF(result);
             goto done;
         }
-        int32_t *pos = malloc(sizeof(int32_t) * (size_t)(width * e > 0 ? width * e : 1));
-        double *src = malloc(sizeof(double) * (size_t)(width > 0 ? 2 * width : 1));
-        if (!pos || !src) {
-            free(pos); free(src);
-            PyErr_NoMemory();
-            goto done;
-        }
+        int32_t *pos;
+        double *src;
+        if (spread_scratch(width, e, &pos, &src) < 0) goto done;
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < n; i++) {
             const int64_t *row = pp + i * width, *nb = np_ + i * width * e;
@@ -2447,13 +2429,9 @@ static PyObject *py_spread_dense(PyObject *self, PyObject *args) {
             Py_INCREF(result);
             goto done;
         }
-        int32_t *pos = malloc(sizeof(int32_t) * (size_t)(n * e > 0 ? n * e : 1));
-        double *src = malloc(sizeof(double) * (size_t)(n > 0 ? 2 * n : 1));
-        if (!pos || !src) {
-            free(pos); free(src);
-            PyErr_NoMemory();
-            goto done;
-        }
+        int32_t *pos;
+        double *src;
+        if (spread_scratch(n, e, &pos, &src) < 0) goto done;
         int steps = hops > 1 ? hops : 1;
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < m; i++) {
