@@ -31,7 +31,7 @@ __all__ = ["WordPiece"]
 _MAX_WORD_CHARS = 100  # BERT's max_input_chars_per_word
 _CACHE_MAX = 1 << 16  # words whose split is kept (cleared when full: a few MB at most)
 _TEXT_CACHE_MAX = 1 << 13  # texts whose ids are kept (cleared when full) ...
-_TEXT_CACHE_CHARS = 512  # ... of at most this length: ~8 MB at most
+_TEXT_CACHE_CHARS = 512  # ... of at most this length (bounded by count and length)
 # CJK Unified Ideographs and their extensions, compatibility ideographs (BERT's list)
 _CJK = (
     "\u4e00-\u9fff\u3400-\u4dbf\U00020000-\U0002a6df\U0002a700-\U0002b73f"
