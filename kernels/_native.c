@@ -379,8 +379,7 @@ __attribute__((target("avx512f"))) static Py_ssize_t gather_avx512(
     const float *x, Py_ssize_t n, double *thr, Cand *buf, Py_ssize_t *size, Py_ssize_t k) {
     Py_ssize_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        float t32 = (float)*thr;
-        if ((double)t32 > *thr) t32 = nextafterf(t32, -INFINITY);
+        float t32 = below(*thr); /* keeps every value > thr in the mask */
         __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), _mm512_set1_ps(t32), _CMP_GT_OQ);
         while (m) {
             int lane = __builtin_ctz(m);
@@ -396,8 +395,7 @@ __attribute__((target("avx2"))) static Py_ssize_t gather_avx2(
     const float *x, Py_ssize_t n, double *thr, Cand *buf, Py_ssize_t *size, Py_ssize_t k) {
     Py_ssize_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        float t32 = (float)*thr;
-        if ((double)t32 > *thr) t32 = nextafterf(t32, -INFINITY);
+        float t32 = below(*thr); /* keeps every value > thr in the mask */
         __m256 gt = _mm256_cmp_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(t32), _CMP_GT_OQ);
         int m = _mm256_movemask_ps(gt);
         while (m) {
@@ -454,9 +452,7 @@ __attribute__((target("avx512f"))) static Py_ssize_t scan_f32_avx512(
     Py_ssize_t *size) {
     Py_ssize_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        /* float32(thr) rounded down keeps every value > thr in the mask */
-        float t32 = (float)*thr;
-        if ((double)t32 > *thr) t32 = nextafterf(t32, -INFINITY);
+        float t32 = below(*thr); /* keeps every value > thr in the mask */
         __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), _mm512_set1_ps(t32), _CMP_GT_OQ);
         while (m) {
             int lane = __builtin_ctz(m);
@@ -472,8 +468,7 @@ __attribute__((target("avx2"))) static Py_ssize_t scan_f32_avx2(
     Py_ssize_t *size) {
     Py_ssize_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        float t32 = (float)*thr;
-        if ((double)t32 > *thr) t32 = nextafterf(t32, -INFINITY);
+        float t32 = below(*thr); /* keeps every value > thr in the mask */
         __m256 gt = _mm256_cmp_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(t32), _CMP_GT_OQ);
         int m = _mm256_movemask_ps(gt);
         while (m) {
@@ -1134,11 +1129,11 @@ __attribute__((target("avx2"))) static void cand_row_avx2(CandRows *c, const voi
                                                                  ((const int32_t *)row + j)));
         __m256 key = _mm256_mul_ps(dot, s);
         int m = _mm256_movemask_ps(_mm256_cmp_ps(key, _mm256_loadu_ps(c->thr32 + j), _CMP_GT_OQ));
+        float one[8];
+        if (m) _mm256_storeu_ps(one, key);
         while (m) {
             int lane = __builtin_ctz(m);
             m &= m - 1;
-            float one[8];
-            _mm256_storeu_ps(one, key);
             cand_offer(c, j + lane, one[lane], slot);
         }
     }
@@ -1155,11 +1150,11 @@ __attribute__((target("avx512f"))) static void cand_row_avx512(CandRows *c, cons
                          : _mm512_cvtepi32_ps(_mm512_loadu_si512((const int32_t *)row + j));
         __m512 key = _mm512_mul_ps(dot, s);
         __mmask16 m = _mm512_cmp_ps_mask(key, _mm512_loadu_ps(c->thr32 + j), _CMP_GT_OQ);
+        float one[16];
+        if (m) _mm512_storeu_ps(one, key);
         while (m) {
             int lane = __builtin_ctz(m);
             m &= m - 1;
-            float one[16];
-            _mm512_storeu_ps(one, key);
             cand_offer(c, j + lane, one[lane], slot);
         }
     }
