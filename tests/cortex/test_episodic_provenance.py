@@ -47,6 +47,14 @@ def _episodes(part: Partition, texts: list[str]) -> tuple[EpisodicMemory, list[i
     return ep, offsets
 
 
+def _flip(ep: EpisodicMemory, at: int) -> None:
+    with open(ep.region.path, "r+b") as f:
+        f.seek(at)
+        b = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([b[0] ^ 0x01]))
+
+
 def test_audit_walks_every_record_in_log_order(part: Partition) -> None:
     ep, offsets = _episodes(part, ["one", "two two", "three " * 20])
     walked = list(ep.audit())
@@ -63,14 +71,47 @@ def test_audit_walks_every_record_in_log_order(part: Partition) -> None:
 
 def test_audit_stops_at_the_first_damaged_record(part: Partition) -> None:
     ep, offsets = _episodes(part, ["one", "two", "three"])
-    with open(ep.region.path, "r+b") as f:
-        f.seek(offsets[1] + 96 + 20)  # inside the second record's payload
-        b = f.read(1)
-        f.seek(-1, 1)
-        f.write(bytes([b[0] ^ 0x01]))
+    _flip(ep, offsets[1] + 96 + 20)  # inside the second record's payload
     walked = list(ep.audit())
     assert [pos for pos, _ in walked] == offsets[:2]
     assert isinstance(walked[1][1], CorruptionError) and "CRC" in str(walked[1][1])
+
+
+def test_payloads_in_one_pass_are_read_one_by_one(part: Partition) -> None:
+    texts = ["one", "two two", "three " * 20, "vier", "ü" * 300]
+    ep, offsets = _episodes(part, texts)
+    order = [3, 0, 4, 4, 1, 2]  # any order, repeats included
+    offs = np.array([offsets[i] for i in order])
+    owners = np.array(order) + 100
+    got = ep.payloads(offs, owners)
+    assert got == [ep.read(int(o), int(w)).payload for o, w in zip(offs, owners)]
+    assert [p.text for p in got] == [texts[i] for i in order]
+    assert ep.payloads(np.zeros(0, np.int64), np.zeros(0, np.int64)) == []
+
+
+@pytest.mark.parametrize("where", ["payload", "header", "prefix"])
+def test_payloads_raise_as_read_does_on_a_damaged_record(part: Partition, where: str) -> None:
+    ep, offsets = _episodes(part, ["one", "two " * 9, "three"])
+    _flip(ep, offsets[1] + {"payload": 96 + 20, "header": 40, "prefix": 12}[where])
+    offs, owners = np.array(offsets), np.arange(3) + 100
+    with pytest.raises(CorruptionError) as one:
+        ep.read(offsets[1], 101)
+    with pytest.raises(CorruptionError) as batch:
+        ep.payloads(offs, owners)
+    assert str(batch.value) == str(one.value)
+    # the undamaged records still read, alone and together
+    assert [p.text for p in ep.payloads(offs[[0, 2]], owners[[0, 2]])] == ["one", "three"]
+
+
+def test_payloads_refuse_another_memorys_record_and_offsets_outside(part: Partition) -> None:
+    ep, offsets = _episodes(part, ["one", "two"])
+    with pytest.raises(CorruptionError, match="belongs to another memory"):
+        ep.payloads(np.array(offsets), np.array([100, 100]))
+    end = offsets[1] + 200
+    with pytest.raises(CorruptionError, match="outside the committed log"):
+        ep.payloads(np.array([offsets[0], end]), np.array([100, 101]))
+    with pytest.raises(CorruptionError, match="bad record prefix"):
+        ep.payloads(np.array([offsets[0] + 8]), np.array([100]))
 
 
 def test_a_lineage_run_encodes_as_the_seed_table_says(part: Partition) -> None:

@@ -190,15 +190,15 @@ class TornOnce:
 
         def view(region: Region, offset: int, length: int) -> Any:
             data = real_view(region, offset, length)
-            if (
+            if (  # a view of the record's prefix and header: one record's, or many records'
                 torn.armed
                 and region.spec.filename == filename
-                and offset == torn.at
-                and length >= 96
+                and offset <= torn.at
+                and offset + length >= torn.at + 96
             ):
                 torn.armed, torn.hits = False, torn.hits + 1
                 raw = bytearray(data)
-                raw[32 + 4] ^= 0x08  # the header's consolidated bit, without its new CRC
+                raw[torn.at - offset + 32 + 4] ^= 0x08  # the consolidated bit, CRC stale
                 return memoryview(bytes(raw))
             return data
 

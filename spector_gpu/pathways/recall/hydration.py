@@ -137,7 +137,7 @@ class Hydrator:
         ids = [encode_tsid(i) for i in raw_ids] if tsids is None else tsids.tolist()
         h = cols.headers[ordinals]
         rows = zip(
-            ordinals.tolist(),
+            self.payloads(ordinals),
             zip(*(h[name].tolist() for name in _HEADER_FIELDS)),
             cols.index["type"][ordinals].tolist(),
             cols.created_ms[ordinals].tolist(),
@@ -152,9 +152,22 @@ class Hydrator:
         )
         return [self._result(*row) for row in rows]
 
+    def payloads(self, ordinals: np.ndarray) -> list[Payload]:
+        """Each ordinal's verified payload (``Cortex.payload``), the episodes among them read
+        in one pass over the log (``EpisodicMemory.payloads``)."""
+        c = self.cortex
+        entries = c.cols.index[ordinals]
+        episode = entries["type"] == MemoryType.EPISODIC
+        read = iter(
+            c.stores.episodic.payloads(entries["record_offset"][episode], entries["id"][episode])
+        )
+        return [
+            next(read) if e else c.payload(o) for o, e in zip(ordinals.tolist(), episode.tolist())
+        ]
+
     def _result(
         self,
-        o: int,
+        p: Payload,
         head: tuple[Any, ...],
         t: int,
         created_ms: int,
@@ -169,7 +182,6 @@ class Hydrator:
     ) -> CognitiveResult:
         c = self.cortex
         provenance, source, importance, stamp, valence, arousal, flags = head
-        p = c.payload(o)
         return CognitiveResult(
             id=tsid,
             text=p.text,
