@@ -1108,6 +1108,16 @@ static inline void cand_offer(CandRows *c, Py_ssize_t j, float key, int64_t slot
     c->thr32[j] = (float)c->thr[j];
 }
 
+/* The keys one[lane] of the lanes set in m (queries j + lane) offered, lowest lane first. */
+static inline void cand_offer_lanes(CandRows *c, Py_ssize_t j, const float *one, unsigned m,
+                                    int64_t slot) {
+    while (m) {
+        int lane = __builtin_ctz(m);
+        m &= m - 1;
+        cand_offer(c, j + lane, one[lane], slot);
+    }
+}
+
 /* A tile of keys: rows of dots (T, n) int32 or float32, a scale per row, each row's slot
  * (slotmap[r], or first + r) and an optional gate per row. */
 typedef struct {
@@ -1164,11 +1174,7 @@ __attribute__((target("avx2"))) static void cand_tile_avx2(CandRows *c, const Ti
             float one[8];
             _mm256_storeu_ps(one, key);
             _mm256_zeroupper();
-            while (m) {
-                int lane = __builtin_ctz(m);
-                m &= m - 1;
-                cand_offer(c, j + lane, one[lane], slot);
-            }
+            cand_offer_lanes(c, j, one, m, slot);
         }
         _mm256_zeroupper();
         cand_row_scalar(c, row, tr->f32, tr->scales[r], j, slot);
@@ -1194,11 +1200,7 @@ __attribute__((target("avx512f"))) static void cand_tile_avx512(CandRows *c,
             float one[16];
             _mm512_storeu_ps(one, key);
             _mm256_zeroupper();
-            while (m) {
-                int lane = __builtin_ctz(m);
-                m &= m - 1;
-                cand_offer(c, j + lane, one[lane], slot);
-            }
+            cand_offer_lanes(c, j, one, m, slot);
         }
         _mm256_zeroupper();
         cand_row_scalar(c, row, tr->f32, tr->scales[r], j, slot);
