@@ -2948,6 +2948,42 @@ static int tok_query(const TokJob *j, TokScratch *s, Py_ssize_t i, TokRank *rank
     return 0;
 }
 
+/* A batch shared with a helper thread: each takes the next query from one counter (so the
+ * caller never waits for more than the query the helper holds) with scratch of its own; the
+ * first error (-1 out of memory, -2 a token row out of range) stops both. Every query's rows
+ * are its own, so the outputs are those of one thread, bit for bit. */
+typedef struct {
+    const TokJob *job;
+    Py_ssize_t n;
+    Py_ssize_t next; /* atomic */
+    int rc;          /* atomic: 0, or the first error */
+} TokShared;
+
+static void tok_run(TokShared *sh, TokScratch *s, TokRank *rank, double *tmp) {
+    for (;;) {
+        if (__atomic_load_n(&sh->rc, __ATOMIC_RELAXED)) return;
+        Py_ssize_t i = __atomic_fetch_add(&sh->next, 1, __ATOMIC_RELAXED);
+        if (i >= sh->n) return;
+        int rc = tok_query(sh->job, s, i, rank, tmp);
+        int zero = 0;
+        if (rc) __atomic_compare_exchange_n(&sh->rc, &zero, rc, 0, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED);
+    }
+}
+
+static void *tok_helper(void *arg) {
+    TokShared *sh = arg;
+    Py_ssize_t w = sh->job->width ? sh->job->width : 1;
+    TokScratch s = {0};
+    TokRank *rank = malloc(sizeof(TokRank) * (size_t)w);
+    double *tmp = malloc(sizeof(double) * 2 * (size_t)w);
+    if (rank && tmp) tok_run(sh, &s, rank, tmp); /* out of memory: the caller takes them all */
+    tok_free(&s);
+    free(rank);
+    free(tmp);
+    return NULL;
+}
+
 /* Every count, member ordinal and query token in range (the token rows are checked as read);
  * else a ValueError names the culprit. */
 static int tok_check(const TokJob *j, Py_ssize_t n, Py_ssize_t n_q) {
@@ -2976,13 +3012,19 @@ static int tok_check(const TokJob *j, Py_ssize_t n, Py_ssize_t n_q) {
  * row (each distinct token's cosines computed once per query), then the members ordered by
  * minmax(fused) + token_weight * minmax(token), ties to the lower ordinal; out_order holds
  * positions into the row (the identity past the count), out_fused the mixed scores in that
- * order (the input past the count), out_token the token scores in the input order. */
+ * order (the input past the count), out_token the token scores in the input order. With
+ * threads = 2 (optional, default 1) a helper thread shares the queries (TokShared). */
 static PyObject *py_token_rescore(PyObject *self, PyObject *args) {
     PyObject *o[13];
     double tw;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOdOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
-                          &o[6], &o[7], &o[8], &o[9], &tw, &o[10], &o[11], &o[12]))
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOdOOO|i", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+                          &o[6], &o[7], &o[8], &o[9], &tw, &o[10], &o[11], &o[12], &threads))
         return NULL;
+    if (threads < 1 || threads > 2) {
+        PyErr_SetString(PyExc_ValueError, "token_rescore: threads must be 1 or 2");
+        return NULL;
+    }
     Buf b[13];
     memset(b, 0, sizeof b);
     PyObject *result = NULL;
@@ -3044,10 +3086,14 @@ static PyObject *py_token_rescore(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    int rc = 0;
+    TokShared shared = {&job, n, 0, 0};
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n && rc == 0; i++) rc = tok_query(&job, &scratch, i, rank, tmp);
+    pthread_t helper;
+    int helped = threads == 2 && n > 1 && pthread_create(&helper, NULL, tok_helper, &shared) == 0;
+    tok_run(&shared, &scratch, rank, tmp);
+    if (helped) pthread_join(helper, NULL);
     Py_END_ALLOW_THREADS
+    int rc = shared.rc;
     if (rc == -1) {
         PyErr_NoMemory();
         goto done;
@@ -3178,8 +3224,8 @@ static PyMethodDef methods[] = {
      "(a non-finite or sign-bit base, weight or decay)"},
     {"token_rescore", py_token_rescore, METH_VARARGS,
      "token_rescore(fused, counts, ordinals, offsets, ids, codes, norm, weight, query_offsets, "
-     "query_ids, token_weight, out_order, out_fused, out_token): the token relay's MaxSim and "
-     "order over each query's fused top list"},
+     "query_ids, token_weight, out_order, out_fused, out_token[, threads]): the token relay's "
+     "MaxSim and order over each query's fused top list (threads 2: a helper shares them)"},
     {"scan_pool_stats", py_scan_pool_stats, METH_NOARGS,
      "the scan helper thread: alive, busy (holding a job), jobs posted, chunks it finished, of "
      "those copied by the caller, and its chunks the caller computed itself (counts since the "
