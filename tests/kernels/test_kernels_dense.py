@@ -539,6 +539,34 @@ def test_native_exact_topk_leaves_nan_and_infinity_to_torch() -> None:
 @given(
     st.integers(0, 2**31 - 1),
     st.integers(1, 4),
+    st.integers(1, 400),
+    st.integers(1, 150),
+    st.sampled_from([torch.float32, torch.float64]),
+)
+def test_native_exact_topk_of_wide_rows_equals_torch(
+    seed: int, n: int, width: int, k: int, dtype: torch.dtype
+) -> None:
+    """k of 32 and more takes the native buffered selection (float32 and float64 rows): the
+    same values and indices as the torch selection, ties to the lower column, -inf and
+    invalid entries left out."""
+    from spector_gpu.kernels.selection import topk_exact, topk_exact_torch
+
+    rng = np.random.default_rng(seed)
+    x = rng.choice([0.0, 0.5, 2.0, -np.inf], (n, width)) + rng.random((n, width)) * (
+        rng.random((n, width)) < 0.5
+    )
+    valid = torch.from_numpy(rng.random((n, width)) < 0.85)
+    t = torch.from_numpy(x).to(dtype)
+    want = topk_exact_torch(t, k, valid=valid)
+    got = topk_exact(t, k, valid=valid, use_native=True)
+    np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
+    np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 2**31 - 1),
+    st.integers(1, 4),
     st.integers(0, 70),
     st.integers(1, 30),
     st.sampled_from([torch.float32, torch.float64]),
