@@ -93,24 +93,27 @@ class Attributes:
         return c
 
     def append(self, payloads: Sequence[Payload]) -> None:
-        """Add one row per payload (cost ∝ the new rows)."""
+        """Add one row per payload (cost ∝ the new rows; each column extended once)."""
         first = len(self)
+        rows = [
+            (
+                self._intern(p.user_id),
+                self._intern(p.agent_id),
+                self._intern(p.run_id),
+                self._intern(_SEP.join(p.namespace) if p.namespace else None),
+                p.kind or 0,
+                math.nan if p.confidence is None else p.confidence,
+                p.supersedes or 0,
+                p.created_ms or 0,
+                p.updated_ms or 0,
+                p.version,
+                0 if p.indexed else 1,
+            )
+            for p in payloads
+        ]
+        for (name, dtype), values in zip(_INT_COLUMNS.items(), zip(*rows), strict=False):
+            self._cols[name].extend(np.array(values, dtype=dtype))
         for k, p in enumerate(payloads):
-            row = {
-                "user": self._intern(p.user_id),
-                "agent": self._intern(p.agent_id),
-                "run": self._intern(p.run_id),
-                "namespace": self._intern(_SEP.join(p.namespace) if p.namespace else None),
-                "kind": p.kind or 0,
-                "confidence": math.nan if p.confidence is None else p.confidence,
-                "supersedes": p.supersedes or 0,
-                "created": p.created_ms or 0,
-                "updated": p.updated_ms or 0,
-                "version": p.version,
-                "unindexed": 0 if p.indexed else 1,
-            }
-            for name, value in row.items():
-                self._cols[name].append(value)
             if p.external_id is not None:
                 self._keys[(p.user_id, p.agent_id, p.run_id, p.external_id)] = first + k
             if p.supersedes:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -208,8 +208,15 @@ def _steps(raw: Mapping[str, Any], where: str) -> tuple[str, ...]:
 
 
 def _payload(
-    raw: Mapping[str, Any], where: str, text: str, mtype: MemoryType, role: int | None
+    raw: Mapping[str, Any],
+    where: str,
+    text: str,
+    mtype: MemoryType,
+    role: int | None,
+    lifecycle: Mapping[str, Any],
 ) -> Payload:
+    """The payload of one item: its own fields validated, with the ``lifecycle`` fields
+    (:func:`.parse_lifecycle`'s, validated already) beside them."""
     tags = _tags(raw, where)
     steps = _steps(raw, where)
     skill = raw.get("skill_name")
@@ -239,6 +246,7 @@ def _payload(
         source_span=span,
         skill_name=_short_str(skill, "skill_name", where) if skill is not None else None,
         steps=steps,
+        **lifecycle,
     )
 
 
@@ -269,7 +277,7 @@ def parse_item(
         else (int(Role.USER) if mtype == MemoryType.EPISODIC else None)
     )
     importance = _importance(fields, where)
-    payload = replace(_payload(fields, where, text, mtype, role), **life.payload)
+    payload = _payload(fields, where, text, mtype, role, life.payload)
     ts = fields.get("timestamp_ms")
     valence, arousal, pinned = fields.get("valence"), fields.get("arousal"), fields.get("pinned")
     return Item(
