@@ -125,8 +125,9 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void dots_vnni(
     }
 }
 /* Eight consecutive rows against one query, the eight sums reduced together (a horizontal-add
- * tree instead of eight reductions): the single-query scan's inner loop. 32-byte steps; the
- * dim % 32 tail is added per row by the caller. */
+ * tree instead of eight reductions): the single-query scan's inner loop. 32-byte steps, each
+ * query step loaded once for the eight rows; the dim % 32 tail is added per row by the
+ * caller. */
 
 #define REDUCE8(a, out)                                                                 \
     do {                                                                                \
@@ -143,16 +144,15 @@ __attribute__((target("avx2"))) static void dots8_avx2(const int8_t *rows, Py_ss
                                                        int32_t *out) {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i a[8];
-    for (int j = 0; j < 8; j++) {
-        const int8_t *row = rows + j * stride;
-        __m256i acc = _mm256_setzero_si256();
-        for (Py_ssize_t i = 0; i < d32; i += 32) {
-            __m256i x = _mm256_loadu_si256((const __m256i *)(q + i));
-            __m256i c = _mm256_loadu_si256((const __m256i *)(row + i));
-            __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(x), _mm256_sign_epi8(c, x));
-            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones));
+    for (int j = 0; j < 8; j++) a[j] = _mm256_setzero_si256();
+    for (Py_ssize_t i = 0; i < d32; i += 32) {
+        __m256i x = _mm256_loadu_si256((const __m256i *)(q + i));
+        __m256i ax = _mm256_abs_epi8(x);
+        for (int j = 0; j < 8; j++) {
+            __m256i c = _mm256_loadu_si256((const __m256i *)(rows + j * stride + i));
+            __m256i p = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(c, x));
+            a[j] = _mm256_add_epi32(a[j], _mm256_madd_epi16(p, ones));
         }
-        a[j] = acc;
     }
     REDUCE8(a, out);
 }
@@ -160,17 +160,33 @@ __attribute__((target("avx2"))) static void dots8_avx2(const int8_t *rows, Py_ss
 __attribute__((target("avx2,avx512f,avx512vl,avx512vnni"))) static void dots8_vnni(
     const int8_t *rows, Py_ssize_t stride, const int8_t *q, Py_ssize_t d32, int32_t *out) {
     __m256i a[8];
-    for (int j = 0; j < 8; j++) {
-        const int8_t *row = rows + j * stride;
-        __m256i acc = _mm256_setzero_si256();
-        for (Py_ssize_t i = 0; i < d32; i += 32) {
-            __m256i x = _mm256_loadu_si256((const __m256i *)(q + i));
-            __m256i c = _mm256_loadu_si256((const __m256i *)(row + i));
-            acc = _mm256_dpbusd_epi32(acc, _mm256_abs_epi8(x), _mm256_sign_epi8(c, x));
+    for (int j = 0; j < 8; j++) a[j] = _mm256_setzero_si256();
+    for (Py_ssize_t i = 0; i < d32; i += 32) {
+        __m256i x = _mm256_loadu_si256((const __m256i *)(q + i));
+        __m256i ax = _mm256_abs_epi8(x);
+        for (int j = 0; j < 8; j++) {
+            __m256i c = _mm256_loadu_si256((const __m256i *)(rows + j * stride + i));
+            a[j] = _mm256_dpbusd_epi32(a[j], ax, _mm256_sign_epi8(c, x));
         }
-        a[j] = acc;
     }
     REDUCE8(a, out);
+}
+/* The eight keys float32(dot) * scale of a dots8 block (no dim % 32 tail), -inf where the gate
+ * (if any) refuses the row: the scalar epilogue's values, eight at a time (cvtdq2ps rounds as
+ * the scalar conversion does, one float32 multiply each). Returns the mask of gated rows. */
+__attribute__((target("avx2"))) static int keys8_avx2(const int32_t *d8, const float *sp,
+                                                      const uint8_t *ap, float *out) {
+    __m256 k = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)d8)),
+                             _mm256_loadu_ps(sp));
+    int gated = 0;
+    if (ap) {
+        __m256i a = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)ap));
+        __m256 off = _mm256_castsi256_ps(_mm256_cmpeq_epi32(a, _mm256_setzero_si256()));
+        k = _mm256_blendv_ps(k, _mm256_set1_ps(-INFINITY), off);
+        gated = _mm256_movemask_ps(off);
+    }
+    _mm256_storeu_ps(out, k);
+    return gated;
 }
 #endif
 
@@ -616,6 +632,12 @@ static void scan_keys(const Scan *s, Py_ssize_t lo, Py_ssize_t hi, float *out) {
         int32_t d8[8];
         for (; r + 8 <= hi; r += 8) {
             dots8(cp + r * stride, stride, qp, d32, d8);
+#ifdef HAVE_X86
+            if (d32 == dim) { /* dots8 exists only where AVX2 does */
+                keys8_avx2(d8, sp + r, ap ? ap + r : NULL, out + r);
+                continue;
+            }
+#endif
             for (int i = 0; i < 8; i++) {
                 int32_t dot = d8[i];
                 for (Py_ssize_t t = d32; t < dim; t++)
@@ -901,8 +923,19 @@ static int topk_fused(const Scan *s, Py_ssize_t k, float *kall, float *ok, int64
     if (dots8) {
         Py_ssize_t d32 = dim & ~(Py_ssize_t)31;
         int32_t d8[8];
+        float k8[8];
         for (; r + 8 <= n_rows; r += 8) {
             dots8(cp + r * stride, stride, qp, d32, d8);
+#ifdef HAVE_X86
+            if (d32 == dim) { /* dots8 exists only where AVX2 does */
+                int gated = keys8_avx2(d8, sp + r, ap ? ap + r : NULL, kall ? kall + r : k8);
+                const float *kr = kall ? kall + r : k8;
+                for (int i = 0; i < 8; i++)
+                    if (!(gated >> i & 1) && kr[i] >= thr[0])
+                        offer_key(kr[i], 0, k, (int64_t)(r + i), thr, hk, hs, size);
+                continue;
+            }
+#endif
             for (int i = 0; i < 8; i++) {
                 if (ap && !ap[r + i]) {
                     if (kall) kall[r + i] = -INFINITY;

@@ -207,3 +207,36 @@ def test_single_threaded_restores_the_callers_setting() -> None:
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("d", [32, 128, 160, 200])
+def test_single_query_scan_with_and_without_every_key_equals_reference(impl: str, d: int) -> None:
+    """One query, dims with and without a tail past the 32-byte steps: the keys of eight rows
+    at a time (and their gate) give the twin's top-k whether or not every row's key is kept,
+    and the kept keys are the twin's float32(dot) * s of every row (-inf where gated)."""
+    x, q, s = corpus(1003, d, d)  # not a multiple of eight rows
+    rng = np.random.default_rng(d)
+    query = x[7:8]
+    xq, qs = quantize_int8(query)
+    few = np.zeros(1003, dtype=bool)
+    few[rng.choice(1003, 9, replace=False)] = True
+    for allowed in (None, rng.random(1003) < 0.5, few, np.zeros(1003, dtype=bool)):
+        gate = None if allowed is None else allowed.astype(np.uint8)
+        for k in (1, 30, 1003):
+            want_scores, want_slots = search_reference(q, s, query, k, allowed)
+            with dot_impl(impl):
+                keys, slots = np.empty((1, k), np.float32), np.empty((1, k), np.int64)
+                native.int8_topk(q, 1003, d, d, s, xq, gate, keys, slots)
+                every = np.empty((1, 1003), np.float32)
+                keys2, slots2 = np.empty((1, k), np.float32), np.empty((1, k), np.int64)
+                native.int8_topk(q, 1003, d, d, s, xq, gate, keys2, slots2, every, 1)
+            for got_keys, got_slots in ((keys, slots), (keys2, slots2)):
+                np.testing.assert_array_equal(got_slots, want_slots)
+                rescaled = np.where(got_keys == -np.inf, got_keys, got_keys * qs[:, None])
+                np.testing.assert_array_equal(rescaled, want_scores)
+            dots = q.astype(np.int32) @ xq[0].astype(np.int32)
+            want_every = dots.astype(np.float32) * s
+            if allowed is not None:
+                want_every[~allowed] = -np.inf
+            np.testing.assert_array_equal(every[0], want_every)
