@@ -17,6 +17,9 @@
  * bm25_row         bm25_select of one query into a caller's row, left written until
  *                  bm25_row_release has scored any slots from it
  * spread_pool      max-product spreading over sparse pool rows (positions by a table)
+ * fuse_rows        fusion after its base and association: relevance, the MF-001 factor
+ *                  with its tag term, the fused score, one pass per pool row
+ * relevance_rows   absolute relevance of pool rows (relevance.absolute_relevance)
  *
  * Order everywhere: key descending, then row (slot) ascending; padding is (-inf, -1). Integer
  * dots are exact (int32); each key is one IEEE float32 multiply, each decayed value the float64
@@ -2714,6 +2717,194 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ fusion: one pass per row */
+
+/* The k-th largest of x[0..n) (1 <= k <= n; no NaN), reordering x (quickselect). */
+static double kth_largest(double *x, Py_ssize_t n, Py_ssize_t k) {
+    Py_ssize_t lo = 0, hi = n - 1, want = k - 1;
+    while (lo < hi) {
+        double pivot = x[lo + (hi - lo) / 2];
+        Py_ssize_t a = lo, b = hi;
+        while (a <= b) {
+            while (x[a] > pivot) a++;
+            while (x[b] < pivot) b--;
+            if (a <= b) {
+                double t = x[a]; x[a] = x[b]; x[b] = t;
+                a++;
+                b--;
+            }
+        }
+        if (want <= b) hi = b;
+        else if (want >= a) lo = a;
+        else return x[want];
+    }
+    return x[want];
+}
+
+/* fuse_rows(base float64 (n, W), assoc float64 (n, W) | None, w_assoc, sal float32 (n, W) |
+ * None, w_sal, valid bool (n, W), cognitive, importance float64 (n, W), d float64 (n, W),
+ * s_term float64 (n, W), beta, tau, match bool (n, W) | None, k, out_rel float64, out_factor
+ * float32, out_fused float64 (n, W)) -> bool: fusion.fuse after the base and the association,
+ * each row in one pass with the tensor operations' arithmetic in their order (so the same
+ * bits): relevance = base + w_assoc * assoc + float32(sal * float32(w_sal)); in cognitive mode
+ * the MF-001 factor float32(1 + beta * I / 10 * D * S^0.3), the tag term where a cue matches
+ * and relevance * factor * (1 + tau) reaches the row's k-th relevance * factor over its
+ * members; fused = relevance * factor (-inf at padding). beta and tau come clipped. False
+ * (outputs unspecified) for a NaN relevance * factor of a member in a row that needs its k-th
+ * value: the caller takes the tensors. */
+static PyObject *py_fuse_rows(PyObject *self, PyObject *args) {
+    PyObject *o_base, *o_assoc, *o_sal, *o_valid, *o_imp, *o_d, *o_s, *o_match, *o_rel, *o_fac,
+        *o_fused;
+    double w_assoc, w_sal, beta, tau;
+    int cognitive;
+    Py_ssize_t k;
+    if (!PyArg_ParseTuple(args, "OOdOdOiOOOddOnOOO", &o_base, &o_assoc, &w_assoc, &o_sal, &w_sal,
+                          &o_valid, &cognitive, &o_imp, &o_d, &o_s, &beta, &tau, &o_match, &k,
+                          &o_rel, &o_fac, &o_fused))
+        return NULL;
+    Buf base = {0}, assoc = {0}, sal = {0}, valid = {0}, imp = {0}, dd = {0}, st = {0},
+        match = {0}, rel = {0}, fac = {0}, fused = {0};
+    PyObject *result = NULL;
+    double *scratch = NULL;
+    if (get_buf(o_base, &base, "d", 8, -1, 0, "base") < 0) goto done;
+    if (base.view.ndim != 2) {
+        PyErr_SetString(PyExc_ValueError, "fuse_rows: base must be (n, W) float64");
+        goto done;
+    }
+    Py_ssize_t n = base.view.shape[0], width = base.view.shape[1], nw = n * width;
+    if (o_assoc != Py_None && get_buf(o_assoc, &assoc, "d", 8, nw, 0, "assoc") < 0) goto done;
+    if (o_sal != Py_None && get_buf(o_sal, &sal, "f", 4, nw, 0, "sal") < 0) goto done;
+    if (get_buf(o_valid, &valid, "?", 1, nw, 0, "valid") < 0) goto done;
+    if (cognitive && (get_buf(o_imp, &imp, "d", 8, nw, 0, "importance") < 0 ||
+                      get_buf(o_d, &dd, "d", 8, nw, 0, "d") < 0 ||
+                      get_buf(o_s, &st, "d", 8, nw, 0, "s_term") < 0))
+        goto done;
+    if (o_match != Py_None && get_buf(o_match, &match, "?", 1, nw, 0, "match") < 0) goto done;
+    if (get_buf(o_rel, &rel, "d", 8, nw, 1, "out_rel") < 0) goto done;
+    if (get_buf(o_fac, &fac, "f", 4, nw, 1, "out_factor") < 0) goto done;
+    if (get_buf(o_fused, &fused, "d", 8, nw, 1, "out_fused") < 0) goto done;
+    if (k < 1) {
+        PyErr_SetString(PyExc_ValueError, "fuse_rows: k must be >= 1");
+        goto done;
+    }
+    scratch = malloc(sizeof(double) * (size_t)(width ? width : 1));
+    if (!scratch) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int ok = 1;
+    {
+        const double *bp = base.view.buf, *ap = assoc.held ? assoc.view.buf : NULL;
+        const float *sp = sal.held ? sal.view.buf : NULL;
+        const uint8_t *vp = valid.view.buf, *mp = match.held ? match.view.buf : NULL;
+        const double *ip = imp.held ? imp.view.buf : NULL, *dp = dd.held ? dd.view.buf : NULL;
+        const double *tp = st.held ? st.view.buf : NULL;
+        double *rp = rel.view.buf, *fp = fused.view.buf;
+        float *cp = fac.view.buf;
+        float ws = (float)w_sal;
+        double lift = 1.0 + tau;
+        Py_ssize_t top = k < width ? k : width;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; ok && i < n; i++) {
+            Py_ssize_t o = i * width, members = 0;
+            for (Py_ssize_t c = o; c < o + width; c++) {
+                double r = bp[c];
+                if (ap) r = r + w_assoc * ap[c];
+                if (sp) r = r + (double)(sp[c] * ws);
+                rp[c] = r;
+                if (!cognitive) {
+                    cp[c] = 1.0f;
+                    fp[c] = vp[c] ? r : -INFINITY;
+                    continue;
+                }
+                double im = ip[c], dc = dp[c];
+                im = im < 0.0 ? 0.0 : (im > 10.0 ? 10.0 : im);
+                dc = dc < 0.0 ? 0.0 : (dc > 1.0 ? 1.0 : dc);
+                cp[c] = (float)(1.0 + beta * im / 10.0 * dc * tp[c]);
+                if (mp && vp[c]) scratch[members++] = r * (double)cp[c];
+            }
+            if (!cognitive) continue;
+            double kth = -INFINITY;
+            if (mp && members) {
+                for (Py_ssize_t j = 0; j < members; j++)
+                    if (isnan(scratch[j])) ok = 0;
+                if (!ok) break;
+                kth = kth_largest(scratch, members, top < members ? top : members);
+            }
+            for (Py_ssize_t c = o; c < o + width; c++) {
+                double bf = (double)cp[c], ov = 0.0;
+                if (mp && mp[c] && vp[c] && rp[c] * bf * lift >= kth) ov = 1.0;
+                float f = (float)(bf * (1.0 + tau * ov));
+                cp[c] = f;
+                fp[c] = vp[c] ? rp[c] * (double)f : -INFINITY;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = PyBool_FromLong(ok);
+done:
+    free(scratch);
+    release(&base); release(&assoc); release(&sal); release(&valid); release(&imp);
+    release(&dd); release(&st); release(&match); release(&rel); release(&fac); release(&fused);
+    return result;
+}
+
+/* relevance_rows(lex float64 (n, W) | None, dense float64 (n, W) | None, ceiling float64 (n,)
+ * | None, out float64 (n, W)): relevance.absolute_relevance with the tensor operations'
+ * arithmetic in their order: 1 - (1 - unit(lex / ceiling)) * (1 - unit(dense)), unit(x) = x
+ * clipped to [0, 1] (0 when not finite), lex / ceiling = 0 where the ceiling is not > 0; a
+ * relay without scores contributes nothing (neither: zeros). */
+static PyObject *py_relevance_rows(PyObject *self, PyObject *args) {
+    PyObject *o_lex, *o_dense, *o_ceil, *o_out;
+    if (!PyArg_ParseTuple(args, "OOOO", &o_lex, &o_dense, &o_ceil, &o_out)) return NULL;
+    Buf lex = {0}, dense = {0}, ceil_ = {0}, out = {0};
+    PyObject *result = NULL;
+    if (get_buf(o_out, &out, "d", 8, -1, 1, "out") < 0) goto done;
+    if (out.view.ndim != 2) {
+        PyErr_SetString(PyExc_ValueError, "relevance_rows: out must be (n, W) float64");
+        goto done;
+    }
+    Py_ssize_t n = out.view.shape[0], width = out.view.shape[1];
+    int use_lex = o_lex != Py_None && o_ceil != Py_None;
+    if (use_lex && (get_buf(o_lex, &lex, "d", 8, n * width, 0, "lex") < 0 ||
+                    get_buf(o_ceil, &ceil_, "d", 8, n, 0, "ceiling") < 0))
+        goto done;
+    if (o_dense != Py_None && get_buf(o_dense, &dense, "d", 8, n * width, 0, "dense") < 0)
+        goto done;
+    {
+        const double *lp = use_lex ? lex.view.buf : NULL, *cp = use_lex ? ceil_.view.buf : NULL;
+        const double *dp = dense.held ? dense.view.buf : NULL;
+        double *op = out.view.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            double c = cp ? cp[i] : 0.0;
+            for (Py_ssize_t j = i * width; j < (i + 1) * width; j++) {
+                double miss = 1.0;
+                int any = 0;
+                if (lp) {
+                    double x = c > 0.0 ? lp[j] / c : 0.0;
+                    x = isfinite(x) ? (x < 0.0 ? 0.0 : (x > 1.0 ? 1.0 : x)) : 0.0;
+                    miss = 1.0 - x;
+                    any = 1;
+                }
+                if (dp) {
+                    double x = dp[j];
+                    x = isfinite(x) ? (x < 0.0 ? 0.0 : (x > 1.0 ? 1.0 : x)) : 0.0;
+                    miss = any ? miss * (1.0 - x) : 1.0 - x;
+                    any = 1;
+                }
+                op[j] = any ? 1.0 - miss : 0.0;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    release(&lex); release(&dense); release(&ceil_); release(&out);
+    return result;
+}
+
 /* spread_tables(pool int64 (n, W), chain int64 (N, C), row_of int64 (N,) | None,
  * extra int64 (R, D) | None, extra_w float64 (R, D) | None, temporal_weight, base float64
  * (n, W), hops, decay, table int32 (size,), out float64 (n, W)) -> bool: spread_pool with each
@@ -3259,6 +3450,13 @@ static PyMethodDef methods[] = {
     {"minmax_rows", py_minmax_rows, METH_VARARGS,
      "minmax_rows(x float64 (n, W), valid bool (n, W), out float32 (n, W)): rows min-max "
      "normalised over valid finite entries"},
+    {"fuse_rows", py_fuse_rows, METH_VARARGS,
+     "fuse_rows(base, assoc, w_assoc, sal, w_sal, valid, cognitive, importance, d, s_term, "
+     "beta, tau, match, k, out_rel, out_factor, out_fused) -> False when it declines: fusion "
+     "after the base and the association, one native pass per row"},
+    {"relevance_rows", py_relevance_rows, METH_VARARGS,
+     "relevance_rows(lex, dense, ceiling, out): absolute relevance of pool rows from the raw "
+     "lexical and dense scores"},
     {"spread_tables", py_spread_tables, METH_VARARGS,
      "spread_tables(pool, chain, row_of, extra, extra_w, temporal_weight, base, hops, decay, "
      "table, out) -> bool: spread_pool reading each member's neighbours from the link tables"},

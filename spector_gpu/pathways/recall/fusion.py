@@ -48,6 +48,7 @@ __all__ = [
 COEFFICIENT_MAX = 1e6
 
 _NEG_INF = float("-inf")
+_TEXT: tuple[str, ...] = ("lexical", "dense")  # the relays whose min-max scores form the base
 
 
 def _div(x: torch.Tensor, by: float) -> torch.Tensor:
@@ -208,19 +209,19 @@ def fuse(
         strength: (importance, D float64, S^0.3 float64) of the members;
         association: base (n, W) float64 → activation (n, W), or None when inactive;
         cue_match: bool (n, W) "a cue token of this member is in the query", or None.
-        want_ranks: compute the per-relay ranks (RRF and explanations need them).
-        host: the CPU code path, which may read values on the host (native kernels).
+        want_ranks: compute the per-relay ranks (RRF and explanations need them); host: the
+            CPU code path, which may read values on the host (native kernels).
     """
-    norm: dict[str, torch.Tensor] = {
-        name: minmax_rows(raw[name], valid, host=host)
-        for name in ("lexical", "dense")
-        if name in raw
-    }
+    norm = {n: minmax_rows(raw[n], valid, host=host) for n in _TEXT if n in raw}
+    one = (raw, norm, valid, weights, mode, k, beta, tau, strength, association, cue_match)
+    got = _fuse_host(*one) if host and not want_ranks else None
+    if got is not None:
+        return got
     base = torch.zeros(valid.shape, dtype=torch.float64, device=valid.device)
-    for name in ("lexical", "dense"):
+    for name in _TEXT:
         if name in norm:
             base = base + norm[name] * weights[name]  # float32 product, float64 sum
-    scores: dict[str, torch.Tensor] = {n: raw[n] for n in ("lexical", "dense") if n in raw}
+    scores: dict[str, torch.Tensor] = {n: raw[n] for n in _TEXT if n in raw}
     relevance = base
     if association is not None:
         scores["association"] = association(base)
@@ -239,3 +240,64 @@ def fuse(
         fused = relevance
     fused = torch.where(valid, fused, _NEG_INF)
     return Fused(fused, relevance, factor, scores, ranks)
+
+
+def _host(x: torch.Tensor, shape: torch.Size, dtype: type) -> np.ndarray:
+    """``x`` broadcast to ``shape`` as a C-contiguous numpy array of ``dtype`` (no copy when it
+    is one already)."""
+    return np.ascontiguousarray(x.expand(shape).numpy(), dtype=dtype)
+
+
+def _fuse_host(
+    raw: dict[str, torch.Tensor],
+    norm: dict[str, torch.Tensor],
+    valid: torch.Tensor,
+    weights: dict[str, float],
+    mode: str,
+    k: int,
+    beta: float,
+    tau: float,
+    strength: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    association: Callable[[torch.Tensor], torch.Tensor] | None,
+    cue_match: Callable[[], torch.Tensor | None],
+) -> Fused | None:
+    """:func:`fuse` of CPU rows without ranks, in numpy and one native pass per row
+    (``_native.fuse_rows``: the tensor operations' arithmetic in their order, so the same
+    bits); None without the native kernels, for RRF or CUDA rows, or when the native pass
+    declines (a NaN that the k-th value would meet)."""
+    if native is None or mode == "rrf" or valid.device.type != "cpu":
+        return None
+    shape = valid.shape
+    base = np.zeros(tuple(shape))
+    for name in _TEXT:
+        if name in norm:  # float32 product, float64 sum, as the tensors do
+            base = base + norm[name].numpy() * np.float32(weights[name])
+    base_t = torch.from_numpy(base)
+    scores: dict[str, torch.Tensor] = {n: raw[n] for n in _TEXT if n in raw}
+    assoc = None
+    if association is not None:
+        scores["association"] = association(base_t)
+        assoc = _host(scores["association"], shape, np.float64)
+    sal = None
+    if "salience" in raw:
+        scores["salience"] = raw["salience"]
+        sal = minmax_rows(raw["salience"], valid, host=True).numpy()
+    cognitive = mode == "cognitive"
+    t = min(max(float(tau), 0.0), COEFFICIENT_MAX)
+    match = cue_match() if cognitive and t > 0 else None
+    importance, d, s_term = (
+        (_host(x, shape, np.float64) for x in strength) if cognitive else (None, None, None)
+    )
+    out_rel, out_fused = np.empty(tuple(shape)), np.empty(tuple(shape))
+    out_factor = np.empty(tuple(shape), dtype=np.float32)
+    done = native.fuse_rows(
+        base, assoc, float(weights.get("association", 0.0)),
+        sal, float(weights.get("salience", 0.0)), _host(valid, shape, np.bool_),
+        int(cognitive), importance, d, s_term, min(max(float(beta), 0.0), COEFFICIENT_MAX), t,
+        None if match is None else _host(match, shape, np.bool_), int(k),
+        out_rel, out_factor, out_fused,
+    )  # fmt: skip
+    if not done:
+        return None
+    factor = torch.from_numpy(out_factor)
+    return Fused(torch.from_numpy(out_fused), torch.from_numpy(out_rel), factor, scores, {})

@@ -17,7 +17,10 @@ store (as every BM25 score does), not on the candidate pool.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
+
+from ...kernels.native import native
 
 __all__ = ["absolute_relevance"]
 
@@ -28,10 +31,19 @@ def _unit(x: torch.Tensor) -> torch.Tensor:
 
 
 def absolute_relevance(
-    raw: dict[str, torch.Tensor], ceiling: torch.Tensor | None, shape: torch.Size
+    raw: dict[str, torch.Tensor],
+    ceiling: torch.Tensor | None,
+    shape: torch.Size,
+    *,
+    host: bool = False,
 ) -> torch.Tensor:
     """float64 ``shape`` (m, W): the relevance of every pool member from the relays' raw
-    float64 (m, W) scores ``raw`` and the float64 (m,) lexical ``ceiling`` of each query."""
+    float64 (m, W) scores ``raw`` and the float64 (m,) lexical ``ceiling`` of each query.
+    With ``host`` (the CPU code path) CPU rows take one native pass (the same arithmetic in
+    the same order, so the same bits) instead of a dozen tensor operations."""
+    tensors = [*raw.values(), *([] if ceiling is None else [ceiling])]
+    if host and native is not None and all(x.device.type == "cpu" for x in tensors):
+        return _host_relevance(raw, ceiling, shape)
     miss = None
     if "lexical" in raw and ceiling is not None:
         c = ceiling[:, None].expand_as(raw["lexical"])
@@ -44,3 +56,22 @@ def absolute_relevance(
     if miss is None:
         return torch.zeros(shape, dtype=torch.float64)
     return 1.0 - miss
+
+
+def _rows(x: torch.Tensor, shape: torch.Size) -> np.ndarray:
+    return np.ascontiguousarray(x.expand(shape).numpy(), dtype=np.float64)
+
+
+def _host_relevance(
+    raw: dict[str, torch.Tensor], ceiling: torch.Tensor | None, shape: torch.Size
+) -> torch.Tensor:
+    assert native is not None
+    out = np.empty(tuple(shape))
+    lexical = ceiling if "lexical" in raw else None
+    native.relevance_rows(
+        None if lexical is None else _rows(raw["lexical"], shape),
+        _rows(raw["dense"], shape) if "dense" in raw else None,
+        None if lexical is None else np.ascontiguousarray(lexical.numpy(), dtype=np.float64),
+        out,
+    )
+    return torch.from_numpy(out)

@@ -261,7 +261,8 @@ class Scorer:
         if "salience" in plan.relays:
             raw["salience"] = salience_score(cols, d)
         fz = self._fuse(plan, lo, hi, pool, raw, (cols.importance, d, cols.s_term))
-        rel = absolute_relevance(raw, _rows(plan.ceiling, lo, hi), valid.shape).to(valid.device)
+        rel = absolute_relevance(raw, _rows(plan.ceiling, lo, hi), valid.shape, host=plan.native)
+        rel = rel.to(valid.device)
         cues = plan.cues[lo:hi]
         weight = self.cortex.config.recall.time_cue_weight
         if weight > 0 and any(cues):
