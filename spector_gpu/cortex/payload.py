@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CorruptionError, ValidationError
+from ..frozen import frozen_builder
 from ..metadata import decode_metadata, encode_metadata
 from ..provenance.citations import Citation, decode_citations, encode_citations
 
@@ -73,6 +74,9 @@ class Payload:
     supersedes: int | None = None
     ttl_ms: int | None = None
     indexed: bool = True
+
+
+_PAYLOAD = frozen_builder(Payload)  # a decoded payload in one step (frozen.py)
 
 
 def _utf8(value: str, what: str) -> bytes:
@@ -182,19 +186,21 @@ def decode_payload(data: bytes | memoryview, *, where: str = "payload") -> Paylo
         citations = decode_citations(f[CITATIONS]) if CITATIONS in f else ()
     except CorruptionError as exc:
         raise CorruptionError(f"{where}: {exc}") from None
-    return Payload(
-        **_decode_lifecycle(f, where),
-        text=_str(f[TEXT], where),
-        session_id=session,
-        role=None if role == NO_ROLE else role,
-        speaker=_str(f.get(SPEAKER, b""), where),
-        external_id=_str(f[EXTERNAL_ID], where) if EXTERNAL_ID in f else None,
-        tags=tuple(_str(f[TAGS], where).split(_SEP)) if TAGS in f else (),
-        citations=citations,
-        source_uri=_str(f[SOURCE_URI], where) if SOURCE_URI in f else None,
-        source_span=(int(span[0]), int(span[1])) if span else None,
-        skill_name=_str(f[SKILL], where) if SKILL in f else None,
-        steps=tuple(_str(f[STEPS], where).split(_SEP)) if STEPS in f else (),
+    return _PAYLOAD(
+        {
+            **_decode_lifecycle(f, where),
+            "text": _str(f[TEXT], where),
+            "session_id": session,
+            "role": None if role == NO_ROLE else role,
+            "speaker": _str(f.get(SPEAKER, b""), where),
+            "external_id": _str(f[EXTERNAL_ID], where) if EXTERNAL_ID in f else None,
+            "tags": tuple(_str(f[TAGS], where).split(_SEP)) if TAGS in f else (),
+            "citations": citations,
+            "source_uri": _str(f[SOURCE_URI], where) if SOURCE_URI in f else None,
+            "source_span": (int(span[0]), int(span[1])) if span else None,
+            "skill_name": _str(f[SKILL], where) if SKILL in f else None,
+            "steps": tuple(_str(f[STEPS], where).split(_SEP)) if STEPS in f else (),
+        }
     )
 
 

@@ -19,6 +19,7 @@ from ...cortex.layouts import FLAG_CONSOLIDATED
 from ...cortex.lifecycle import tombstoned
 from ...cortex.payload import Payload
 from ...cortex.strength import decayed
+from ...frozen import frozen_builder
 from ...lifecycle import MemoryKind
 from ...provenance.record import RecordProvenance
 from ...types import CognitiveResult, Explanation, MemoryType, Role, Source
@@ -87,6 +88,7 @@ _TYPES = {int(t): t for t in MemoryType}
 _ROLES = {int(r): r for r in Role}
 _SOURCES = {int(x): x for x in Source}
 _PROVENANCE = {int(x): x for x in RecordProvenance}
+_RESULT = frozen_builder(CognitiveResult)  # a result in one step (frozen.py: ~8 -> ~2 us)
 
 
 class Hydrator:
@@ -182,31 +184,33 @@ class Hydrator:
     ) -> CognitiveResult:
         c = self.cortex
         provenance, source, importance, stamp, valence, arousal, flags = head
-        return CognitiveResult(
-            id=tsid,
-            text=p.text,
-            score=score,
-            memory_type=_TYPES[t] if t in _TYPES else MemoryType(t),
-            importance=importance,
-            provenance=_PROVENANCE.get(provenance, RecordProvenance.UNKNOWN),
-            retrieval_strength=d,
-            storage_strength=s,
-            timestamp_ms=stamp,
-            session_id=p.session_id,
-            role=None if p.role is None else _ROLES.get(p.role),
-            speaker=p.speaker,
-            tags=p.tags,
-            external_id=p.external_id,
-            source=_SOURCES.get(source, Source.EXPERIENCED),
-            valence=valence,
-            arousal=arousal,
-            citations=p.citations,
-            source_uri=p.source_uri,
-            source_span=p.source_span,
-            skill_name=p.skill_name,
-            steps=p.steps,
-            consolidated=bool(flags & FLAG_CONSOLIDATED),
-            breakdown=explain,
-            relevance=relevance,
-            **_lifecycle(c, p, created_ms, expires_ms, raw_id),
+        return _RESULT(
+            {
+                "id": tsid,
+                "text": p.text,
+                "score": score,
+                "memory_type": _TYPES[t] if t in _TYPES else MemoryType(t),
+                "importance": importance,
+                "provenance": _PROVENANCE.get(provenance, RecordProvenance.UNKNOWN),
+                "retrieval_strength": d,
+                "storage_strength": s,
+                "timestamp_ms": stamp,
+                "session_id": p.session_id,
+                "role": None if p.role is None else _ROLES.get(p.role),
+                "speaker": p.speaker,
+                "tags": p.tags,
+                "external_id": p.external_id,
+                "source": _SOURCES.get(source, Source.EXPERIENCED),
+                "valence": valence,
+                "arousal": arousal,
+                "citations": p.citations,
+                "source_uri": p.source_uri,
+                "source_span": p.source_span,
+                "skill_name": p.skill_name,
+                "steps": p.steps,
+                "consolidated": bool(flags & FLAG_CONSOLIDATED),
+                "breakdown": explain,
+                "relevance": relevance,
+                **_lifecycle(c, p, created_ms, expires_ms, raw_id),
+            }
         )
