@@ -21,7 +21,7 @@ from .header import encode_headers, is_consolidated, is_tombstoned, tag_bloom
 from .ids import TsidGenerator, decode_tsid, encode_tsid, encode_tsids, ids_digest
 from .index import IndexMemory
 from .links import Links
-from .payload import Payload, attributed, decode_payload, encode_payload
+from .payload import Payload, attributed, build_payload, decode_payload, encode_payload
 from .provenance_store import LineageRun, LineageState, ProvenanceMemory
 from .quarantine import Quarantine
 from .slots import ProceduralMemory, SemanticMemory, SlotMemory
@@ -64,6 +64,7 @@ __all__ = [
     "WorkingMemory",
     "WriteBatch",
     "attributed",
+    "build_payload",
     "decayed",
     "decode_payload",
     "decode_tsid",

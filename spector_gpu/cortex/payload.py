@@ -35,7 +35,14 @@ from ..frozen import frozen_builder
 from ..metadata import decode_metadata, encode_metadata
 from ..provenance.citations import Citation, decode_citations, encode_citations
 
-__all__ = ["Payload", "attributed", "decode_payload", "decode_text", "encode_payload"]
+__all__ = [
+    "Payload",
+    "attributed",
+    "build_payload",
+    "decode_payload",
+    "decode_text",
+    "encode_payload",
+]
 
 _HEAD = struct.Struct("<BBHIq")
 _FIELD = struct.Struct("<BI")
@@ -76,7 +83,8 @@ class Payload:
     indexed: bool = True
 
 
-_PAYLOAD = frozen_builder(Payload)  # a decoded payload in one step (frozen.py)
+#: ``Payload(**values)`` in one step (:mod:`spector_gpu.frozen`): decoding and writes build many
+build_payload = frozen_builder(Payload)
 
 
 def _utf8(value: str, what: str) -> bytes:
@@ -186,7 +194,7 @@ def decode_payload(data: bytes | memoryview, *, where: str = "payload") -> Paylo
         citations = decode_citations(f[CITATIONS]) if CITATIONS in f else ()
     except CorruptionError as exc:
         raise CorruptionError(f"{where}: {exc}") from None
-    return _PAYLOAD(
+    return build_payload(
         {
             **_decode_lifecycle(f, where),
             "text": _str(f[TEXT], where),

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..cortex import Payload, decode_tsid
+from ..cortex import Payload, build_payload, decode_tsid
 from ..errors import CitationError, ValidationError
 from ..provenance.citations import validate_citations, validate_source_uri, validate_span
 from ..types import MemoryType, Role
@@ -234,19 +234,21 @@ def _payload(
     if span is not None:
         span = validate_span(span, field=f"{where}.source_span")
     ext = raw.get("external_id")
-    return Payload(
-        text=text,
-        session_id=_int(raw.get("session_id", 0), "session_id", where, *_I64),
-        role=role,
-        speaker=_short_str(raw.get("speaker", ""), "speaker", where),
-        external_id=_short_str(ext, "external_id", where) if ext is not None else None,
-        tags=tags,
-        citations=citations,
-        source_uri=source_uri,
-        source_span=span,
-        skill_name=_short_str(skill, "skill_name", where) if skill is not None else None,
-        steps=steps,
-        **lifecycle,
+    return build_payload(
+        {
+            "text": text,
+            "session_id": _int(raw.get("session_id", 0), "session_id", where, *_I64),
+            "role": role,
+            "speaker": _short_str(raw.get("speaker", ""), "speaker", where),
+            "external_id": _short_str(ext, "external_id", where) if ext is not None else None,
+            "tags": tags,
+            "citations": citations,
+            "source_uri": source_uri,
+            "source_span": span,
+            "skill_name": _short_str(skill, "skill_name", where) if skill is not None else None,
+            "steps": steps,
+            **lifecycle,  # the lifecycle fields only (parse_lifecycle), none of the above
+        }
     )
 
 
