@@ -37,7 +37,6 @@ def frozen_builder(cls: type[T]) -> Callable[[Mapping[str, Any]], T]:
         or any(not f.init or f.default_factory is not dataclasses.MISSING for f in fields)
     ):
         raise TypeError(f"{cls.__name__}: __post_init__, slots, init=False or default factories")
-    names = tuple(f.name for f in fields)
     required = tuple(f.name for f in fields if f.default is dataclasses.MISSING)
     # every field in field order, each a default or the marker of a required one: merging the
     # given values into it keeps that order (a dict update keeps a key's place)
@@ -49,8 +48,8 @@ def frozen_builder(cls: type[T]) -> Callable[[Mapping[str, Any]], T]:
 
     def build(values: Mapping[str, Any]) -> T:
         state = {**template, **values}
-        if len(state) != len(names):
-            unknown = sorted(set(values) - set(names))
+        if len(state) != len(template):
+            unknown = sorted(set(values) - template.keys())
             raise TypeError(f"{cls.__name__} has no field(s) {', '.join(unknown)}")
         for n in required:
             if state[n] is _REQUIRED:
