@@ -2719,28 +2719,6 @@ done:
 
 /* ------------------------------------------------------------------ fusion: one pass per row */
 
-/* The k-th largest of x[0..n) (1 <= k <= n; no NaN), reordering x (quickselect). */
-static double kth_largest(double *x, Py_ssize_t n, Py_ssize_t k) {
-    Py_ssize_t lo = 0, hi = n - 1, want = k - 1;
-    while (lo < hi) {
-        double pivot = x[lo + (hi - lo) / 2];
-        Py_ssize_t a = lo, b = hi;
-        while (a <= b) {
-            while (x[a] > pivot) a++;
-            while (x[b] < pivot) b--;
-            if (a <= b) {
-                double t = x[a]; x[a] = x[b]; x[b] = t;
-                a++;
-                b--;
-            }
-        }
-        if (want <= b) hi = b;
-        else if (want >= a) lo = a;
-        else return x[want];
-    }
-    return x[want];
-}
-
 /* fuse_rows(base float64 (n, W), assoc float64 (n, W) | None, w_assoc, sal float32 (n, W) |
  * None, w_sal, valid bool (n, W), cognitive, importance float64 (n, W), d float64 (n, W),
  * s_term float64 (n, W), beta, tau, match bool (n, W) | None, k, out_rel float64, out_factor
@@ -2765,7 +2743,7 @@ static PyObject *py_fuse_rows(PyObject *self, PyObject *args) {
     Buf base = {0}, assoc = {0}, sal = {0}, valid = {0}, imp = {0}, dd = {0}, st = {0},
         match = {0}, rel = {0}, fac = {0}, fused = {0};
     PyObject *result = NULL;
-    double *scratch = NULL;
+    Cand *scratch = NULL; /* a row's members' relevance * factor, for its k-th value */
     if (get_buf(o_base, &base, "d", 8, -1, 0, "base") < 0) goto done;
     if (base.view.ndim != 2) {
         PyErr_SetString(PyExc_ValueError, "fuse_rows: base must be (n, W) float64");
@@ -2787,7 +2765,7 @@ static PyObject *py_fuse_rows(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "fuse_rows: k must be >= 1");
         goto done;
     }
-    scratch = malloc(sizeof(double) * (size_t)(width ? width : 1));
+    scratch = malloc(sizeof(Cand) * (size_t)(width ? width : 1));
     if (!scratch) {
         PyErr_NoMemory();
         goto done;
@@ -2821,15 +2799,21 @@ static PyObject *py_fuse_rows(PyObject *self, PyObject *args) {
                 im = im < 0.0 ? 0.0 : (im > 10.0 ? 10.0 : im);
                 dc = dc < 0.0 ? 0.0 : (dc > 1.0 ? 1.0 : dc);
                 cp[c] = (float)(1.0 + beta * im / 10.0 * dc * tp[c]);
-                if (mp && vp[c]) scratch[members++] = r * (double)cp[c];
+                if (mp && vp[c]) {
+                    scratch[members].v = r * (double)cp[c];
+                    scratch[members].i = members;
+                    members++;
+                }
             }
             if (!cognitive) continue;
             double kth = -INFINITY;
             if (mp && members) {
                 for (Py_ssize_t j = 0; j < members; j++)
-                    if (isnan(scratch[j])) ok = 0;
+                    if (isnan(scratch[j].v)) ok = 0;
                 if (!ok) break;
-                kth = kth_largest(scratch, members, top < members ? top : members);
+                Py_ssize_t kk = top < members ? top : members;
+                cand_select(scratch, members, kk); /* c[kk - 1] is then the kk-th best */
+                kth = scratch[kk - 1].v;
             }
             for (Py_ssize_t c = o; c < o + width; c++) {
                 double bf = (double)cp[c], ov = 0.0;

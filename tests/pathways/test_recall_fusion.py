@@ -143,10 +143,16 @@ def test_native_fusion_has_the_tensor_operations_bits(
         assert g.tobytes() == w.tobytes(), name
     assert got.raw.keys() == want.raw.keys()  # type: ignore[attr-defined]
     # finite inputs: the native pass answers (it declines only for NaN at the k-th value)
-    norm = {k: minmax_rows(v, valid, host=True) for k, v in a["raw"].items() if k != "salience"}  # type: ignore[attr-defined]
+    raw: dict[str, torch.Tensor] = a["raw"]  # type: ignore[assignment]
+    weights: dict[str, float] = a["weights"]  # type: ignore[assignment]
+    base = torch.zeros(valid.shape, dtype=torch.float64)
+    for name in ("lexical", "dense"):
+        if name in raw:
+            base = base + minmax_rows(raw[name], valid, host=True) * weights[name]
+    sal = minmax_rows(raw["salience"], valid, host=True) if "salience" in raw else None
     assert (
-        _fuse_host(a["raw"], norm, valid, a["weights"], mode, a["k"], a["beta"], a["tau"],  # type: ignore[arg-type]
-                   a["strength"], None, lambda: a["match"])  # type: ignore[arg-type, return-value]
+        _fuse_host(base, None, sal, {}, valid, weights, mode, a["k"], a["beta"], a["tau"],  # type: ignore[arg-type]
+                   a["strength"], lambda: a["match"])  # type: ignore[arg-type, return-value]
         is not None
     )  # fmt: skip
 

@@ -31,6 +31,7 @@ import numpy.typing as npt
 import torch
 
 from ...kernels.native import native
+from .relevance import host_rows
 
 __all__ = [
     "COEFFICIENT_MAX",
@@ -212,23 +213,26 @@ def fuse(
         want_ranks: compute the per-relay ranks (RRF and explanations need them); host: the
             CPU code path, which may read values on the host (native kernels).
     """
-    norm = {n: minmax_rows(raw[n], valid, host=host) for n in _TEXT if n in raw}
-    one = (raw, norm, valid, weights, mode, k, beta, tau, strength, association, cue_match)
+    base = torch.zeros(valid.shape, dtype=torch.float64, device=valid.device)
+    for name in _TEXT:
+        if name in raw:  # min-max rows (float32) times the weight, summed in float64
+            base = base + minmax_rows(raw[name], valid, host=host) * weights[name]
+    scores: dict[str, torch.Tensor] = {n: raw[n] for n in _TEXT if n in raw}
+    assoc = sal = None
+    if association is not None:
+        scores["association"] = assoc = association(base)
+    if "salience" in raw:
+        scores["salience"] = raw["salience"]
+        sal = minmax_rows(raw["salience"], valid, host=host)
+    one = (base, assoc, sal, scores, valid, weights, mode, k, beta, tau, strength, cue_match)
     got = _fuse_host(*one) if host and not want_ranks else None
     if got is not None:
         return got
-    base = torch.zeros(valid.shape, dtype=torch.float64, device=valid.device)
-    for name in _TEXT:
-        if name in norm:
-            base = base + norm[name] * weights[name]  # float32 product, float64 sum
-    scores: dict[str, torch.Tensor] = {n: raw[n] for n in _TEXT if n in raw}
     relevance = base
-    if association is not None:
-        scores["association"] = association(base)
-        relevance = relevance + weights["association"] * scores["association"]
-    if "salience" in raw:
-        scores["salience"] = raw["salience"]
-        relevance = relevance + minmax_rows(raw["salience"], valid, host=host) * weights["salience"]
+    if assoc is not None:
+        relevance = relevance + weights["association"] * assoc
+    if sal is not None:
+        relevance = relevance + sal * weights["salience"]
     ranks = {n: ranks_rows(v, valid) for n, v in scores.items()} if want_ranks else {}
     factor = torch.ones(valid.shape, dtype=torch.float32, device=valid.device)
     if mode == "rrf":
@@ -242,15 +246,11 @@ def fuse(
     return Fused(fused, relevance, factor, scores, ranks)
 
 
-def _host(x: torch.Tensor, shape: torch.Size, dtype: type) -> np.ndarray:
-    """``x`` broadcast to ``shape`` as a C-contiguous numpy array of ``dtype`` (no copy when it
-    is one already)."""
-    return np.ascontiguousarray(x.expand(shape).numpy(), dtype=dtype)
-
-
 def _fuse_host(
-    raw: dict[str, torch.Tensor],
-    norm: dict[str, torch.Tensor],
+    base: torch.Tensor,
+    assoc: torch.Tensor | None,
+    sal: torch.Tensor | None,
+    scores: dict[str, torch.Tensor],
     valid: torch.Tensor,
     weights: dict[str, float],
     mode: str,
@@ -258,43 +258,32 @@ def _fuse_host(
     beta: float,
     tau: float,
     strength: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
-    association: Callable[[torch.Tensor], torch.Tensor] | None,
     cue_match: Callable[[], torch.Tensor | None],
 ) -> Fused | None:
-    """:func:`fuse` of CPU rows without ranks, in numpy and one native pass per row
-    (``_native.fuse_rows``: the tensor operations' arithmetic in their order, so the same
-    bits); None without the native kernels, for RRF or CUDA rows, or when the native pass
-    declines (a NaN that the k-th value would meet)."""
+    """:func:`fuse` of CPU rows without ranks after the base, association and normalised
+    salience (``sal``), in one native pass per row (``_native.fuse_rows``: the tensor
+    operations' arithmetic in their order, so the same bits); None without the native
+    kernels, for RRF or CUDA rows, or when the native pass declines (a NaN that the k-th value
+    would meet)."""
     if native is None or mode == "rrf" or valid.device.type != "cpu":
         return None
     shape = valid.shape
-    base = np.zeros(tuple(shape))
-    for name in _TEXT:
-        if name in norm:  # float32 product, float64 sum, as the tensors do
-            base = base + norm[name].numpy() * np.float32(weights[name])
-    base_t = torch.from_numpy(base)
-    scores: dict[str, torch.Tensor] = {n: raw[n] for n in _TEXT if n in raw}
-    assoc = None
-    if association is not None:
-        scores["association"] = association(base_t)
-        assoc = _host(scores["association"], shape, np.float64)
-    sal = None
-    if "salience" in raw:
-        scores["salience"] = raw["salience"]
-        sal = minmax_rows(raw["salience"], valid, host=True).numpy()
     cognitive = mode == "cognitive"
     t = min(max(float(tau), 0.0), COEFFICIENT_MAX)
     match = cue_match() if cognitive and t > 0 else None
     importance, d, s_term = (
-        (_host(x, shape, np.float64) for x in strength) if cognitive else (None, None, None)
+        (host_rows(x, shape, np.float64) for x in strength) if cognitive else (None, None, None)
     )
     out_rel, out_fused = np.empty(tuple(shape)), np.empty(tuple(shape))
     out_factor = np.empty(tuple(shape), dtype=np.float32)
     done = native.fuse_rows(
-        base, assoc, float(weights.get("association", 0.0)),
-        sal, float(weights.get("salience", 0.0)), _host(valid, shape, np.bool_),
+        host_rows(base, shape, np.float64),
+        None if assoc is None else host_rows(assoc, shape, np.float64),
+        float(weights.get("association", 0.0)),
+        None if sal is None else host_rows(sal, shape, np.float32),
+        float(weights.get("salience", 0.0)), host_rows(valid, shape, np.bool_),
         int(cognitive), importance, d, s_term, min(max(float(beta), 0.0), COEFFICIENT_MAX), t,
-        None if match is None else _host(match, shape, np.bool_), int(k),
+        None if match is None else host_rows(match, shape, np.bool_), int(k),
         out_rel, out_factor, out_fused,
     )  # fmt: skip
     if not done:

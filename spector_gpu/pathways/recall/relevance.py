@@ -22,7 +22,7 @@ import torch
 
 from ...kernels.native import native
 
-__all__ = ["absolute_relevance"]
+__all__ = ["absolute_relevance", "host_rows"]
 
 
 def _unit(x: torch.Tensor) -> torch.Tensor:
@@ -58,8 +58,10 @@ def absolute_relevance(
     return 1.0 - miss
 
 
-def _rows(x: torch.Tensor, shape: torch.Size) -> np.ndarray:
-    return np.ascontiguousarray(x.expand(shape).numpy(), dtype=np.float64)
+def host_rows(x: torch.Tensor, shape: torch.Size, dtype: type = np.float64) -> np.ndarray:
+    """CPU tensor ``x`` broadcast to ``shape`` as a C-contiguous numpy array of ``dtype`` (no
+    copy when it is one already): what the native row kernels read."""
+    return np.ascontiguousarray(x.expand(shape).numpy(), dtype=dtype)
 
 
 def _host_relevance(
@@ -69,8 +71,8 @@ def _host_relevance(
     out = np.empty(tuple(shape))
     lexical = ceiling if "lexical" in raw else None
     native.relevance_rows(
-        None if lexical is None else _rows(raw["lexical"], shape),
-        _rows(raw["dense"], shape) if "dense" in raw else None,
+        None if lexical is None else host_rows(raw["lexical"], shape),
+        host_rows(raw["dense"], shape) if "dense" in raw else None,
         None if lexical is None else np.ascontiguousarray(lexical.numpy(), dtype=np.float64),
         out,
     )
