@@ -12,8 +12,11 @@ static embedder's table was distilled through (:mod:`.static`):
    and so on; a word with no such split (or over 100 characters) is the unknown token.
 
 :class:`WordPiece` caches the ids of each word it has split (bounded), since words repeat, and
-of the last texts it tokenised (short ones, bounded): the static embedder and the token relay
-both read a query's and a memory's ids, which are then split once.
+of the last lines it tokenised (short ones, bounded). A newline separates words like any space,
+so a text's ids are its lines' ids one after the other, each line looked up on its own: the
+static embedder and the token relay both read a query's and a memory's ids, and a conversation
+turn's dense text (its speaker, the previous turn, the turn: three lines) repeats two lines
+tokenised before, so a turn's words are split once.
 ``tests/api/test_static_embedder.py`` checks the ids against the ``tokenizers`` package's
 ``BertWordPieceTokenizer`` over the same vocabulary.
 """
@@ -77,7 +80,16 @@ def _clean(text: str) -> str:
     return "".join(ch for ch in text if not _is_control(ch))
 
 
+_ASCII_PIECES = re.compile(r"[0-9a-z]+|[^0-9a-z]")  # a lower-cased ASCII word's step 4
+
+
 def _split_punct(word: str) -> list[str]:
+    """Step 4 for one word as step 3 leaves it (cleaned, no whitespace, lower-cased): its
+    runs between punctuation marks, and each mark."""
+    if word.isalnum():  # letters and digits only (no punctuation is either): the common case
+        return [word]
+    if word.isascii():  # after step 1 every other ASCII character is punctuation to BERT
+        return _ASCII_PIECES.findall(word)
     out: list[str] = []
     start = 0
     for i, ch in enumerate(word):
@@ -109,15 +121,20 @@ class WordPiece:
 
     def ids(self, text: str) -> list[int]:
         """The vocabulary ids of ``text`` (unknown words → ``unk_id``)."""
+        if "\n" not in text:
+            return list(self._line(text))
+        return list(itertools.chain.from_iterable(map(self._line, text.split("\n"))))
+
+    def _line(self, text: str) -> tuple[int, ...]:
+        """The ids of one line (no newline in ``text``), from the text cache when there."""
         hit = self._texts.get(text)
-        if hit is not None:
-            return list(hit)
-        out = self._split(text)
-        if len(text) <= _TEXT_CACHE_CHARS:
-            if len(self._texts) >= _TEXT_CACHE_MAX:
-                self._texts.clear()
-            self._texts[text] = tuple(out)
-        return out
+        if hit is None:
+            hit = tuple(self._split(text))
+            if len(text) <= _TEXT_CACHE_CHARS:
+                if len(self._texts) >= _TEXT_CACHE_MAX:
+                    self._texts.clear()
+                self._texts[text] = hit
+        return hit
 
     def _split(self, text: str) -> list[int]:
         """Steps 1–5 for one text, each word's split read from the word cache."""

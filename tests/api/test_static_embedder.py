@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from spector_gpu import RecallOptions, SpectorMemory
 from spector_gpu.config import Config
-from spector_gpu.embedders import StaticEmbedder, make_embedder
+from spector_gpu.embedders import StaticEmbedder, make_embedder, wordpiece
 from spector_gpu.embedders import static as static_mod
 from spector_gpu.embedders.wordpiece import WordPiece
 from spector_gpu.errors import ConfigError, ValidationError
@@ -68,7 +68,8 @@ def test_wordpiece_needs_an_unknown_token() -> None:
 
 _TEXT = st.text(
     alphabet=st.one_of(
-        st.sampled_from("abcdeéèñüßİıﬁ  \t\n'-.,!?()[]#0123456789東京\u200b\x00\ufffd\uf0a7"),
+        st.sampled_from("abcdeABZéèñüßİıﬁ  \t\n'-.,!?()[]#$~`^0123456789東京"),
+        st.sampled_from("\u200b\x00\ufffd\uf0a7"),
         # only characters assigned by Unicode 3.2: the two sides use different (newer) Unicode
         # versions, and a character one of them has not assigned yet is no disagreement
         st.characters(codec="utf-8").filter(lambda c: unicodedata.ucd_3_2_0.category(c) != "Cn"),
@@ -91,6 +92,19 @@ def pair(vocab: list[str]) -> tuple[WordPiece, object]:
 def test_wordpiece_equals_the_tokenizers_package(pair: tuple[WordPiece, Any], text: str) -> None:
     ours, reference = pair
     assert ours.ids(text) == reference.encode(text, add_special_tokens=False).ids
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_TEXT.map(lambda t: t.replace("\n", " ")), min_size=1, max_size=4))
+def test_a_text_s_ids_are_its_lines_ids(vocab: list[str], lines: list[str]) -> None:
+    # each line is looked up on its own (a turn's dense text repeats lines split before):
+    # a newline separates words like a space, so the ids are the same as one text's
+    wp, fresh = WordPiece(vocab), WordPiece(vocab)
+    for line in lines:
+        wp.ids(line)  # cached, as an earlier turn's line is
+    joined = "\n".join(lines)
+    assert wp.ids(joined) == [i for line in lines for i in fresh.ids(line)]
+    assert wp.ids(joined) == fresh.ids(" ".join(lines))
 
 
 # ---- the embedder -------------------------------------------------------------------------
@@ -259,3 +273,25 @@ def test_a_store_keeps_the_embedder_it_was_made_with(tmp_path: object) -> None:
         SpectorMemory.open(path)
     with SpectorMemory.open(path, embedder="hashing") as mem:
         assert mem.count() == 1
+
+
+def test_no_letter_or_digit_is_punctuation() -> None:
+    # step 4 passes a word of letters and digits (str.isalnum) through whole: exact only if
+    # no such character is punctuation to BERT, checked over every code point
+    assert not [cp for cp in range(0x110000) if chr(cp).isalnum() and wordpiece._is_punct(chr(cp))]
+
+
+@settings(max_examples=500, deadline=None)
+@given(_TEXT)
+def test_step_four_fast_paths_split_as_the_loop_does(text: str) -> None:
+    # the words step 4 meets: cleaned (step 1), split at whitespace, lower-cased
+    for word in wordpiece._clean(text).split():
+        word = word.lower()
+        loop: list[str] = []
+        start = 0
+        for i, ch in enumerate(word):
+            if wordpiece._is_punct(ch):
+                loop += [word[start:i], ch] if start < i else [ch]
+                start = i + 1
+        loop += [word[start:]] if start < len(word) else []
+        assert wordpiece._split_punct(word) == loop

@@ -14,8 +14,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spector_gpu import RecallOptions, SpectorMemory
+from spector_gpu.cortex.payload import Payload
 from spector_gpu.cortex.snapshot import read_snapshot, write_snapshot
 from spector_gpu.cortex.token_rows import memory_words, token_vocab
 from spector_gpu.embedders.static import static_table_path, static_tables
@@ -116,6 +119,57 @@ def test_a_token_row_holds_the_memory_s_own_words(tmp_path: Path) -> None:
         assert "peg" in memory_words(skill) and "string" in memory_words(skill)
         assert ids[offsets[1] : offsets[2]].tolist() == vocab.ids(memory_words(skill)).tolist()
         assert all(vocab.weight[ids] > 0)  # stop words and the unknown token are left out
+
+
+_WORDS = st.sampled_from(
+    [
+        "the",
+        "Violin",
+        "lessons",
+        "naïve",
+        "café",
+        "Zoë",
+        "x" * 120,
+        "sisters!",
+        "?",
+        "東京",
+        "🙂",
+        "Ann:",
+        "don't",
+        "##ing",
+        "[UNK]",
+        "",
+        "  ",
+        "\n",
+        "\x00",
+        "3,000",
+        "siblings",
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(_WORDS, max_size=12).map(" ".join), max_size=20))
+def test_batched_rows_are_each_text_s_own_ids(texts: list[str]) -> None:
+    # TokenRows.append builds every row of a batch in one sort: the rows of ids(text) each
+    vocab = token_vocab()
+    lengths, ids = vocab.rows(texts)
+    assert lengths.dtype == np.int64 and ids.dtype == np.int32
+    assert lengths.tolist() == [len(vocab.ids(t)) for t in texts]
+    one = [vocab.ids(t) for t in texts]
+    assert ids.tolist() == (np.concatenate(one).tolist() if one else [])
+
+
+@settings(max_examples=200, deadline=None)
+@given(_WORDS, st.lists(_WORDS, max_size=8).map(" ".join), st.booleans())
+def test_a_row_is_the_speaker_s_and_the_text_s_tokens(speaker: str, text: str, said: bool) -> None:
+    # memory_words heads the row's text as a turn's dense text ends ("<speaker>: <text>", so
+    # the tokeniser has split it already): the row is still the speaker's and text's tokens
+    if said:
+        text = f"{speaker}: {text}"  # a text that carries its attribution already
+    p = Payload(text=text, speaker=speaker)
+    vocab = token_vocab()
+    assert vocab.ids(memory_words(p)).tolist() == vocab.ids(f"{speaker} {text}").tolist()
 
 
 def test_rows_survive_reopen_and_an_old_snapshot_is_rebuilt(tmp_path: Path) -> None:
