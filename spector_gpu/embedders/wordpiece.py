@@ -73,7 +73,14 @@ def _clean_table() -> dict[int, str | None]:
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
+# ASCII characters step 1 removes (controls but tab, newline and carriage return); the three
+# become spaces, which str.split() treats as it treats a space
+_ASCII_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
 def _clean(text: str) -> str:
+    if text.isascii() and _ASCII_CONTROL.search(text) is None:
+        return text  # nothing to drop: the caller splits at whitespace
     text = text.translate(_clean_table())
     if text.isascii() or _ASTRAL.search(text) is None:
         return text

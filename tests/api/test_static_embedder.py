@@ -69,7 +69,7 @@ def test_wordpiece_needs_an_unknown_token() -> None:
 _TEXT = st.text(
     alphabet=st.one_of(
         st.sampled_from("abcdeABZéèñüßİıﬁ  \t\n'-.,!?()[]#$~`^0123456789東京"),
-        st.sampled_from("\u200b\x00\ufffd\uf0a7"),
+        st.sampled_from("\u200b\x00\ufffd\uf0a7\x0b\x0c\r\x1c\x1f\x7f\x85"),
         # only characters assigned by Unicode 3.2: the two sides use different (newer) Unicode
         # versions, and a character one of them has not assigned yet is no disagreement
         st.characters(codec="utf-8").filter(lambda c: unicodedata.ucd_3_2_0.category(c) != "Cn"),
