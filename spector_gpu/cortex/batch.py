@@ -43,6 +43,11 @@ class NewMemories:
             row, which the commit marks REPLACED; -1 for a new memory), or None (all new).
         consolidation_flags: the batch's header ``consolidation_flags`` byte (0; a dream
             writes SIMULATED | DREAMED).
+        token_rows: the memories' token rows, ``(lengths, ids)`` as
+            :meth:`~spector_gpu.cortex.token_rows.TokenVocab.rows` gives them for
+            :func:`~spector_gpu.cortex.token_rows.memory_words` of each payload, when the
+            pathway made them (the remember pathway does, beside each embedding group, while
+            the tokeniser holds the group's lines); None: made when the batch is adopted.
     """
 
     ids: np.ndarray
@@ -61,6 +66,7 @@ class NewMemories:
     expires_ms: np.ndarray | None = None
     replaces: np.ndarray | None = None
     consolidation_flags: int = 0
+    token_rows: tuple[np.ndarray, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -81,6 +87,10 @@ class NewMemories:
             col = getattr(self, name)
             if col is not None and len(col) != m:
                 raise ValidationError(f"{name} has {len(col)} rows, expected {m}")
+        if self.token_rows is not None:
+            lengths, ids = self.token_rows
+            if lengths.shape != (m,) or int(lengths.sum()) != len(ids):
+                raise ValidationError(f"token_rows must hold {m} rows whose lengths sum to the ids")
 
     def previous(self) -> np.ndarray:
         """int64 (m,): :attr:`replaces`, -1 everywhere when None."""

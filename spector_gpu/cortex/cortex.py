@@ -335,7 +335,7 @@ class Cortex:
         self.cols.extend(self.n, staged.entries, staged.headers, staged.strength_rows, prev)
         self.stores.index.adopt(staged.entries, versions=prev >= 0)
         self.derived.dense.add(staged.q, staged.scale)
-        self.derived.append(new.types, new.payloads, np.asarray(new.sequences).tolist())
+        self.derived.append(new.types, new.payloads, list(new.sequences), new.token_rows)
 
     def rewrite_header(self, tx: Transaction, i: int, header: np.ndarray) -> None:
         """Stage, in ``tx``, ordinal ``i``'s header (HEADER_DTYPE (1,)) rewritten in place

@@ -94,10 +94,15 @@ class DerivedIndexes:
 
     # ---- building ----------------------------------------------------------------------
     def append(
-        self, types: np.ndarray, payloads: Sequence[Payload], sequences: Sequence[int]
+        self,
+        types: np.ndarray,
+        payloads: Sequence[Payload],
+        sequences: Sequence[int],
+        token_rows: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         """Index the next ``m`` memories: ``types`` (m,) MemoryType values, their payloads and
-        per-session ``sequences`` (-1 for non-episodes). Cost ∝ the new memories alone."""
+        per-session ``sequences`` (-1 for non-episodes); their token rows when made already
+        (:class:`~spector_gpu.cortex.batch.NewMemories`). Cost ∝ the new memories alone."""
         tw = self.config.association.tag_weight
         for k, p in enumerate(payloads):
             # a later version of a turn is not a new turn: it joins no temporal chain
@@ -127,7 +132,7 @@ class DerivedIndexes:
         if group:
             self.bm25.add(group)
         self.attrs.append(payloads)
-        self.tokens.append(payloads)
+        self.tokens.append(payloads, token_rows)
 
     def retire(self, removed: np.ndarray, payload: Callable[[int], Payload]) -> None:
         """Take the rows of bool ``removed`` (n,) (deleted or replaced: ``lifecycle.removed``)

@@ -119,6 +119,11 @@ def memory_words(p: Payload) -> str:
     return "\n".join(lines)
 
 
+def payload_rows(payloads: Sequence[Payload]) -> tuple[np.ndarray, np.ndarray]:
+    """The token rows of ``payloads``: ``(lengths, ids)`` (:meth:`TokenVocab.rows`)."""
+    return token_vocab().rows([memory_words(p) for p in payloads])
+
+
 class TokenRows:
     """Distinct token ids per memory ordinal (see the module docstring)."""
 
@@ -131,11 +136,14 @@ class TokenRows:
     def n(self) -> int:
         return len(self._offsets) - 1
 
-    def append(self, payloads: Sequence[Payload]) -> None:
-        """Add the rows of the next memories (in ordinal order)."""
+    def append(
+        self, payloads: Sequence[Payload], rows: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> None:
+        """Add the rows of the next memories (in ordinal order): ``rows`` when given (made
+        by :func:`payload_rows` beside their embedding), else made from the payloads."""
         if not payloads:
             return
-        lengths, ids = token_vocab().rows([memory_words(p) for p in payloads])
+        lengths, ids = payload_rows(payloads) if rows is None else rows
         end = int(self._offsets.view()[-1])
         self._offsets.extend(end + np.cumsum(lengths))
         if len(ids):

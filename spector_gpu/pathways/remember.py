@@ -24,6 +24,7 @@ from ..cortex import (
     ids_digest,
     tag_bloom,
 )
+from ..cortex.token_rows import payload_rows
 from ..errors import DuplicateIdError, ValidationError
 from ..provenance.chain import EventChain
 from ..provenance.record import RecordProvenance
@@ -191,12 +192,15 @@ class RememberPathway:
             yield "\n".join([*head, *(prev[-context:] if context > 0 else []), own])
             recent[s] = (prev + [own])[-max(context, 1) :]
 
-    def _embed(self, parsed: list[Item]) -> np.ndarray:
+    def _embed(self, parsed: list[Item]) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
         """float32 (m, dim) finite vectors of ``parsed``, embedded in groups of at most
         ``_EMBED_GROUP_CHARS`` characters or ``embedder.batch_size`` texts (bounds the dense
-        texts held at once); ``ValidationError`` for a wrong shape or a NaN/inf row."""
+        texts held at once); ``ValidationError`` for a wrong shape or a NaN/inf row. And their
+        token rows, made beside each group: the tokeniser's line cache holds the group's
+        lines then (a turn's words are split once, however large the batch)."""
         c = self.cortex
         vectors = np.empty((len(parsed), c.dim), dtype=np.float32)
+        rows: list[tuple[np.ndarray, np.ndarray]] = []
         group: list[str] = []
         size = done = 0
         limit = max(1, c.config.embedder.batch_size)
@@ -219,9 +223,11 @@ class RememberPathway:
                         f"for items[{bad}]; nothing was written (fix or replace the embedder)"
                     )
                 vectors[done : done + len(group)] = got
+                rows.append(payload_rows([it.payload for it in parsed[done : done + len(group)]]))
                 done += len(group)
                 group, size = [], 0
-        return vectors
+        lengths, ids = zip(*rows, strict=True) if rows else ((np.zeros(0, np.int64),),) * 2
+        return vectors, (np.concatenate(lengths), np.concatenate(ids).astype(np.int32))
 
     def _stored_context(self, session: int, context: int) -> list[str]:
         """The last ``context`` stored turns of ``session``, oldest first, as attributed: each
@@ -244,7 +250,7 @@ class RememberPathway:
         parsed = self._keyed(parsed, now)
         ids = self._assign_ids(parsed)
         sequences = self._sequences(parsed)
-        vectors = self._embed(parsed)
+        vectors, token_rows = self._embed(parsed)
         batch = NewMemories(
             ids=ids,
             types=np.array([int(it.type) for it in parsed], dtype=np.int32),
@@ -261,6 +267,7 @@ class RememberPathway:
             now_ms=now,
             expires_ms=np.array([it.expires_ms for it in parsed], dtype=np.int64),
             replaces=np.array([it.replaces for it in parsed], dtype=np.int64),
+            token_rows=token_rows,
         )
         strs: list[str] = encode_tsids(ids).tolist()
         summary: dict[str, str | int] = {

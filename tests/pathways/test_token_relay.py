@@ -18,13 +18,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spector_gpu import RecallOptions, SpectorMemory
+from spector_gpu.config import Config
+from spector_gpu.cortex.batch import NewMemories
 from spector_gpu.cortex.payload import Payload
 from spector_gpu.cortex.snapshot import read_snapshot, write_snapshot
-from spector_gpu.cortex.token_rows import memory_words, token_vocab
+from spector_gpu.cortex.token_rows import memory_words, payload_rows, token_vocab
 from spector_gpu.embedders.static import static_table_path, static_tables
 from spector_gpu.errors import ValidationError
 from spector_gpu.pathways.recall import token_relay
 from spector_gpu.pathways.recall.token_relay import maxsim
+from spector_gpu.types import Source
 
 FUSED_ONLY = ("lexical", "dense", "association", "salience")
 TEXTS = [
@@ -262,3 +265,52 @@ def test_the_numpy_twin_answers_as_the_kernel_does(
             t_g, t_w = g.breakdown.relays["token"], w.breakdown.relays["token"]  # type: ignore[union-attr]
             assert t_g.rank == t_w.rank
             assert t_g.score == pytest.approx(t_w.score, rel=1e-6, abs=1e-7)
+
+
+def test_rows_made_beside_the_embedding_are_the_payloads_rows(tmp_path: Path) -> None:
+    # the remember pathway makes a batch's token rows group by group beside the embedding
+    # (three texts a group here); they must be the rows the payloads give on their own, as
+    # a rebuild makes them: turns with context, an update of a turn, a skill, a document
+    cfg = Config().replace({"embedder": {"batch_size": 3}})
+    with SpectorMemory.open(tmp_path / "s", config=cfg) as m:
+        m.remember_batch(
+            [{"text": t, "session_id": 1, "speaker": "Ann"} for t in TEXTS]
+            + [
+                {
+                    "text": "tune a violin",
+                    "type": "procedural",
+                    "skill_name": "violin tuning",
+                    "steps": ["loosen the peg", "pluck the string"],
+                },
+                "a plain document about the\nweather",
+            ]
+        )
+        first = m.recall("siblings", RecallOptions(k=1, mode="observe"))[0]
+        m.update(first.id, text="I have three sisters and a brother")
+        c = m._cortex
+        offsets, ids = (a.copy() for a in c.derived.tokens.rows())
+        lengths, again = payload_rows([c.payload(i) for i in range(c.n)])
+    assert np.diff(offsets).tolist() == lengths.tolist()
+    assert ids.tolist() == again.tolist()
+
+
+def test_token_rows_that_do_not_fit_the_batch_are_refused() -> None:
+    rows = (np.array([2, 1], dtype=np.int64), np.array([5, 9], dtype=np.int32))  # sums to 3
+    new = NewMemories(
+        ids=np.array([1, 2]),
+        types=np.array([1, 1]),
+        payloads=[Payload("a"), Payload("b")],
+        sequences=np.array([-1, -1]),
+        vectors=np.zeros((2, 4), np.float32),
+        timestamp_ms=np.zeros(2),
+        importance=np.ones(2),
+        valence=np.zeros(2),
+        arousal=np.zeros(2),
+        pinned=np.zeros(2, bool),
+        provenance=np.zeros(2),
+        source=Source.EXPERIENCED,
+        now_ms=0,
+        token_rows=rows,
+    )
+    with pytest.raises(ValidationError, match="token_rows"):
+        new.check(4)
