@@ -226,8 +226,10 @@ class RememberPathway:
                 rows.append(payload_rows([it.payload for it in parsed[done : done + len(group)]]))
                 done += len(group)
                 group, size = [], 0
-        lengths, ids = zip(*rows, strict=True) if rows else ((np.zeros(0, np.int64),),) * 2
-        return vectors, (np.concatenate(lengths), np.concatenate(ids).astype(np.int32))
+        if not rows:  # no items
+            return vectors, (np.zeros(0, np.int64), np.zeros(0, np.int32))
+        lengths, ids = zip(*rows, strict=True)
+        return vectors, (np.concatenate(lengths), np.concatenate(ids))
 
     def _stored_context(self, session: int, context: int) -> list[str]:
         """The last ``context`` stored turns of ``session``, oldest first, as attributed: each
