@@ -52,6 +52,7 @@ def _table(metrics: dict) -> list[str]:
         "+association",
         "+salience",
         "+token",
+        "+session",
         "fusion=rrf",
         "fusion=weighted",
         "fusion=cognitive",

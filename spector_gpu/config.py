@@ -104,6 +104,7 @@ class RecallConfig:
     tag_tau: float = 0.3
     time_cue_weight: float = 1.5  # lift of members formed when the query says (time_cues)
     token_weight: float = 1.0  # the token relay's re-scoring of the fused top list
+    session_weight: float = 0.5  # the session relay's lift (x the embedder's fusion_weight)
     token_depth: int = 100  # fused results the token relay re-scores
     # caps of one recall_batch call (ValidationError naming the key when exceeded)
     max_queries: int = 10_000  # queries per call

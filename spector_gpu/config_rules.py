@@ -46,6 +46,7 @@ MAXIMUM = {
     ("recall", "tag_tau"): 1e6,
     ("recall", "time_cue_weight"): 1e6,
     ("recall", "token_weight"): 1e6,
+    ("recall", "session_weight"): 1e6,
     ("recall", "token_depth"): 10_000,
     # association edge weights and decay multiply activations once per hop
     ("association", "temporal_weight"): 1e6,

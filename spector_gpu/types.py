@@ -80,8 +80,8 @@ class Location:
 
 _CLOCK_MAX = 1 << 62  # bound of now_ms and now_slack_ms: their sum stays an int64
 
-Relay = Literal["lexical", "dense", "association", "salience", "token"]
-RELAYS: tuple[Relay, ...] = ("lexical", "dense", "association", "salience", "token")
+Relay = Literal["lexical", "dense", "association", "salience", "token", "session"]
+RELAYS: tuple[Relay, ...] = ("lexical", "dense", "association", "salience", "token", "session")
 Fusion = Literal["cognitive", "weighted", "rrf"]
 
 
@@ -103,7 +103,11 @@ class RecallOptions:
     most similar token of the memory's own words in the packaged static token vectors — and the
     result's ``score`` is then ``minmax(fused) + w·minmax(token)`` over that list, ``w`` its
     weight (``[recall] token_weight``, 1.0). Leave it out of ``relays`` (or weight it 0) for
-    the fused order alone (:mod:`spector_gpu.pathways.recall.token_relay`).
+    the fused order alone (:mod:`spector_gpu.pathways.recall.token_relay`). The ``session``
+    relay (on by default; it needs ``dense``) first orders that list by ``minmax(fused) +
+    w·minmax(session)``, a turn's ``session`` score the best dense score of any listed turn of
+    its session (:mod:`spector_gpu.pathways.recall.session_lift`; ``[recall]
+    session_weight`` × the embedder's fusion weight).
 
     Time: ``now_ms`` (epoch ms) evaluates the recall as of that moment — retrieval strength
     decays to it, onRecall is stamped with it, and memories formed after ``now_ms +
@@ -232,10 +236,10 @@ def _relays(value: object) -> tuple[Relay, ...]:
         checks.choice(relay, "RecallOptions.relays[]", RELAYS)
     if not relays:
         raise ValidationError("RecallOptions.relays must name at least one relay")
-    if set(relays) == {"token"}:
+    if set(relays) <= {"token", "session"}:
         raise ValidationError(
-            "RecallOptions.relays: the token relay re-scores the other relays' results; name "
-            "at least one of lexical, dense, association, salience with it"
+            "RecallOptions.relays: the token and session relays re-score the other relays' "
+            "results; name at least one of lexical, dense, association, salience with them"
         )
     return tuple(dict.fromkeys(relays))
 

@@ -86,7 +86,8 @@ def ablation_configs(k_max: int = 20) -> dict[str, RecallOptions]:
 
     Relays (default fusion): ``lexical``, ``dense``, ``lexical+dense``, ``+association``
     (lexical, dense, association), ``+salience`` (the four that propose candidates) and
-    ``+token`` (all five, the default relays: the token relay re-scores the top list); fusion
+    ``+token`` (the token relay re-scores the top list) and ``+session`` (all six, the default
+    relays: the session relay orders that list first); fusion
     modes (default relays): ``fusion=rrf``, ``fusion=weighted``, ``fusion=cognitive``; and
     ``time_cues=off`` (the defaults with ``RecallOptions.time_cues`` switched off).
     """
@@ -99,6 +100,7 @@ def ablation_configs(k_max: int = 20) -> dict[str, RecallOptions]:
         "+association": ("lexical", "dense", "association"),
         "+salience": ("lexical", "dense", "association", "salience"),
         "+token": ("lexical", "dense", "association", "salience", "token"),
+        "+session": ("lexical", "dense", "association", "salience", "token", "session"),
     }
     out = {name: RecallOptions(k=k_max, mode="observe", relays=r) for name, r in relays.items()}
     fusions: tuple[Fusion, ...] = ("rrf", "weighted", "cognitive")

@@ -21,6 +21,7 @@ ABLATIONS = {
     "+association",
     "+salience",
     "+token",
+    "+session",
     "fusion=rrf",
     "fusion=weighted",
     "fusion=cognitive",

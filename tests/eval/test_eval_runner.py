@@ -179,6 +179,7 @@ def test_default_and_ablation_configs(dataset: Dataset) -> None:
         "+association",
         "+salience",
         "+token",
+        "+session",
         "fusion=rrf",
         "fusion=weighted",
         "fusion=cognitive",
@@ -192,7 +193,8 @@ def test_default_and_ablation_configs(dataset: Dataset) -> None:
     assert ab["lexical+dense"].relays == ("lexical", "dense")
     assert ab["+association"].relays == ("lexical", "dense", "association")
     assert ab["+salience"].relays == ("lexical", "dense", "association", "salience")
-    assert ab["+token"].relays == RecallOptions().relays
+    assert ab["+token"].relays == ("lexical", "dense", "association", "salience", "token")
+    assert ab["+session"].relays == RecallOptions().relays
     assert (
         ab["fusion=weighted"].fusion == "weighted"
         and ab["fusion=weighted"].relays == RecallOptions().relays
@@ -264,7 +266,7 @@ def test_out_dir_files(dataset: Dataset, tmp_path: Path) -> None:
     ):
         assert key in entry
     lines = (out / "per_question.jsonl").read_text().splitlines()
-    assert len(lines) == 11 * len(dataset.questions)  # default + 10 ablations
+    assert len(lines) == 12 * len(dataset.questions)  # default + 11 ablations
     assert json.loads(lines[0])["config"] == "default"
     for png in ("recall_at_k.png", "recall_by_category.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -355,8 +357,8 @@ def test_table_and_records(dataset: Dataset, capsys: pytest.CaptureFixture[str])
     assert [line.split()[0] for line in table[1:]] == list(result.metrics["configs"])
     assert table[1].split()[3] == "1.0000"  # R@10 of the oracle
     records = result.records()
-    assert len(records) == 11 and records[0]["config"] == "default"
-    assert records[1]["relays"] == "lexical" and records[7]["fusion"] == "rrf"
+    assert len(records) == 12 and records[0]["config"] == "default"
+    assert records[1]["relays"] == "lexical" and records[8]["fusion"] == "rrf"
     assert records[0]["cat4.recall@10"] == 1.0 and records[0]["cat5.n_questions"] > 0
     assert all(not isinstance(v, dict) for r in records for v in r.values())
 

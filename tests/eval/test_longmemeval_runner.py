@@ -139,8 +139,8 @@ def test_depth_and_ablations(dataset: Dataset) -> None:
     assert log["k"] == {30}
     m = result.metrics["configs"]["lexical"]
     assert "turn/recall_all@30" in m and "turn/recall_all@50" not in m
-    assert len(result.metrics["configs"]) == 11  # default + 10 ablations
-    assert len(result.per_question) == 11 * len(dataset.questions)
+    assert len(result.metrics["configs"]) == 12  # default + 11 ablations
+    assert len(result.per_question) == 12 * len(dataset.questions)
 
 
 def test_real_engine_on_a_slice(dataset: Dataset, tmp_path: Path) -> None:

@@ -93,6 +93,7 @@ def weights_of(c, opts: RecallOptions) -> dict[str, float]:  # type: ignore[no-u
         "salience": r.salience_weight,
     }
     w["token"] = r.token_weight
+    w["session"] = r.session_weight * float(getattr(c.embedder, "fusion_weight", 1.0))
     if opts.weights:
         w.update({name: float(v) for name, v in opts.weights.items()})
     return {n: (min(w[n], _COEFFICIENT_MAX) if n in opts.relays else 0.0) for n in w}
@@ -121,6 +122,37 @@ def _cosine(t: int, u: int) -> float:
     vocab = token_vocab()
     dot = sum(int(a) * int(b) for a, b in zip(vocab.codes[t], vocab.codes[u], strict=True))
     return dot / (float(vocab.norm[t]) * float(vocab.norm[u]))
+
+
+def _sessions(c, ref: Reference, dense: dict[int, float], weight: float) -> Reference:  # type: ignore[no-untyped-def]
+    """The session relay over one query's fused top list (session_lift.py), member by member:
+    a turn (an episode of a session other than 0) lifted by the best dense score of the
+    listed turns of its session, any other member by its own."""
+    n = len(ref.ordinals)
+    if n == 0 or weight <= 0:
+        return ref
+    ords = ref.ordinals.tolist()
+
+    def key(o: int) -> tuple[int, int]:
+        turn = int(c.cues.sequence[o]) >= 0 and int(c.cues.session[o]) != 0
+        return (0, int(c.cues.session[o])) if turn else (1, o)
+
+    best: dict[tuple[int, int], float] = {}
+    for o in ords:
+        best[key(o)] = max(best.get(key(o), -np.inf), dense[o])
+    lift = np.array([best[key(o)] for o in ords])
+
+    def spread(x: np.ndarray) -> np.ndarray:  # float64 min-max, a constant column is 0
+        return (x - x.min()) / (x.max() - x.min()) if x.max() > x.min() else np.zeros_like(x)
+
+    score = spread(ref.fused.astype(np.float64)) + weight * spread(lift)
+    order = np.lexsort((ref.ordinals, -score))
+    explain = []
+    for j in order.tolist():
+        e = dict(ref.explain[j])
+        e["relays"] = {**e["relays"], "session": (float(lift[j]), None, weight)}  # type: ignore[dict-item]
+        explain.append(e)
+    return Reference(ref.ordinals[order], score[order].astype(np.float32), explain)
 
 
 def _rescore(c, query: str, ref: Reference, k: int, weight: float) -> Reference:  # type: ignore[no-untyped-def]
@@ -247,6 +279,9 @@ def reference_recall(c, queries: list[str], opts: RecallOptions, now: int) -> li
             ].astype(np.float64)
         cues = time_cues(queries[i], now) if opts.time_cues else ()
         ref = _fuse(c, pool, raw, set(tokens[i]), opts, weights, sal_all, now, cues, top)
+        if "dense" in raw:
+            dense = dict(zip(pool.tolist(), np.nan_to_num(raw["dense"], neginf=0.0).tolist()))
+            ref = _sessions(c, ref, dense, weights["session"])
         out.append(_rescore(c, queries[i], ref, opts.k, weights["token"]) if rescored else ref)
     return out
 

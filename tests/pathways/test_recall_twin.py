@@ -111,7 +111,8 @@ options = st.builds(
     ),
     st.sampled_from(["cognitive", "weighted", "rrf"]),
     st.lists(st.sampled_from(RELAYS), min_size=1, max_size=4, unique=True)
-    .filter(lambda r: r != ["token"])  # the token relay re-scores the others' results
+    # the token and session relays re-score the others' results: never alone
+    .filter(lambda r: not set(r) <= {"token", "session"})
     .map(tuple),
     st.sampled_from(GATES),
     st.sampled_from([1, 3, 10, 40]),
@@ -215,10 +216,10 @@ def test_every_relay_subset_and_gate(
 ) -> None:
     mem, now = store
     qs = ["river garden ann", "blue violin", "zzz", "", "ember ember tide"]
-    proposing = tuple(r for r in RELAYS if r != "token")
-    # every subset of the proposing relays, re-scored by the token relay (the default), and
-    # all of them without it
-    subsets = [(*s, "token") for r in range(1, 5) for s in _subsets(proposing, r)]
+    proposing = tuple(r for r in RELAYS if r not in ("token", "session"))
+    # every subset of the proposing relays, re-scored by the session and token relays (the
+    # default), and all of them without either
+    subsets = [(*s, "session", "token") for r in range(1, 5) for s in _subsets(proposing, r)]
     for subset in [*subsets, proposing]:
         for gate in GATES:
             opts = RecallOptions(k=10, fusion=fusion, relays=subset, mode="observe", **gate)

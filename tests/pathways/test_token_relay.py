@@ -56,16 +56,19 @@ def _spread(x: np.ndarray) -> np.ndarray:
     return (x - x.min()) / (x.max() - x.min()) if x.max() > x.min() else np.zeros_like(x)
 
 
-def test_each_score_is_the_fused_and_token_mix_of_the_list(mem: SpectorMemory) -> None:
-    # k covers every memory, so the whole re-scored list is returned and can be recomputed
+def test_each_score_is_the_fused_session_and_token_mix_of_the_list(mem: SpectorMemory) -> None:
+    # k covers every memory, so the whole re-scored list is returned and can be recomputed:
+    # the session relay orders the fused list first, the token relay re-scores that order
     hits = mem.recall(
         "how many siblings do I have", RecallOptions(k=50, explain=True, mode="observe")
     )
     fused = np.array([h.breakdown.fused for h in hits])  # type: ignore[union-attr]
     token = np.array([h.breakdown.relays["token"].score for h in hits])  # type: ignore[union-attr]
+    session = np.array([h.breakdown.relays["session"].score for h in hits])  # type: ignore[union-attr]
     weight = hits[0].breakdown.relays["token"].weight  # type: ignore[union-attr]
-    assert weight == 1.0  # [recall] token_weight
-    want = _spread(fused) + weight * _spread(token)
+    lift = hits[0].breakdown.relays["session"].weight  # type: ignore[union-attr]
+    assert (weight, lift) == (1.0, 0.5)  # [recall] token_weight, session_weight x 1.0
+    want = _spread(_spread(fused) + lift * _spread(session)) + weight * _spread(token)
     np.testing.assert_allclose([h.score for h in hits], want, rtol=1e-6, atol=1e-6)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     ranks = [h.breakdown.relays["token"].rank for h in hits]  # type: ignore[union-attr]
@@ -218,7 +221,11 @@ def test_a_snapshot_naming_a_meaningless_token_is_rebuilt(tmp_path: Path) -> Non
 def test_left_out_or_weighted_zero_the_order_is_the_fusion_s(mem: SpectorMemory) -> None:
     q = "family dinner with my brother"
     off = mem.recall(q, RecallOptions(k=8, relays=FUSED_ONLY, mode="observe", explain=True))
-    zero = mem.recall(q, RecallOptions(k=8, weights={"token": 0.0}, mode="observe", explain=True))
+    # (the session relay re-orders the fused list too: left out or weighted 0 with it)
+    zero = mem.recall(
+        q,
+        RecallOptions(k=8, weights={"token": 0.0, "session": 0.0}, mode="observe", explain=True),
+    )
     assert [h.id for h in off] == [h.id for h in zero]
     for h in off + zero:
         assert h.score == pytest.approx(h.breakdown.fused, rel=1e-6)  # type: ignore[union-attr]
@@ -244,9 +251,10 @@ def test_token_depth_bounds_the_list(tmp_path: Path) -> None:
 
 
 def test_the_relay_alone_is_refused() -> None:
-    with pytest.raises(ValidationError, match="token relay re-scores"):
-        RecallOptions(relays=("token",))
-    RecallOptions(relays=("salience", "token"))  # with any proposing relay it is fine
+    for alone in (("token",), ("session",), ("session", "token")):
+        with pytest.raises(ValidationError, match="token and session relays re-score"):
+            RecallOptions(relays=alone)
+    RecallOptions(relays=("salience", "token", "session"))  # with a proposing relay it is fine
 
 
 def test_the_numpy_twin_answers_as_the_kernel_does(

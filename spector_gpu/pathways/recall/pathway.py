@@ -43,6 +43,7 @@ from .hydration import Hydrator, retrieval_strength
 from .lifecycle_gates import LiveRows
 from .relays import RecallPlan
 from .scorer import Scored, Scorer
+from .session_lift import lift_sessions
 from .stacked import StackPart
 from .state import StoreVersion, VersionTracker
 from .tables import CueTable, LinkTables
@@ -153,6 +154,7 @@ class RecallPathway:
             den = self._scorer.dense_proposals(plan)
         with single_threaded(cpu):
             scored = self._scorer.run(plan, den, exact_rounds=self._device_path)
+            scored = lift_sessions(scored, plan, c)
             scored = rescore(scored, plan, c.derived.tokens.rows(), token_vocab())
         if opts.mode == "learn" and self.strength_writer is not None:
             hit = np.unique(scored.ordinals[scored.ordinals >= 0]).astype(np.int64)
@@ -233,6 +235,7 @@ class RecallPathway:
             "association": r.association_weight,
             "salience": r.salience_weight,
             "token": r.token_weight,
+            "session": r.session_weight * emb_w,
         }
         if opts.weights:
             w.update({name: float(v) for name, v in opts.weights.items()})

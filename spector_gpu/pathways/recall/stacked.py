@@ -40,6 +40,7 @@ from .relays.lexical import lexical_block
 from .relays.salience import pool_strength, salience_score, salience_top
 from .relevance import absolute_relevance
 from .scorer import Scored, Scorer, fuse_plan
+from .session_lift import lift_sessions
 from .time_cues import time_lift
 from .token_relay import rescore
 
@@ -317,7 +318,8 @@ def recall_stacked(parts: Sequence[StackPart], *, budget: int = STACK_BUDGET) ->
             ordinals = o_h[lo:hi].astype(np.int64)
             counts = (ordinals >= 0).sum(axis=1).astype(np.int32)
             scored = Scored(ordinals, f_h[lo:hi], counts, d_h[lo:hi], s_h[lo:hi], None, r_h[lo:hi])
-            rows = parts[i].scorer.cortex.derived.tokens.rows()
-            out[i] = rescore(scored, parts[i].plan, rows, token_vocab())
+            cortex = parts[i].scorer.cortex
+            scored = lift_sessions(scored, parts[i].plan, cortex)
+            out[i] = rescore(scored, parts[i].plan, cortex.derived.tokens.rows(), token_vocab())
             lo = hi
     return [s for s in out if s is not None]
