@@ -18,7 +18,7 @@ a constant column normalises to 0), ties to the lower ordinal, before the token 
 re-scores it; D, S, absolute relevance and the explanations travel with their members.
 
 It needs the dense relay (no dense scores, no lift) and proposes nothing. Measured on the
-development splits (``docs/retrieval.md``, "The session relay").
+development splits (``docs/retrieval.md``, step 8 of the recipe and its sweep).
 """
 
 from __future__ import annotations
