@@ -1,44 +1,40 @@
-"""Prototype of a session-evidence signal, measured post hoc on the development splits.
+"""The session relay's post-hoc prototype, kept to reproduce its table in the docs.
 
     python benchmarks/session_lift_prototype.py [--embedders static wordllama hashing] \
         [--weights 0 0.2 0.3]
 
-Not an engine feature (yet): each question's ranked list from ``evaluate()`` (library
-defaults, top 50) is re-ranked by ``minmax(score) + w * minmax(s)``, where ``s`` is, for each
-listed memory, the highest cosine between the query and any *listed* turn of the memory's
-session (the embedder's vectors of the turns' plain text), ties to the earlier rank. The
-re-ranked lists are scored by the official LongMemEval protocol (issue 13's harness: user
-turns, top 50, as of each question's date) and by LoCoMo dev recall@10 (categories 1–4).
-A ``--fused`` row takes the session's best listed *score* instead of its best cosine.
-Figures: ``docs/retrieval.md`` ("A signal that moves the frontier").
+Each question's ranked list from ``evaluate()`` (library defaults with the engine's own
+session relay weighted 0, top 50) is re-ranked by ``minmax(score) + w * minmax(s)``, where
+``s`` is, for each listed memory, the highest cosine between the query and any *listed* turn
+of the memory's session (the embedder's vectors of the turns' plain text), ties to the
+earlier rank. The re-ranked lists are scored by the official LongMemEval protocol (issue 13's
+harness: user turns, top 50, as of each question's date) and by LoCoMo dev recall@10
+(categories 1–4). ``--fused`` takes the session's best listed *score* instead of its best
+cosine. Figures: ``docs/retrieval.md`` ("A signal that moves the frontier", step 8).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from spector_gpu import RecallOptions
 from spector_gpu.embedders import make_embedder
 from spector_gpu.eval.loaders import load_dataset
 from spector_gpu.eval.longmemeval import load_longmemeval
 from spector_gpu.eval.longmemeval_protocol import score_question
 from spector_gpu.eval.runner import evaluate
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
-LME = DATA / "longmemeval" / "longmemeval_s_cleaned.dev.json"
-LOCOMO = DATA / "locomo10" / "locomo10-dev.json"
-HEADLINE = (
-    "session/recall_any@5",
-    "session/recall_all@5",
-    "session/recall_all@10",
-    "turn/recall_all@10",
-    "session/ndcg_any@10",
-)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from issue13_goals import HEADLINE, LME, LOCOMO  # the same files and figures
+
 KS = (1, 3, 5, 10, 30, 50)
+OFF = {"default": RecallOptions(weights={"session": 0.0})}  # the engine's own relay off
 
 
 def _minmax(x: np.ndarray) -> np.ndarray:
@@ -80,7 +76,10 @@ def _prepared(ds: Any, emb: Any) -> dict[str, tuple[dict[str, float], dict[str, 
 def longmemeval(name: str, weights: Sequence[float], fused: bool) -> None:
     emb = make_embedder(name)
     ds = load_longmemeval(LME, roles=("user",))
-    rows = {r["qid"]: r for r in evaluate(ds, embedder=emb, progress=False, k_max=50).per_question}
+    rows = {
+        r["qid"]: r
+        for r in evaluate(ds, embedder=emb, progress=False, k_max=50, configs=OFF).per_question
+    }
     prep = _prepared(ds, emb)
     for w in weights:
         scored = []
@@ -96,7 +95,10 @@ def longmemeval(name: str, weights: Sequence[float], fused: bool) -> None:
 def locomo(name: str, weights: Sequence[float], fused: bool) -> None:
     emb = make_embedder(name)
     ds = load_dataset(LOCOMO)
-    rows = {r["qid"]: r for r in evaluate(ds, embedder=emb, progress=False, k_max=50).per_question}
+    rows = {
+        r["qid"]: r
+        for r in evaluate(ds, embedder=emb, progress=False, k_max=50, configs=OFF).per_question
+    }
     prep = _prepared(ds, emb)
     qs = [q for q in ds.questions if q.category in (1, 2, 3, 4) and q.evidence]
     for w in weights:
