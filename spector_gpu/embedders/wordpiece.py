@@ -33,8 +33,8 @@ __all__ = ["WordPiece"]
 
 _MAX_WORD_CHARS = 100  # BERT's max_input_chars_per_word
 _CACHE_MAX = 1 << 16  # words whose split is kept (cleared when full: a few MB at most)
-_TEXT_CACHE_MAX = 1 << 13  # texts whose ids are kept (cleared when full) ...
-_TEXT_CACHE_CHARS = 512  # ... of at most this length (bounded by count and length)
+_LINE_CACHE_MAX = 1 << 13  # lines whose ids are kept (cleared when full) ...
+_LINE_CACHE_CHARS = 512  # ... of at most this length (bounded by count and length)
 # CJK Unified Ideographs and their extensions, compatibility ideographs (BERT's list)
 _CJK = (
     "\u4e00-\u9fff\u3400-\u4dbf\U00020000-\U0002a6df\U0002a700-\U0002b73f"
@@ -124,7 +124,7 @@ class WordPiece:
             raise ValueError(f"the vocabulary has no unknown token {unk!r}")
         self.unk_id = self._ids[unk]
         self._cache: dict[str, tuple[int, ...]] = {}
-        self._texts: dict[str, tuple[int, ...]] = {}
+        self._lines: dict[str, tuple[int, ...]] = {}
 
     def ids(self, text: str) -> list[int]:
         """The vocabulary ids of ``text`` (unknown words → ``unk_id``)."""
@@ -133,14 +133,14 @@ class WordPiece:
         return list(itertools.chain.from_iterable(map(self._line, text.split("\n"))))
 
     def _line(self, text: str) -> tuple[int, ...]:
-        """The ids of one line (no newline in ``text``), from the text cache when there."""
-        hit = self._texts.get(text)
+        """The ids of one line (no newline in ``text``), from the line cache when there."""
+        hit = self._lines.get(text)
         if hit is None:
             hit = tuple(self._split(text))
-            if len(text) <= _TEXT_CACHE_CHARS:
-                if len(self._texts) >= _TEXT_CACHE_MAX:
-                    self._texts.clear()
-                self._texts[text] = hit
+            if len(text) <= _LINE_CACHE_CHARS:
+                if len(self._lines) >= _LINE_CACHE_MAX:
+                    self._lines.clear()
+                self._lines[text] = hit
         return hit
 
     def _split(self, text: str) -> list[int]:
