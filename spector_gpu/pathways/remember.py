@@ -25,6 +25,7 @@ from ..cortex import (
     tag_bloom,
 )
 from ..cortex.token_rows import payload_rows
+from ..device import embedder_threads
 from ..errors import DuplicateIdError, ValidationError
 from ..provenance.chain import EventChain
 from ..provenance.record import RecordProvenance
@@ -209,7 +210,8 @@ class RememberPathway:
             group.append(text)
             size += len(text)
             if size >= _EMBED_GROUP_CHARS or len(group) >= limit or k == len(parsed) - 1:
-                got = np.asarray(c.embedder.embed(group), dtype=np.float32)
+                with embedder_threads(len(group)):
+                    got = np.asarray(c.embedder.embed(group), dtype=np.float32)
                 if got.shape != (len(group), c.dim):
                     raise ValidationError(
                         f"embedder returned shape {got.shape} for {len(group)} texts, "
