@@ -30,7 +30,7 @@ from ...cortex.ids import encode_tsids
 from ...cortex.layouts import FLAG_PINNED, FLAG_RESOLVED
 from ...cortex.strength import BUCKET_EDGES_S
 from ...cortex.token_rows import token_vocab
-from ...device import embedder_threads, single_threaded
+from ...device import single_threaded
 from ...errors import ValidationError
 from ...kernels.decay import DecayLaw
 from ...kernels.native import native
@@ -264,8 +264,7 @@ class RecallPathway:
             ceiling = torch.from_numpy(c.bm25.ceiling(tokens)).to(c.dense.device)
         if "dense" in relays:
             if vectors is None:
-                with embedder_threads(len(queries)):
-                    vectors = np.asarray(c.embedder.embed(queries), dtype=np.float32)
+                vectors = np.asarray(c.embedder.embed(queries), dtype=np.float32)
             dense = c.dense.queries(vectors)
         return RecallPlan(
             opts=opts,
