@@ -26,7 +26,8 @@ with the protocol's own metric code:
 - **flagged first, then each session's best turn first** — the two together: the ceiling of
   the engine's session order under the protocol.
 
-Also counted: the evidence sessions in each top 50 whose first-ranked turn is a flagged one.
+Also counted: the evidence sessions (those with a flagged user turn) in each top 50 whose
+first-ranked turn is a flagged one.
 Figures and counts only: no dataset text is copied here.
 """
 
@@ -135,16 +136,19 @@ def score(rows: Sequence[Mapping[str, Any]], scorer: Any, order: Order) -> dict[
     return {key: v / n for key, v in sums.items()}
 
 
-def first_turn_flagged(rows: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
-    """(evidence sessions whose first-ranked turn is flagged, evidence sessions ranked)."""
+def first_turn_flagged(rows: Sequence[Mapping[str, Any]], scorer: Any) -> tuple[int, int]:
+    """(gold sessions whose first-ranked turn is flagged, gold sessions ranked): a gold session
+    is one with a flagged user turn (an ``answer_`` session flagged only on an assistant turn
+    is none)."""
     flagged = total = 0
     for r in rows:
         if not r["scored"]:
             continue
+        gold = {t.rsplit("_", 1)[0] for t in scorer.judgement(r["qid"]).turn_gold}
         seen: set[str] = set()
         for t in r["turns"]:
             s = haystack_session(t)
-            if not s.startswith("answer_") or s in seen:
+            if s not in gold or s in seen:
                 continue
             seen.add(s)
             total += 1
@@ -172,7 +176,7 @@ def measure(name: str, users: Any) -> list[str] | None:
         met = sum(m[k] >= g for k, g in zip(HEADLINE, OFFLINE_GOAL, strict=True))
         cells = " | ".join(f"{m[k]:.3f}" for k in HEADLINE)
         lines.append(f"| {label} | {cells} | {met} of 5 |")
-    flagged, total = first_turn_flagged(rows)
+    flagged, total = first_turn_flagged(rows, users.scorer)
     lines += [
         "",
         (
