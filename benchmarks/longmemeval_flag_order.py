@@ -195,6 +195,8 @@ def main() -> None:
     ap.add_argument("--embedders", default="static,wordllama,minilm")
     ap.add_argument("--report", type=Path, default=HERE / "results" / "longmemeval_flag_order.md")
     a = ap.parse_args()
+    if not LME.is_file():
+        raise SystemExit(f"{LME} not found: the LongMemEval development split is needed")
     users = load_longmemeval(LME, roles=("user",))
     sections = [measure(name, users) for name in a.embedders.split(",")]
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
