@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import platform
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -44,32 +45,31 @@ from typing import Any
 from spector_gpu.embedders import make_embedder
 from spector_gpu.errors import MissingExtraError
 from spector_gpu.eval.longmemeval import load_longmemeval
-from spector_gpu.eval.longmemeval_metrics import level_metrics, turn_to_session_metrics
+from spector_gpu.eval.longmemeval_metrics import (
+    level_metrics,
+    strip_turn_id,
+    turn_to_session_metrics,
+)
 from spector_gpu.eval.runner import evaluate
 
 HERE = Path(__file__).resolve().parent
-LME = HERE.parent.parent / "shared" / "data" / "longmemeval" / "longmemeval_s_cleaned.dev.json"
-HEADLINE = (
-    "session/recall_any@5",
-    "session/recall_all@5",
-    "session/recall_all@10",
-    "turn/recall_all@10",
-    "session/ndcg_any@10",
-)
-OFFLINE_GOAL = (0.98, 0.90, 0.95, 0.90, 0.82)
+sys.path.insert(0, str(HERE))
+from issue13_goals import GOALS, HEADLINE, LME  # noqa: E402  (the same file and figures)
+
+OFFLINE_GOAL = GOALS["**goal, offline sentence embedder**"]
 
 Order = Callable[[Sequence[str]], list[str]]
 
 
 def haystack_session(turn_id: str) -> str:
     """The haystack session a turn id belongs to, flagged or not (``noans_`` → ``answer_``)."""
-    session = turn_id.rsplit("_", 1)[0]
+    session = strip_turn_id(turn_id)
     return "answer_" + session[len("noans_") :] if session.startswith("noans_") else session
 
 
 def is_flagged(turn_id: str) -> bool:
     """True for a turn the protocol credits (its id still names ``answer``)."""
-    return "answer" in turn_id.rsplit("_", 1)[0]
+    return "answer" in strip_turn_id(turn_id)
 
 
 def within_sessions(turns: Sequence[str], key: Callable[[str], Any]) -> list[str]:
@@ -144,7 +144,7 @@ def first_turn_flagged(rows: Sequence[Mapping[str, Any]], scorer: Any) -> tuple[
     for r in rows:
         if not r["scored"]:
             continue
-        gold = {t.rsplit("_", 1)[0] for t in scorer.judgement(r["qid"]).turn_gold}
+        gold = {strip_turn_id(t) for t in scorer.judgement(r["qid"]).turn_gold}
         seen: set[str] = set()
         for t in r["turns"]:
             s = haystack_session(t)
