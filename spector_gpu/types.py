@@ -276,6 +276,22 @@ class Explanation:
     gates: Sequence[str]
     time_cue: float = 0.0  # what the query's time cues added to ``fused``
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe values: every relay's score, rank and weight, and the fusion's parts."""
+        return {
+            "relays": {
+                n: {"score": x.score, "rank": x.rank, "weight": x.weight}
+                for n, x in self.relays.items()
+            },
+            "relevance": self.relevance,
+            "cognitive_factor": self.cognitive_factor,
+            "time_cue": self.time_cue,
+            "fused": self.fused,
+            "retrieval_strength": self.retrieval_strength,
+            "storage_strength": self.storage_strength,
+            "gates": list(self.gates),
+        }
+
 
 @dataclass(frozen=True)
 class CognitiveResult:
@@ -336,6 +352,54 @@ class CognitiveResult:
     def S(self) -> float:
         """Storage strength (grows with use, never decays)."""
         return self.storage_strength
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field as JSON-safe values: the one serialiser the CLI, the MCP server and the
+        adapters start from. Enums by lower-case name, tuples as lists, times as epoch ms
+        (``created_at``, ``updated_at``, ``expires_at``, ``timestamp_ms``), citations as their
+        own dicts; ``explain`` (the per-relay parts) only when the result carries a breakdown."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "score": self.score,
+            "memory_type": self.memory_type.name.lower(),
+            "text": self.text,
+            "provenance": self.provenance.label,
+            "session_id": self.session_id,
+            "speaker": self.speaker,
+            "role": None if self.role is None else self.role.name.lower(),
+            "external_id": self.external_id,
+            "timestamp_ms": self.timestamp_ms,
+            "importance": self.importance,
+            "source": self.source.name.lower(),
+            "retrieval_strength": self.retrieval_strength,
+            "storage_strength": self.storage_strength,
+            "consolidated": self.consolidated,
+            "tags": list(self.tags),
+            "citations": [c.to_dict() for c in self.citations],
+            "source_uri": self.source_uri,
+            "source_span": None if self.source_span is None else list(self.source_span),
+            "skill_name": self.skill_name,
+            "steps": list(self.steps),
+            "valence": self.valence,
+            "arousal": self.arousal,
+            "relevance": self.relevance,
+            "user_id": self.user_id,
+            "agent_id": self.agent_id,
+            "run_id": self.run_id,
+            "namespace": list(self.namespace),
+            "kind": None if self.kind is None else self.kind.name.lower(),
+            "confidence": self.confidence,
+            "metadata": None if self.metadata is None else dict(self.metadata),
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "expires_at": self.expires_at,
+            "version": self.version,
+            "supersedes": self.supersedes,
+            "superseded_by": list(self.superseded_by),
+        }
+        if self.breakdown is not None:
+            out["explain"] = self.breakdown.to_dict()
+        return out
 
     def format(self, *, show_provenance: bool = False) -> str:
         """One display line; quiet for known provenance, flags unknown (seed 003)."""

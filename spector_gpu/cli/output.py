@@ -33,56 +33,8 @@ def explain_line(e: Explanation) -> str:
 
 
 def result_dict(r: CognitiveResult) -> dict[str, Any]:
-    """A recalled memory as JSON-ready values (with ``explain`` when it carries a breakdown)."""
-    out: dict[str, Any] = {
-        "id": r.id,
-        "score": r.score,
-        "memory_type": r.memory_type.name.lower(),
-        "text": r.text,
-        "provenance": r.provenance.label,
-        "session_id": r.session_id,
-        "speaker": r.speaker,
-        "role": None if r.role is None else r.role.name.lower(),
-        "external_id": r.external_id,
-        "timestamp_ms": r.timestamp_ms,
-        "importance": r.importance,
-        "source": r.source.name.lower(),
-        "retrieval_strength": r.retrieval_strength,
-        "storage_strength": r.storage_strength,
-        "consolidated": r.consolidated,
-        "tags": list(r.tags),
-        "citations": [c.to_dict() for c in r.citations],
-        "source_uri": r.source_uri,
-        "relevance": r.relevance,
-        "user_id": r.user_id,
-        "agent_id": r.agent_id,
-        "run_id": r.run_id,
-        "kind": None if r.kind is None else r.kind.name.lower(),
-        "confidence": r.confidence,
-        "metadata": r.metadata,
-        "created_at": r.created_at,
-        "updated_at": r.updated_at,
-        "expires_at": r.expires_at,
-        "version": r.version,
-        "supersedes": r.supersedes,
-        "superseded_by": list(r.superseded_by),
-    }
-    e = r.breakdown
-    if e is not None:
-        out["explain"] = {
-            "relays": {
-                n: {"score": x.score, "rank": x.rank, "weight": x.weight}
-                for n, x in e.relays.items()
-            },
-            "relevance": e.relevance,
-            "cognitive_factor": e.cognitive_factor,
-            "time_cue": e.time_cue,
-            "fused": e.fused,
-            "retrieval_strength": e.retrieval_strength,
-            "storage_strength": e.storage_strength,
-            "gates": list(e.gates),
-        }
-    return out
+    """A recalled memory as JSON-ready values (:meth:`CognitiveResult.to_dict`)."""
+    return r.to_dict()
 
 
 def result_line(i: int, r: CognitiveResult, show_provenance: bool) -> str:
