@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 PYTEST_ARGS ?=
 
-.PHONY: demo test setup lint typecheck bench bench-tests reliability-report gpu-check clean
+.PHONY: demo test setup lint typecheck wheel-check bench bench-tests reliability-report gpu-check clean
 
 # The demo needs only the package and matplotlib (its plots); the test toolchain (mypy, ruff,
 # ray, triton, notebooks, ...) is installed on top of that by `make test` / `make setup`.
@@ -37,8 +37,14 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 
+# Install what users install: sdist -> wheel -> a clean venv, then the README example, the CLI
+# and the quick demo from there (tools/wheel_check.sh, ~1-2 min).
+wheel-check: $(STAMP)
+	PYTHON=$(PYTHON) BUILD_PY=$(PY) TORCH_SPEC="$(TORCH_SPEC)" bash tools/wheel_check.sh
+
 test: $(STAMP) lint
 	$(PY) -m mypy
+	$(MAKE) --no-print-directory wheel-check
 	$(PY) -m pytest -m "not heavy" $(PYTEST_ARGS)
 
 bench-tests: $(STAMP)
