@@ -95,7 +95,7 @@ class RecallConfig:
     k: int = 10
     fusion: str = "cognitive"  # cognitive | weighted | rrf
     lexical_weight: float = 1.0
-    dense_weight: float = 1.0  # multiplied by the embedder's fusion_weight (hashing 0.1)
+    dense_weight: float = 1.0  # multiplied by the embedder's fusion_weight (hashing 0.3)
     association_weight: float = 0.6
     salience_weight: float = 0.05
     rrf_k: int = 60

@@ -159,3 +159,16 @@ def test_options_are_stored_in_their_canonical_types() -> None:
 def test_a_cap_must_be_positive(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"recall\.max_k must be > 0"):
         SpectorMemory.open(tmp_path / "s", config={"recall": {"max_k": 0}}, embedder="hashing")
+
+
+def test_a_raised_query_cap_is_honoured_everywhere(tmp_path: Path) -> None:
+    """``recall.max_query_chars`` is read in one place: a cap above the default admits a query
+    longer than the default (once refused by a second, hard-coded limit in the pathway)."""
+    config = {"store": {"durability": "none"}, "recall": {"max_query_chars": 200_000}}
+    with SpectorMemory.open(tmp_path / "s", config=config, embedder="hashing") as m:
+        m.remember_batch(["owls hunt at night", "rivers run to the sea"])
+        long_query = ("owls " * 30_000)[:150_000]
+        assert m.recall(long_query, _observe(k=1))[0].text == "owls hunt at night"
+        assert m.recall_batch([long_query, "rivers"], _observe(k=1)).counts.tolist() == [1, 1]
+        with pytest.raises(ValidationError, match=r"recall\.max_query_chars"):
+            m.recall("o" * 200_001, _observe(k=1))

@@ -35,6 +35,7 @@ from ...errors import ValidationError
 from ...kernels.decay import DecayLaw
 from ...kernels.native import native
 from ...types import CognitiveResult, Explanation, RecallBatch, RecallOptions
+from ..limits import check_recall
 from .clock import recall_clock
 from .columns import RecallColumns
 from .fusion import COEFFICIENT_MAX
@@ -52,7 +53,6 @@ from .token_relay import query_tokens, rescore
 
 __all__ = ["RecallPathway", "StrengthWriter", "decay_law"]
 
-_MAX_QUERY_CHARS = 100_000
 # Dense work (queries × memories) from which the CPU runs the dense relay's GEMM tiles with
 # torch's thread pool (the caller's setting); everything else of a recall runs on one thread
 # (see spector_gpu.device: beside a busy process, every multi-threaded op of a small recall
@@ -217,13 +217,8 @@ class RecallPathway:
         opts = options if options is not None else self.default_options()
         if not isinstance(opts, RecallOptions):
             raise ValidationError(f"options must be a RecallOptions, got {type(opts).__name__}")
-        if isinstance(queries, str) or not isinstance(queries, Sequence):
-            raise ValidationError("recall_batch takes a list of query strings")
-        for i, q in enumerate(queries):
-            if not isinstance(q, str):
-                raise ValidationError(f"queries[{i}] must be a string, got {type(q).__name__}")
-            if len(q) > _MAX_QUERY_CHARS:
-                raise ValidationError(f"queries[{i}] is longer than {_MAX_QUERY_CHARS} characters")
+        # the one validation of a recall's caps, read from the config (pathways/limits.py)
+        check_recall(queries, opts.k, self.cortex.config.recall)
         return opts
 
     def _weights(self, opts: RecallOptions) -> dict[str, float]:
