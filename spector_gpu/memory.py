@@ -32,7 +32,7 @@ from .errors import StoreClosedError
 from .facade_lifecycle import LifecycleMethods
 from .handles import HandleRegistry, Requested, Settings, settings_conflict
 from .lifecycle import MemoryKind
-from .opening import ConfigArg, open_chain, resolve_config, store_path
+from .opening import ConfigArg, open_chain, refuse_missing_store, resolve_config, store_path
 from .pathways.check import CheckReport
 from .pathways.distill import Distiller
 from .pathways.dream import Generator
@@ -95,8 +95,10 @@ class SpectorMemory(LifecycleMethods):
         read_only: bool = False,
         signing_key: bytes | None = None,
         create_in_nonempty: bool = False,
+        create: bool = True,
     ) -> SpectorMemory:
-        """Open (creating if needed, unless ``read_only``) the store at ``path``.
+        """Open (creating if needed, unless ``read_only`` or ``create=False``) the store at
+        ``path``.
 
         Args:
             config: a :class:`Config`, a TOML path, ``{section: {key: value}}`` overrides, or None
@@ -107,10 +109,15 @@ class SpectorMemory(LifecycleMethods):
             read_only: open without the writer lock (many processes may do this at once).
             signing_key: 32-byte Ed25519 private key to sign every event (extra ``sign``).
             create_in_nonempty: create a store in a non-empty directory (else ``StoreError``).
+            create: ``False`` opens only an existing store: a path that holds none is a
+                ``StoreError`` naming it (what the CLI and Ray's actors use).
         """
         read_only = checks.boolean(read_only, "read_only")
         create_in_nonempty = checks.boolean(create_in_nonempty, "create_in_nonempty")
+        create = checks.boolean(create, "create")
         where = store_path(path)
+        if not create:
+            refuse_missing_store(where)
         cfg = resolve_config(config, where)
         if isinstance(embedder, str):  # a spec: remember it, so a plain reopen finds it again
             cfg = cfg.replace({"embedder": {"name": embedder}})

@@ -18,10 +18,10 @@ from typing import Any
 
 from .config import Config, load_config
 from .cortex.cortex import Cortex
-from .errors import CorruptionError, ValidationError
+from .errors import CorruptionError, StoreError, ValidationError
 from .provenance.chain import GENESIS_HASH, Ed25519Signer, EventChain, decode_event, event_hash
 
-__all__ = ["ConfigArg", "open_chain", "resolve_config", "store_path"]
+__all__ = ["ConfigArg", "open_chain", "refuse_missing_store", "resolve_config", "store_path"]
 
 ConfigArg = Config | str | os.PathLike[str] | Mapping[str, Any] | None
 """What ``open(config=...)`` accepts: a Config, a TOML path, ``{section: {key: value}}``
@@ -41,6 +41,15 @@ def store_path(path: object) -> str:
             f"path must be a non-empty str path without NUL characters, got {raw!r}"
         )
     return raw
+
+
+def refuse_missing_store(path: str) -> None:
+    """Raise ``StoreError`` unless ``path`` holds a store (its ``store.json``)."""
+    if not os.path.lexists(os.path.join(path, "store.json")):
+        raise StoreError(
+            f"{path}: no spector_gpu store here (no store.json); open it with create=True "
+            "(the default) to make one"
+        )
 
 
 def resolve_config(config: ConfigArg, path: str) -> Config:

@@ -122,10 +122,14 @@ class BatchRecaller:
     def memory(self) -> SpectorMemory:
         """The read-only store, opened on first use in this process."""
         if self._memory is None:
-            from ..cli import open_store
+            from ..memory import SpectorMemory
 
-            self._memory = open_store(
-                self.store_path, read_only=True, device=self.device, embedder=self.embedder
+            self._memory = SpectorMemory.open(
+                self.store_path,
+                read_only=True,
+                create=False,
+                device=self.device,
+                embedder=self.embedder,
             )
         return self._memory
 
