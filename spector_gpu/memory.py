@@ -97,8 +97,7 @@ class SpectorMemory(LifecycleMethods):
         create_in_nonempty: bool = False,
         create: bool = True,
     ) -> SpectorMemory:
-        """Open (creating if needed, unless ``read_only`` or ``create=False``) the store at
-        ``path``.
+        """Open the store at ``path``, creating it unless ``read_only`` or ``create=False``.
 
         Args:
             config: a :class:`Config`, a TOML path, ``{section: {key: value}}`` overrides, or None
@@ -109,14 +108,12 @@ class SpectorMemory(LifecycleMethods):
             read_only: open without the writer lock (many processes may do this at once).
             signing_key: 32-byte Ed25519 private key to sign every event (extra ``sign``).
             create_in_nonempty: create a store in a non-empty directory (else ``StoreError``).
-            create: ``False`` opens only an existing store: a path that holds none is a
-                ``StoreError`` naming it (what the CLI and Ray's actors use).
+            create: ``False``: only an existing store (else ``StoreError`` naming the path).
         """
         read_only = checks.boolean(read_only, "read_only")
         create_in_nonempty = checks.boolean(create_in_nonempty, "create_in_nonempty")
-        create = checks.boolean(create, "create")
         where = store_path(path)
-        if not create:
+        if not checks.boolean(create, "create"):
             refuse_missing_store(where)
         cfg = resolve_config(config, where)
         if isinstance(embedder, str):  # a spec: remember it, so a plain reopen finds it again

@@ -25,8 +25,11 @@ LONG_ON_PURPOSE = {
     "spector_gpu.memory": "the facade's one-line delegations",
     # the public value types in their one home (RecallOptions, CognitiveResult with to_dict, ...)
     "spector_gpu.types": "the public value types, one home",
+    # the opener: every keyword option documented, the shared-handle rule, the open itself
+    "spector_gpu.memory:open": "the opener's documented options",
 }
-"""Modules reviewed to stay over the line limit, and why (STYLE rule 20: limits are advice)."""
+"""Modules (``module``) and functions (``module:function``) reviewed to stay over the limits,
+and why (STYLE rule 20: limits are advice)."""
 
 
 def _modules() -> dict[str, Path]:
@@ -146,7 +149,7 @@ def test_module_and_function_lengths(module: str) -> None:
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             length = (node.end_lineno or node.lineno) - node.lineno + 1
-            if length > MAX_FUNCTION_LINES:
+            if length > MAX_FUNCTION_LINES and f"{module}:{node.name}" not in LONG_ON_PURPOSE:
                 problems.append(f"{path}:{node.lineno} {node.name} is {length} lines")
     assert problems == []
 
