@@ -26,6 +26,7 @@ __all__ = [
     "alive",
     "as_raw",
     "chain",
+    "deleted",
     "live_ordinal",
     "next_version",
     "text_hash",
@@ -70,6 +71,12 @@ def alive(cortex: Cortex, o: int, now_ms: int) -> bool:
         and not tombstoned(cols.headers[o : o + 1])[0]
         and not expired(cols.expires_ms[o : o + 1], now_ms)[0]
     )
+
+
+def deleted(cortex: Cortex, o: int) -> bool:
+    """Row ``o``'s memory was deleted: from that commit no read returns its text or metadata
+    (compaction removes its bytes later)."""
+    return bool(tombstoned(cortex.cols.headers[o : o + 1])[0])
 
 
 def live_ordinal(cortex: Cortex, memory_id: object, now_ms: int) -> int:
