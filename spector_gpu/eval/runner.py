@@ -160,7 +160,7 @@ def evaluate(
     options = _effective_configs(configs, ablations, k_max)
     questions = _select_questions(dataset, categories)
     factory = memory_factory or _default_factory(config=config, embedder=embedder, device=device)
-    root = None if store_root is None else Path(store_root)
+    root = None if store_root is None else output_path(store_root, "store_root")
     temp = default_temp_dir() if temp_dir is None else str(temp_dir)
     job = _Job(options, factory, root, temp, batch_size, RunLog(list(options)), as_of, stacked)
     log = job.run(dataset, questions, progress=progress, workers=check_workers(workers))

@@ -46,6 +46,7 @@ from .dream_journal import dream_entries, entry_of, planned_memory
 from .hebbian import DREAM_EVENT, HebbianLinks, as_weight, pair_key
 from .reinforcement import StrengthUpdater
 from .remember import RememberPathway
+from .versions import deleted
 from .walk import Candidate, Neighbourhood, draw
 
 __all__ = ["DreamPathway", "Generator", "extractive_dream"]
@@ -333,10 +334,18 @@ class DreamPathway:
         return [e for _, e in dream_entries(self.cortex)]
 
     def explain(self, memory_id: str) -> DreamEntry | None:
-        """The dream that wrote ``memory_id`` (its lineage: seed and fragments), or None."""
+        """The dream that wrote ``memory_id`` (its lineage: seed and fragments), or None (also
+        once that memory is deleted: like ``explain``, a deleted memory has no lineage)."""
         if not isinstance(memory_id, str):
             return None
-        for _, e in dream_entries(self.cortex):
+        c = self.cortex
+        try:
+            o = c.id_map.get(decode_tsid(memory_id))
+        except ValidationError:
+            return None
+        if o is not None and deleted(c, o):
+            return None
+        for _, e in dream_entries(c):
             if e.wrote == memory_id:
                 return e
         return None

@@ -28,7 +28,7 @@ TURNS = [
 
 
 def _open(path: Path, **kw: Any) -> SpectorMemory:
-    return SpectorMemory.open(path, config=FAST, **kw)
+    return SpectorMemory.open(path, **{"config": FAST, **kw})
 
 
 def _public_reads(mem: SpectorMemory, ids: list[str]) -> str:
@@ -164,3 +164,17 @@ def test_delete_all_by_a_selective_filter_still_deletes(tmp_path: Path) -> None:
         assert mem.delete_all(where={"topic": 1}) == 3
         assert mem.delete_all(where={"$or": [{"topic": 0}, {"topic": 5}]}) == 3
         assert mem.count() == 0
+
+
+def test_a_deleted_dream_has_no_lineage(tmp_path: Path) -> None:
+    texts = [f"{w} talked about the cello in Porto. Note {m}." for m, w in enumerate("ABCABC")]
+    with _open(tmp_path / "s", config={**FAST, "dream": {"simulated": True}}) as mem:
+        mem.remember_batch([{"text": t, "session_id": 1, "tags": ["cello"]} for t in texts])
+        written = mem.dream(max_dreams=2, seed=1).written
+        assert written
+        assert all(mem.explain_dream(w) is not None for w in written)
+        mem.delete(written[0])
+        assert mem.explain_dream(written[0]) is None
+        assert mem.associations(written[0]) == []
+        assert all(mem.explain_dream(w) is not None for w in written[1:])
+        assert mem.explain_dream("not an id") is None

@@ -130,6 +130,9 @@ WRITERS: dict[str, Callable[[Path], object]] = {
     "save_generic": lambda p: save_generic(load_dataset(bundled_sample_path()), p / "ds"),
     "evaluate": lambda p: evaluate(load_dataset(bundled_sample_path()), out_dir=p, progress=False),
     "output_path": lambda p: output_path(p / "plots", "out_dir"),
+    "store_root": lambda p: evaluate(
+        load_dataset(bundled_sample_path()), store_root=p / "runs", progress=False
+    ),
 }
 
 
@@ -157,13 +160,15 @@ def test_save_and_plots_refuse_a_store(store: Path, tmp_path: Path) -> None:
     }
 
 
-@pytest.mark.parametrize("verb", ["eval", "demo"])
+@pytest.mark.parametrize("verb", ["eval", "demo", "ingest"])
 def test_cli_outputs_refuse_a_store(
     store: Path, verb: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before = _snapshot(store)
     if verb == "eval":
         argv = ["eval", str(bundled_sample_path()), "--out", str(store), "--no-progress"]
+    elif verb == "ingest":
+        argv = ["ingest", str(bundled_sample_path()), "--store", str(store / "stores")]
     else:
         argv = ["demo", "--out", str(store), "--quick", "--no-progress"]
     assert main(argv) == 2
