@@ -16,6 +16,7 @@ import pytest
 
 from spector_gpu import RecallOptions, SpectorMemory, UnknownIdError, ValidationError
 from spector_gpu.cli import main
+from spector_gpu.metadata import compile_filter
 
 FAST = {"store": {"durability": "none", "compact_dead_share": 1.0}}  # compaction on demand
 SECRET = "Quillon keeps the vault code 7319 under the cedar."
@@ -178,3 +179,21 @@ def test_a_deleted_dream_has_no_lineage(tmp_path: Path) -> None:
         assert mem.associations(written[0]) == []
         assert all(mem.explain_dream(w) is not None for w in written[1:])
         assert mem.explain_dream("not an id") is None
+
+
+SELECTIVE: list[dict[str, Any]] = [
+    {"topic": "x"},
+    {"topic": {"$exists": True}},
+    {"topic": {"$ne": "x"}},
+    {"$or": [{"topic": "x"}, {"topic": "y"}]},
+    {"$or": [{"topic": "x"}, {"kind": {"$ne": "x"}}]},
+    {"$and": [{}, {"topic": "x"}]},
+    {"topic": {"$in": []}},
+    {"$not": {}},
+]
+
+
+@pytest.mark.parametrize("where", SELECTIVE, ids=[json.dumps(w) for w in SELECTIVE])
+def test_a_filter_that_selects_by_metadata_is_a_scope(where: dict[str, Any]) -> None:
+    assert not compile_filter(where).selects_everything
+    assert all(compile_filter(w).selects_everything for w in EVERYTHING)
