@@ -187,7 +187,8 @@ class Config:
 
         p = Path(directory) / "config.json"
         try:
-            text = read_regular(p).decode("utf-8")  # never through a link, never a FIFO
+            # never through a link, never a FIFO, never a file far larger than a config
+            text = read_regular(p, max_bytes=1 << 20).decode("utf-8")
         except FileNotFoundError:
             return None
         except UnicodeDecodeError:

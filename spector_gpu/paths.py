@@ -16,9 +16,11 @@ __all__ = ["STORE_SIGNATURE", "output_path", "store_dir_name", "store_directory_
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _MAX_NAME = 120  # characters: far below every filesystem's name limit
 
-#: Files only a spector_gpu store writes into its directory (its identity, derived snapshot,
-#: redo journal and id index): a directory holding any of them is a store directory.
-STORE_SIGNATURE = ("store.json", "derived.snap", "journal.jrn", "index.midx")
+#: Files only a spector_gpu store writes into its directory (its redo journal and id index,
+#: created with the store before anything else of it, and its derived snapshot): a directory
+#: holding any of them is a store directory. ``store.json`` is left out: a user's own folder
+#: may well hold a file of that name, and no store holds it without its regions.
+STORE_SIGNATURE = ("journal.jrn", "index.midx", "derived.snap")
 
 
 def store_dir_name(conv_id: str) -> str:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from spector_gpu import ConfigError, RecallOptions, SpectorMemory, ValidationError
+from spector_gpu.errors import StoreFormatError
 from spector_gpu.metadata import compile_filter
 from spector_gpu.provenance.bundle import verify_bundle
 from spector_gpu.provenance.manifest import MAX_BUNDLE_BYTES
@@ -169,3 +170,19 @@ def test_the_default_caps_pass_ordinary_filters(tmp_path: Path) -> None:
         assert mem.count(where=_in(10_000)) == 5
         with pytest.raises(ValidationError, match=r"recall\.max_filter_values"):
             mem.count(where=_in(10_001))
+
+
+@pytest.mark.parametrize("name", ["config.json", "store.json"])
+def test_a_giant_store_file_is_refused_by_its_size(tmp_path: Path, name: str) -> None:
+    with SpectorMemory.open(tmp_path / "s", config=FAST) as m:
+        m.remember("Ann keeps bees.")
+    with open(tmp_path / "s" / name, "r+b") as fh:
+        fh.truncate(1 << 30)  # sparse
+    tracemalloc.start()
+    try:
+        with pytest.raises(StoreFormatError, match="larger than"):
+            SpectorMemory.open(tmp_path / "s", read_only=True)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20

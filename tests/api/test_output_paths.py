@@ -201,3 +201,10 @@ def test_a_lock_replaced_while_being_taken_is_never_held(
     monkeypatch.setattr(lock, "_lock_once", lambda d: racing(d, 100))
     with pytest.raises(StoreLockedError, match="replaced"):
         lock.acquire_writer_lock(tmp_path)
+
+
+def test_a_folder_with_a_file_named_store_json_is_no_store(tmp_path: Path) -> None:
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "store.json").write_text("{}")  # somebody else's file
+    assert store_directory_of(tmp_path / "project" / "out.tar") is None
+    assert output_path(tmp_path / "project" / "runs") == tmp_path / "project" / "runs"
