@@ -21,10 +21,10 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from ..errors import StoreFormatError, StoreLockedError
+from ..errors import StoreFailedError, StoreFormatError, StoreLockedError
 from .io import open_nofollow
 
-__all__ = ["acquire_writer_lock", "track_writer"]
+__all__ = ["acquire_writer_lock", "lost_lock", "track_writer"]
 
 _WRITERS: weakref.WeakSet[Any] = weakref.WeakSet()
 _ATTEMPTS = 5  # locks of a LOCK that was replaced meanwhile, before giving up
@@ -48,6 +48,18 @@ def acquire_writer_lock(directory: Path) -> int:
     raise StoreLockedError(
         f"{directory}: the LOCK file was replaced while it was being locked, {_ATTEMPTS} times; "
         "another process is replacing it — stop it, then open the store again"
+    )
+
+
+def lost_lock(directory: Path, fd: int) -> StoreFailedError | None:
+    """The error of a writer whose ``directory/LOCK`` no longer names the file it locked
+    through ``fd`` (removed, or replaced by another file, which a second writer could lock
+    too), or None while it does. One ``stat``: checked before every write."""
+    if _names_same_file(directory / "LOCK", fd):
+        return None
+    return StoreFailedError(
+        f"{directory}/LOCK was removed or replaced while this writer held it, so another "
+        "writer may open the store; this handle writes nothing more — close it, then reopen"
     )
 
 

@@ -208,3 +208,19 @@ def test_a_folder_with_a_file_named_store_json_is_no_store(tmp_path: Path) -> No
     (tmp_path / "project" / "store.json").write_text("{}")  # somebody else's file
     assert store_directory_of(tmp_path / "project" / "out.tar") is None
     assert output_path(tmp_path / "project" / "runs") == tmp_path / "project" / "runs"
+
+
+def test_a_writer_whose_lock_was_replaced_writes_nothing_more(store: Path) -> None:
+    from spector_gpu.errors import StoreFailedError
+
+    with _open(store) as mem:
+        mem.remember("before the swap of LOCK")
+        (store / "LOCK.new").write_text("")
+        os.replace(store / "LOCK.new", store / "LOCK")  # done outside the package
+        with pytest.raises(StoreFailedError, match="LOCK was removed or replaced"):
+            mem.remember("never acknowledged")
+        assert mem.count() == 3  # reads go on
+    with _open(store) as mem:  # a new writer takes the lock the name now holds
+        assert mem.count() == 3 and mem.check().ok
+        mem.remember("after reopening")
+        assert mem.count() == 4
