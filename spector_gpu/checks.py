@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
@@ -18,6 +19,7 @@ __all__ = [
     "boolean",
     "choice",
     "collection",
+    "epoch_ms",
     "integer",
     "number",
     "optional",
@@ -57,6 +59,14 @@ def integer(
     if (lo is not None and out < lo) or (hi is not None and out > hi):
         raise ValidationError(f"{field} must be {rule}, got {out}")
     return out
+
+
+def epoch_ms(value: object, field: str = "now_ms") -> int:
+    """Epoch milliseconds as a 64-bit int (numpy integers too; never a bool, float or
+    string); ``None`` is the wall clock's now."""
+    if value is None:
+        return time.time_ns() // 1_000_000
+    return integer(value, f"{field} (epoch ms)")
 
 
 def number(value: object, field: str, *, lo: float | None = None, hi: float | None = None) -> float:

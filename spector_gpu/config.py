@@ -111,6 +111,10 @@ class RecallConfig:
     max_k: int = 10_000  # results per query
     max_results: int = 1_000_000  # k x queries per call
     max_query_chars: int = 100_000  # characters per query
+    # caps of one metadata filter (`where`) of a recall, list, count or delete_all
+    max_filter_values: int = 10_000  # values of one $in / $nin list
+    max_filter_depth: int = 32  # nested $and / $or / $not levels
+    max_filter_terms: int = 100_000  # conditions and listed values in one filter
 
 
 @dataclass(frozen=True)
@@ -183,7 +187,8 @@ class Config:
 
         p = Path(directory) / "config.json"
         try:
-            text = read_regular(p).decode("utf-8")  # never through a link, never a FIFO
+            # never through a link, never a FIFO, never a file far larger than a config
+            text = read_regular(p, max_bytes=1 << 20).decode("utf-8")
         except FileNotFoundError:
             return None
         except UnicodeDecodeError:

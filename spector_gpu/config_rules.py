@@ -4,6 +4,8 @@ bounds of keys that size a per-recall loop, and retired keys (read with a note, 
 
 from __future__ import annotations
 
+from .metadata.filter_limits import CEILING
+
 __all__ = ["CHOICES", "MAXIMUM", "POSITIVE", "RETIRED"]
 
 CHOICES = {
@@ -27,6 +29,9 @@ POSITIVE = {
     ("recall", "max_k"),
     ("recall", "max_results"),
     ("recall", "max_query_chars"),
+    ("recall", "max_filter_values"),
+    ("recall", "max_filter_depth"),
+    ("recall", "max_filter_terms"),
     ("embedder", "batch_size"),
     ("store", "snapshot_every"),
     ("store", "compact_dead_share"),
@@ -48,6 +53,10 @@ MAXIMUM = {
     ("recall", "token_weight"): 1e6,
     ("recall", "session_weight"): 1e6,
     ("recall", "token_depth"): 10_000,
+    # filter caps: a RecallOptions is compiled against these before any store sees it
+    ("recall", "max_filter_values"): CEILING.values,
+    ("recall", "max_filter_depth"): CEILING.depth,
+    ("recall", "max_filter_terms"): CEILING.terms,
     # association edge weights and decay multiply activations once per hop
     ("association", "temporal_weight"): 1e6,
     ("association", "tag_weight"): 1e6,

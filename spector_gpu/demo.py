@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .errors import DatasetError, ValidationError
-from .paths import store_dir_name
+from .paths import output_path, store_dir_name
 
 if TYPE_CHECKING:
     from .eval.dataset import Dataset
@@ -234,7 +234,7 @@ def run_demo(
 
     say = _Printer(stream if stream is not None else sys.stdout)
     t_start = time.perf_counter()
-    out = Path(out_dir)
+    out = output_path(out_dir, "out_dir")
     out.mkdir(parents=True, exist_ok=True)
     res = DemoResult(out_dir=out)
     datasets: list[tuple[str, Dataset]] = [("synthetic", load_dataset(bundled_sample_path()))]

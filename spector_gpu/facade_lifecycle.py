@@ -67,7 +67,8 @@ class LifecycleMethods:
         return self._lifecycle.delete(memory_ids, cascade=cascade)
 
     def delete_all(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, where: Mapping[str, Any] | None = None) -> int:  # fmt: skip  # noqa: E501
-        """Delete every live memory of a scope (at least one filter); returns the count."""
+        """Delete every live memory of a scope (at least one filter; a ``where`` that selects
+        everything by its form, such as ``{}``, is no scope); returns the count."""
         return self._lifecycle.delete_all(user_id=user_id, agent_id=agent_id, run_id=run_id, where=where)  # fmt: skip  # noqa: E501
 
     def history(self, memory_id: str) -> builtins.list[MemoryEvent]:

@@ -84,12 +84,14 @@ class MemoryEvent:
         created_ms: when the memory's first version was written, epoch ms.
         content_hash: SHA-256 (hex) of the version's UTF-8 text; for DELETE, of the last
             version's text.
-        previous_text: the text before this event (None for ADD, or once erased).
-        new_text: the text after it (None for DELETE, or once erased).
+        previous_text: the text before this event (None for ADD, and on every event of a
+            deleted memory: ``delete`` erases it at once).
+        new_text: the text after it (None for DELETE, and for a deleted memory).
         is_deleted: the memory is deleted (True on DELETE, and on every event of a deleted
             memory, as mem0 reports it).
-        role: the version's conversation role name (``"user"``, …) or None.
-        speaker: the version's speaker ("" when none).
+        role: the version's conversation role name (``"user"``, …) or None (always for a
+            deleted memory).
+        speaker: the version's speaker ("" when none, and for a deleted memory).
     """
 
     event: EventKind

@@ -388,7 +388,7 @@ class SpectorMemory(LifecycleMethods):
     def export_bundle(
         self, memory_id: str, path: str | os.PathLike[str], *, include_parents: bool = True
     ) -> BundleInfo:
-        """Write a deterministic forensic tar of a memory, its lineage and citations."""
+        """A forensic tar of a memory (never a deleted one) at ``path`` (never in a store)."""
         return self._admin.export_bundle(memory_id, path, include_parents=include_parents)
 
     def verify_bundle(self, path: str | os.PathLike[str]) -> BundleReport:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SpectorError, ValidationError
-from ..paths import store_dir_name
+from ..paths import output_path, store_dir_name
 from .arguments import add_subcommand, data_options
 
 __all__ = ["add_demo", "add_eval", "add_ingest"]
@@ -71,7 +71,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     dataset = load_dataset(args.path, format=args.format)
     config = load_config(args.config) if args.config else None
     embedder = _embedder(args.embedder)
-    root = Path(args.store)
+    root = output_path(args.store, "--store")  # stores go beside each other, never inside one
     for conv in dataset.conversations:
         target = root / store_dir_name(conv.conv_id)
         if target.exists() and any(target.iterdir()):

@@ -43,6 +43,7 @@ __all__ = [
 
 STORE_FORMAT = 2
 _LEGACY_FORMAT = 1
+_MAX_META_BYTES = 1 << 20  # a store.json is a few hundred bytes; anything this large is not one
 
 
 def regular_or_refuse(path: Path) -> None:
@@ -74,7 +75,7 @@ def verify_identity(meta_path: Path, embedder: Any, analyzer: Analyzer) -> int |
     Raises ``CorruptionError`` (unreadable file), ``StoreError`` (unsupported format) or
     ``EmbedderMismatchError`` (another embedder, dim or analyzer)."""
     path = meta_path.parent
-    raw = read_regular(meta_path)  # never a FIFO or a link (StoreFormatError)
+    raw = read_regular(meta_path, max_bytes=_MAX_META_BYTES)  # never a FIFO, a link, a giant
     try:
         stored = json.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):

@@ -12,6 +12,7 @@ from ..cortex.cortex import Cortex
 from ..cortex.working import WorkingMemory
 from ..errors import ValidationError
 from ..lifecycle import MemoryEvent
+from ..metadata import compile_filter
 from ..pathways.lifecycle import LifecyclePathway
 from ..pathways.listing import ListingPathway, scope_options
 from ..pathways.recall.hydration import Hydrator
@@ -57,14 +58,23 @@ class MemoryLifecycle:
 
     def delete_all(self, **scope: Any) -> int:
         """Delete every live memory of a scope; at least one of ``user_id``, ``agent_id``,
-        ``run_id`` or ``where`` must be given (an unscoped call is refused)."""
-        if all(scope.get(k) is None for k in ("user_id", "agent_id", "run_id", "where")):
+        ``run_id`` or ``where`` must be given, and a ``where`` given alone must not select
+        everything by its form (``{}``, ``{"$and": [{}]}``, ``{"f": {"$nin": []}}``, a
+        condition or'ed with its negation: ``Filter.selects_everything``);
+        such a call is refused like an unscoped one."""
+        opts = scope_options(**scope)
+        ids = [opts.user_id, opts.agent_id, opts.run_id]
+        where = opts.where
+        if all(v is None for v in ids) and (
+            where is None or compile_filter(where).selects_everything
+        ):
             raise ValidationError(
-                "delete_all needs a scope (user_id, agent_id, run_id or where); it never "
-                "deletes the whole store unasked"
+                "delete_all needs a scope (user_id, agent_id, run_id or a where filter that "
+                "selects by metadata); a where that matches every memory (such as {}) is no "
+                "scope: it never deletes the whole store unasked"
             )
         with self.lock:
-            rows = self.listing.selected(scope_options(**scope), _now())
+            rows = self.listing.selected(opts, _now())
             n = self.pathway.delete_rows(rows)
             self.after_removal()
             return n

@@ -9,7 +9,7 @@ import numpy as np
 
 from spector_gpu.errors import ValidationError
 
-__all__ = ["check_texts", "normalise_rows", "unit_rows"]
+__all__ = ["check_texts", "embedding_rows", "normalise_rows", "unit_rows"]
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:
@@ -24,6 +24,43 @@ def check_texts(texts: Sequence[str]) -> list[str]:
         if not isinstance(text, str):
             raise ValidationError(f"texts[{pos}] must be str, got {type(text).__name__}")
     return out
+
+
+def embedding_rows(
+    out: object, n: int, dim: int, name: str, *, first: int = 0, what: str = "items"
+) -> np.ndarray:
+    """float32 (n, dim): what an embedder named ``name`` returned for ``n`` texts, checked.
+
+    ``ValidationError`` (never a NumPy warning or a plain ``TypeError``) when it is not an
+    array of real numbers — complex, object, string or date values, ragged rows — when its
+    shape is not ``(n, dim)``, or when a row holds NaN or inf (naming that row as
+    ``what[first + i]``)."""
+    try:
+        arr = np.asarray(out)
+    except (TypeError, ValueError) as exc:  # ragged rows, objects NumPy cannot hold
+        raise ValidationError(
+            f"embedder {name!r} returned something that is not an array of numbers ({exc})"
+        ) from None
+    if arr.dtype.kind not in "biuf":
+        kind = "complex values" if arr.dtype.kind == "c" else f"values of dtype {arr.dtype}"
+        raise ValidationError(
+            f"embedder {name!r} returned {kind}; an embedder returns real floats (n, dim)"
+        )
+    if arr.shape != (n, dim):
+        raise ValidationError(
+            f"embedder {name!r} returned shape {arr.shape} for {n} texts, expected ({n}, {dim})"
+        )
+    with np.errstate(over="ignore"):  # values beyond float32 become inf, refused below
+        rows = arr.astype(np.float32)
+    finite = np.isfinite(rows).all(axis=1)
+    if not finite.all():
+        bad = first + int(np.flatnonzero(~finite)[0])
+        written = "" if what == "queries" else "; nothing was written"
+        raise ValidationError(
+            f"embedder {name!r} returned NaN or inf for {what}[{bad}]{written} (fix or "
+            "replace the embedder)"
+        )
+    return rows
 
 
 def normalise_rows(x: np.ndarray) -> np.ndarray:

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 from ..errors import DatasetError
+from ..paths import output_path
 
 __all__ = ["read_json", "write_atomic"]
 
@@ -30,7 +31,9 @@ def read_json(path: Path) -> object:
 
 def write_atomic(path: Path, text: str) -> Path:
     """Write UTF-8 ``text`` to ``path`` through ``<path>.partial`` and ``os.replace``, so a
-    reader never sees a half-written file. Returns ``path``."""
+    reader never sees a half-written file; ``ValidationError`` for a path into a store
+    directory (:func:`spector_gpu.paths.output_path`). Returns ``path``."""
+    output_path(path)
     partial = path.with_name(path.name + ".partial")
     partial.write_text(text, encoding="utf-8")
     os.replace(partial, path)

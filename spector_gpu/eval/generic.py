@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError, ValidationError
+from ..paths import output_path
 from .dataset import Dataset
 from .files import write_atomic
 from .records import UNCATEGORISED, Conversation, Question, Turn
@@ -196,9 +197,10 @@ def save_generic(dataset: Dataset, path: str | Path) -> Path:
     """Write ``dataset`` as a generic directory (``corpus.jsonl``, ``queries.jsonl``,
         ``qrels.tsv`` with header). Every field is written, so :func:`load_generic` returns an
         equal dataset (conversation, turn and question order kept; conversations without turns are
-    not written). Ids holding tabs or newlines raise ``ValidationError``. Returns the path.
+    not written). Ids holding tabs or newlines, or a path into a store directory, raise
+    ``ValidationError``. Returns the path.
     """
-    root = Path(path)
+    root = output_path(path)
     for q in dataset.questions:
         for ident in (q.qid, *q.evidence):
             if not ident or any(ch in ident for ch in "\t\n\r"):

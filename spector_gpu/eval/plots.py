@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import MissingExtraError
+from ..paths import output_path
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -138,7 +139,7 @@ def save_plots(metrics: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
     (qrels metrics), or for LongMemEval ``session_recall_all_at_k.png``,
     ``turn_recall_all_at_k.png`` and ``session_recall_all_by_type.png``. Raises
     ``MissingExtraError`` without matplotlib. Returns the paths."""
-    out = Path(out_dir)
+    out = output_path(out_dir, "out_dir")
     paths = []
     for filename, draw in _drawers(metrics):
         ax = draw(metrics)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MissingExtraError
+from ..paths import output_path
 from .files import write_atomic
 from .scorer import QrelsScorer, Scorer
 
@@ -79,7 +80,7 @@ class EvalResult:
         matplotlib, ``recall_at_k.png`` and ``recall_by_category.png``. ``plots=None`` skips
         the plots with a logged warning when matplotlib is missing; ``True`` then raises
         ``MissingExtraError``; ``False`` never plots. Returns the paths written."""
-        out = Path(out_dir)
+        out = output_path(out_dir, "out_dir")
         out.mkdir(parents=True, exist_ok=True)
         metrics = json.dumps(self.metrics, sort_keys=True, indent=2) + "\n"
         paths = [write_atomic(out / "metrics.json", metrics)]

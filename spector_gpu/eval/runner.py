@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
 from ..errors import SpectorError, ValidationError
+from ..paths import output_path
 from .as_of import AsOf, question_chunks
 from .dataset import Dataset
 from .ingest import ingest_records as _ingest_records
@@ -152,12 +153,14 @@ def evaluate(
     processes building and answering the stores (:mod:`.parallel`). ``as_of``: :mod:`.as_of`.
     ``stacked`` (one process): groups of stores answered by MultiStore (:mod:`.stacked_run`).
     """
+    if out_dir is not None:
+        output_path(out_dir, "out_dir")  # refused before any work, not after it
     scorer: Scorer = dataset.scorer or QrelsScorer()
     k_max, ks = _check_args(scorer, ks, k_max, batch_size, as_of)
     options = _effective_configs(configs, ablations, k_max)
     questions = _select_questions(dataset, categories)
     factory = memory_factory or _default_factory(config=config, embedder=embedder, device=device)
-    root = None if store_root is None else Path(store_root)
+    root = None if store_root is None else output_path(store_root, "store_root")
     temp = default_temp_dir() if temp_dir is None else str(temp_dir)
     job = _Job(options, factory, root, temp, batch_size, RunLog(list(options)), as_of, stacked)
     log = job.run(dataset, questions, progress=progress, workers=check_workers(workers))

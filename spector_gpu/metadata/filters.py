@@ -40,6 +40,10 @@ nested subset match and MongoDB as exact object equality, so write ``{"a.b": 1}`
 
 :func:`compile_filter` checks everything before any data is touched and raises a
 :class:`~spector_gpu.errors.ValidationError` naming the path (``where.$and[1].year.$gte``).
+A filter's size is capped (:class:`FilterLimits`: the values of one ``$in`` / ``$nin`` list,
+nesting levels, and terms — conditions plus listed values — in all); a compiled filter keeps its
+:class:`FilterSize`, so a store checks it against its own ``[recall] max_filter_*`` keys in
+constant time (:meth:`Filter.check`).
 A :class:`Filter` is immutable, hashable and compares by meaning (field order, ``$ne`` vs
 ``$not: {$eq}``, ``1`` vs ``1.0`` do not matter), so gate masks can be cached by it.
 """
@@ -52,6 +56,8 @@ from typing import Literal, TypeAlias
 
 from spector_gpu.errors import ValidationError
 
+from .filter_limits import CEILING, MAX_FILTER_DEPTH, FilterLimits, FilterSize, over
+from .filter_limits import Budget as _Budget
 from .paths import format_path, parse_path
 from .values import JSONValue, equality_key, validate_json_value
 
@@ -61,6 +67,8 @@ __all__ = [
     "Compare",
     "Exists",
     "Filter",
+    "FilterLimits",
+    "FilterSize",
     "FilterValue",
     "Node",
     "Not",
@@ -69,7 +77,6 @@ __all__ = [
     "compile_filter",
 ]
 
-MAX_FILTER_DEPTH = 32  # nested $and / $or / $not levels
 
 CompareOp: TypeAlias = Literal["eq", "gt", "gte", "lt", "lte", "contains"]
 _ORDER_OPS: dict[str, CompareOp] = {"$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
@@ -163,40 +170,70 @@ class Filter:
     """A compiled filter: the root of the condition tree; build it with :func:`compile_filter`."""
 
     root: Node
+    size: FilterSize = field(default=FilterSize(), compare=False, hash=False)
 
     @property
     def matches_everything(self) -> bool:
         """True for the empty filter ``{}`` (a gate that can be skipped)."""
         return self.root == _EVERYTHING
 
+    @property
+    def selects_everything(self) -> bool:
+        """True when the filter matches every memory by its form alone, whatever the
+        metadata: ``{}``, ``{"$and": [{}]}``, ``{"$or": [{}, …]}``, ``{"f": {"$nin": []}}``,
+        ``{"$not": {"f": {"$in": []}}}``, or any ``$or`` holding a condition and its
+        negation (``$exists`` true and false, ``$eq`` and ``$ne`` of one value)."""
+        return _always(self.root)
+
+    def check(self, limits: FilterLimits, *, field: str = "where") -> None:
+        """``ValidationError`` naming the configuration key of the first cap of ``limits``
+        this filter breaks."""
+        for name in ("values", "depth", "terms"):
+            got, cap = getattr(self.size, name), getattr(limits, name)
+            if got > cap:
+                raise ValidationError(over(field, name, got, cap))
+
     def __str__(self) -> str:
         return str(self.root)
 
 
-def compile_filter(doc: Mapping[str, object] | Filter, *, field: str = "where") -> Filter:
+def compile_filter(
+    doc: Mapping[str, object] | Filter,
+    *,
+    field: str = "where",
+    limits: FilterLimits = CEILING,
+) -> Filter:
     """Validate a filter document and compile it (see the module docstring for the language).
 
     Args:
-        doc: the filter document (a :class:`Filter` is returned unchanged).
+        doc: the filter document (a :class:`Filter` is returned unchanged, once checked
+            against ``limits``).
         field: names the document in error messages.
+        limits: the caps the document must fit; the default, :data:`CEILING`, is the largest
+            any store allows (a store then checks its own keys with :meth:`Filter.check`).
 
     Raises:
         ValidationError: an unknown operator, an operator in the wrong place, a malformed
             operand (non-list ``$in``, non-bool ``$exists``, an unorderable ``$gt`` value, …),
-            a bad path or literal; the message names the path inside the document.
+            a bad path or literal, or a cap broken (naming its ``recall.max_filter_*`` key);
+            the message names the path inside the document. Caps are checked before the
+            values they count are read.
     """
     if isinstance(doc, Filter):
+        doc.check(limits, field=field)
         return doc
-    return Filter(_document(doc, field, 0))
+    budget = _Budget(limits)
+    root = _document(doc, field, 0, budget)
+    return Filter(root, FilterSize(budget.values, budget.depth, budget.terms))
 
 
-def _document(doc: object, where: str, depth: int) -> Node:
+def _document(doc: object, where: str, depth: int, budget: _Budget) -> Node:
     if not isinstance(doc, Mapping):
         raise ValidationError(
             f"{where}: a filter document must be a dict, got {type(doc).__name__}"
         )
-    if depth >= MAX_FILTER_DEPTH:
-        raise ValidationError(f"{where}: filter nested deeper than {MAX_FILTER_DEPTH} levels")
+    budget.nest(where, depth)
+    budget.add(where, len(doc))
     parts: list[Node] = []
     for key, spec in doc.items():
         if not isinstance(key, str):
@@ -204,16 +241,17 @@ def _document(doc: object, where: str, depth: int) -> Node:
         here = f"{where}.{key}"
         if key in ("$and", "$or"):
             children = [
-                _document(d, f"{here}[{i}]", depth + 1) for i, d in enumerate(_docs(spec, here))
+                _document(d, f"{here}[{i}]", depth + 1, budget)
+                for i, d in enumerate(_docs(spec, here))
             ]
             parts.append(_join(And if key == "$and" else Or, children))
         elif key == "$not":
-            parts.append(_negate(_document(spec, here, depth + 1)))
+            parts.append(_negate(_document(spec, here, depth + 1, budget)))
         elif key.startswith("$"):
             hint = " must be inside a field" if key in _FIELD_OPS else " is not an operator"
             raise ValidationError(f"{here}: {key}{hint} (document level: $and, $or, $not)")
         else:
-            parts.extend(_field(parse_path(key, field=here), spec, here, depth))
+            parts.extend(_field(parse_path(key, field=here), spec, here, depth, budget))
     return _join(And, parts)
 
 
@@ -223,7 +261,9 @@ def _docs(spec: object, where: str) -> list[object]:
     return spec
 
 
-def _field(path: tuple[str, ...], spec: object, where: str, depth: int) -> list[Node]:
+def _field(
+    path: tuple[str, ...], spec: object, where: str, depth: int, budget: _Budget
+) -> list[Node]:
     if not isinstance(spec, Mapping):
         return [Compare(path, "eq", _literal(spec, where))]
     keys = [k for k in spec if isinstance(k, str) and k.startswith("$")]
@@ -234,10 +274,15 @@ def _field(path: tuple[str, ...], spec: object, where: str, depth: int) -> list[
             f"{where}: an object is not a filter value; write an operator document "
             f'({{"$gte": 1}}) or address nested keys by dotted path ("a.b": 1)'
         )
-    return [_operator(path, op, operand, f"{where}.{op}", depth) for op, operand in spec.items()]
+    budget.add(where, len(spec))
+    return [
+        _operator(path, op, operand, f"{where}.{op}", depth, budget) for op, operand in spec.items()
+    ]
 
 
-def _operator(path: tuple[str, ...], op: str, operand: object, where: str, depth: int) -> Node:
+def _operator(
+    path: tuple[str, ...], op: str, operand: object, where: str, depth: int, budget: _Budget
+) -> Node:
     if op == "$eq":
         return Compare(path, "eq", _literal(operand, where))
     if op == "$ne":
@@ -250,6 +295,7 @@ def _operator(path: tuple[str, ...], op: str, operand: object, where: str, depth
     if op in ("$in", "$nin"):
         if not isinstance(operand, list):
             raise ValidationError(f"{where}: must be a list of values")
+        budget.add(where, len(operand), values=len(operand))
         values = frozenset(_literal(v, f"{where}[{i}]") for i, v in enumerate(operand))
         return OneOf(path, values) if op == "$in" else Not(OneOf(path, values))
     if op == "$exists":
@@ -259,11 +305,10 @@ def _operator(path: tuple[str, ...], op: str, operand: object, where: str, depth
     if op == "$contains":
         return Compare(path, "contains", _literal(operand, where))
     if op == "$not":
-        if depth + 1 >= MAX_FILTER_DEPTH:
-            raise ValidationError(f"{where}: filter nested deeper than {MAX_FILTER_DEPTH} levels")
+        budget.nest(where, depth + 1)
         if not isinstance(operand, Mapping) or not operand:
             raise ValidationError(f"{where}: must be an operator document such as {{'$gt': 1}}")
-        return _negate(_join(And, _field(path, operand, where, depth + 1)))
+        return _negate(_join(And, _field(path, operand, where, depth + 1, budget)))
     if op in ("$and", "$or"):
         raise ValidationError(f"{where}: {op} belongs at document level, not inside a field")
     raise ValidationError(f"{where}: unknown operator {op!r}")
@@ -293,3 +338,27 @@ def _join(kind: type[And] | type[Or], parts: list[Node]) -> Node:
 
 def _negate(node: Node) -> Node:
     return node.child if isinstance(node, Not) else Not(node)
+
+
+def _always(node: Node) -> bool:
+    """``node`` matches every memory by its form (see :attr:`Filter.selects_everything`)."""
+    if isinstance(node, And):
+        return all(_always(c) for c in node.children)
+    if isinstance(node, Or):
+        return any(_always(c) or _negate(c) in node.children for c in node.children)
+    if isinstance(node, Not):
+        return _never(node.child)
+    return False
+
+
+def _never(node: Node) -> bool:
+    """``node`` matches no memory by its form."""
+    if isinstance(node, OneOf):
+        return not node.values
+    if isinstance(node, And):
+        return any(_never(c) or _negate(c) in node.children for c in node.children)
+    if isinstance(node, Or):
+        return bool(node.children) and all(_never(c) for c in node.children)
+    if isinstance(node, Not):
+        return _always(node.child)
+    return False

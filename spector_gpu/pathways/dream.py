@@ -35,8 +35,10 @@ from typing import Any
 
 import numpy as np
 
+from .. import checks
 from ..cortex import Cortex, NewMemories, Payload, WriteBatch, decode_tsid, encode_tsid, killpoint
 from ..cortex.layouts import CF_DREAMED, CF_SIMULATED
+from ..embedders.rows import embedding_rows
 from ..errors import ValidationError
 from ..provenance.record import RecordProvenance
 from ..types import DreamEntry, DreamReport, MemoryType, Source
@@ -44,6 +46,7 @@ from .dream_journal import dream_entries, entry_of, planned_memory
 from .hebbian import DREAM_EVENT, HebbianLinks, as_weight, pair_key
 from .reinforcement import StrengthUpdater
 from .remember import RememberPathway
+from .versions import deleted
 from .walk import Candidate, Neighbourhood, draw
 
 __all__ = ["DreamPathway", "Generator", "extractive_dream"]
@@ -112,9 +115,9 @@ class DreamPathway:
         c = self.cortex
         c.part.check_writable()
         _check_args(max_dreams, temperature, seed)
+        now = checks.epoch_ms(now_ms)
         chosen = self._seed_ordinals(seeds)
         count = len(chosen) if chosen is not None else max_dreams
-        now = int(time.time() * 1000) if now_ms is None else int(now_ms)
         self.hebbian.sync()
         self.resume()
         done = {e.index: e for _, e in dream_entries(c) if cycle and e.cycle == cycle}
@@ -284,7 +287,8 @@ class DreamPathway:
             tags=("dream",),
             source_uri=f"dream:{seq}",
         )
-        vec = np.asarray(c.embedder.embed([payload.text]), dtype=np.float32).reshape(1, -1)
+        name = getattr(c.embedder, "name", "?")
+        vec = embedding_rows(c.embedder.embed([payload.text]), 1, c.dim, name, what="dreams")
         now = int(time.time() * 1000)
         new = NewMemories(
             ids=np.array([tsid], dtype=np.int64),
@@ -330,10 +334,18 @@ class DreamPathway:
         return [e for _, e in dream_entries(self.cortex)]
 
     def explain(self, memory_id: str) -> DreamEntry | None:
-        """The dream that wrote ``memory_id`` (its lineage: seed and fragments), or None."""
+        """The dream that wrote ``memory_id`` (its lineage: seed and fragments), or None (also
+        once that memory is deleted: like ``explain``, a deleted memory has no lineage)."""
         if not isinstance(memory_id, str):
             return None
-        for _, e in dream_entries(self.cortex):
+        c = self.cortex
+        try:
+            o = c.id_map.get(decode_tsid(memory_id))
+        except ValidationError:
+            return None
+        if o is not None and deleted(c, o):
+            return None
+        for _, e in dream_entries(c):
             if e.wrote == memory_id:
                 return e
         return None

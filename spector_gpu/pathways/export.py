@@ -2,7 +2,9 @@
 
 Files: ``memory.json`` (the memory as stored: header fields and payload), ``citations.json``,
 ``provenance.json`` (each 72-byte lineage record, decoded and as hex), and with
-``include_parents`` one ``parents/<id>.json`` per parent turn. Canonical JSON (sorted keys, no
+``include_parents`` one ``parents/<id>.json`` per parent turn. A deleted memory is never
+exported (``UnknownIdError``, as for an id never stored), and a deleted parent turn is named
+without its text or fields (``{"id": ..., "deleted": true}``). Canonical JSON (sorted keys, no
 timestamps of the export itself), so two exports of the same memory are byte-identical; the
 tar and its SHA-256 manifest come from :mod:`spector_gpu.provenance.bundle`.
 """
@@ -17,7 +19,9 @@ import numpy as np
 
 from ..cortex import Cortex, decode_tsid, encode_tsid
 from ..errors import UnknownIdError, ValidationError
+from ..paths import output_path
 from ..provenance.bundle import BundleInfo, write_bundle
+from .versions import deleted
 
 __all__ = ["export_bundle", "memory_document"]
 
@@ -71,10 +75,15 @@ def export_bundle(
 ) -> BundleInfo:
     if not isinstance(memory_id, str):
         raise ValidationError("memory_id must be a TSID string")
+    output_path(path)  # refused before any work: a path into a store directory
     c.part.check_usable()
     o = c.id_map.get(decode_tsid(memory_id))
     if o is None:
         raise UnknownIdError(f"no memory with id {memory_id!r} in {c.path}")
+    if deleted(c, o):
+        raise UnknownIdError(
+            f"memory {memory_id!r} was deleted; its text and fields are erased and never exported"
+        )
     files: dict[str, bytes] = {"memory.json": _canon(memory_document(c, o))}
     payload = c.payload(o)
     files["citations.json"] = _canon([cit.to_dict() for cit in payload.citations])
@@ -90,8 +99,10 @@ def export_bundle(
     if include_parents:
         for p in sorted(set(parents)):
             pid = encode_tsid(int(c.cols.ids[p]))
-            if p in c.quarantined:  # say so rather than export a stand-in or fail the bundle
-                doc: dict[str, Any] = {
+            if deleted(c, p):  # lineage still names the turn; its contents are erased
+                doc: dict[str, Any] = {"id": pid, "deleted": True}
+            elif p in c.quarantined:  # say so rather than export a stand-in or fail the bundle
+                doc = {
                     "id": pid,
                     "quarantined": True,
                     "error": str(c.quarantine_error(p, pid)),

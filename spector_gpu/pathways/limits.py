@@ -12,8 +12,20 @@ from collections.abc import Sequence
 
 from ..config import RecallConfig
 from ..errors import ValidationError
+from ..metadata.filters import Filter, FilterLimits
 
-__all__ = ["check_recall"]
+__all__ = ["check_filter", "check_recall"]
+
+
+def check_filter(where: Filter, config: RecallConfig) -> None:
+    """Refuse a compiled ``where`` larger than ``config``'s ``max_filter_values``,
+    ``max_filter_depth`` or ``max_filter_terms`` (``ValidationError`` naming the key)."""
+    limits = FilterLimits(
+        values=config.max_filter_values,
+        depth=config.max_filter_depth,
+        terms=config.max_filter_terms,
+    )
+    where.check(limits, field="RecallOptions.where")
 
 
 def check_recall(queries: object, k: int, config: RecallConfig, *, single: bool = False) -> None:

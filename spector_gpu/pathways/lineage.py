@@ -1,7 +1,9 @@
 """Lineage queries: where a consolidated memory came from (seed 000 ``explain``).
 
 Answered from the 72-byte lineage records alone (the provenance store), so a writer, a reader
-and a reopened store give the same answer; the parent turns are the record's turn range.
+and a reopened store give the same answer; the parent turns are the record's turn range. A
+deleted memory has no lineage to show (``explain`` gives None, ``session_provenance`` leaves
+it out); a deleted parent turn stays named in ``parent_ids`` but is never hydrated.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 
 from ..cortex import Cortex, decode_tsid, encode_tsid
 from ..errors import ValidationError
+from .versions import deleted
 
 __all__ = ["MemoryProvenance", "explain", "session_provenance"]
 
@@ -57,8 +60,9 @@ def _record(c: Cortex, r: np.void, include_parents: bool) -> MemoryProvenance:
 
         rp = RecallPathway(c, None)
         now = int(time.time() * 1000)
-        d = rp._current_d(np.asarray(turns, dtype=np.int64), now) if turns else np.zeros(0)
-        parents = tuple(rp.result(o, 0.0, float(d[k])) for k, o in enumerate(turns))
+        shown = [o for o in turns if not deleted(c, o)]
+        d = rp._current_d(np.asarray(shown, dtype=np.int64), now) if shown else np.zeros(0)
+        parents = tuple(rp.result(o, 0.0, float(d[k])) for k, o in enumerate(shown))
     return MemoryProvenance(
         memory_id=encode_tsid(int(r["target_tsid"])),
         session_id=int(r["session_id"]),
@@ -89,6 +93,9 @@ def explain(c: Cortex, memory_id: Any, *, include_parents: bool = False) -> Memo
         tsid = decode_tsid(memory_id)
     except ValidationError:
         return None
+    o = c.id_map.get(tsid)
+    if o is not None and deleted(c, o):
+        return None
     rows = c.provenance.find_by_target(tsid)
     return _record(c, rows[0], include_parents) if len(rows) else None
 
@@ -97,4 +104,9 @@ def session_provenance(c: Cortex, session_id: Any) -> list[MemoryProvenance]:
     """Every memory derived from session ``session_id`` (an int), by pass then fact index."""
     if isinstance(session_id, bool) or not isinstance(session_id, (int, np.integer)):
         return []
-    return [_record(c, r, False) for r in c.provenance.by_session(int(session_id))]
+    out = []
+    for r in c.provenance.by_session(int(session_id)):
+        o = c.id_map.get(int(r["target_tsid"]))
+        if o is None or not deleted(c, o):
+            out.append(_record(c, r, False))
+    return out

@@ -4,7 +4,9 @@ memory's ``history``.
 ``list`` and ``count`` select with the same gates as recall (:mod:`.recall.gates`: scopes,
 kind, confidence, metadata ``where``, memory types; deleted, replaced and expired rows never
 pass) and order the live memories by id (creation time). ``history`` reads a memory's version
-rows and, for a deleted memory, the time of its ``delete`` event.
+rows and, for a deleted memory, the time of its ``delete`` event; a deleted memory's history
+is erased at once (times, versions and text hashes, never a text, role or speaker), the same
+history its ``delete`` event gives once compaction has removed its rows.
 """
 
 from __future__ import annotations
@@ -129,7 +131,8 @@ class ListingPathway:
 
     def history(self, memory_id: str) -> builtins.list[MemoryEvent]:
         """Every version of ``memory_id`` (ADD, then one UPDATE each), and DELETE when it was
-        deleted; ``[]`` for an unknown id. Texts are those still stored (until compaction)."""
+        deleted; ``[]`` for an unknown id. A deleted memory's events carry no text, role or
+        speaker (erased from the ``delete`` on, before compaction removes the bytes)."""
         if not isinstance(memory_id, str):
             raise ValidationError(
                 f"memory id must be a TSID string, got {type(memory_id).__name__}"
@@ -151,27 +154,24 @@ class ListingPathway:
         for r in rows:
             p = c.payload(r)
             created = created or p.created_ms or int(c.cols.created_ms[r])
-            out.append(
-                MemoryEvent(
-                    event="ADD" if p.version == 1 else "UPDATE",
-                    memory_id=encode_tsid(int(c.cols.ids[r])),
-                    version=p.version,
-                    at_ms=p.updated_ms or created,
-                    created_ms=created,
-                    content_hash=text_hash(p.text),
-                    previous_text=before,
-                    new_text=p.text,
-                    is_deleted=deleted,
-                    role=None if p.role is None or p.role > 5 else Role(p.role).name.lower(),
-                    speaker=p.speaker,
-                )
+            event = MemoryEvent(
+                event="ADD" if p.version == 1 else "UPDATE",
+                memory_id=encode_tsid(int(c.cols.ids[r])),
+                version=p.version,
+                at_ms=p.updated_ms or created,
+                created_ms=created,
+                content_hash=text_hash(p.text),
+                previous_text=before,
+                new_text=p.text,
+                is_deleted=deleted,
+                role=None if p.role is None or p.role > 5 else Role(p.role).name.lower(),
+                speaker=p.speaker,
             )
+            out.append(_erased(event) if deleted else event)
             before = p.text
         if deleted:
-            last = out[-1]
             at = self._deleted_at(memory_id)
-            gone = dataclasses.replace(last, event="DELETE", at_ms=at, previous_text=before)
-            out.append(dataclasses.replace(gone, new_text=None))
+            out.append(dataclasses.replace(out[-1], event="DELETE", at_ms=at))
         return out
 
     def _erased_history(self, memory_id: str) -> builtins.list[MemoryEvent]:
@@ -218,3 +218,8 @@ class ListingPathway:
             if event.kind == "delete" and event.memory_id == memory_id:
                 found = event
         return found
+
+
+def _erased(event: MemoryEvent) -> MemoryEvent:
+    """``event`` of a deleted memory: its time, version and text hash, no text or speaker."""
+    return dataclasses.replace(event, previous_text=None, new_text=None, role=None, speaker="")

@@ -26,6 +26,7 @@ from ..cortex import (
 )
 from ..cortex.token_rows import payload_rows
 from ..device import embedder_threads
+from ..embedders.rows import embedding_rows
 from ..errors import DuplicateIdError, ValidationError
 from ..provenance.chain import EventChain
 from ..provenance.record import RecordProvenance
@@ -211,19 +212,9 @@ class RememberPathway:
             size += len(text)
             if size >= _EMBED_GROUP_CHARS or len(group) >= limit or k == len(parsed) - 1:
                 with embedder_threads(len(group)):
-                    got = np.asarray(c.embedder.embed(group), dtype=np.float32)
-                if got.shape != (len(group), c.dim):
-                    raise ValidationError(
-                        f"embedder returned shape {got.shape} for {len(group)} texts, "
-                        f"expected ({len(group)}, {c.dim})"
-                    )
-                finite = np.isfinite(got).all(axis=1)
-                if not finite.all():
-                    bad = done + int(np.flatnonzero(~finite)[0])
-                    raise ValidationError(
-                        f"embedder {getattr(c.embedder, 'name', '?')!r} returned NaN or inf "
-                        f"for items[{bad}]; nothing was written (fix or replace the embedder)"
-                    )
+                    out = c.embedder.embed(group)
+                name = getattr(c.embedder, "name", "?")
+                got = embedding_rows(out, len(group), c.dim, name, first=done)
                 vectors[done : done + len(group)] = got
                 rows.append(payload_rows([it.payload for it in parsed[done : done + len(group)]]))
                 done += len(group)

@@ -24,16 +24,15 @@ the previous ones left, so a sleep killed anywhere and rerun (same ``now_ms``) c
 
 from __future__ import annotations
 
-import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from .. import checks
 from ..cortex import Cortex, encode_tsid, killpoint
 from ..cortex.layouts import CF_DREAMED, CF_SIMULATED
-from ..errors import ValidationError
 from ..types import DreamReport, RecallOptions, SleepReport, Source
 from .dream import DreamPathway
 from .recall.gates import gate_mask
@@ -99,10 +98,10 @@ class SleepPathway:
         ``sleep.prune`` / ``sleep.dream``."""
         c = self.cortex
         c.part.check_writable()
-        if now_ms is not None and (isinstance(now_ms, bool) or not isinstance(now_ms, int)):
-            raise ValidationError(f"now_ms must be an int (epoch ms), got {now_ms!r}")
+        now = checks.epoch_ms(now_ms)
+        if budget is not None:
+            budget = checks.integer(budget, "budget", lo=1, hi=None)
         cfg = c.config.sleep
-        now = int(time.time() * 1000) if now_ms is None else now_ms
         steps: dict[str, str] = {}
         resumed = self.dreams.resume()
         steps["resume"] = f"{resumed} interrupted dream(s) finished"

@@ -26,6 +26,7 @@ __all__ = [
     "alive",
     "as_raw",
     "chain",
+    "deleted",
     "live_ordinal",
     "next_version",
     "text_hash",
@@ -70,6 +71,13 @@ def alive(cortex: Cortex, o: int, now_ms: int) -> bool:
         and not tombstoned(cols.headers[o : o + 1])[0]
         and not expired(cols.expires_ms[o : o + 1], now_ms)[0]
     )
+
+
+def deleted(cortex: Cortex, o: int) -> bool:
+    """Row ``o``'s memory was deleted: from that commit no read returns its text or metadata
+    (compaction removes its bytes later). A quarantined row's header is a stand-in, never
+    evidence of a deletion: False (its reads raise ``CorruptionError`` instead)."""
+    return o not in cortex.quarantined and bool(tombstoned(cortex.cols.headers[o : o + 1])[0])
 
 
 def live_ordinal(cortex: Cortex, memory_id: object, now_ms: int) -> int:

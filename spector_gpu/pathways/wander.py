@@ -12,18 +12,19 @@ co-activated pairs do (one ``wander.learn`` event, journaled like a dream's chan
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Callable
 from typing import Any, Literal
 
 import numpy as np
 
+from .. import checks
 from ..cortex import Cortex, WriteBatch, decode_tsid, encode_tsid
 from ..errors import ValidationError
 from ..types import WanderStep
 from .hebbian import LEARN_EVENT, HebbianLinks, as_weight
 from .reinforcement import StrengthUpdater
 from .remember import RememberPathway
+from .versions import deleted
 from .walk import Neighbourhood, draw
 
 __all__ = ["CueFinder", "WanderPathway"]
@@ -84,13 +85,13 @@ class WanderPathway:
             raise ValidationError(f"temperature must be a number > 0, got {temperature!r}")
         if not (np.isfinite(temperature) and temperature > 0):
             raise ValidationError(f"temperature must be finite and > 0, got {temperature!r}")
+        now = checks.epoch_ms(now_ms)
         if mode == "learn":
             self.cortex.part.check_writable()
         self.hebbian.sync()
         start = self._start(cue)
         if start is None:
             return []
-        now = int(time.time() * 1000) if now_ms is None else int(now_ms)
         hood = Neighbourhood(
             self.cortex, self.hebbian, self.strength, now, include_simulated=include_simulated
         )
@@ -153,15 +154,15 @@ class WanderPathway:
     def links(self, memory_id: str, *, now_ms: int | None = None) -> list[WanderStep]:
         """Every association link of ``memory_id`` (simulated neighbours included), as
         one-step wanders: kind, weight and the neighbour's D (probability 1.0); empty for an
-        unknown id."""
+        unknown or deleted id."""
         c = self.cortex
         if not isinstance(memory_id, str):
             raise ValidationError("memory_id must be a memory id string")
+        now = checks.epoch_ms(now_ms)
         self.hebbian.sync()
         o = c.id_map.get(decode_tsid(memory_id))
-        if o is None:
+        if o is None or deleted(c, o):
             return []
-        now = int(time.time() * 1000) if now_ms is None else int(now_ms)
         hood = Neighbourhood(c, self.hebbian, self.strength, now, include_simulated=True)
         ids = c.cols.ids
         return [

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from spector_gpu.errors import SpectorError, StoreError, ValidationError
+from spector_gpu.paths import output_path
 
 from .bundle_reader import BundleReport, read_bundle, verify_bundle
 from .manifest import (
@@ -120,8 +121,11 @@ def write_bundle(path: str | os.PathLike[str], files: Mapping[str, bytes]) -> Bu
     The tar is written to ``<path>.partial``, fsynced, then renamed over ``path``.
 
     Raises:
-        ValidationError: a name is unsafe or reserved, a value is not bytes, or a cap is hit.
+        ValidationError: a name is unsafe or reserved, a value is not bytes, a cap is hit, or
+            ``path`` is not a writable file path or resolves into a store directory
+            (:func:`spector_gpu.paths.output_path`).
     """
+    target = os.fspath(output_path(path))
     checked = _checked_files(files)
     entries = tuple(ManifestEntry(n, sha256_hex(d), len(d)) for n, d in sorted(checked.items()))
     members = dict(checked)
@@ -133,9 +137,6 @@ def write_bundle(path: str | os.PathLike[str], files: Mapping[str, bytes]) -> Bu
         for name in sorted(members):
             tf.addfile(_tarinfo(name, len(members[name])), io.BytesIO(members[name]))
     blob = buf.getvalue()
-    target = os.fspath(path)
-    if not isinstance(target, str) or not target or "\x00" in target:
-        raise ValidationError(f"path must be a non-empty str file path without NUL, got {target!r}")
     try:
         mode = os.lstat(target).st_mode
     except FileNotFoundError:

@@ -58,6 +58,28 @@ class BundleReport:
     errors: list[str] = field(default_factory=list)
 
 
+def _read(path: str, max_bytes: int) -> tuple[bytes, str | None]:
+    """The bytes of the regular file at ``path``, or the problem that kept them unread: a
+    file over ``max_bytes`` is refused by its size before a byte is read."""
+    too_large = f"{path}: larger than the {max_bytes}-byte cap"
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read forever
+            return b"", f"{path!r}: not a regular file"
+        if st.st_size > max_bytes:
+            return b"", too_large
+        with open(path, "rb") as fh:
+            held = os.fstat(fh.fileno())  # the file opened, not the name stat'ed above
+            if not stat.S_ISREG(held.st_mode):
+                return b"", f"{path!r}: not a regular file"
+            if held.st_size > max_bytes:
+                return b"", too_large
+            blob = fh.read(max_bytes + 1)
+    except (OSError, ValueError) as exc:  # ValueError: a path with NUL in it
+        return b"", f"{path!r}: cannot read ({exc})"
+    return (b"", too_large) if len(blob) > max_bytes else (blob, None)  # grew while read
+
+
 def _scan(
     path: str, max_bytes: int, max_member_bytes: int
 ) -> tuple[dict[str, bytes], list[str], str]:
@@ -65,15 +87,9 @@ def _scan(
     SHA-256 hex of the bytes read (one read, so the hash and the members agree)."""
     members: dict[str, bytes] = {}
     errors: list[str] = []
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the read forever
-            return {}, [f"{path!r}: not a regular file"], ""
-        with open(path, "rb") as fh:
-            blob = fh.read(max_bytes + 1)
-    except (OSError, ValueError) as exc:  # ValueError: a path with NUL in it
-        return {}, [f"{path!r}: cannot read ({exc})"], ""
-    if len(blob) > max_bytes:
-        return {}, [f"{path}: larger than the {max_bytes}-byte cap"], ""
+    blob, problem = _read(path, max_bytes)
+    if problem is not None:
+        return {}, [problem], ""
     try:
         with tarfile.open(fileobj=io.BytesIO(blob), mode="r:", encoding="utf-8") as tf:
             while (info := tf.next()) is not None:

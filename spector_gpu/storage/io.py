@@ -223,17 +223,32 @@ def open_nofollow(path: str, flags: int) -> int:
     return fd
 
 
-def read_regular(path: str | os.PathLike[str]) -> bytes:
+def read_regular(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> bytes:
     """The whole content of the regular file ``path``, never read through a symbolic link;
-    ``StoreFormatError`` for a link or special file, ``FileNotFoundError`` if absent."""
+    ``StoreFormatError`` for a link or special file, or for a file over ``max_bytes`` (refused
+    by its size before a byte is read, and if it grows while read); ``FileNotFoundError`` if
+    absent."""
     fd = open_nofollow(str(path), os.O_RDONLY)
     try:
-        chunks = []
+        if max_bytes is not None and os.fstat(fd).st_size > max_bytes:
+            raise _too_large(path, max_bytes)
+        chunks, size = [], 0
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
+            size += len(chunk)
+            if max_bytes is not None and size > max_bytes:
+                raise _too_large(path, max_bytes)
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def _too_large(path: str | os.PathLike[str], max_bytes: int) -> StoreFormatError:
+    return StoreFormatError(
+        f"{path}: larger than the {max_bytes:,} bytes such a file ever holds; it is not the "
+        "store's own file — restore it from a backup or remove it",
+        file=str(path),
+    )
 
 
 def create_new(path: str | os.PathLike[str]) -> File:

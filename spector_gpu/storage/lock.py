@@ -21,17 +21,58 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from ..errors import StoreFormatError, StoreLockedError
+from ..errors import StoreFailedError, StoreFormatError, StoreLockedError
 from .io import open_nofollow
 
-__all__ = ["acquire_writer_lock", "track_writer"]
+__all__ = ["acquire_writer_lock", "lost_lock", "track_writer"]
 
 _WRITERS: weakref.WeakSet[Any] = weakref.WeakSet()
+_ATTEMPTS = 5  # locks of a LOCK that was replaced meanwhile, before giving up
 _at_fork_registered = False
 
 
 def acquire_writer_lock(directory: Path) -> int:
-    """Take ``directory/LOCK`` exclusively (non-blocking); returns the descriptor holding it."""
+    """Take ``directory/LOCK`` exclusively (non-blocking); returns the descriptor holding it.
+
+    The lock is held only if the name still names the locked file once the lock is taken: a
+    ``LOCK`` unlinked or renamed over between the open and the ``flock`` (by a writer closing,
+    or by anything replacing the file) would otherwise leave two processes each holding a lock
+    on a different file. Such a race is retried a few times, then reported as locked."""
+    for _ in range(_ATTEMPTS):
+        fd = _lock_once(directory)
+        if _names_same_file(directory / "LOCK", fd):
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()} {int(time.time())}\n".encode())
+            return fd
+        os.close(fd)
+    raise StoreLockedError(
+        f"{directory}: the LOCK file was replaced while it was being locked, {_ATTEMPTS} times; "
+        "another process is replacing it — stop it, then open the store again"
+    )
+
+
+def lost_lock(directory: Path, fd: int) -> StoreFailedError | None:
+    """The error of a writer whose ``directory/LOCK`` no longer names the file it locked
+    through ``fd`` (removed, or replaced by another file, which a second writer could lock
+    too), or None while it does. One ``stat``: checked before every write."""
+    if _names_same_file(directory / "LOCK", fd):
+        return None
+    return StoreFailedError(
+        f"{directory}/LOCK was removed or replaced while this writer held it, so another "
+        "writer may open the store; this handle writes nothing more — close it, then reopen"
+    )
+
+
+def _names_same_file(path: Path, fd: int) -> bool:
+    try:
+        named = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _lock_once(directory: Path) -> int:
     path = directory / "LOCK"
     fd = open_nofollow(str(path), os.O_RDWR | os.O_CREAT)
     try:
@@ -53,8 +94,6 @@ def acquire_writer_lock(directory: Path) -> int:
                 "or close the other writer"
             ) from exc
         raise
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()} {int(time.time())}\n".encode())
     return fd
 
 

@@ -1,16 +1,14 @@
 """A partition: one store directory of region files, its writer lock and its redo journal.
 
-One writer process per directory (``fcntl.flock`` on ``LOCK``, never ``lockf``: flock locks
-belong to the open file, so a forked child cannot silently inherit and release them); any
-number of read-only processes, which take no lock and are never blocked (as in LMDB).
-
-Writes are grouped in a :class:`Transaction`; :meth:`Partition.commit` appends them to the
-journal, makes that durable per the durability level, then applies them to the regions —
-data first, each region's preamble (its committed count) after, in spec order, so a reader
-that sees a count sees the bytes behind it. Durability levels: ``none`` (no barrier: survives
-a process crash, not power loss), ``flush`` (``fdatasync`` of the journal at each commit) and
-``fsync`` (``fsync`` of the journal and of the directory when files were created). A
-compaction replaces the files under an open partition (:mod:`.swap`): a reader notices
+One writer process per directory (``flock`` on ``LOCK``, :mod:`.lock`; a writer whose ``LOCK``
+was replaced stops writing); read-only processes take no lock and are never blocked. Writes
+are grouped in a :class:`Transaction`; :meth:`Partition.commit` appends them to the journal,
+makes that durable per the durability level, then applies them to the regions — data first,
+each region's preamble (its committed count) after, in spec order, so a reader that sees a
+count sees the bytes behind it. Durability levels: ``none`` (no barrier: survives a process
+crash, not power loss), ``flush`` (``fdatasync`` of the journal at each commit) and ``fsync``
+(``fsync`` of the journal and of the directory when files were created). A compaction
+replaces the files under an open partition (:mod:`.swap`): a reader notices
 (:meth:`Partition.swapped`) and both sides carry on with :meth:`Partition.reopen`.
 """
 
@@ -37,7 +35,7 @@ from .directory import OpenedRegions, claim_directory, open_failure, open_store_
 from .io import fsync_dir
 from .journal import encode_record_parts
 from .killpoints import killpoint
-from .lock import track_writer
+from .lock import lost_lock, track_writer
 from .preamble import PREAMBLE_SIZE, SHAPE_APPEND, Preamble, RegionId
 from .recovery import open_writer
 from .region import Region, RegionSpec
@@ -219,6 +217,8 @@ class Partition:
 
     def check_writable(self) -> None:
         self.check_usable()
+        if self.failed is None and self._lock_fd is not None:  # another file under LOCK's name
+            self.failed = lost_lock(self.directory, self._lock_fd)
         if isinstance(self.failed, CorruptionError):
             raise StoreFailedError(
                 f"{self.directory}: the store is read-only: it was opened point-in-time over "

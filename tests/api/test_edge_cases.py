@@ -386,17 +386,20 @@ def test_a_store_with_a_huge_valued_embedder_recalls(tmp_path: Path) -> None:
         assert hits[0].id == ids[4] and all(np.isfinite(h.score) for h in hits)
 
 
-def test_a_quarantined_memory_is_not_exported_as_evidence(tmp_path: Path) -> None:
+def test_a_quarantined_memory_is_not_exported_as_evidence(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     ids = _mixed_store(tmp_path)
+    out = tmp_path_factory.mktemp("bundles")  # outside the store: never an output path
     with SpectorMemory.open(tmp_path, read_only=True) as mem:
         off = int(mem._cortex.cols.index["record_offset"][2])
     _reseal_episode(tmp_path / "episodic.log", off, float("nan"))
     with SpectorMemory.open(tmp_path) as mem:
         with pytest.raises(CorruptionError, match=ids[2]):
-            mem.export_bundle(ids[2], tmp_path / "bundle.zip")
-        assert not (tmp_path / "bundle.zip").exists()
-        info = mem.export_bundle(ids[1], tmp_path / "ok.zip")  # a sound neighbour still exports
-        assert (tmp_path / "ok.zip").exists() and info is not None
+            mem.export_bundle(ids[2], out / "bundle.zip")
+        assert not (out / "bundle.zip").exists()
+        info = mem.export_bundle(ids[1], out / "ok.zip")  # a sound neighbour still exports
+        assert (out / "ok.zip").exists() and info is not None
 
 
 @pytest.mark.parametrize("key", ["temporal_weight", "tag_weight", "lineage_weight", "decay"])

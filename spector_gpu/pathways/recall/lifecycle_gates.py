@@ -12,7 +12,9 @@ import numpy as np
 
 from ...cortex.cortex import Cortex
 from ...cortex.lifecycle import NEVER, expired, tombstoned
+from ...metadata.filters import compile_filter
 from ...types import RecallOptions
+from ..limits import check_filter
 from .state import StoreVersion
 
 __all__ = [
@@ -61,6 +63,7 @@ def lifecycle_mask(cortex: Cortex, opts: RecallOptions, lo: int, hi: int) -> np.
     if opts.min_confidence is not None:
         m &= attrs.column("confidence")[lo:hi] >= np.float32(opts.min_confidence)
     if opts.where is not None:
+        check_filter(compile_filter(opts.where), cortex.config.recall)
         m &= attrs.metadata.mask(opts.where, hi)[lo:hi]
     if not opts.include_superseded:
         m &= ~superseded(cortex, lo, hi)
