@@ -36,7 +36,6 @@ from ...errors import ValidationError
 from ...kernels.decay import DecayLaw
 from ...kernels.native import native
 from ...types import CognitiveResult, Explanation, RecallBatch, RecallOptions
-from ..limits import check_recall
 from .clock import recall_clock
 from .columns import RecallColumns
 from .fusion import COEFFICIENT_MAX
@@ -218,8 +217,14 @@ class RecallPathway:
         opts = options if options is not None else self.default_options()
         if not isinstance(opts, RecallOptions):
             raise ValidationError(f"options must be a RecallOptions, got {type(opts).__name__}")
-        # the one validation of a recall's caps, read from the config (pathways/limits.py)
-        check_recall(queries, opts.k, self.cortex.config.recall)
+        # the caps (query count, k, query length, blank queries) are the facade's, checked once
+        # from the config before this is called (pathways/limits.py check_recall); here only
+        # what the pathway's own code needs
+        if isinstance(queries, str) or not isinstance(queries, Sequence):
+            raise ValidationError("recall_batch takes a list of query strings")
+        for i, q in enumerate(queries):
+            if not isinstance(q, str):
+                raise ValidationError(f"queries[{i}] must be a string, got {type(q).__name__}")
         return opts
 
     def _weights(self, opts: RecallOptions) -> dict[str, float]:
