@@ -66,6 +66,12 @@ class MemoryRecall:
         """The batch of a stacked part's scores, hydrated under this handle's lock."""
         return self.pathway.batch_of(scored)
 
+    def cue(self, text: str) -> str | None:
+        """The memory a text names: its best recall hit, recalled without side effects
+        (``"cue"`` on the hub: wander's text cues)."""
+        hits = self.recall(text, RecallOptions(k=1, mode="observe"))
+        return hits[0].id if hits else None
+
     def _check(self, queries: object, options: object, *, single: bool = False) -> None:
         """The call's caps and queries (:func:`~..pathways.limits.check_recall`)."""
         if options is not None and not isinstance(options, RecallOptions):
