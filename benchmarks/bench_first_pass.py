@@ -44,6 +44,7 @@ class TableEmbedder:
     """``d<i>`` → row ``i`` of the corpus, ``q<j>`` → query ``j``: the caller's own vectors."""
 
     name = "bench-table"
+    fusion_weight = 1.0
 
     def __init__(self, docs: np.ndarray, queries: np.ndarray) -> None:
         self.docs, self.queries, self.dim = docs, queries, int(docs.shape[1])

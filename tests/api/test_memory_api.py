@@ -510,6 +510,7 @@ class _NaNEmbedder:
 
     name = "broken"
     dim = 8
+    fusion_weight = 1.0
 
     def embed(self, texts: list[str]) -> Any:
         import numpy as np

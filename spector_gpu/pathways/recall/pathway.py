@@ -223,7 +223,7 @@ class RecallPathway:
 
     def _weights(self, opts: RecallOptions) -> dict[str, float]:
         r = self.cortex.config.recall
-        emb_w = float(getattr(self.cortex.embedder, "fusion_weight", 1.0))
+        emb_w = float(self.cortex.embedder.fusion_weight)
         w = {
             "lexical": r.lexical_weight,
             "dense": r.dense_weight * emb_w,
