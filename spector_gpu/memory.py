@@ -22,7 +22,7 @@ from .cortex.cortex import Cortex
 from .device import DeviceLike, resolve_device
 from .embedders import Embedder, make_embedder
 from .engine import Engine, build_engine
-from .errors import StoreClosedError
+from .errors import StoreClosedError, ValidationError
 from .handles import HandleRegistry, Requested, Settings, settings_conflict
 from .lifecycle import MemoryEvent, MemoryKind
 from .opening import ConfigArg, refuse_missing_store, resolve_config, store_path
@@ -47,7 +47,7 @@ from .types import (
     WanderStep,
 )
 
-__all__ = ["SpectorMemory"]
+__all__ = ["SpectorMemory", "engine_of"]
 
 _HANDLES: HandleRegistry[SpectorMemory] = HandleRegistry()
 
@@ -141,8 +141,6 @@ class SpectorMemory:
         have = Settings(self.config, self.embedder.name, self.device, self._public_key)
         differs = settings_conflict(have, want)
         if differs:
-            from .errors import ValidationError
-
             raise ValidationError(
                 f"{self.path}: the store is already open in this process with a different "
                 f"{', '.join(differs)}; opening it again shares that handle — close it first, or "
@@ -564,3 +562,11 @@ class SpectorMemory:
     def external_ids(self) -> dict[str, str]:
         """``{external_id: memory id}`` of every memory that has one."""
         return self._admin.external_ids()
+
+
+def engine_of(memory: SpectorMemory) -> Engine:
+    """The engine behind an open handle: for the engine's own services (``MultiStore``) and
+    :mod:`spector_gpu.testing`, never for callers of the public API."""
+    if not isinstance(memory, SpectorMemory):
+        raise ValidationError(f"expected a SpectorMemory, got {type(memory).__name__}")
+    return memory._engine
