@@ -108,15 +108,9 @@ class SpectorMemory:
             cfg = cfg.replace({"embedder": {"name": embedder}})
         dev = resolve_device(device if device is not None else cfg.dense.device)
         signer = Ed25519Signer(signing_key) if signing_key is not None else None
-        want = Requested(
-            config=cfg if config is not None else None,
-            embedder_config=cfg.embedder if isinstance(embedder, str) else None,
-            embedder_name=None
-            if embedder is None or isinstance(embedder, str)
-            else str(getattr(embedder, "name", "")),
-            device=dev if device is not None else None,
-            public_key=signer.public_key_bytes if signer is not None else None,
-        )
+        key = signer.public_key_bytes if signer is not None else None
+        given = dev if device is not None else None
+        want = Requested.of(cfg, config=config, embedder=embedder, device=given, public_key=key)
         with _HANDLES.lock:
             shared = _HANDLES.find(where, read_only)
             if shared is not None:
