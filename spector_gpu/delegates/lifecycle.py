@@ -15,7 +15,7 @@ from ..hub import EventHub
 from ..lifecycle import MemoryEvent
 from ..pathways.lifecycle import LifecyclePathway
 from ..pathways.listing import ListingPathway, scope_options
-from ..pathways.recall.hydration import Hydrator
+from ..pathways.reading import ReadLayer
 from ..pathways.remember import RememberPathway
 from ..types import CognitiveResult, MemoryType
 
@@ -38,7 +38,7 @@ class MemoryLifecycle:
         self.working = working
         self.events = events
         self.pathway = LifecyclePathway(cortex, remember.chain, remember)
-        self.listing = ListingPathway(cortex, Hydrator(cortex))
+        self.listing = ListingPathway(cortex, ReadLayer(cortex))
         self.lock = lock
 
     def update(self, memory_id: str, changes: Mapping[str, Any]) -> None:

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ..errors import ValidationError
 from .. import MultiStore
+from ..errors import ValidationError
 from ..multistore import STACK_MAX_ROWS
 from .as_of import question_options
 from .records import Conversation, Question

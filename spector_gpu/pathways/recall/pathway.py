@@ -40,7 +40,7 @@ from .clock import recall_clock
 from .columns import RecallColumns
 from .fusion import COEFFICIENT_MAX
 from .gates import GateCache
-from .hydration import Hydrator, retrieval_strength
+from .hydration import Hydrator
 from .lifecycle_gates import LiveRows
 from .relays import RecallPlan
 from .scorer import Scored, Scorer
@@ -207,10 +207,6 @@ class RecallPathway:
     ) -> CognitiveResult:
         """Hydrate ordinal ``o`` by its ``Location.type`` (see :class:`.Hydrator`)."""
         return self.hydrator.result(o, score, d, None, explain)
-
-    def _current_d(self, ordinals: np.ndarray, now: int) -> np.ndarray:
-        # kept for pathways/reflect.py (lineage parents), which is not ours to change here
-        return retrieval_strength(self.cortex, ordinals, now)
 
     # ---- internals -------------------------------------------------------------------
     def _check(self, queries: Sequence[str], options: RecallOptions | None) -> RecallOptions:
