@@ -13,7 +13,6 @@ import pytest
 
 from spector_gpu import Embedder, RecallOptions, SpectorMemory, ValidationError
 from spector_gpu.embedders import HashingEmbedder, make_embedder
-
 from spector_gpu.embedders.protocol import DEFAULT_FUSION_WEIGHT
 
 FAST = {"store": {"durability": "none"}}
