@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from .delegates.recall import MemoryRecall
+from .embedders import Embedder
 from .errors import StoreClosedError, ValidationError
 from .memory import SpectorMemory, engine_of
 from .pathways.recall.stacked import STACK_BUDGET, STACK_MAX_ROWS, recall_stacked
@@ -252,7 +253,7 @@ def _shared_vectors(
     from .embedders.static import StaticEmbedder
 
     by_name: dict[str, list[tuple[str, str]]] = {}
-    embedders: dict[str, HashingEmbedder | StaticEmbedder] = {}
+    embedders: dict[str, Embedder] = {}
     for key, delegate in delegates.items():
         emb = delegate.cortex.embedder
         if type(emb) in (HashingEmbedder, StaticEmbedder) and "dense" in options[key[1]].relays:
