@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 PYTEST_ARGS ?=
 
-.PHONY: demo test setup lint typecheck wheel-check bench bench-tests reliability-report gpu-check clean
+.PHONY: demo test setup lint imports typecheck wheel-check bench bench-tests reliability-report gpu-check clean
 
 # The demo needs only the package and matplotlib (its plots); the test toolchain (mypy, ruff,
 # ray, triton, notebooks, ...) is installed on top of that by `make test` / `make setup`.
@@ -42,7 +42,11 @@ lint: $(STAMP)
 wheel-check: $(STAMP)
 	PYTHON=$(PYTHON) BUILD_PY=$(PY) TORCH_SPEC="$(TORCH_SPEC)" bash tools/wheel_check.sh
 
-test: $(STAMP) lint
+# the layer table of docs/architecture.md, as import-linter contracts in pyproject.toml
+imports: $(STAMP)
+	$(VENV)/bin/lint-imports
+
+test: $(STAMP) lint imports
 	$(PY) -m mypy
 	$(MAKE) --no-print-directory wheel-check
 	$(PY) -m pytest -m "not heavy" $(PYTEST_ARGS)

@@ -45,7 +45,32 @@ from spector_gpu.integrations.langgraph import SpectorStore
 from spector_gpu.integrations.langgraph_ops import encode_key, namespace_labels, namespace_where
 from spector_gpu.integrations.mem0 import Memory
 
-WORDS = ["lisbon", "porto", "cello", "bread", "bike", "pottery", "studio", "dog", "cat", "garden", "river", "train", "coffee", "piano", "violin", "market", "harbour", "museum", "library", "mountain", "beach", "winter", "summer", "letter"]  # fmt: skip  # noqa: E501
+WORDS = [
+    "lisbon",
+    "porto",
+    "cello",
+    "bread",
+    "bike",
+    "pottery",
+    "studio",
+    "dog",
+    "cat",
+    "garden",
+    "river",
+    "train",
+    "coffee",
+    "piano",
+    "violin",
+    "market",
+    "harbour",
+    "museum",
+    "library",
+    "mountain",
+    "beach",
+    "winter",
+    "summer",
+    "letter",
+]
 QUERIES = ["who plays the cello", "a dog in the garden", "train to the harbour", "winter bread"]
 NS = ("docs", "ann")
 Op = Callable[[int], Any]
@@ -82,7 +107,9 @@ def langgraph(root: Path, n: int, ops: int) -> list[tuple[float, float]]:
             m.remember_batch([{"text": text(i), "type": "semantic", "metadata": meta,
                                "namespace": NS, "external_id": key, "upsert": True}])  # fmt: skip
 
-        put = paired_p50(lambda i: s.put(NS, f"k{i}", {"text": text(i), "i": i}), put_direct, ops, n)  # fmt: skip  # noqa: E501
+        put = paired_p50(
+            lambda i: s.put(NS, f"k{i}", {"text": text(i), "i": i}), put_direct, ops, n
+        )
         search = paired_p50(
             lambda i: s.search(NS, query=QUERIES[i % 4], limit=10),
             lambda i: m.recall(QUERIES[i % 4], RecallOptions(k=10, where=where, mode="observe")),
@@ -102,7 +129,9 @@ def langchain(root: Path, n: int, ops: int) -> list[tuple[float, float]]:
             m.remember_batch([{"text": text(i), "type": "semantic", "metadata": {"i": i},
                                "external_id": f"k{i}", "upsert": True}])  # fmt: skip
 
-        put = paired_p50(lambda i: s.add_texts([text(i)], [{"i": i}], ids=[f"k{i}"]), put_direct, ops, n)  # fmt: skip  # noqa: E501
+        put = paired_p50(
+            lambda i: s.add_texts([text(i)], [{"i": i}], ids=[f"k{i}"]), put_direct, ops, n
+        )
         search = paired_p50(
             lambda i: s.similarity_search_with_score(QUERIES[i % 4], k=10),
             lambda i: m.recall(QUERIES[i % 4], RecallOptions(k=10, mode="observe")),
@@ -138,7 +167,10 @@ def main() -> None:
     ap.add_argument("--ops", type=int, default=200)
     args = ap.parse_args()
     print(f"adapter overhead at {args.items} items, p50 of {args.ops} interleaved calls (ms)")
-    print(f"{'adapter':<10} {'put':>7} {'direct':>7} {'ratio':>6}  {'search':>7} {'direct':>7} {'ratio':>6}")  # fmt: skip  # noqa: E501
+    print(
+        f"{'adapter':<10} {'put':>7} {'direct':>7} {'ratio':>6}  "
+        f"{'search':>7} {'direct':>7} {'ratio':>6}"
+    )
     for name, fn in (("langgraph", langgraph), ("langchain", langchain), ("mem0", mem0)):
         with tempfile.TemporaryDirectory(prefix="bench-adapters-") as tmp:
             (pa, pd), (sa, sd) = fn(Path(tmp), args.items, args.ops)

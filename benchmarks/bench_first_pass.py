@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from spector_gpu import RecallOptions, SpectorMemory
+from spector_gpu.testing import cortex_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_ivf import corpus, recall
@@ -44,6 +45,7 @@ class TableEmbedder:
     """``d<i>`` → row ``i`` of the corpus, ``q<j>`` → query ``j``: the caller's own vectors."""
 
     name = "bench-table"
+    fusion_weight = 1.0
 
     def __init__(self, docs: np.ndarray, queries: np.ndarray) -> None:
         self.docs, self.queries, self.dim = docs, queries, int(docs.shape[1])
@@ -185,7 +187,7 @@ def reopened(
     t1 = time.perf_counter()
     mem.recall("q0", OPTS)
     t2 = time.perf_counter()
-    fp = mem._cortex.dense.first_pass  # the counters say which way the partition came
+    fp = cortex_of(mem).dense.first_pass  # the counters say which way the partition came
     assert fp is not None and (fp.builds, fp.adopted) == (0, 1), "the partition was rebuilt"
     again = np.array([ranked(mem, j) for j in range(args.queries)])
     mem.close()

@@ -39,7 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_recall import interleaved
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "longmemeval" / "longmemeval_s_cleaned.dev.json"  # fmt: skip  # noqa: E501
+DEFAULT_DATA = (
+    HERE.parent.parent / "shared" / "data" / "longmemeval" / "longmemeval_s_cleaned.dev.json"
+)
 
 
 def dataset(path: Path, roles: tuple[str, ...], stores: int) -> Dataset:

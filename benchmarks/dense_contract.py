@@ -29,6 +29,7 @@ class KnownEmbedder:
 
     name = "known-vectors"
     dim = DIM
+    fusion_weight = 1.0
 
     def __init__(self, table: dict[str, np.ndarray]) -> None:
         self.table = table

@@ -361,8 +361,9 @@ class DenseIndex:
         self, xq: np.ndarray | torch.Tensor, k: int, gate: np.ndarray | None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """float32 (n, k) keys and int64 (n, k) slots; ``xq`` int8 (n, d), numpy or device."""
-        if self._cuda:
-            return dense_cuda.topk_blockmax(self, xq, k, gate)
+        if self._cuda:  # the index keeps whether the fused kernels still serve it
+            keys, slots, self._fused = dense_cuda.topk_blockmax(self, xq, k, gate, self._fused)
+            return keys, slots
         if isinstance(xq, torch.Tensor):
             xq = xq.cpu().numpy()
         fp = self.first_pass

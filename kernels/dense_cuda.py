@@ -222,16 +222,23 @@ def index_plan(
 
 
 def topk_blockmax(
-    index: Any, xq: np.ndarray | torch.Tensor, k: int, gate: np.ndarray | None
-) -> tuple[torch.Tensor, torch.Tensor]:
+    index: Any,
+    xq: np.ndarray | torch.Tensor,
+    k: int,
+    gate: np.ndarray | None,
+    use_fused: bool | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, bool]:
     """The CUDA search of ``index`` (a :class:`~.dense.DenseIndex` in the CUDA layout, or one
-    emulating it on the CPU): Triton when available and ``k <= FUSED_MAX_K``, else the torch
-    block-max loop. float32 keys (n, k) and int64 slots (n, k)."""
-    if index._fused is None:
-        index._fused = index._device.type == "cuda" and fused.available()
-    if index._fused and k <= FUSED_MAX_K:
+    emulating it on the CPU): Triton when ``use_fused`` (None: when CUDA and Triton are
+    available) and ``k <= FUSED_MAX_K``, else the torch block-max loop. float32 keys (n, k),
+    int64 slots (n, k), and whether the Triton path stays usable for the next search (False
+    after it failed to compile here: the caller keeps that, this function changes nothing of
+    the index)."""
+    if use_fused is None:
+        use_fused = index._device.type == "cuda" and fused.available()
+    if use_fused and k <= FUSED_MAX_K:
         try:
-            found: tuple[torch.Tensor, torch.Tensor] = unpack_keys_torch(
+            keys, slots = unpack_keys_torch(
                 fused_search(
                     index._codes,
                     index._scales,
@@ -246,7 +253,7 @@ def topk_blockmax(
                     tile_maxima=index._fused_tile_maxima,
                 )
             )
-            return found
+            return keys, slots, True
         except ValidationError:
             raise
         except Exception as exc:  # a GPU or Triton build the kernels do not compile for
@@ -255,7 +262,7 @@ def topk_blockmax(
             logger.warning(
                 "Triton dense kernels failed on %s (%s); using the torch path", index._device, exc
             )
-            index._fused = False
+            use_fused = False
     if isinstance(xq, torch.Tensor):
         xq = xq.cpu().numpy()
     n = xq.shape[0]
@@ -267,7 +274,7 @@ def topk_blockmax(
     plan = index_plan(index, tile, max(block, 32), gate if sparse else None, gate)
     best = blockmax_loop(index._codes, index._scales, index._queries_t(xq), n, k, block, *plan)
     keys, slots = unpack_keys_torch(best)
-    return keys, slots
+    return keys, slots, use_fused
 
 
 def score_gathered(

@@ -44,6 +44,7 @@ from .errors import (
 from .lifecycle import MemoryEvent, MemoryKind
 from .memory import SpectorMemory
 from .metadata import Filter
+from .multistore import MultiStore
 from .pathways.check import CheckReport, Problem
 from .pathways.compact import CompactionReport
 from .pathways.distill import Distiller, ExtractiveDistiller, FactDraft, TurnView
@@ -113,6 +114,7 @@ __all__ = [
     "MemoryProvenance",
     "MemoryType",
     "MissingExtraError",
+    "MultiStore",
     "Problem",
     "ReadOnlyStoreError",
     "RecallBatch",

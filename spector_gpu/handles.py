@@ -41,6 +41,27 @@ class Requested:
     device: torch.device | None = None
     public_key: bytes | None = None
 
+    @classmethod
+    def of(
+        cls,
+        effective: Config,
+        *,
+        config: object,
+        embedder: object,
+        device: torch.device | None,
+        public_key: bytes | None,
+    ) -> Requested:
+        """What an ``open`` call named: ``config`` and ``embedder`` as the caller passed them
+        (``effective``: the configuration they resolved to), ``device`` if named."""
+        named = embedder is not None and not isinstance(embedder, str)
+        return cls(
+            config=effective if config is not None else None,
+            embedder_config=effective.embedder if isinstance(embedder, str) else None,
+            embedder_name=str(getattr(embedder, "name", "")) if named else None,
+            device=device,
+            public_key=public_key,
+        )
+
 
 def settings_conflict(have: Settings, want: Requested) -> list[str]:
     """Names of the explicitly requested settings that differ from the open handle's."""

@@ -1,11 +1,15 @@
-"""SpectorMemory, the facade: one line of delegation per public method (seed ADR-0047; lifecycle
-verbs in :mod:`.facade_lifecycle`). Opening is :mod:`.opening`; sharing, :mod:`.handles`."""
+"""SpectorMemory, the facade: one line of delegation per public method (seed ADR-0047).
+
+The engine behind it is built by :func:`~spector_gpu.engine.build_engine`, the composition
+root; opening is :mod:`.opening`; sharing a handle, :mod:`.handles`. This file is long on
+purpose — one delegation per public verb, each with its full keyword signature and docstring —
+and is on the reviewed allow-list of ``tests/api/test_architecture.py``.
+"""
 
 from __future__ import annotations
 
 import builtins
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -15,30 +19,18 @@ import torch
 from . import checks
 from .config import Config
 from .cortex.cortex import Cortex
-from .cortex.ids import TsidGenerator
-from .cortex.working import WorkingMemory
-from .delegates import (
-    MemoryAdminView,
-    MemoryCompaction,
-    MemoryLifecycle,
-    MemoryRecall,
-    MemoryReflection,
-    MemoryRemember,
-    MemorySleep,
-)
 from .device import DeviceLike, resolve_device
 from .embedders import Embedder, make_embedder
-from .errors import StoreClosedError
-from .facade_lifecycle import LifecycleMethods
+from .engine import Engine, build_engine
+from .errors import StoreClosedError, ValidationError
 from .handles import HandleRegistry, Requested, Settings, settings_conflict
-from .lifecycle import MemoryKind
-from .opening import ConfigArg, open_chain, refuse_missing_store, resolve_config, store_path
+from .lifecycle import MemoryEvent, MemoryKind
+from .opening import ConfigArg, refuse_missing_store, resolve_config, store_path
 from .pathways.check import CheckReport
+from .pathways.compact import CompactionReport
 from .pathways.distill import Distiller
 from .pathways.dream import Generator
 from .pathways.reflect import BackfillReport, MemoryProvenance, ReflectReport
-from .pathways.reinforcement import StrengthUpdater
-from .pathways.sleep import SleepHooks
 from .provenance.bundle import BundleInfo, BundleReport
 from .provenance.chain import ChainReport, Ed25519Signer
 from .provenance.citations import Citation
@@ -55,33 +47,26 @@ from .types import (
     WanderStep,
 )
 
-__all__ = ["SpectorMemory"]
+__all__ = ["SpectorMemory", "engine_of"]
 
 _HANDLES: HandleRegistry[SpectorMemory] = HandleRegistry()
 
 
-class SpectorMemory(LifecycleMethods):
+class SpectorMemory:
     """A store directory: remember, recall, reflect, correct and erase, administer. Open with
     :meth:`open` (a context manager); a second ``open`` in one process shares the handle
     (reference counted); ``read_only=True`` handles take no lock, from any number of processes."""
 
     def __init__(self, cortex: Cortex, *, signer: Ed25519Signer | None = None) -> None:
+        self._engine: Engine = build_engine(cortex, signer=signer)
         self._cortex = cortex
-        self._public_key = signer.public_key_bytes if signer is not None else None
-        self._lock = threading.RLock()
-        working = WorkingMemory(capacity=cortex.config.working.capacity)
-        strength = StrengthUpdater(cortex)
-        ids = TsidGenerator()
-        chain = open_chain(cortex, signer)
-        self._remember = MemoryRemember(cortex, chain, strength, working, self._lock, ids)
-        self._recall = MemoryRecall(cortex, strength, working, self._lock)
-        self._reflection = MemoryReflection(cortex, self._remember.pathway, self._lock)
-        self._admin = MemoryAdminView(cortex, strength, working, self._lock, self._public_key)
-        self._compaction = MemoryCompaction(cortex, self._remember, self._admin, self._lock, signer)
-        self._lifecycle = MemoryLifecycle(cortex, self._remember.pathway, working, self._lock, self._compaction.maybe_compact)  # fmt: skip  # noqa: E501
-        hooks = SleepHooks(compact=self._compaction.compact_if_dead, delete=self.delete)
-        self._sleep = MemorySleep(cortex, self._remember.pathway, self._reflection.pathway, strength, self._recall, self._lock, hooks)  # fmt: skip  # noqa: E501
-        self._compaction.on_compacted = self._sleep.hebbian.sync
+        # the services, one attribute each, so every verb below is one line
+        e = self._engine
+        self._lock = e.lock
+        self._public_key = e.public_key
+        self._remember, self._recall, self._reflection = e.remember, e.recall, e.reflection
+        self._admin, self._compaction, self._lifecycle = e.admin, e.compaction, e.lifecycle
+        self._sleep = e.sleep
 
     # ---- lifetime ------------------------------------------------------------------------
     @classmethod
@@ -120,15 +105,9 @@ class SpectorMemory(LifecycleMethods):
             cfg = cfg.replace({"embedder": {"name": embedder}})
         dev = resolve_device(device if device is not None else cfg.dense.device)
         signer = Ed25519Signer(signing_key) if signing_key is not None else None
-        want = Requested(
-            config=cfg if config is not None else None,
-            embedder_config=cfg.embedder if isinstance(embedder, str) else None,
-            embedder_name=None
-            if embedder is None or isinstance(embedder, str)
-            else str(getattr(embedder, "name", "")),
-            device=dev if device is not None else None,
-            public_key=signer.public_key_bytes if signer is not None else None,
-        )
+        key = signer.public_key_bytes if signer is not None else None
+        given = dev if device is not None else None
+        want = Requested.of(cfg, config=config, embedder=embedder, device=given, public_key=key)
         with _HANDLES.lock:
             shared = _HANDLES.find(where, read_only)
             if shared is not None:
@@ -153,8 +132,6 @@ class SpectorMemory(LifecycleMethods):
         have = Settings(self.config, self.embedder.name, self.device, self._public_key)
         differs = settings_conflict(have, want)
         if differs:
-            from .errors import ValidationError
-
             raise ValidationError(
                 f"{self.path}: the store is already open in this process with a different "
                 f"{', '.join(differs)}; opening it again shares that handle — close it first, or "
@@ -170,8 +147,7 @@ class SpectorMemory(LifecycleMethods):
         """Release this reference; the last one flushes deferred state and closes the files."""
         if self._cortex.part.closed or not _HANDLES.release(self):
             return
-        with self._lock:
-            self._cortex.close()
+        self._engine.close()
 
     def __enter__(self) -> SpectorMemory:
         if self._cortex.part.closed:
@@ -248,7 +224,35 @@ class SpectorMemory(LifecycleMethods):
         """One memory (a batch of one); returns its TSID. ``metadata`` a JSON object, ``confidence``
         in [0, 1], ``expires_at`` epoch ms or ``ttl_s``; blank text is a ``ValidationError``;
         ``session_id`` None: not a conversation turn."""
-        return self._remember.remember(text, type=type, id=id, session_id=session_id, role=role, speaker=speaker, timestamp_ms=timestamp_ms, importance=importance, valence=valence, arousal=arousal, tags=tags, external_id=external_id, citations=citations, source_uri=source_uri, source_span=source_span, skill_name=skill_name, steps=steps, pinned=pinned, metadata=metadata, user_id=user_id, agent_id=agent_id, run_id=run_id, kind=kind, confidence=confidence, upsert=upsert or None, expires_at=expires_at, ttl_s=ttl_s)  # fmt: skip  # noqa: E501
+        return self._remember.remember(
+            text,
+            type=type,
+            id=id,
+            session_id=session_id,
+            role=role,
+            speaker=speaker,
+            timestamp_ms=timestamp_ms,
+            importance=importance,
+            valence=valence,
+            arousal=arousal,
+            tags=tags,
+            external_id=external_id,
+            citations=citations,
+            source_uri=source_uri,
+            source_span=source_span,
+            skill_name=skill_name,
+            steps=steps,
+            pinned=pinned,
+            metadata=metadata,
+            user_id=user_id,
+            agent_id=agent_id,
+            run_id=run_id,
+            kind=kind,
+            confidence=confidence,
+            upsert=upsert or None,
+            expires_at=expires_at,
+            ttl_s=ttl_s,
+        )
 
     def remember_batch(self, items: Sequence[str | Mapping[str, object]]) -> list[str]:
         """Remember texts or dicts of memory fields (those of :meth:`remember`, plus
@@ -297,7 +301,9 @@ class SpectorMemory(LifecycleMethods):
         max_sessions: int | None = None,
     ) -> ReflectReport:
         """Distil unconsolidated turns into SEMANTIC facts, exactly once."""
-        return self._reflection.consolidate(sessions=sessions, distiller=distiller, max_sessions=max_sessions)  # fmt: skip  # noqa: E501
+        return self._reflection.consolidate(
+            sessions=sessions, distiller=distiller, max_sessions=max_sessions
+        )
 
     def reflect(
         self,
@@ -307,7 +313,9 @@ class SpectorMemory(LifecycleMethods):
         max_sessions: int | None = None,
     ) -> ReflectReport:
         """Alias of :meth:`consolidate`."""
-        return self._reflection.consolidate(sessions=sessions, distiller=distiller, max_sessions=max_sessions)  # fmt: skip  # noqa: E501
+        return self._reflection.consolidate(
+            sessions=sessions, distiller=distiller, max_sessions=max_sessions
+        )
 
     def explain(self, memory_id: str, *, include_parents: bool = False) -> MemoryProvenance | None:
         """Lineage of a consolidated memory, or None for a memory no consolidation wrote."""
@@ -345,7 +353,14 @@ class SpectorMemory(LifecycleMethods):
         now_ms: int | None = None,
     ) -> DreamReport:
         """Replay salient memories: Hebbian links, SIMULATED recombinations; journaled, seeded."""
-        return self._sleep.dream(seeds=seeds, max_dreams=max_dreams, temperature=temperature, seed=seed, generator=generator, now_ms=now_ms)  # fmt: skip  # noqa: E501
+        return self._sleep.dream(
+            seeds=seeds,
+            max_dreams=max_dreams,
+            temperature=temperature,
+            seed=seed,
+            generator=generator,
+            now_ms=now_ms,
+        )
 
     def wander(
         self,
@@ -360,7 +375,15 @@ class SpectorMemory(LifecycleMethods):
     ) -> builtins.list[WanderStep]:
         """A seeded random walk over the association graph from ``cue`` (a memory id or a
         text), each step saying why; read-only unless ``mode="learn"``."""
-        return self._sleep.wander(cue, steps=steps, seed=seed, mode=mode, temperature=temperature, include_simulated=include_simulated, now_ms=now_ms)  # fmt: skip  # noqa: E501
+        return self._sleep.wander(
+            cue,
+            steps=steps,
+            seed=seed,
+            mode=mode,
+            temperature=temperature,
+            include_simulated=include_simulated,
+            now_ms=now_ms,
+        )
 
     def dream_journal(self) -> builtins.list[DreamEntry]:
         """Every dream, in order: seed, fragments, what it wrote, link changes."""
@@ -375,6 +398,135 @@ class SpectorMemory(LifecycleMethods):
     ) -> builtins.list[WanderStep]:
         """Every association link of a memory (kind, weight, the neighbour's D)."""
         return self._sleep.associations(memory_id, now_ms=now_ms)
+
+    # ---- correct, erase, list ------------------------------------------------------------
+    def compact(self, *, keep_history: bool = True) -> CompactionReport:
+        """Rewrite the store without its dead rows (deleted, expired; older versions too with
+        ``keep_history=False``): their bytes leave every file. Crash-safe (old or new store)."""
+        return self._compaction.compact(keep_history=keep_history)
+
+    def update(
+        self,
+        memory_id: str,
+        *,
+        text: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        importance: float | None = None,
+        tags: Sequence[str] | None = None,
+        kind: MemoryKind | str | None = None,
+        confidence: float | None = None,
+        expires_at: int | None = None,
+        ttl_s: float | None = None,
+        pinned: bool | None = None,
+        external_id: str | None = None,
+    ) -> None:
+        """Correct a memory in place: same id and ``created_at``, ``updated_at`` moves, every
+        relay re-indexes, the previous version is kept in :meth:`history`. Fields left None
+        are kept. ``UnknownIdError`` if no live memory has this id."""
+        return self._lifecycle.update(
+            memory_id,
+            {
+                "text": text,
+                "metadata": metadata,
+                "importance": importance,
+                "tags": tags,
+                "kind": kind,
+                "confidence": confidence,
+                "expires_at": expires_at,
+                "ttl_s": ttl_s,
+                "pinned": pinned,
+                "external_id": external_id,
+            },
+        )
+
+    def supersede(self, old_id: str, new_text: str, **fields: Any) -> str:
+        """Write ``new_text`` as a new memory that supersedes ``old_id`` (reciprocal
+        ``supersedes`` / ``superseded_by``); recall leaves the old one out unless
+        ``RecallOptions(include_superseded=True)``. Returns the new id."""
+        return self._lifecycle.supersede(old_id, new_text, fields)
+
+    def delete(self, memory_id: str, *, cascade: bool = False) -> None:
+        """Erase a memory: from this commit it is out of recall/get/list and its text and
+        vector weigh on no score; ``compact()`` removes its bytes. ``cascade`` also deletes
+        facts consolidated only from it. The event chain keeps a hash, never the text."""
+        self._lifecycle.delete([memory_id], cascade=cascade)
+
+    def delete_batch(self, memory_ids: Sequence[str], *, cascade: bool = False) -> int:
+        """:meth:`delete` of many memories in one commit; returns how many were deleted."""
+        return self._lifecycle.delete(memory_ids, cascade=cascade)
+
+    def delete_all(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        where: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Delete every live memory of a scope (at least one filter; a ``where`` that selects
+        everything by its form, such as ``{}``, is no scope); returns the count."""
+        return self._lifecycle.delete_all(
+            user_id=user_id, agent_id=agent_id, run_id=run_id, where=where
+        )
+
+    def history(self, memory_id: str) -> builtins.list[MemoryEvent]:
+        """The memory's ADD / UPDATE / DELETE events, oldest first (``[]`` if unknown)."""
+        return self._lifecycle.history(memory_id)
+
+    def list(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        where: Mapping[str, Any] | None = None,
+        kind: MemoryKind | str | None = None,
+        memory_type: MemoryType | str | None = None,
+        offset: int = 0,
+        limit: int = 100,
+    ) -> list[CognitiveResult]:
+        """Live memories passing the filters, by id (creation order), without a query."""
+        return self._lifecycle.list(
+            offset,
+            limit,
+            user_id=user_id,
+            agent_id=agent_id,
+            run_id=run_id,
+            where=where,
+            kind=kind,
+            memory_type=memory_type,
+        )
+
+    def get_by_external_id(
+        self,
+        external_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> CognitiveResult | None:
+        """The live memory holding ``external_id`` in exactly this scope, or None."""
+        return self._lifecycle.get_by_external_id(external_id, user_id, agent_id, run_id)
+
+    def count(
+        self,
+        memory_type: MemoryType | str | None = None,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        where: Mapping[str, Any] | None = None,
+        kind: MemoryKind | str | None = None,
+    ) -> int:
+        """Number of live memories (of one type, scope, kind or ``where``, if given)."""
+        return self._lifecycle.count(
+            memory_type=memory_type,
+            user_id=user_id,
+            agent_id=agent_id,
+            run_id=run_id,
+            where=where,
+            kind=kind,
+        )
 
     # ---- admin -----------------------------------------------------------------------------
     def check(self) -> CheckReport:
@@ -402,3 +554,11 @@ class SpectorMemory(LifecycleMethods):
     def external_ids(self) -> dict[str, str]:
         """``{external_id: memory id}`` of every memory that has one."""
         return self._admin.external_ids()
+
+
+def engine_of(memory: SpectorMemory) -> Engine:
+    """The engine behind an open handle: for the engine's own services (``MultiStore``) and
+    :mod:`spector_gpu.testing`, never for callers of the public API."""
+    if not isinstance(memory, SpectorMemory):
+        raise ValidationError(f"expected a SpectorMemory, got {type(memory).__name__}")
+    return memory._engine

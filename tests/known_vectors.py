@@ -11,6 +11,8 @@ import numpy as np
 class KnownEmbedder:
     """Text → the row ``table`` gives it; any other text → a CRC-seeded vector; unit rows."""
 
+    fusion_weight = 1.0
+
     def __init__(self, table: Mapping[str, np.ndarray], dim: int, name: str) -> None:
         self.table, self.dim, self.name = dict(table), dim, name
 

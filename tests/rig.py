@@ -1,9 +1,9 @@
-"""A store built without the facade: a cortex opened directly, with the pathways and delegates
-the facade would hold, so pathway tests exercise them against a cortex they built themselves."""
+"""A store built without the facade: the engine the facade would hold, built by the same
+composition root (:meth:`spector_gpu.engine.Engine.open`), so pathway tests exercise its
+services against a cortex they hold themselves (no handle registry)."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,18 +13,18 @@ import torch
 
 from spector_gpu.config import Config, load_config
 from spector_gpu.cortex.cortex import Cortex
-from spector_gpu.cortex.ids import TsidGenerator, decode_tsid, encode_tsid
-from spector_gpu.cortex.working import WorkingMemory
+from spector_gpu.cortex.ids import decode_tsid, encode_tsid
 from spector_gpu.delegates import MemoryAdminView, MemoryRecall, MemoryReflection, MemoryRemember
 from spector_gpu.embedders import Embedder, make_embedder
-from spector_gpu.opening import open_chain
+from spector_gpu.engine import Engine
 from spector_gpu.pathways.reinforcement import StrengthUpdater
 
 
 @dataclass
 class Rig:
-    """One writable store: ``cortex`` and the four delegates over it (no handle registry)."""
+    """One store: its ``engine``, and the cortex and services tests use most, by name."""
 
+    engine: Engine
     cortex: Cortex
     remember: MemoryRemember
     recall: MemoryRecall
@@ -43,25 +43,21 @@ class Rig:
         embedder: Embedder | None = None,
     ) -> Rig:
         cfg: Config = load_config(overrides=config or {})
-        cortex = Cortex.open(
+        engine = Engine.open(
             path,
             cfg,
             embedder if embedder is not None else make_embedder(cfg.embedder.name),
             device=torch.device(device),
             read_only=read_only,
         )
-        lock = threading.RLock()
-        working = WorkingMemory(capacity=cfg.working.capacity)
-        strength = StrengthUpdater(cortex)
-        chain = open_chain(cortex, None)
-        remember = MemoryRemember(cortex, chain, strength, working, lock, TsidGenerator())
         return cls(
-            cortex=cortex,
-            remember=remember,
-            recall=MemoryRecall(cortex, strength, working, lock),
-            reflection=MemoryReflection(cortex, remember.pathway, lock),
-            admin=MemoryAdminView(cortex, strength, working, lock, None),
-            strength=strength,
+            engine=engine,
+            cortex=engine.cortex,
+            remember=engine.remember,
+            recall=engine.recall,
+            reflection=engine.reflection,
+            admin=engine.admin,
+            strength=engine.strength,
         )
 
     @property

@@ -215,7 +215,9 @@ class TermsMemo:
     SIZE = 4
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[tuple[str, ...], ...], tuple[int, QueryTerms, np.ndarray, np.ndarray]] = {}  # fmt: skip  # noqa: E501
+        self._entries: dict[
+            tuple[tuple[str, ...], ...], tuple[int, QueryTerms, np.ndarray, np.ndarray]
+        ] = {}
 
     def terms(
         self,

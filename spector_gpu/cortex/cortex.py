@@ -1,12 +1,11 @@
 """The cortex: every store and index of one memory directory, opened and closed together.
 
-The facade owns its lifetime; pathways share it. Memory ordinal ``i`` (insertion order) is its
+The engine owns its lifetime; pathways share it. Memory ordinal ``i`` (insertion order) is its
 row in every per-memory structure; ``Location`` says which typed store holds its payload.
-:class:`Cortex` composes :class:`~.stores.Stores` (the region-backed stores, their codecs),
+:class:`Cortex` composes :class:`~.stores.Stores` (region-backed stores, their codecs),
 :class:`~.columns.Columns` (what gates read), :class:`~.derived_indexes.DerivedIndexes` (BM25,
-cues, links, the dense index; snapshot and replay) and :class:`~.quarantine.Quarantine`
-(damage found, reported and contained). It opens and loads them, refreshes a reader, hydrates
-a memory and writes a :class:`~.batch.WriteBatch`: transaction, commit and adoption in one.
+cues, links, dense index; snapshot, replay) and :class:`~.quarantine.Quarantine` (damage
+contained). It opens, loads, refreshes, hydrates and writes a :class:`~.batch.WriteBatch`.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Config
+from ..embedders.protocol import declared
 from ..errors import CorruptionError, SpectorError, StoreFailedError
 from ..storage.partition import Transaction, open_failure
 from ..types import Location, MemoryType
@@ -67,7 +67,7 @@ class Cortex:
     ) -> None:
         self.path = path
         self.config = config
-        self.embedder = embedder
+        self.embedder = declared(embedder)  # every capability typed (an undeclared one warns)
         self.device = device
         self.read_only = read_only
         self.dim = int(embedder.dim)

@@ -21,7 +21,18 @@ from ..provenance.bundle import BundleInfo, BundleReport, verify_bundle
 from ..provenance.chain import ChainBreak, ChainReport, RecordLog, verify_chain
 from ..types import MemoryType, Recovery
 
-__all__ = ["MemoryAdminView"]
+__all__ = ["MemoryAdminView", "flush_store"]
+
+
+def flush_store(cortex: Cortex, strength: StrengthUpdater) -> None:
+    """Write deferred strength updates and a derived-index snapshot now (the caller holds the
+    handle's lock)."""
+    part = cortex.part
+    part.check_usable()
+    if part.failed is not None:
+        part.check_writable()  # a failed handle refuses, saying why
+    strength.flush()
+    cortex.save_snapshot()
 
 
 class _UpToDamage:
@@ -96,12 +107,7 @@ class MemoryAdminView:
     def flush(self) -> None:
         """Write deferred strength updates and a derived-index snapshot now."""
         with self.lock:
-            part = self.cortex.part
-            part.check_usable()
-            if part.failed is not None:
-                part.check_writable()  # a failed handle refuses, saying why
-            self.strength.flush()
-            self.cortex.save_snapshot()
+            flush_store(self.cortex, self.strength)
 
     def export_bundle(
         self, memory_id: str, path: str | os.PathLike[str], *, include_parents: bool = True

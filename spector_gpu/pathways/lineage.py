@@ -56,13 +56,10 @@ def _record(c: Cortex, r: np.void, include_parents: bool) -> MemoryProvenance:
     parent_ids = tuple(encode_tsid(int(c.cols.ids[o])) for o in turns)
     parents = None
     if include_parents:
-        from .recall import RecallPathway
+        from .reading import ReadLayer
 
-        rp = RecallPathway(c, None)
-        now = int(time.time() * 1000)
-        shown = [o for o in turns if not deleted(c, o)]
-        d = rp._current_d(np.asarray(shown, dtype=np.int64), now) if shown else np.zeros(0)
-        parents = tuple(rp.result(o, 0.0, float(d[k])) for k, o in enumerate(shown))
+        shown = [o for o in turns if not deleted(c, o)]  # erased turns: ids only
+        parents = tuple(ReadLayer(c).hydrated(shown, int(time.time() * 1000)))
     return MemoryProvenance(
         memory_id=encode_tsid(int(r["target_tsid"])),
         session_id=int(r["session_id"]),

@@ -24,9 +24,7 @@ from ..errors import ValidationError
 from ..lifecycle import MemoryEvent, check_scope_id
 from ..provenance.event import Event, decode_event
 from ..types import CognitiveResult, MemoryType, RecallOptions, Role
-from .recall.gates import gate_mask
-from .recall.hydration import Hydrator, retrieval_strength
-from .recall.lifecycle_gates import unexpired
+from .reading import ReadLayer
 from .versions import alive, chain, text_hash
 
 __all__ = ["ListingPathway", "scope_options"]
@@ -61,9 +59,9 @@ def scope_options(
 class ListingPathway:
     """Query-free reads of one cortex (the caller holds the store's lock)."""
 
-    def __init__(self, cortex: Cortex, hydrator: Hydrator) -> None:
+    def __init__(self, cortex: Cortex, reader: ReadLayer) -> None:
         self.cortex = cortex
-        self.hydrator = hydrator
+        self.reader = reader
 
     def _fresh(self) -> None:
         c = self.cortex
@@ -80,7 +78,7 @@ class ListingPathway:
         c = self.cortex
         if not c.n:
             return np.zeros(0, dtype=np.int64)
-        mask = unexpired(c, gate_mask(c, opts), now_ms)
+        mask = self.reader.passing(opts, now_ms)
         if c.quarantined:
             # damaged memories still exist (count() says so) but no filter can read them
             everything = opts == scope_options()
@@ -96,9 +94,7 @@ class ListingPathway:
             if hi is not None and value > hi:
                 raise ValidationError(f"{name} must be at most {hi}, got {value}")
         now = int(time.time() * 1000)
-        rows = self.selected(opts, now)[offset : offset + limit]
-        d = retrieval_strength(self.cortex, rows, now)
-        return [self.hydrator.result(int(o), 0.0, float(dd)) for o, dd in zip(rows, d)]
+        return self.reader.hydrated(self.selected(opts, now)[offset : offset + limit], now)
 
     def count(self, opts: RecallOptions) -> int:
         """How many live memories pass ``opts`` (damaged, quarantined ones included)."""
@@ -126,8 +122,7 @@ class ListingPathway:
             return None
         if ext != external_id:
             return None
-        d = retrieval_strength(c, np.array([o]), now)
-        return self.hydrator.result(o, 0.0, float(d[0]))
+        return self.reader.hydrated([o], now)[0]
 
     def history(self, memory_id: str) -> builtins.list[MemoryEvent]:
         """Every version of ``memory_id`` (ADD, then one UPDATE each), and DELETE when it was

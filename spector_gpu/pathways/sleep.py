@@ -9,7 +9,7 @@ Steps, in order, each reported in :class:`~spector_gpu.types.SleepReport`:
 4. **prune** — memories whose D fell below ``sleep.prune_below`` (pinned ones never do) are
    listed; with ``sleep.prune`` on they are marked for compaction through the lifecycle's
    delete when this build has one (never a silent loss: always listed and reported);
-5. **compaction** — the facade's ``compact`` when this build has one, else reported as
+5. **compaction** — the engine's compaction when this build has one, else reported as
    ``"not available"``;
 6. **dream** (``sleep.dream``) — a dream phase keyed by the waking state (the count and last id
    of the memories that are not simulated): a cycle over the same waking state finds its
@@ -46,8 +46,9 @@ _LIVE = RecallOptions(include_simulated=True)  # every gate that says "dead", no
 
 @dataclass(frozen=True)
 class SleepHooks:
-    """Facade operations other rooms provide, when this build has them: ``compact()`` (the
-    lifecycle's compaction; its result is reported as text) and ``delete(id)`` (tombstone)."""
+    """What other services do for sleep, when the engine has them: ``compact()`` (compaction
+    of dead rows; its result is reported as text) and ``delete(id)`` (tombstone). The sleep
+    service fills them from its event hub (:mod:`spector_gpu.hub`)."""
 
     compact: Callable[[], object] | None = None
     delete: Callable[[str], object] | None = None

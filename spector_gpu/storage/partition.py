@@ -7,9 +7,8 @@ makes that durable per the durability level, then applies them to the regions â€
 each region's preamble (its committed count) after, in spec order, so a reader that sees a
 count sees the bytes behind it. Durability levels: ``none`` (no barrier: survives a process
 crash, not power loss), ``flush`` (``fdatasync`` of the journal at each commit) and ``fsync``
-(``fsync`` of the journal and of the directory when files were created). A compaction
-replaces the files under an open partition (:mod:`.swap`): a reader notices
-(:meth:`Partition.swapped`) and both sides carry on with :meth:`Partition.reopen`.
+(``fsync`` of the journal and of the directory when files were created). A compaction swaps
+the files (:mod:`.swap`): :meth:`Partition.swapped` tells, :meth:`Partition.reopen` follows.
 """
 
 from __future__ import annotations
@@ -95,14 +94,16 @@ class Partition:
         self.upgraded_from: int | None = None  # the schema this open upgraded the store from
         self.replayed_records = 0
         self._orders: dict[tuple[int, ...], list[int]] = {}
-        journal = regions[0]
-        self._next_seq = journal.count
-        self._journal_end = PREAMBLE_SIZE
+        self._next_seq, self._journal_end = regions[0].count, PREAMBLE_SIZE
 
     @property
     def generation(self) -> int:
         """Commits applied to the store (the generation every region file carries)."""
         return self._next_seq
+
+    def resume(self, next_seq: int, journal_end: int) -> None:
+        """Continue the journal where recovery found its end (the next seq, its offset)."""
+        self._next_seq, self._journal_end = next_seq, journal_end
 
     # ---- opening -----------------------------------------------------------------------
     @classmethod
@@ -281,7 +282,7 @@ class Partition:
             killpoint("journal.after_sync")
             self._journal_end = end
             self._next_seq += 1
-            self._apply(writes, killable=True)
+            self.apply(writes, killable=True)
             killpoint("commit.after_apply")
             for region, pre in published:  # what was just written: no need to read it back
                 region.preamble = pre
@@ -313,7 +314,7 @@ class Partition:
             self._orders[key] = got
         return got
 
-    def _apply(self, writes: Sequence[tuple[int, int, bytes]], *, killable: bool = False) -> None:
+    def apply(self, writes: Sequence[tuple[int, int, bytes]], *, killable: bool = False) -> None:
         half = len(writes) // 2
         for i, (file_no, offset, data) in enumerate(writes):
             region = self.regions.get(file_no)
@@ -353,7 +354,7 @@ class Partition:
                 "and reopen it to recover the last durable state"
             ) from exc
 
-    # ---- reading -----------------------------------------------------------------------
+    # ---- reading, closing -----------------------------------------------------------------------
     def refresh(self, *, order: Sequence[Region] = ()) -> bool:
         """Readers: re-read every preamble to see commits made since open; whether one moved
         (every commit stamps its generation into every preamble; a torn read counts as moved).
@@ -376,7 +377,6 @@ class Partition:
     def region(self, filename: str) -> Region:
         return self.by_name[filename]
 
-    # ---- closing -----------------------------------------------------------------------
     def close(self, *, checkpoint: bool = True) -> None:
         """Checkpoint (a healthy writer in its own process, unless ``checkpoint`` is False),
         then close every file and release the writer lock."""

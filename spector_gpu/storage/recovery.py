@@ -36,10 +36,9 @@ class Partition(Protocol):
     store_id: int | None
     upgraded_from: int | None
     replayed_records: int
-    _next_seq: int
-    _journal_end: int
 
-    def _apply(
+    def resume(self, next_seq: int, journal_end: int) -> None: ...
+    def apply(
         self, writes: Sequence[tuple[int, int, bytes]], *, killable: bool = False
     ) -> None: ...
     def checkpoint(self, *, force: bool = False) -> None: ...
@@ -83,23 +82,23 @@ def recover(part: Partition) -> None:
         base, torn = first_seq(data), True
         log.warning("%s: journal preamble damaged; replaying from seq %d", part.directory, base)
     records = []
-    part._next_seq = base
+    next_seq, journal_end = base, PREAMBLE_SIZE
     for end, seq, writes in decode_records(data, base, path=journal.path):
         records.append(writes)
-        part._next_seq = seq + 1
-        part._journal_end = end
+        next_seq, journal_end = seq + 1, end
     del data
     regions = list(part.regions.values())
     if torn:  # the checkpoint being written when it tore had synced every region first
         base = 0
-        part._next_seq = max(part._next_seq, *(r.preamble.generation for r in regions))
-    part.damage += identity.writer_findings(regions, part.store_id, base, part._next_seq)
+        next_seq = max(next_seq, *(r.preamble.generation for r in regions))
+    part.resume(next_seq, journal_end)
+    part.damage += identity.writer_findings(regions, part.store_id, base, next_seq)
     if part.damage:
         part.failed = part.damage[0]
         return
     # Each byte once, with its final value: readers of a store being recovered never see
     # an older count or record version come back (re-applying record by record would).
-    part._apply(coalesce(records))
+    part.apply(coalesce(records))
     replayed = len(records)
     part.replayed_records = replayed
     if replayed:

@@ -1,9 +1,16 @@
-"""The house rules of issue 10, checked on the source tree itself.
+"""The house rules, checked on the source tree itself.
 
-* no import cycle between the package's modules (module-level imports, and imports inside
-  functions too: a lazy import still ties two modules together);
-* no module over 400 lines and no function over 60 lines;
-* pathways never import the storage layer (bytes belong to the stores);
+The layer table of docs/architecture.md is an executable contract: import-linter
+(``[tool.importlinter]`` in pyproject.toml, ``make imports``; ``make test`` runs it) checks that
+imports only go downward, that no import cycle exists inside a layer, that pathways never
+import ``storage``, and that eval, the CLI, the integrations and the demo use the public API.
+What it cannot see is checked here:
+
+* ``kernels/`` installs as ``spector_gpu.kernels`` from the top-level folder, which grimp does
+  not read: its modules import only ``spector_gpu.errors``, ``spector_gpu.device`` and each
+  other;
+* the size limits are advice (STYLE rule 20): a module over 400 lines or a function over 60
+  is either shortened or named, with the reason, in :data:`LONG_ON_PURPOSE`;
 * every package ``__init__`` declares ``__all__``.
 """
 
@@ -21,21 +28,27 @@ MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 
 LONG_ON_PURPOSE = {
-    # the facade: one delegation per public verb, each with its keyword signature and docstring
+    # the facade: one delegation per public verb, each with its whole keyword signature and
+    # docstring; splitting it (a mixin) would only hide methods from a reader
     "spector_gpu.memory": "the facade's one-line delegations",
-    # the public value types in their one home (RecallOptions, CognitiveResult with to_dict, ...)
+    # the public value types in their one home (RecallOptions, CognitiveResult with its
+    # to_dict, RecallBatch, Explanation, ...), each with its documented fields
     "spector_gpu.types": "the public value types, one home",
-    # the opener: every keyword option documented, the shared-handle rule, the open itself
-    "spector_gpu.memory:open": "the opener's documented options",
+    # remember's 27 keyword options, each passed on by name (ruff puts one per line)
+    "spector_gpu.memory:remember": "one delegation of every keyword option",
 }
 """Modules (``module``) and functions (``module:function``) reviewed to stay over the limits,
-and why (STYLE rule 20: limits are advice)."""
+and why (STYLE rule 20)."""
+
+KERNEL_IMPORTS = ("spector_gpu.errors", "spector_gpu.device", "spector_gpu.kernels")
 
 
 def _modules() -> dict[str, Path]:
     out = {}
     for root, prefix in ((PACKAGE, "spector_gpu"), (KERNELS, "spector_gpu.kernels")):
         for path in sorted(root.rglob("*.py")):
+            if root == PACKAGE and "kernels" in path.relative_to(root).parts[:1]:
+                continue  # the checkout's spector_gpu/kernels link to kernels/
             rel = path.relative_to(root).with_suffix("")
             parts = [p for p in rel.parts if p != "__init__"]
             out[".".join([prefix, *parts])] = path
@@ -45,98 +58,34 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
-def _resolve(module: str, path: Path, node: ast.ImportFrom) -> str:
-    if node.level == 0:
-        return node.module or ""
-    base = module.split(".")
-    if path.name != "__init__.py":
-        base = base[:-1]
-    base = base[: len(base) - (node.level - 1)]
-    return ".".join([*base, node.module] if node.module else base)
-
-
-def _imports(module: str, path: Path) -> set[str]:
-    """Package modules imported by ``module`` (``from pkg import name`` counts ``pkg.name``
-    when that is a module, else ``pkg``)."""
+def _package_imports(path: Path) -> set[str]:
+    """Absolute ``spector_gpu...`` modules a kernels/ file imports (relative imports stay
+    inside kernels/)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            target = _resolve(module, path, node)
-            names = [
-                f"{target}.{a.name}" if f"{target}.{a.name}" in MODULES else target
-                for a in node.names
-            ]
-        else:
-            continue
-        found.update(n for n in names if n in MODULES and n != module)
+            found.update(a.name for a in node.names if a.name.startswith("spector_gpu"))
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and (node.module or "").startswith("spector_gpu")
+        ):
+            found.add(str(node.module))
     return found
 
 
-def _type_checking_only(path: Path) -> set[int]:
-    """Line numbers of imports under ``if TYPE_CHECKING:`` (no runtime edge)."""
-    lines: set[int] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for sub in ast.walk(node):
-                if isinstance(sub, (ast.Import, ast.ImportFrom)):
-                    lines.add(sub.lineno)
-    return lines
+@pytest.mark.parametrize(
+    "module", sorted(m for m in MODULES if m.startswith("spector_gpu.kernels"))
+)
+def test_kernels_import_only_errors_and_device(module: str) -> None:
+    bad = sorted(m for m in _package_imports(MODULES[module]) if not m.startswith(KERNEL_IMPORTS))
+    assert [f"{module} imports {m}" for m in bad] == []
 
 
-def _graph() -> dict[str, set[str]]:
-    graph = {}
-    for module, path in MODULES.items():
-        graph[module] = _imports(module, path)
-    # a package's __init__ re-exporting its modules is not a cycle with them
-    for module in graph:
-        graph[module] = {m for m in graph[module] if not module.startswith(m + ".")}
-    return graph
-
-
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    out: list[list[str]] = []
-    counter = [0]
-
-    def visit(v: str) -> None:  # Tarjan's strongly connected components
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(sorted(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return out
-
-
-def test_no_import_cycles() -> None:
-    assert _cycles(_graph()) == []
-
-
-def test_the_cycle_finder_finds_a_cycle() -> None:
-    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+def test_the_kernel_import_check_finds_a_climbing_import(tmp_path: Path) -> None:
+    path = tmp_path / "k.py"
+    path.write_text("from spector_gpu.cortex import Cortex\nfrom spector_gpu.errors import X\n")
+    assert _package_imports(path) == {"spector_gpu.cortex", "spector_gpu.errors"}
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -154,12 +103,36 @@ def test_module_and_function_lengths(module: str) -> None:
     assert problems == []
 
 
-@pytest.mark.parametrize(
-    "module", sorted(m for m in MODULES if m.startswith("spector_gpu.pathways"))
-)
-def test_pathways_never_import_storage(module: str) -> None:
-    deps = sorted(d for d in _graph()[module] if d.startswith("spector_gpu.storage"))
-    assert [f"{module} imports {d}" for d in deps] == []
+def test_the_allow_list_names_only_long_code() -> None:
+    """An entry whose module or function got short again (or went) leaves the list."""
+    stale = [entry for entry in LONG_ON_PURPOSE if not _still_long(entry)]
+    assert stale == []
+
+
+def _still_long(entry: str) -> bool:
+    module, _, function = entry.partition(":")
+    if module not in MODULES:
+        return False
+    text = MODULES[module].read_text(encoding="utf-8")
+    if not function:
+        return text.count("\n") > MAX_MODULE_LINES
+    return any(
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.name == function
+        and (node.end_lineno or node.lineno) - node.lineno + 1 > MAX_FUNCTION_LINES
+        for node in ast.walk(ast.parse(text))
+    )
+
+
+def test_no_line_meets_the_limits_by_formatting_tricks() -> None:
+    """``# fmt: skip`` together with ``# noqa: E501`` hid long lines from both tools."""
+    tricks = [
+        f"{path}:{i}"
+        for path in MODULES.values()
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "fmt: skip" in line and "E501" in line
+    ]
+    assert tricks == []
 
 
 @pytest.mark.parametrize(

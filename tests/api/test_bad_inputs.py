@@ -67,6 +67,7 @@ class _Odd:
 
     name = "odd"
     dim = 4
+    fusion_weight = 1.0
 
     def __init__(self, make: Callable[[int], object]) -> None:
         self.make = make

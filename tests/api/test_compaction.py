@@ -15,6 +15,7 @@ from spector_gpu.cortex.ids import decode_tsid, encode_tsid
 from spector_gpu.cortex.lifecycle import with_replaced, with_tombstone
 from spector_gpu.errors import StoreError
 from spector_gpu.pathways.compact import dead_share
+from spector_gpu.testing import cortex_of
 
 FAST = {"store": {"durability": "none"}}
 
@@ -22,7 +23,7 @@ FAST = {"store": {"durability": "none"}}
 def kill_rows(mem: SpectorMemory, ids: list[str], *, how: str = "tombstone") -> None:
     """Mark rows dead the way the lifecycle's write paths do, in one commit: the TOMBSTONE
     or REPLACED header bit, or an expiry in the past (strength row bytes 72..79)."""
-    c = mem._cortex
+    c = cortex_of(mem)
     ords = [c.id_map[decode_tsid(i)] for i in ids]
     tx = c.transaction()
     if how == "expire":
@@ -132,7 +133,7 @@ def test_erased_fact_text_leaves_its_consolidation_plan(store: Path) -> None:
             ]
         )
         facts = mem.consolidate().fact_ids
-        c = mem._cortex
+        c = cortex_of(mem)
         quoting = [encode_tsid(int(c.cols.ids[o])) for o in range(c.n) if "grim" in c.text_of(o)]
         assert len(quoting) >= 2 and set(quoting) & set(facts)  # a fact quotes the turn
         kill_rows(mem, quoting)
@@ -171,12 +172,12 @@ def test_automatic_compaction_past_the_dead_share(store: Path) -> None:
     with SpectorMemory.open(store, config=cfg) as mem:
         ids = mem.remember_batch([f"row {i}" for i in range(10)])
         kill_rows(mem, ids[:3])
-        assert dead_share(mem._cortex) == pytest.approx(0.3)
+        assert dead_share(cortex_of(mem)) == pytest.approx(0.3)
         mem.flush()  # at the threshold, not past it
-        assert mem._cortex.n == 10
+        assert cortex_of(mem).n == 10
         kill_rows(mem, ids[3:4])
         mem.flush()
-        assert mem._cortex.n == 6 and mem.count() == 6
+        assert cortex_of(mem).n == 6 and mem.count() == 6
 
 
 @pytest.mark.parametrize("bad", [0, -0.1, 1.5, "half"])
@@ -253,10 +254,10 @@ def test_failed_build_leaves_the_old_store_and_a_usable_handle(
         with pytest.raises(StoreError, match="the store is unchanged"):
             mem.compact()
         monkeypatch.undo()
-        assert mem._cortex.n == 8 and mem.check().ok
+        assert cortex_of(mem).n == 8 and mem.check().ok
         mem.remember("still writable")
     with SpectorMemory.open(store, config=FAST) as mem:
-        assert mem._cortex.n == 9 and mem.recovery["snapshot_covered"] == 9
+        assert cortex_of(mem).n == 9 and mem.recovery["snapshot_covered"] == 9
         assert not (store / ".compact").exists()
         assert mem.compact().rows_after == 7
 
@@ -312,11 +313,11 @@ def test_deletes_past_the_dead_share_compact_automatically(store: Path) -> None:
     with SpectorMemory.open(store, config=cfg) as mem:
         ids = mem.remember_batch([f"item {i} flurbish" for i in range(8)])
         mem.delete_batch(ids[:2])  # 2 of 8 dead: at the share, not past it
-        assert mem._cortex.n == 8
+        assert cortex_of(mem).n == 8
         mem.delete(ids[2])  # 3 of 8: compacted
-        assert mem._cortex.n == 5 and mem.count() == 5
+        assert cortex_of(mem).n == 5 and mem.count() == 5
         mem.delete_batch(ids[3:])
-        assert mem._cortex.n == 0 and mem.count() == 0
+        assert cortex_of(mem).n == 0 and mem.count() == 0
     assert files_with(store, b"flurbish") == []
 
 

@@ -27,6 +27,7 @@ from spector_gpu.pathways.recall.fusion import cognitive_factor
 from spector_gpu.storage.crc import crc32c
 from spector_gpu.storage.region import Region
 from spector_gpu.storage.tsid import decode_tsid
+from spector_gpu.testing import cortex_of
 
 FACTS = [
     f"fact number {i} says the {w} grows in the garden"
@@ -41,7 +42,7 @@ def _poke(path: Path, offset: int, data: bytes) -> None:
 
 
 def _ordinal(mem: SpectorMemory, memory_id: str) -> int:
-    return mem._cortex.id_map[decode_tsid(memory_id)]
+    return cortex_of(mem).id_map[decode_tsid(memory_id)]
 
 
 def _mixed_store(path: Path) -> list[str]:
@@ -68,7 +69,7 @@ def _mixed_store(path: Path) -> list[str]:
 def _slot_offset(store: Path, memory_id: str) -> tuple[Path, int]:
     """(region file, byte offset) of a fact's or skill's slot row."""
     with SpectorMemory.open(store, read_only=True) as mem:
-        c = mem._cortex
+        c = cortex_of(mem)
         o = _ordinal(mem, memory_id)
         t = int(c.cols.index["type"][o])
         region = (c.semantic if t == MemoryType.SEMANTIC else c.procedural).region
@@ -290,7 +291,7 @@ def _reseal_episode(log: Path, off: int, importance: float | None) -> None:
 def test_backfill_skips_quarantined_memories(tmp_path: Path) -> None:
     ids = _mixed_store(tmp_path)
     with SpectorMemory.open(tmp_path, read_only=True) as mem:
-        offs = {o: int(mem._cortex.cols.index["record_offset"][o]) for o in (1, 2)}
+        offs = {o: int(cortex_of(mem).cols.index["record_offset"][o]) for o in (1, 2)}
     log = tmp_path / "episodic.log"
     _reseal_episode(log, offs[1], None)  # unknown provenance, otherwise sound
     _reseal_episode(log, offs[2], float("nan"))  # unknown provenance and a sealed NaN: quarantined
@@ -311,7 +312,7 @@ def test_backfill_skips_quarantined_memories(tmp_path: Path) -> None:
 def test_reinforce_of_a_quarantined_memory_writes_nothing(tmp_path: Path) -> None:
     ids = _mixed_store(tmp_path)
     with SpectorMemory.open(tmp_path, read_only=True) as mem:
-        off = int(mem._cortex.cols.index["record_offset"][2])
+        off = int(cortex_of(mem).cols.index["record_offset"][2])
     _reseal_episode(tmp_path / "episodic.log", off, float("inf"))
     strength = (tmp_path / "strength.rec").read_bytes()
     with SpectorMemory.open(tmp_path) as mem:
@@ -392,7 +393,7 @@ def test_a_quarantined_memory_is_not_exported_as_evidence(
     ids = _mixed_store(tmp_path)
     out = tmp_path_factory.mktemp("bundles")  # outside the store: never an output path
     with SpectorMemory.open(tmp_path, read_only=True) as mem:
-        off = int(mem._cortex.cols.index["record_offset"][2])
+        off = int(cortex_of(mem).cols.index["record_offset"][2])
     _reseal_episode(tmp_path / "episodic.log", off, float("nan"))
     with SpectorMemory.open(tmp_path) as mem:
         with pytest.raises(CorruptionError, match=ids[2]):

@@ -22,6 +22,8 @@ from spector_gpu.eval.synthetic import generate_locomo_like
 class ThreadsSeen:
     """The hashing embedder, recording ``(texts, torch threads)`` at every call."""
 
+    fusion_weight = 1.0
+
     def __init__(self, dim: int = 64) -> None:
         self._inner = HashingEmbedder(dim=dim)
         self.name, self.dim = "threads-seen", dim

@@ -27,6 +27,7 @@ from spector_gpu import (
     SpectorMemory,
     ValidationError,
 )
+from spector_gpu.testing import cortex_of
 
 FAST = {"store": {"durability": "none"}}
 NAN = float("nan")
@@ -130,10 +131,10 @@ def store(
         )
         mem.flush()
         texts = {}
-        for o in range(mem._cortex.n):
+        for o in range(cortex_of(mem).n):
             from spector_gpu.cortex import encode_tsid
 
-            tid = encode_tsid(int(mem._cortex.cols.ids[o]))
+            tid = encode_tsid(int(cortex_of(mem).cols.ids[o]))
             hit = mem.get(tid)
             assert hit is not None
             texts[tid] = hit.text

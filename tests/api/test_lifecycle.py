@@ -20,6 +20,7 @@ from spector_gpu import (
 )
 from spector_gpu.cortex.bm25 import BM25Index
 from spector_gpu.cortex.derived_indexes import index_text
+from spector_gpu.testing import cortex_of
 
 FAST = {"store": {"durability": "none"}}
 
@@ -167,7 +168,7 @@ def test_relevance_is_absolute_and_min_relevance_gates(tmp_path: Path) -> None:
 
 
 def _fresh_bm25(mem: SpectorMemory, texts: list[str]) -> BM25Index:
-    c = mem._cortex  # the reference: an index built over the live texts only
+    c = cortex_of(mem)  # the reference: an index built over the live texts only
     ref = BM25Index(k1=c.bm25.k1, b=c.bm25.b, method=c.bm25.method, analyzer=c.analyzer.name)
     from spector_gpu.cortex.payload import Payload
 
@@ -187,7 +188,7 @@ def test_delete_erases_the_memory_from_reads_and_scores(tmp_path: Path) -> None:
         with pytest.raises(UnknownIdError):
             mem.delete(ids[0])
         # BM25 statistics equal a fresh index over the live texts
-        c = mem._cortex
+        c = cortex_of(mem)
         live = texts[1:]
         ref = _fresh_bm25(mem, live)
         q = c.analyzer.tokens_batch(["zebra apples"])
@@ -204,7 +205,7 @@ def test_delete_erases_the_memory_from_reads_and_scores(tmp_path: Path) -> None:
         assert history[-1].at_ms >= history[0].at_ms
     with _open(tmp_path) as mem:  # after a reopen: same statistics, still gone
         assert mem.get(ids[0]) is None and mem.count() == 3
-        assert mem._cortex.bm25.live == 3 and mem._cortex.bm25.doc_freq("zebra") == 1
+        assert cortex_of(mem).bm25.live == 3 and cortex_of(mem).bm25.doc_freq("zebra") == 1
 
 
 def test_update_keeps_the_id_and_re_indexes(tmp_path: Path) -> None:
@@ -317,7 +318,7 @@ def test_a_reader_never_sees_a_deleted_memory_nor_a_torn_update(tmp_path: Path) 
             hits = reader.recall("kiwi orchard", RecallOptions(k=5))
             assert [(h.id, h.text) for h in hits] == [(ids[1], "kiwi orchard east")]
             assert reader.get(ids[0]) is None and reader.count() == 1
-            assert reader._cortex.bm25.live == 1
+            assert cortex_of(reader).bm25.live == 1
 
 
 def test_unindexed_memories_are_listed_never_recalled(tmp_path: Path) -> None:

@@ -29,25 +29,11 @@ from spector_gpu import (
     ValidationError,
 )
 from spector_gpu.storage.tsid import decode_tsid
+from spector_gpu.testing import LOCK_FILE, STORE_FILES, cortex_of
 
 FAST = {"store": {"durability": "none"}}
 CROCKFORD = set("0123456789ABCDEFGHJKMNPQRSTVWXYZ")
-REGION_FILES = {
-    "LOCK",
-    "journal.jrn",
-    "episodic.log",
-    "semantic.slots",
-    "procedural.slots",
-    "text.pool",
-    "strength.rec",
-    "vectors.slab",
-    "provenance.rec",
-    "events.log",
-    "index.midx",
-    "store.json",
-    "config.json",
-    "derived.snap",
-}
+REGION_FILES = {LOCK_FILE, *STORE_FILES, "derived.snap"}
 
 
 def _cfg(**sections: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -451,7 +437,7 @@ def test_reinforce_rejects_bad_valence(mem: SpectorMemory) -> None:
 
 
 def _passive_count(m: SpectorMemory, mid: str) -> int:
-    c = m._cortex
+    c = cortex_of(m)
     o = c.id_map[decode_tsid(mid)]
     return int(c.strength.all_rows(c.n)["passive_recall_count"][o])
 
@@ -510,6 +496,7 @@ class _NaNEmbedder:
 
     name = "broken"
     dim = 8
+    fusion_weight = 1.0
 
     def embed(self, texts: list[str]) -> Any:
         import numpy as np

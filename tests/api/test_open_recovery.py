@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from spector_gpu import CorruptionError, SpectorMemory
+from spector_gpu.testing import cortex_of
 
 
 def _store(path):
@@ -23,7 +24,7 @@ def _flip(path, offset_from_end: int) -> None:
 
 def _last_episode_offset(store) -> int:
     with SpectorMemory.open(store, read_only=True) as mem:
-        c = mem._cortex
+        c = cortex_of(mem)
         return int(c.cols.index["record_offset"][c.n - 1])
 
 

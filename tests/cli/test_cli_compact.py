@@ -10,6 +10,7 @@ import pytest
 from spector_gpu import SpectorMemory
 from spector_gpu.cli import main
 from spector_gpu.cortex.lifecycle import with_tombstone
+from spector_gpu.testing import cortex_of
 
 
 def test_compact_erases_dead_rows_and_reports(
@@ -18,7 +19,7 @@ def test_compact_erases_dead_rows_and_reports(
     store = tmp_path / "mem"
     with SpectorMemory.open(store) as mem:
         mem.remember_batch(["keep this line", "the word plumbrixated goes"])
-        c = mem._cortex
+        c = cortex_of(mem)
         tx = c.transaction()
         c.rewrite_header(tx, 1, with_tombstone(c.cols.headers[1:2]))
         c.commit(tx)

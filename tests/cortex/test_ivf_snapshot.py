@@ -21,6 +21,7 @@ from known_vectors import KnownEmbedder
 from spector_gpu.kernels.quant import l2_normalize
 
 from spector_gpu import RecallOptions, SpectorMemory
+from spector_gpu.testing import cortex_of
 
 DIM = 16
 N = 2500  # above the dense pool layout's whole-store scoring (2,048), so the pass answers
@@ -69,7 +70,7 @@ def _answers(mem: SpectorMemory) -> list[tuple[list[str], list[float]]]:
 
 
 def _first_pass(mem: SpectorMemory) -> Any:
-    return mem._cortex.dense.first_pass
+    return cortex_of(mem).dense.first_pass
 
 
 def _reopened(path: Path, **kw: Any) -> tuple[list[tuple[list[str], list[float]]], Any]:

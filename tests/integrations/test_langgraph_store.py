@@ -188,8 +188,14 @@ def test_compiled_graph_remembers_across_threads_and_reopen(tmp_path: Path) -> N
     g.add_edge("recall", END)
     with SpectorStore(tmp_path / "g", index=INDEX) as store:
         graph = g.compile(checkpointer=InMemorySaver(), store=store)
-        graph.invoke({"user": "ann", "text": "I moved to Lisbon", "seen": []}, {"configurable": {"thread_id": "t1"}})  # fmt: skip  # noqa: E501
-        out = graph.invoke({"user": "ann", "text": "I play cello", "seen": []}, {"configurable": {"thread_id": "t2"}})  # fmt: skip  # noqa: E501
+        graph.invoke(
+            {"user": "ann", "text": "I moved to Lisbon", "seen": []},
+            {"configurable": {"thread_id": "t1"}},
+        )
+        out = graph.invoke(
+            {"user": "ann", "text": "I play cello", "seen": []},
+            {"configurable": {"thread_id": "t2"}},
+        )
         assert out["seen"] == ["I moved to Lisbon", "I play cello"]
     with SpectorStore(tmp_path / "g", index=INDEX) as store:
         graph = g.compile(store=store)

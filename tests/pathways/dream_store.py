@@ -11,6 +11,7 @@ import numpy as np
 
 from spector_gpu import RecallOptions, SpectorMemory
 from spector_gpu.cortex.layouts import CF_DREAMED, CF_SIMULATED
+from spector_gpu.testing import cortex_of, engine_of
 
 CONFIG: dict[str, dict[str, Any]] = {
     "store": {"durability": "none"},
@@ -59,8 +60,8 @@ def copy(src: Path, dst: Path) -> Path:
 
 def hebbian_weights(mem: SpectorMemory) -> dict[tuple[str, str], float]:
     """Every Hebbian link of the store by TSID pair."""
-    h = mem._sleep.hebbian
-    ids = mem._cortex.cols.ids
+    h = engine_of(mem).sleep.hebbian
+    ids = cortex_of(mem).cols.ids
     from spector_gpu.cortex import encode_tsid
 
     return {
@@ -72,7 +73,7 @@ def simulated_ids(mem: SpectorMemory) -> set[str]:
     """TSIDs of every memory whose header says simulated or dreamed."""
     from spector_gpu.cortex import encode_tsid
 
-    c = mem._cortex
+    c = cortex_of(mem)
     cf = c.cols.headers["consolidation_flags"][: c.n]
     sel = np.flatnonzero((cf & (CF_SIMULATED | CF_DREAMED)) != 0)
     return {encode_tsid(int(c.cols.ids[o])) for o in sel}

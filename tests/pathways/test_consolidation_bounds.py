@@ -14,6 +14,7 @@ from spector_gpu import MemoryType, SpectorMemory
 from spector_gpu.pathways import reflect as reflect_module
 from spector_gpu.pathways.plan import PIECE_CHARS, PLAN_EVENT, find_plans, plan_payloads
 from spector_gpu.provenance.chain import decode_event
+from spector_gpu.testing import cortex_of
 
 FAST = {"store": {"durability": "none"}}
 
@@ -30,7 +31,7 @@ def _turns(n: int, session: int = 0) -> list[dict[str, Any]]:
 
 def _plan_events(mem: SpectorMemory) -> list[dict[str, Any]]:
     out = []
-    for data in mem._cortex.events.records():
+    for data in cortex_of(mem).events.records():
         ev = decode_event(data)
         if ev.kind == PLAN_EVENT:
             out.append(dict(ev.payload))

@@ -38,6 +38,7 @@ class KnownEmbedder:
 
     name = "known-test"
     dim = DIM
+    fusion_weight = 1.0
 
     def __init__(self, docs: np.ndarray, queries: np.ndarray) -> None:
         self.table = {f"doc {i}": v for i, v in enumerate(docs)}

@@ -4,7 +4,6 @@ Hebbian links and dream memories reach recall at the commit that made them."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,6 @@ import pytest
 from rig import Rig
 
 from spector_gpu import RecallOptions
-from spector_gpu.delegates import MemorySleep
 from spector_gpu.pathways.recall import RecallPathway
 
 FAST: dict[str, Any] = {
@@ -53,10 +51,7 @@ def test_caches_follow_dreams(tmp_path: Path, device_path: bool) -> None:
     with Rig.open(tmp_path / "s", FAST) as rig:
         rig.remember_batch(_turns(0, 30))
         c = rig.cortex
-        lock = threading.RLock()
-        sleep = MemorySleep(
-            c, rig.remember.pathway, rig.reflection.pathway, rig.strength, rig.recall, lock
-        )
+        sleep = rig.engine.sleep  # the sleep service the composition root built
         pw = RecallPathway(c, rig.strength, device_path=device_path)
         pw.clock = lambda: 10**13
         first = rig.id_of(0)

@@ -29,6 +29,7 @@ from spector_gpu import (
     SpectorMemory,
     ValidationError,
 )
+from spector_gpu.testing import engine_of
 
 FAST = {"store": {"durability": "none"}}
 K = 3
@@ -113,7 +114,7 @@ def gated(
     for name, items in GROUPS.items():
         groups[name] = set(mem.remember_batch(items))
     # simulated memories (no public API writes them): the most relevant of all
-    pathway = mem._remember.pathway
+    pathway = engine_of(mem).remember.pathway
     sim = [
         pathway.validate({"text": f"zebra migration zebra migration simulated {i}"}, f"s{i}")
         for i in range(5)

@@ -11,6 +11,7 @@ from dream_store import build, copy, hebbian_weights, open_store, simulated_ids
 
 from spector_gpu import SpectorMemory, ValidationError
 from spector_gpu.pathways.sleep import SleepHooks, SleepPathway
+from spector_gpu.testing import cortex_of, engine_of
 
 NOW = int(time.time() * 1000)
 DAY = 86_400_000
@@ -24,7 +25,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _texts(mem: SpectorMemory) -> list[str]:
-    c = mem._cortex
+    c = cortex_of(mem)
     return sorted(c.text_of(o) for o in range(c.n))
 
 
@@ -93,9 +94,9 @@ def test_pruning_is_off_by_default_and_never_silent(template: Path, tmp_path: Pa
         assert len(report.prune_candidates) == n - 1  # all but the pinned memory
         marked: list[str] = []
         compacted: list[int] = []
-        pathway = mem._sleep.sleeping
+        pathway = engine_of(mem).sleep.sleeping
         hooked = SleepPathway(
-            mem._cortex,
+            cortex_of(mem),
             pathway.reflect,
             pathway.dreams,
             pathway.strength,

@@ -27,6 +27,7 @@ from spector_gpu.embedders.static import static_table_path, static_tables
 from spector_gpu.errors import ValidationError
 from spector_gpu.pathways.recall import token_relay
 from spector_gpu.pathways.recall.token_relay import maxsim
+from spector_gpu.testing import cortex_of
 from spector_gpu.types import Source
 
 FUSED_ONLY = ("lexical", "dense", "association", "salience")
@@ -117,11 +118,11 @@ def test_a_token_row_holds_the_memory_s_own_words(tmp_path: Path) -> None:
             skill_name="violin tuning",
             steps=["loosen the peg", "pluck the string"],
         )
-        offsets, ids = m._cortex.derived.tokens.rows()
+        offsets, ids = cortex_of(m).derived.tokens.rows()
         vocab = token_vocab()
         first = ids[offsets[0] : offsets[1]].tolist()
         assert first == vocab.ids("Zoltan violin lessons").tolist()  # the speaker, no tag
-        skill = m._cortex.payload(1)
+        skill = cortex_of(m).payload(1)
         assert "peg" in memory_words(skill) and "string" in memory_words(skill)
         assert ids[offsets[1] : offsets[2]].tolist() == vocab.ids(memory_words(skill)).tolist()
         assert all(vocab.weight[ids] > 0)  # stop words and the unknown token are left out
@@ -184,9 +185,9 @@ def test_rows_survive_reopen_and_an_old_snapshot_is_rebuilt(tmp_path: Path) -> N
     with SpectorMemory.open(path) as m:
         m.remember_batch([{"text": t, "session_id": 1} for t in TEXTS])
         before = m.recall_batch(["siblings", "a pet cat"], opts)
-        rows = [a.copy() for a in m._cortex.derived.tokens.rows()]
+        rows = [a.copy() for a in cortex_of(m).derived.tokens.rows()]
     with SpectorMemory.open(path) as m:  # from the snapshot
-        again = [a.copy() for a in m._cortex.derived.tokens.rows()]
+        again = [a.copy() for a in cortex_of(m).derived.tokens.rows()]
         assert all(np.array_equal(a, b) for a, b in zip(rows, again, strict=True))
         assert m.recall_batch(["siblings", "a pet cat"], opts).ids.tolist() == before.ids.tolist()
     snap = path / "derived.snap"
@@ -195,7 +196,7 @@ def test_rows_survive_reopen_and_an_old_snapshot_is_rebuilt(tmp_path: Path) -> N
         snap, {k: v for k, v in arrays.items() if not k.startswith("tok.")}, meta, durable=False
     )
     with SpectorMemory.open(path) as m:  # a snapshot written before the token relay: rebuilt
-        rebuilt = m._cortex.derived.tokens.rows()
+        rebuilt = cortex_of(m).derived.tokens.rows()
         assert all(np.array_equal(a, b) for a, b in zip(rows, rebuilt, strict=True))
         assert m.recall_batch(["siblings", "a pet cat"], opts).ids.tolist() == before.ids.tolist()
 
@@ -205,14 +206,14 @@ def test_a_snapshot_naming_a_meaningless_token_is_rebuilt(tmp_path: Path) -> Non
     path = tmp_path / "s"
     with SpectorMemory.open(path) as m:
         m.remember_batch([{"text": t, "session_id": 1} for t in TEXTS])
-        rows = [a.copy() for a in m._cortex.derived.tokens.rows()]
+        rows = [a.copy() for a in cortex_of(m).derived.tokens.rows()]
     snap = path / "derived.snap"
     meta, arrays = read_snapshot(snap)
     ids = arrays["tok.ids"].copy()
     ids[0] = token_vocab().tokenizer.unk_id  # type: ignore[attr-defined]
     write_snapshot(snap, {**arrays, "tok.ids": ids}, meta, durable=False)
     with SpectorMemory.open(path) as m:
-        rebuilt = m._cortex.derived.tokens.rows()
+        rebuilt = cortex_of(m).derived.tokens.rows()
         assert all(np.array_equal(a, b) for a, b in zip(rows, rebuilt, strict=True))
         hits = m.recall("how many siblings do I have", RecallOptions(k=3, explain=True))
         assert all(np.isfinite(h.score) for h in hits)
@@ -295,7 +296,7 @@ def test_rows_made_beside_the_embedding_are_the_payloads_rows(tmp_path: Path) ->
         )
         first = m.recall("siblings", RecallOptions(k=1, mode="observe"))[0]
         m.update(first.id, text="I have three sisters and a brother")
-        c = m._cortex
+        c = cortex_of(m)
         offsets, ids = (a.copy() for a in c.derived.tokens.rows())
         lengths, again = payload_rows([c.payload(i) for i in range(c.n)])
     assert np.diff(offsets).tolist() == lengths.tolist()

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spector_gpu import RecallOptions, ValidationError
+from spector_gpu.testing import cortex_of
 
 NOW = int(time.time() * 1000)
 
@@ -61,7 +62,7 @@ def test_every_step_follows_a_link_and_the_walk_repeats(
 def _id(mem: object, ordinal: int) -> str:
     from spector_gpu.cortex import encode_tsid
 
-    return encode_tsid(int(mem._cortex.cols.ids[ordinal]))  # type: ignore[attr-defined]
+    return encode_tsid(int(cortex_of(mem).cols.ids[ordinal]))  # type: ignore[arg-type]
 
 
 def test_observe_writes_nothing_and_learn_reinforces(template: Path, tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from spector_gpu import (
 )
 from spector_gpu.provenance.chain import Ed25519Signer
 from spector_gpu.storage.tsid import decode_tsid
+from spector_gpu.testing import cortex_of, engine_of
 
 FAST = {"store": {"durability": "none"}}
 CIT = Citation("uri:https://example.org/eva", "2026-11-29T10:00:00Z")
@@ -74,7 +75,7 @@ def test_no_public_api_accepts_a_provenance_override(mem: SpectorMemory) -> None
 # ---- backfill ---------------------------------------------------------------------------------
 def _set_provenance(m: SpectorMemory, mid: str, value: RecordProvenance) -> None:
     """Simulate a legacy record: rewrite one header's provenance byte (internal API)."""
-    c = m._cortex
+    c = cortex_of(m)
     o = c.id_map[decode_tsid(mid)]
     header = c.cols.headers[o : o + 1].copy()
     header["provenance"] = int(value)
@@ -91,7 +92,7 @@ def legacy(mem: SpectorMemory) -> dict[str, list[str]]:
         [{"text": f"known turn {i} about boats", "session_id": 1} for i in range(2)]
     )
     known_fact = mem.remember("a known user fact", type="semantic")
-    pathway = mem._remember.pathway
+    pathway = engine_of(mem).remember.pathway
     items = [
         pathway.validate({"text": f"legacy turn {i} about the harbour", "session_id": 2}, "t")
         for i in range(3)
@@ -125,7 +126,7 @@ def legacy(mem: SpectorMemory) -> dict[str, list[str]]:
 
 
 def _all_provenance(m: SpectorMemory) -> dict[str, int]:
-    c = m._cortex
+    c = cortex_of(m)
     from spector_gpu.storage.tsid import encode_tsid
 
     return {
@@ -502,7 +503,7 @@ def test_backfill_execute_is_recorded_in_the_event_chain(
     report = mem.backfill_provenance(execute=True)
     chain = mem.verify_chain()
     assert chain.ok and chain.events == before + 1
-    last = decode_event(list(mem._cortex.events.records())[-1])
+    last = decode_event(list(cortex_of(mem).events.records())[-1])
     assert last.kind == "backfill_provenance"
     assert last.payload["count"] == sum(report.filled.values())
     assert {k: v for k, v in last.payload.items() if k.startswith("filled_")} == {

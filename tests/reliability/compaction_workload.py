@@ -6,6 +6,7 @@ from pathlib import Path
 
 from spector_gpu import SpectorMemory
 from spector_gpu.cortex.ids import decode_tsid, encode_tsid
+from spector_gpu.testing import cortex_of
 
 __all__ = ["CFG", "DEAD", "compact_child", "prefill", "problems_of"]
 
@@ -25,7 +26,7 @@ def prefill(store: Path) -> tuple[dict[str, str], int, int]:
         mem.consolidate()
         secrets = [{"text": f"secret {i} is {_token(i)}", "session_id": 9} for i in range(DEAD)]
         ids = mem.remember_batch(secrets)
-        c = mem._cortex
+        c = cortex_of(mem)
         dead = [c.id_map[decode_tsid(tsid)] for tsid in ids[:DEAD]]
         mem.delete_batch(ids[:DEAD])
         live = {encode_tsid(int(c.cols.ids[o])): c.text_of(o) for o in range(c.n) if o not in dead}
@@ -41,7 +42,7 @@ def problems_of(store: Path, live: dict[str, str], rows: tuple[int, int], *, ro:
     """What is wrong with the store one open finds (empty when it is one whole store)."""
     with SpectorMemory.open(store, config=None if ro else CFG, read_only=ro) as mem:
         out = []
-        n = mem._cortex.n
+        n = cortex_of(mem).n
         if n not in rows:
             out.append(f"{n} rows, expected one of {rows}")
         if not mem.check().ok:

@@ -30,6 +30,7 @@ import numpy as np
 from spector_gpu import MemoryType, RecallOptions, SpectorMemory
 from spector_gpu.cortex.layouts import FLAG_CONSOLIDATED, PROV_LIVE, PROV_PARTIAL
 from spector_gpu.storage.tsid import decode_tsid, encode_tsid
+from spector_gpu.testing import cortex_of
 
 __all__ = [
     "CONFIG",
@@ -155,17 +156,17 @@ def copy_store(src: Path, dst: Path, *, snapshot: bool = True) -> Path:
 # ---- reading a store's state ---------------------------------------------------------------
 def store_ids(mem: SpectorMemory) -> list[str]:
     """Every memory id in ordinal (= commit) order."""
-    c = mem._cortex
+    c = cortex_of(mem)
     return [encode_tsid(int(v)) for v in c.cols.ids[: c.n].tolist()]
 
 
 def store_types(mem: SpectorMemory) -> list[int]:
-    c = mem._cortex
+    c = cortex_of(mem)
     return [int(t) for t in c.cols.index["type"][: c.n].tolist()]
 
 
 def prov_rows(mem: SpectorMemory) -> np.ndarray:
-    return mem._cortex.provenance.rows()
+    return cortex_of(mem).provenance.rows()
 
 
 def memory_problem(
@@ -230,7 +231,7 @@ FactKey = tuple[int, str, tuple[int, int] | None]  # (parent turn m, fact text, 
 
 def consolidation_table(mem: SpectorMemory) -> dict[str, Any]:
     """What consolidation left: facts by parent turn, provenance groups and flags."""
-    c = mem._cortex
+    c = cortex_of(mem)
     ids = store_ids(mem)
     types = store_types(mem)
     facts: list[FactKey] = []
@@ -316,7 +317,7 @@ def facts_problems(mem: SpectorMemory, expected: Counter[FactKey]) -> list[str]:
 def all_or_nothing_problems(mem: SpectorMemory) -> list[str]:
     """Right after a crash (before any rerun): every planned run is in one of the states the
     four atomic commits allow — plan only; plan + all facts; + all parents marked; LIVE."""
-    c = mem._cortex
+    c = cortex_of(mem)
     prov = prov_rows(mem)
     out = []
     groups: dict[tuple[int, int], list[Any]] = {}
@@ -364,7 +365,7 @@ def planned_ids(mem: SpectorMemory) -> set[str]:
 
 def turns_in(mem: SpectorMemory) -> list[int]:
     """Turn numbers of the stored episodes in commit order."""
-    c = mem._cortex
+    c = cortex_of(mem)
     return [
         m_of_text(c.text_of(o)) for o, t in enumerate(store_types(mem)) if t == MemoryType.EPISODIC
     ]
@@ -432,7 +433,7 @@ def exact_problems(
     prov = prov_rows(mem)
     if (prov["flags"] == PROV_PARTIAL).any():
         out.append("PARTIAL records left after the rerun")
-    c = mem._cortex
+    c = cortex_of(mem)
     ep = np.flatnonzero(c.cols.index["type"][: c.n] == MemoryType.EPISODIC)
     if not (c.cols.headers["flags"][ep] & FLAG_CONSOLIDATED).all():
         out.append("parent turns left unmarked after the rerun")

@@ -20,6 +20,7 @@ import pytest
 
 from spector_gpu import SpectorMemory
 from spector_gpu.storage.killpoints import KILLPOINTS
+from spector_gpu.testing import cortex_of
 
 from .compaction_workload import compact_child, prefill, problems_of
 from .harness import run_child
@@ -65,7 +66,7 @@ def test_kill_point_leaves_the_old_or_the_new_store(
         problems = problems_of(store, live, rows, ro=ro)
         assert not problems, f"{point} ({'reader' if ro else 'writer'}): {problems}"
         with SpectorMemory.open(store, read_only=True) as mem:
-            assert mem._cortex.n == rows[1 if committed else 0], point
+            assert cortex_of(mem).n == rows[1 if committed else 0], point
     assert not os.path.lexists(store / ".compact")
 
 
@@ -82,7 +83,7 @@ def test_kill_minus_nine_loop(
         problems = problems_of(store, live, rows, ro=False)
         assert not problems, f"iteration {k}: {problems}"
         with SpectorMemory.open(store, read_only=True) as mem:
-            seen[mem._cortex.n] += 1
+            seen[cortex_of(mem).n] += 1
         shutil.rmtree(store)
     record_figure(
         "compaction_crash_loop", iterations=10 * soak, old=seen[rows[0]], new=seen[rows[1]]

@@ -13,6 +13,7 @@ import pytest
 
 from spector_gpu import SpectorMemory
 from spector_gpu.storage.io import set_observer
+from spector_gpu.testing import cortex_of
 
 from .compaction_workload import CFG, prefill, problems_of
 from .crashsim import PowerLossRecorder, materialize
@@ -53,7 +54,7 @@ def test_power_loss_during_compaction_leaves_old_or_new(
         problems = problems_of(store, live, (before, after), ro=False)
         assert not problems, f"crash at event {point} of {rec.n_events}: {problems}"
         with SpectorMemory.open(store, read_only=True) as mem:
-            n = mem._cortex.n
+            n = cortex_of(mem).n
         if ".compact/COMMIT" in image:
             assert n == after, f"crash at event {point}: a durable marker must roll forward"
         seen[n] += 1

@@ -26,6 +26,7 @@ import pytest
 
 from spector_gpu import MemoryType, RecallOptions, SpectorError
 from spector_gpu.storage.tsid import decode_tsid, encode_tsid
+from spector_gpu.testing import cortex_of
 
 from .engine_workload import QUERIES, items, m_of_text, memory_problem, open_memory, prefill
 from .harness import child_init, read_until_stopped, run_readers_under_writer
@@ -227,7 +228,7 @@ def test_reader_rereads_a_copy_caught_mid_rewrite(
     store = workdir / "store"
     ids, fact = _busy_store(store)
     with open_memory(store, read_only=True) as mem:
-        c = mem._cortex
+        c = cortex_of(mem)
         o = c.id_map[decode_tsid(ids[0])]
         at = {
             "strength.rec": o,

@@ -42,6 +42,7 @@ from spector_gpu import (
     ValidationError,
 )
 from spector_gpu.embedders import CallableEmbedder
+from spector_gpu.testing import JOURNAL_FILE, REGION_FILES, cortex_of
 
 from .engine_workload import QUERIES, copy_store, open_memory, prefill, scratch_dir
 from .harness import child_init, fork_process
@@ -77,7 +78,7 @@ def _build_template(path: Path) -> list[str]:
         mem.reinforce(hits[0].id)
         mem.forget(hits[-1].id)
         mem.flush()
-        c = mem._cortex
+        c = cortex_of(mem)
         from spector_gpu.storage.tsid import encode_tsid
 
         return [encode_tsid(int(v)) for v in c.cols.ids[: c.n].tolist()]
@@ -208,21 +209,7 @@ def _used(path: Path) -> int:
     return max(len(data), 1)
 
 
-_NAMES = [
-    "journal.jrn",
-    "episodic.log",
-    "semantic.slots",
-    "procedural.slots",
-    "text.pool",
-    "strength.rec",
-    "vectors.slab",
-    "provenance.rec",
-    "events.log",
-    "index.midx",
-    "derived.snap",
-    "store.json",
-    "config.json",
-]
+_NAMES = [JOURNAL_FILE, *REGION_FILES, "derived.snap", "store.json", "config.json"]
 _name = st.sampled_from(_NAMES)
 _pos = st.integers(0, 1 << 30)
 MUTATION = st.one_of(
@@ -687,7 +674,7 @@ def test_a_damaged_header_value_never_reaches_recall(where: str, workdir: Path) 
     store = workdir / "s"
     ids = _build_template(store)
     with open_memory(store, read_only=True) as mem:
-        c = mem._cortex
+        c = cortex_of(mem)
         o = next(
             i
             for i, t in enumerate(c.cols.index["type"][: c.n].tolist())
@@ -733,7 +720,7 @@ def test_a_damaged_journal_seq_does_not_overflow_recovery(workdir: Path) -> None
 def test_check_reports_an_index_entry_pointing_anywhere(workdir: Path) -> None:
     ids = _build_template(workdir / "s")
     with open_memory(workdir / "s", read_only=True) as mem:
-        c = mem._cortex
+        c = cortex_of(mem)
         o = next(
             i
             for i, t in enumerate(c.cols.index["type"][: c.n].tolist())
@@ -766,7 +753,7 @@ def test_a_damaged_episode_sequence_does_not_break_the_index_rebuild(workdir: Pa
     ids = _build_template(workdir / "s")
     (workdir / "s" / "derived.snap").unlink()
     with open_memory(workdir / "s", read_only=True) as mem:
-        off = int(mem._cortex.cols.index["record_offset"][0])
+        off = int(cortex_of(mem).cols.index["record_offset"][0])
     _poke(workdir / "s" / "episodic.log", off + 24, struct.pack("<I", 4043312896))  # its sequence
     with open_memory(workdir / "s") as mem:
         assert mem.recovery.get("corruption") and not mem.check().ok

@@ -27,24 +27,14 @@ from typing import Any
 import pytest
 
 from spector_gpu import RecallOptions, SpectorMemory
+from spector_gpu.testing import JOURNAL_FILE, REGION_FILES, cortex_of
 
 from .sweep_worker import CaseWorker, attempt
 from .workload import base_seed, record_figure, scale
 
 pytestmark = pytest.mark.crash
 
-REGIONS = [
-    "journal.jrn",
-    "episodic.log",
-    "semantic.slots",
-    "procedural.slots",
-    "text.pool",
-    "strength.rec",
-    "vectors.slab",
-    "provenance.rec",
-    "events.log",
-    "index.midx",
-]
+REGIONS = [JOURNAL_FILE, *REGION_FILES]
 FILES = [*REGIONS, "store.json", "config.json", "derived.snap"]
 VARIANTS = ("older", "foreign", "removed")
 PAIRS_CI = 45  # sampled pairs per CI run; every pair under --soak
@@ -80,7 +70,7 @@ def _write(store: Path, first: int, last: int, foreign: bool) -> None:
 
 def _texts(store: Path) -> dict[str, str]:
     with SpectorMemory.open(store, config=CONFIG, read_only=True) as mem:
-        c = mem._cortex
+        c = cortex_of(mem)
         from spector_gpu.storage.tsid import encode_tsid
 
         return {encode_tsid(int(c.cols.ids[i])): c.text_of(i) for i in range(c.n)}

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from spector_gpu import SpectorMemory
+from spector_gpu.testing import cortex_of, engine_of
 
 from .engine_workload import copy_store, open_memory, prefill
 from .harness import run_child
@@ -47,7 +48,7 @@ def sleep_once(path: str, now_ms: int) -> None:
 def state(mem: SpectorMemory) -> tuple[Any, ...]:
     """What a cycle leaves, independent of the fresh TSIDs facts and dreams get: every
     memory's text, the Hebbian weights by the texts they join, the journal by texts."""
-    c = mem._cortex
+    c = cortex_of(mem)
     text = {int(c.cols.ids[o]): c.text_of(o) for o in range(c.n)}
 
     def t(tsid: str) -> str:
@@ -55,7 +56,7 @@ def state(mem: SpectorMemory) -> tuple[Any, ...]:
 
         return text[decode_tsid(tsid)]
 
-    h = mem._sleep.hebbian
+    h = engine_of(mem).sleep.hebbian
     weights = Counter(
         (tuple(sorted((c.text_of(a), c.text_of(b)))), w) for (a, b), w in h.weights.items()
     )
@@ -126,5 +127,5 @@ def test_dream_memory_written_once_after_a_kill_between_its_commits(workdir: Pat
         assert all(mem.get(e.wrote) is not None for e in journal if e.wrote)
         wrote = [e.wrote for e in mem.dream_journal() if e.wrote]
         assert len(wrote) == len(set(wrote)) == 3
-        ids = np.asarray(mem._cortex.cols.ids[: mem.count()])
+        ids = np.asarray(cortex_of(mem).cols.ids[: mem.count()])
         assert len(np.unique(ids)) == len(ids)  # nothing written twice

@@ -22,20 +22,10 @@ import pytest
 
 from spector_gpu import SpectorMemory, StoreFormatError
 from spector_gpu.storage.preamble import SCHEMA_VERSION
+from spector_gpu.testing import JOURNAL_FILE, REGION_FILES, cortex_of
 
 FIXTURE = Path(__file__).parent / "data" / "store_v1.tar.gz"
-REGIONS = (
-    "journal.jrn",
-    "episodic.log",
-    "semantic.slots",
-    "procedural.slots",
-    "text.pool",
-    "strength.rec",
-    "vectors.slab",
-    "provenance.rec",
-    "events.log",
-    "index.midx",
-)
+REGIONS = (JOURNAL_FILE, *REGION_FILES)
 CONFIG = {"store": {"durability": "none"}}
 
 
@@ -55,7 +45,7 @@ def _identity(store: Path) -> set[tuple[int, int]]:
 
 
 def _texts(mem: SpectorMemory) -> list[str]:
-    c = mem._cortex
+    c = cortex_of(mem)
     return sorted(c.text_of(i) for i in range(c.n))
 
 

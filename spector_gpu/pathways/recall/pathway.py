@@ -40,7 +40,7 @@ from .clock import recall_clock
 from .columns import RecallColumns
 from .fusion import COEFFICIENT_MAX
 from .gates import GateCache
-from .hydration import Hydrator, retrieval_strength
+from .hydration import Hydrator
 from .lifecycle_gates import LiveRows
 from .relays import RecallPlan
 from .scorer import Scored, Scorer
@@ -208,10 +208,6 @@ class RecallPathway:
         """Hydrate ordinal ``o`` by its ``Location.type`` (see :class:`.Hydrator`)."""
         return self.hydrator.result(o, score, d, None, explain)
 
-    def _current_d(self, ordinals: np.ndarray, now: int) -> np.ndarray:
-        # kept for pathways/reflect.py (lineage parents), which is not ours to change here
-        return retrieval_strength(self.cortex, ordinals, now)
-
     # ---- internals -------------------------------------------------------------------
     def _check(self, queries: Sequence[str], options: RecallOptions | None) -> RecallOptions:
         opts = options if options is not None else self.default_options()
@@ -229,7 +225,7 @@ class RecallPathway:
 
     def _weights(self, opts: RecallOptions) -> dict[str, float]:
         r = self.cortex.config.recall
-        emb_w = float(getattr(self.cortex.embedder, "fusion_weight", 1.0))
+        emb_w = float(self.cortex.embedder.fusion_weight)
         w = {
             "lexical": r.lexical_weight,
             "dense": r.dense_weight * emb_w,

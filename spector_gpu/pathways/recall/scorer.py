@@ -204,7 +204,7 @@ class Scorer:
         sal: torch.Tensor,
         den: torch.Tensor | None,
         exact_rounds: bool,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[list[Explanation]], np.ndarray]:  # fmt: skip  # noqa: E501
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[list[Explanation]], np.ndarray]:
         k, m = plan.top, hi - lo
         out = self.compute(plan, lo, hi, sal, den, exact_rounds)
         if out is None:
