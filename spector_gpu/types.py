@@ -423,6 +423,11 @@ class RecallBatch:
     Hydration hook: ``hydrator(i)`` builds query ``i``'s results (the recall pathway supplies
     it); when ``lock`` is given (a context manager, e.g. the store's ``threading.RLock``) every
     hydration runs inside it. A batch without a hydrator hydrates to empty lists.
+
+    A batch hydrated after other calls changed the store (another thread's ``delete`` or
+    ``compact``) reads each hit by its id: every result carries its own memory's current text,
+    and a hit whose memory was deleted since the recall is left out of ``results(i)`` (it
+    stays in ``ids``, which the recall returned).
     """
 
     ids: np.ndarray

@@ -51,8 +51,10 @@ DeferredStrength = Callable[[], tuple[np.ndarray, np.ndarray] | None]
 
 class Cortex:
     """Opens, reads and writes every region of a store directory (see the module docstring).
-    ``version`` is bumped by every commit and refresh (invalidates recall caches); ``recovery``
-    is the open report (journal records replayed, snapshot coverage, damage)."""
+    ``version`` is bumped by every commit and refresh (invalidates recall caches); ``epoch``
+    counts the reopens after compaction swaps (an ordinal names the same memory only within
+    one epoch); ``recovery`` is the open report (journal records replayed, snapshot coverage,
+    damage)."""
 
     def __init__(
         self,
@@ -72,6 +74,7 @@ class Cortex:
         self.read_only = read_only
         self.dim = int(embedder.dim)
         self.version = 0
+        self.epoch = 0
         self._deferred: list[DeferredStrength] = []
         self._wire(stores, derived)
 
@@ -244,6 +247,7 @@ class Cortex:
         stores = Stores(self.part.reopen(), self.dim, self.config)
         self._wire(stores, DerivedIndexes(self.config, self.analyzer, self.dim, self.device))
         self.version += 2
+        self.epoch += 1
         self._load()
 
     def refresh(self) -> None:
