@@ -17,7 +17,7 @@ from ..errors import CorruptionError
 from ..types import MemoryType
 from .columns import Columns
 from .derived_indexes import DerivedIndexes
-from .lifecycle import previous_rows, removed, replaced
+from .lifecycle import previous_rows, replaced
 from .payload import Payload
 from .quarantine import Quarantine
 from .stores import Stores

@@ -11,6 +11,7 @@ and the LangGraph adapter's ``abatch`` (which is ``to_thread`` over its ``batch`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import threading
 from collections.abc import Callable, Iterable
@@ -94,10 +95,8 @@ def _writer(mem: SpectorMemory, model: Model, rounds: int, seed: int) -> None:
             n = int(next(iter(model.texts[pick])).split()[1])
             new = _text(n, rng.randrange(1, 1000))
             model.add([pick], [new], deletable=False)
-            try:
+            with contextlib.suppress(KeyError):  # the deleter got there first (UnknownIdError)
                 mem.update(pick, text=new)
-            except KeyError:  # the deleter got there first (UnknownIdError)
-                pass
 
 
 def _deleter(mem: SpectorMemory, model: Model, rounds: int, seed: int) -> None:
@@ -266,12 +265,15 @@ def test_a_reader_batch_hydrated_after_the_reader_followed_a_compaction(workdir:
     store = workdir / "s"
     with SpectorMemory.open(store, config=CFG, embedder="hashing") as mem:
         texts = {i: t for t in (_text(k) for k in range(40)) for i in [mem.remember(t)]}
-        with SpectorMemory.open(store, read_only=True, embedder="hashing") as ro:
-            batch = ro.recall_batch(["topic3 mark3"], RecallOptions(k=10, mode="observe"))
-            hits = batch.id_lists()[0]
+    # the reader first: a read-only open in a process that holds the writer shares the writer
+    with SpectorMemory.open(store, read_only=True, embedder="hashing") as ro:
+        assert ro.read_only
+        batch = ro.recall_batch(["topic3 mark3"], RecallOptions(k=10, mode="observe"))
+        hits = batch.id_lists()[0]
+        with SpectorMemory.open(store, config=CFG, embedder="hashing") as mem:
             mem.delete_batch([hits[0]])
             mem.compact()
-            assert ro.get(hits[1]) is not None  # the reader follows the swap here
-            got = batch.results(0)
-            assert [r.id for r in got] == hits[1:]
-            assert all(r.text == texts[r.id] for r in got)
+        assert ro.get(hits[1]) is not None  # the reader follows the swap here
+        got = batch.results(0)
+        assert [r.id for r in got] == hits[1:]
+        assert all(r.text == texts[r.id] for r in got)
