@@ -513,7 +513,7 @@ def splice(report: str, sections: list[list[str]]) -> str:
             report = report.rstrip("\n") + "\n" + body + "\n"
             continue
         end = report.find("\n## ", start + 1)
-        report = report[:start] + body + (report[end:] if end >= 0 else "\n")
+        report = report[:start] + body + ("\n" + report[end:] if end >= 0 else "\n")
     return report
 
 
