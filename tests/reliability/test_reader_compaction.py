@@ -301,3 +301,19 @@ def test_a_reader_open_gives_up_with_a_named_error_while_files_keep_moving(
     with pytest.raises(StoreError, match=r"kept changing.*open it again"):
         swap.open_current(Opened, tmp_path, patience_s=0.05)
     assert closed  # every attempt's files were closed
+
+
+def test_a_reader_that_found_the_index_missing_follows_once_it_is_back(workdir: Path) -> None:
+    """A stand-in for a missing index (reported damage, nothing served) is not where a reader
+    stays: once a file is under the name again, the next call opens the store anew."""
+    store = workdir / "s"
+    with SpectorMemory.open(store, config=CFG, embedder="hashing") as mem:
+        ids = mem.remember_batch([_text(k) for k in range(12)])
+    (store / "index.midx").rename(workdir / "index.away")
+    with SpectorMemory.open(store, read_only=True, embedder="hashing") as ro:
+        assert ro.recovery.get("corruption") and ro.count() == 0
+        (workdir / "index.away").rename(store / "index.midx")
+        assert ro.count() == 12
+        assert ro.get(ids[3]).text == _text(3)  # type: ignore[union-attr]
+        assert not ro.recovery.get("corruption")
+        assert ro.check().ok
