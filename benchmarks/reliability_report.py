@@ -415,7 +415,8 @@ SECTIONS: tuple[Section, ...] = (
                 "updated and a deleter deleted and compacted for {rounds:,} rounds ({deletes:,} "
                 "deletes, {compactions:,} compactions): {reads:,} reads (recall, learn-mode "
                 "recall, batches hydrated later, get, history, explain, list, count) and "
-                "{async_calls:,} async calls, {hits:,} results checked against the model: "
+                "{async_calls:,} async calls, {hits:,} results checked against the model ("
+                "{late:,} of them read before the writer's call had returned, judged after): "
                 "**{wrong} wrong texts or deleted memories returned**, {errors} exceptions "
                 "(seed {seed})"
             )

@@ -30,6 +30,7 @@ CFG = {"store": {"durability": "none", "compact_dead_share": 1.0}}  # compact wh
 STABLE = 60  # memories no thread deletes
 ROUNDS = 80  # writer rounds in CI (x the --soak multiplier)
 READERS = 4
+LG_KEYS = tuple(f"k{j}" for j in range(12))  # the LangGraph adapter's items
 _OBSERVE = RecallOptions(k=8, mode="observe")
 _LEARN = RecallOptions(k=8)  # onRecall strength updates under the shared lock
 
@@ -53,6 +54,7 @@ class Model:
         self.stable: dict[str, str] = {}
         self.live: list[str] = []  # deletable
         self.problems: list[str] = []
+        self.later: list[tuple[str, str, str]] = []  # hits read before their id was added
         self.hits = 0
         self.reads = 0
 
@@ -72,10 +74,18 @@ class Model:
             self.reads += 1
             for r in results:
                 self.hits += 1
-                if r.text not in self.texts.get(r.id, ()):
+                if r.id not in self.texts:  # remembered, not yet added here: judged at the end
+                    self.later.append((r.id, r.text, where))
+                elif r.text not in self.texts[r.id]:
                     self.problems.append(f"{where}: {r.id} carried {r.text!r}")
                 if r.id in gone_before:
                     self.problems.append(f"{where}: {r.id} returned after its delete")
+
+    def judge_later(self) -> None:
+        """The hits read between a ``remember_batch`` returning and the model hearing of it."""
+        for i, text, where in self.later:
+            if text not in self.texts.get(i, ()):
+                self.problems.append(f"{where}: {i} carried {text!r}")
 
     def fail(self, what: str) -> None:
         with self.lock:
@@ -147,13 +157,11 @@ def _reader(mem: SpectorMemory, model: Model, stop: threading.Event, seed: int) 
 async def _async_reads(mem: SpectorMemory, model: Model, stop: threading.Event, seed: int) -> int:
     """Async callers: facade calls through ``asyncio.to_thread`` and LangGraph's ``abatch``,
     several in flight at once."""
-    from langgraph.store.base import GetOp, PutOp, SearchOp
+    from langgraph.store.base import GetOp, SearchOp
 
     from spector_gpu.integrations.langgraph import SpectorStore
 
     store = SpectorStore(mem)
-    keys = [f"k{j}" for j in range(12)]
-    await store.abatch([PutOp(("stress",), k, {"text": f"value of {k}"}) for k in keys])
     rng = random.Random(seed)
     calls = 0
 
@@ -168,7 +176,7 @@ async def _async_reads(mem: SpectorMemory, model: Model, stop: threading.Event, 
             asyncio.to_thread(mem.recall, q, _OBSERVE),
             asyncio.to_thread(mem.recall_batch, [q], _OBSERVE),
             store.abatch(
-                [GetOp(("stress",), rng.choice(keys)), SearchOp(("stress",), query="value")]
+                [GetOp(("stress",), rng.choice(LG_KEYS)), SearchOp(("stress",), query="value")]
             ),
         )
         model.check(got, before, "async recall")
@@ -178,6 +186,19 @@ async def _async_reads(mem: SpectorMemory, model: Model, stop: threading.Event, 
             item_ok(item)
         calls += 4
     return calls
+
+
+def _put_items(mem: SpectorMemory, model: Model) -> None:
+    """The LangGraph items the async task reads, put before the threads start (they are
+    memories too, so every read may meet them: the model learns their texts)."""
+    from langgraph.store.base import PutOp
+
+    from spector_gpu.integrations.langgraph import SpectorStore
+
+    SpectorStore(mem).batch([PutOp(("stress",), k, {"text": f"value of {k}"}) for k in LG_KEYS])
+    for r in mem.list(limit=1000):
+        if r.id not in model.texts:
+            model.add([r.id], [r.text], deletable=False)
 
 
 def _run(target: Callable[..., Any], errors: list[str], *args: Any) -> threading.Thread:
@@ -204,6 +225,7 @@ def test_threads_sharing_a_handle_read_one_state_across_deletes_and_compactions(
         model.stable = dict(zip(ids, texts))
         churn = [_text(k) for k in range(STABLE, STABLE + 60)]
         model.add(mem.remember_batch(churn), churn, deletable=True)
+        _put_items(mem, model)
         readers = [_run(_reader, errors, mem, model, stop, seed + r) for r in range(READERS)]
         async_calls: list[int] = []
 
@@ -220,6 +242,7 @@ def test_threads_sharing_a_handle_read_one_state_across_deletes_and_compactions(
         stop.set()
         for t in readers:
             t.join()
+        model.judge_later()
         for i, text in model.stable.items():  # and after everything, still whole
             got = mem.get(i)
             assert got is not None and got.text == text
@@ -234,6 +257,7 @@ def test_threads_sharing_a_handle_read_one_state_across_deletes_and_compactions(
         reads=model.reads,
         async_calls=sum(async_calls),
         hits=model.hits,
+        late=len(model.later),
         wrong=len(model.problems),
         errors=len(errors),
         seed=seed,
