@@ -10,6 +10,9 @@ Usage::
     python benchmarks/reliability_report.py                 # CI sizes (multiplier 1)
     python benchmarks/reliability_report.py --multiplier 20 # soak sizes
     python benchmarks/reliability_report.py --seed 7 --out /tmp/reliability.md
+    # rerun some suites only (bigger loops) and replace just their sections in the report:
+    python benchmarks/reliability_report.py --only test_thread_sharing \
+        --only test_reader_compaction --multiplier 10
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,8 +38,16 @@ DEFAULT_OUT = REPO / "benchmarks" / "results" / "reliability.md"
 DEFAULT_SEED = 20250605
 
 
+ALL_TARGETS = (
+    "tests/reliability",
+    "tests/api/test_stateful.py",
+    "tests/storage/test_hostile_paths.py",
+    "tests/storage/test_upgrade.py",
+)
+
+
 def run_suites(
-    multiplier: int, seed: int, workdir: Path
+    multiplier: int, seed: int, workdir: Path, targets: Sequence[str] = ALL_TARGETS
 ) -> tuple[list[dict[str, Any]], dict[str, Any], float]:
     figures_path, junit = workdir / "figures.jsonl", workdir / "junit.xml"
     env = dict(
@@ -52,10 +63,7 @@ def run_suites(
         "pytest",
         "-m",
         "crash or not heavy",
-        "tests/reliability",
-        "tests/api/test_stateful.py",
-        "tests/storage/test_hostile_paths.py",
-        "tests/storage/test_upgrade.py",
+        *targets,
         "-q",
         "-p",
         "no:cacheprovider",
@@ -397,6 +405,38 @@ SECTIONS: tuple[Section, ...] = (
             )
         },
     ),
+    Section(
+        "Threads sharing one handle (writes, deletes and compactions beside reads)",
+        "test_thread_sharing",
+        {
+            "thread_sharing": (
+                "- {readers} reader threads and {async_tasks} asyncio task (`to_thread`, "
+                "LangGraph `abatch`) on one `SpectorMemory` while a writer remembered and "
+                "updated and a deleter deleted and compacted for {rounds:,} rounds ({deletes:,} "
+                "deletes, {compactions:,} compactions): {reads:,} reads (recall, learn-mode "
+                "recall, batches hydrated later, get, history, explain, list, count) and "
+                "{async_calls:,} async calls, {hits:,} results checked against the model ("
+                "{late:,} of them read before the writer's call had returned, judged after): "
+                "**{wrong} wrong texts or deleted memories returned**, {errors} exceptions "
+                "(seed {seed})"
+            )
+        },
+    ),
+    Section(
+        "Readers in other processes across compaction",
+        "test_reader_compaction",
+        {
+            "reader_compaction": (
+                "- {readers} read-only processes holding a handle (and opening fresh ones) "
+                "while 1 writer remembered, deleted and compacted {compactions:,} times: "
+                "{steps:,} reader steps (get, count, recall, list), {fresh_opens:,} fresh "
+                "opens, {checks:,} `check()`s, {followed:,} swaps followed by held handles, "
+                "{texts:,} distinct (id, text) pairs checked against the writer's "
+                "acknowledgements: **{wrong} wrong texts**, {problems} empty, damaged or "
+                "failed reads (seed {seed})"
+            )
+        },
+    ),
     Section("Forked workers", "test_fork", {}),
     Section("Hostile paths (links, foreign directories, dataset names)", "test_hostile_paths", {}),
     Section("Format-1 stores upgraded in place", "test_upgrade", {}),
@@ -463,6 +503,48 @@ def render(
     return "\n".join(out)
 
 
+def splice(report: str, sections: list[list[str]]) -> str:
+    """``report`` with each rendered section (its lines, the heading second) in place of the
+    section of the same heading, or appended when it has none."""
+    for lines in sections:
+        heading = lines[1]
+        start = report.find(f"\n{heading}\n")
+        body = "\n".join(lines)
+        if start < 0:
+            report = report.rstrip("\n") + "\n" + body + "\n"
+            continue
+        end = report.find("\n## ", start + 1)
+        report = report[:start] + body + ("\n" + report[end:] if end >= 0 else "\n")
+    return report
+
+
+def rerun_sections(modules: list[str], multiplier: int, seed: int, out: Path) -> dict[str, Any]:
+    """Run only the test modules ``modules`` of tests/reliability and replace their sections
+    of the report at ``out`` (kept otherwise), each saying how it was produced."""
+    unknown = sorted(set(modules) - {s.module for s in SECTIONS})
+    if unknown:
+        raise SystemExit(f"no report section for {', '.join(unknown)}")
+    targets = [f"tests/reliability/{m}.py" for m in modules]
+    with tempfile.TemporaryDirectory(prefix="spector-report-") as d:
+        figures, junit, wall = run_suites(multiplier, seed, Path(d), targets)
+    by: dict[str, list[Figure]] = collections.defaultdict(list)
+    for f in figures:
+        by[f["suite"]].append(f)
+    note = (
+        f"Rerun alone with `python benchmarks/reliability_report.py --only "
+        f"{' --only '.join(modules)} --multiplier {multiplier} --seed {seed}` (loop sizes "
+        f"x{multiplier} of CI, {wall:.0f} s; {environment()[0][2:]})."
+    )
+    rendered = []
+    for section in SECTIONS:
+        if section.module in modules:
+            lines = render_section(section, by, junit)
+            rendered.append([*lines[:3], note, "", *lines[3:]])
+    old = out.read_text() if out.exists() else "# spector_gpu reliability report\n"
+    out.write_text(splice(old, rendered))
+    return junit
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -472,11 +554,23 @@ def main() -> None:
     )
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="run only this test module of tests/reliability (repeatable) and replace its "
+        "section of --out",
+    )
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="spector-report-") as d:
-        figures, junit, wall = run_suites(args.multiplier, args.seed, Path(d))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(render(figures, junit, wall, args.multiplier, args.seed))
+    if args.only:
+        junit = rerun_sections(args.only, args.multiplier, args.seed, args.out)
+        figures: list[Figure] = []
+    else:
+        with tempfile.TemporaryDirectory(prefix="spector-report-") as d:
+            figures, junit, wall = run_suites(args.multiplier, args.seed, Path(d))
+        args.out.write_text(render(figures, junit, wall, args.multiplier, args.seed))
     failed = sum(row["failed"] for row in junit.values())
     print(f"wrote {args.out} ({len(figures)} figures, {failed} failing tests)")
     sys.exit(1 if failed or not junit else 0)

@@ -417,8 +417,8 @@ class RecallBatch:
     ``ids``: ``<U13`` (n_queries, k) TSID strings, ``""`` where a query had fewer hits;
     ``scores``: float32 (n_queries, k), higher is better, ``-inf`` padding;
     ``counts``: int32 (n_queries,) hits per query; ``relevance``: float32 (n_queries, k) in
-    [0, 1], absolute (0 at padding). ``batch[i]`` (or ``results(i)``) hydrates
-    the ``CognitiveResult`` list of query ``i`` on demand (and caches it).
+    [0, 1], absolute (0 at padding). ``batch[i]`` (``results(i)``) hydrates query ``i``'s
+    results on demand, by id, without memories deleted since the recall (cached once built).
 
     Hydration hook: ``hydrator(i)`` builds query ``i``'s results (the recall pathway supplies
     it); when ``lock`` is given (a context manager, e.g. the store's ``threading.RLock``) every

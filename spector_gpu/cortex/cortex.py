@@ -20,7 +20,7 @@ import numpy as np
 
 from ..config import Config
 from ..embedders.protocol import declared
-from ..errors import CorruptionError, SpectorError, StoreFailedError
+from ..errors import CorruptionError, SpectorError, StoreError, StoreFailedError
 from ..storage.partition import Transaction, open_failure
 from ..types import Location, MemoryType
 from .analyzer import Analyzer
@@ -51,8 +51,8 @@ DeferredStrength = Callable[[], tuple[np.ndarray, np.ndarray] | None]
 
 class Cortex:
     """Opens, reads and writes every region of a store directory (see the module docstring).
-    ``version`` is bumped by every commit and refresh (invalidates recall caches); ``recovery``
-    is the open report (journal records replayed, snapshot coverage, damage)."""
+    ``version`` moves at every commit and refresh (recall caches), ``epoch`` at every reopen
+    over a swap (ordinals are valid within one); ``recovery``: what the open found and did."""
 
     def __init__(
         self,
@@ -72,6 +72,7 @@ class Cortex:
         self.read_only = read_only
         self.dim = int(embedder.dim)
         self.version = 0
+        self.epoch = 0
         self._deferred: list[DeferredStrength] = []
         self._wire(stores, derived)
 
@@ -179,21 +180,7 @@ class Cortex:
         it and turns the handle read-only (docs/architecture.md, "open after damage")."""
         for exc in self.part.damage:  # files missing, restored or foreign (storage.identity)
             self.quarantine.report(exc, structural=True)
-        n = self.stores.index.count
-        try:
-            self._loader.check_tail(n)
-        except CorruptionError as exc:
-            self.quarantine.report(exc)
-        try:
-            self._loader.ingest(0, n)
-        except CorruptionError as exc:
-            self.quarantine.report(exc, structural=True)
-            good = exc.slot if isinstance(exc.slot, int) and 0 <= exc.slot < n else 0
-            self.cols.truncate(0)
-            self.id_map.clear()
-            self.quarantine.clear()
-            self._loader.ingest(0, good)
-            n = good
+        n = self._loader.load_primary()
         covered = self.derived.load_snapshot(
             self.path, n, self.cols.index["type"], binding=bound_snapshot(self)
         )
@@ -239,17 +226,32 @@ class Cortex:
         return self.stores.text_of(entry)
 
     def reopen(self) -> None:
-        """Open and load again over the files a compaction swap installed; ordinals change,
-        so ``version`` jumps (every cache keyed on it is rebuilt)."""
-        stores = Stores(self.part.reopen(), self.dim, self.config)
-        self._wire(stores, DerivedIndexes(self.config, self.analyzer, self.dim, self.device))
-        self.version += 2
-        self._load()
+        """Load again over the files a compaction swap installed (new ordinals: ``version`` and
+        ``epoch`` move on); a reader keeps its files and state until then, and if that fails."""
+        kept, part = dict(vars(self)), self.part.reopen()
+        try:
+            derived = DerivedIndexes(self.config, self.analyzer, self.dim, self.device)
+            self._wire(Stores(part, self.dim, self.config), derived)
+            self.version, self.epoch = self.version + 2, self.epoch + 1
+            self._load()
+        except BaseException:
+            if self.read_only:  # a writer's old partition handed its lock over: nothing to keep
+                part.close()
+                vars(self).update(kept)
+            raise
+        if self.read_only:
+            kept["part"].close()
 
     def refresh(self) -> None:
-        """Readers: pick up what was committed since open (all of it after a swap)."""
+        """Readers: pick up what was committed since open (all of it after a swap; a reader
+        that cannot open the swapped-in files yet keeps serving the generation it holds)."""
         if self.part.swapped():
-            return self.reopen()
+            try:
+                return self.reopen()
+            except StoreError as exc:
+                if isinstance(exc, CorruptionError):
+                    raise
+                return log.warning("%s: serving the generation held (%s)", self.path, exc)
         if not self.stores.refresh():
             return  # nothing committed since the last look: what is loaded is current
         n = self.stores.index.count
@@ -260,10 +262,8 @@ class Cortex:
                 region="index",
             )
         old, self.version = self.n, self.version + 1
-        self._loader.ingest(old, n)
-        self._loader.derive(old, n, self._payload_or_blank)
+        self._loader.follow(old, n, self._payload_or_blank)
         self.link_lineage()
-        self._loader.reload_mutable(np.arange(0, old))
         self.derived.retire(removed(self.cols.headers), self._payload_or_blank)
 
     def reload_mutable(self, ordinals: np.ndarray) -> None:

@@ -245,6 +245,8 @@ class DerivedIndexes:
             return 0
         try:
             covered = self._read_snapshot(snap, n, binding)
+        except FileNotFoundError:  # replaced (a writer's save or compaction) since the look
+            return 0
         except (CorruptionError, KeyError, ValueError) as exc:
             log.warning("%s: derived snapshot unusable (%s); rebuilding", directory, exc)
             self.bm25, self.cues, self.links = self._new_bm25(), Cues(), Links()

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..errors import CorruptionError
 from ..types import MemoryType
 from .columns import Columns
 from .derived_indexes import DerivedIndexes
@@ -36,6 +37,27 @@ class PrimaryLoader:
         self.cols = cols
         self.derived = derived
         self.quarantine = quarantine
+
+    def load_primary(self) -> int:
+        """Open: check the tail, then ingest every committed memory; damage the index cannot
+        be read past keeps the prefix before it (reported as structural). Returns the count
+        of memories loaded."""
+        n = self.stores.index.count
+        try:
+            self.check_tail(n)
+        except CorruptionError as exc:
+            self.quarantine.report(exc)
+        try:
+            self.ingest(0, n)
+        except CorruptionError as exc:
+            self.quarantine.report(exc, structural=True)
+            good = exc.slot if isinstance(exc.slot, int) and 0 <= exc.slot < n else 0
+            self.cols.truncate(0)
+            self.stores.index.id_map.clear()
+            self.quarantine.clear()
+            self.ingest(0, good)
+            n = good
+        return n
 
     def check_tail(self, n: int) -> None:
         """Validate only what open must: the episodes the last index entries point at (a
@@ -118,6 +140,13 @@ class PrimaryLoader:
             ep = entries["type"] == MemoryType.EPISODIC
             seqs[ep] = self.stores.episodic.sequences_at(entries["record_offset"][ep])
             self.derived.append(types[lo:hi], payloads, seqs.tolist())
+
+    def follow(self, old: int, n: int, payload_or_blank: Callable[[int], Payload]) -> None:
+        """A reader's refresh: load ordinals [old, n) committed since, then re-read what
+        writers update in place in the rows it had (the caller links lineage afterwards)."""
+        self.ingest(old, n)
+        self.derive(old, n, payload_or_blank)
+        self.reload_mutable(np.arange(0, old))
 
     def reload_mutable(self, ordinals: np.ndarray) -> None:
         """Re-read headers and strength columns of loaded ordinals (after in-place updates)."""

@@ -43,7 +43,8 @@ class MemoryRecall:
 
     def recall(self, query: str, options: RecallOptions | None = None) -> list[CognitiveResult]:
         self._check([query], options, single=True)
-        return self.recall_batch([query], options).results(0)
+        with self.lock:  # scored and hydrated in one hold: one state of the store
+            return self.recall_batch([query], options).results(0)
 
     def recall_batch(
         self, queries: Sequence[str], options: RecallOptions | None = None

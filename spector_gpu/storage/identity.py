@@ -179,7 +179,8 @@ def snapshot_mismatch(
     (another store, a later generation, another memory at its last covered ordinal) rather
     than age (a snapshot from before store identity, usable only right after an upgrade,
     ``unbound_ok``); None when it describes this store. ``generation`` None (a reader, whose
-    writer may have moved on since its preambles were read) skips the generation check."""
+    writer may have moved on since its preambles were read) skips the generation check and
+    takes another memory at the last covered ordinal for age."""
     if "store_id" not in meta:
         return None if unbound_ok else ("it predates store identity", False)
     if meta.get("store_id") != f"{store_id or 0:016x}":
@@ -188,7 +189,10 @@ def snapshot_mismatch(
     if not isinstance(g, int) or (generation is not None and g > generation):
         return f"it is newer than the store (generation {g} > {generation})", True
     if last_id is not None and meta.get("last_id") != last_id:
-        return "its last memory is not this store's", True
+        # a reader's: the writer may have compacted (new ordinals, a new snapshot) between the
+        # reader's look at the regions and at the snapshot — age, not damage (a writer's open
+        # reports real damage)
+        return "its last memory is not this store's", generation is not None
     return None
 
 

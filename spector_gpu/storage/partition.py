@@ -13,7 +13,6 @@ the files (:mod:`.swap`): :meth:`Partition.swapped` tells, :meth:`Partition.reop
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,8 +47,6 @@ __all__ = [
     "Transaction",
     "open_failure",
 ]
-
-log = logging.getLogger(__name__)
 
 Durability = Literal["none", "flush", "fsync"]
 DURABILITY_LEVELS: tuple[str, ...] = ("none", "flush", "fsync")
@@ -183,9 +180,11 @@ class Partition:
         self.damage += identity.reader_findings([self.regions[n] for n in order], self.store_id)
 
     def reopen(self) -> Partition:
-        """This store opened again (same settings) over the files now in the directory, after
-        a compaction swap; a writer hands its lock over and finishes the swap
-        (:func:`.swap.recover`). This partition is closed without a checkpoint."""
+        """This store opened again (same settings) over the files a compaction swap installed:
+        a writer closes this partition (no checkpoint), hands its lock over and finishes the
+        swap (:func:`.swap.recover`); a reader's stays open until its caller closes it."""
+        if not self.writable:
+            return Partition._open(self.directory, self.settings, None)
         lock_fd, self._lock_fd = self._lock_fd, None
         self.close(checkpoint=False)
         return Partition._open(self.directory, self.settings, lock_fd)

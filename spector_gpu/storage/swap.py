@@ -45,6 +45,7 @@ from .region import Region
 
 __all__ = [
     "MARKER",
+    "READER_PATIENCE_S",
     "STAGING",
     "SwapMarker",
     "begin",
@@ -246,27 +247,41 @@ class _Opened(Protocol):
 
 
 _O = TypeVar("_O", bound=_Opened)
-_READER_ATTEMPTS = 20  # a reader's opens while a swap moves files under it
+# How long a reader's open keeps retrying while a swap moves files under it (seconds): a swap's
+# install is a few renames and two directory fsyncs, so this bounds a writer stalled mid-way.
+READER_PATIENCE_S = 10.0
 
 
-def open_current(open_once: Callable[[], _O], directory: Path) -> _O:
+def open_current(
+    open_once: Callable[[], _O], directory: Path, *, patience_s: float = READER_PATIENCE_S
+) -> _O:
     """A reader's open: ``open_once()`` until every file it opened is the one now current
-    (:func:`holds_current`) — a swap installing files one by one while the reader opened them
-    one by one could otherwise hand it a mix. A staged file installed between the look and the
-    open (``StoreError`` from ``FileNotFoundError``) is retried too."""
-    for attempt in range(_READER_ATTEMPTS):
-        last = attempt == _READER_ATTEMPTS - 1
+    and every file it found missing is still missing (:func:`holds_current`) — a swap
+    installing files one by one while the reader opened them one by one could otherwise hand
+    it a mix, or files it looked for in ``.compact/`` just after they left it. A staged file
+    installed between the look and the open (``StoreError`` from ``FileNotFoundError``) is
+    retried too. ``StoreError`` (naming the fix: open again) if the files still move after
+    ``patience_s``; never a mix."""
+    deadline = time.monotonic() + patience_s
+    attempt = 0
+    while True:
+        attempt += 1
         try:
             opened = open_once()
         except StoreError as exc:
-            if last or not isinstance(exc.__cause__, FileNotFoundError):
+            if not isinstance(exc.__cause__, FileNotFoundError):
                 raise
         else:
-            if last or holds_current(directory, opened.regions.values()):
+            if holds_current(directory, opened.regions.values()):
                 return opened
             opened.close()
-        time.sleep(0.001 * (attempt + 1))
-    raise AssertionError("unreachable")  # pragma: no cover
+        if time.monotonic() >= deadline:
+            raise StoreError(
+                f"{directory}: the store's files kept changing for {patience_s:.0f} s while "
+                f"this read-only open looked at them ({attempt} attempts: a compaction swap "
+                "under way); nothing was read from a mix — open it again"
+            )
+        time.sleep(min(0.001 * attempt, 0.02))
 
 
 def _same_file(region: Region, path: str) -> bool:
@@ -280,18 +295,26 @@ def _same_file(region: Region, path: str) -> bool:
 
 
 def holds_current(directory: Path, regions: Iterable[Region]) -> bool:
-    """Whether every (present) region is the file now current under its name."""
-    present = [r for r in regions if not r.placeholder]
-    paths = current_paths(directory, [r.spec.filename for r in present])
-    return all(_same_file(r, paths[r.spec.filename]) for r in present)
+    """Whether every region is the file now current under its name, and every stand-in for a
+    missing file (a placeholder) still has no file under its name: a name that was missing
+    only while a swap moved its file out of ``.compact/`` is not missing."""
+    regions = list(regions)
+    paths = current_paths(directory, [r.spec.filename for r in regions])
+    return all(
+        not os.path.lexists(paths[r.spec.filename])
+        if r.placeholder
+        else _same_file(r, paths[r.spec.filename])
+        for r in regions
+    )
 
 
 def replaced(directory: Path, last: Region) -> bool:
     """A reader's refresh: whether ``last`` (the region a swap installs last, the id index) is
-    no longer the current file under its name — then every file was replaced."""
-    if last.placeholder:
-        return False
+    no longer the current file under its name — then every file was replaced. A stand-in for
+    a missing index is replaced once a file is there again."""
     path = current_paths(directory, [last.spec.filename])[last.spec.filename]
+    if last.placeholder:
+        return os.path.lexists(path)
     return os.path.lexists(path) and not _same_file(last, path)
 
 

@@ -5,6 +5,12 @@ A recall returns ordinals and scores; :class:`Hydrator` turns them into
 one query at a time: the header columns of the query's hits are gathered once, each payload is
 read (and verified) from its store. The retrieval strength D and storage strength S shown are
 the ones that ranked the memory (taken at the recall's clock), not re-read at hydration time.
+
+A batch may be hydrated after the handle's lock was released and taken again, with writes in
+between (``recall_batch`` in one thread, ``delete`` and ``compact`` in another): its ordinals
+are only valid in the cortex epoch that scored them. :meth:`Hydrator.rows_now` resolves each hit
+again by its id when a compaction renumbered the rows since, and leaves out the hits whose
+memory was deleted (or erased) in between, so a hit never carries another memory's text.
 """
 
 from __future__ import annotations
@@ -119,6 +125,20 @@ class Hydrator:
             np.array([relevance]),
             None if tsid is None else np.array([tsid]),
         )[0]
+
+    def rows_now(self, raw_ids: np.ndarray, ordinals: np.ndarray, epoch: int) -> np.ndarray:
+        """Where the hits a recall scored in cortex ``epoch`` (int64 TSIDs ``raw_ids`` at
+        int64 ``ordinals``) are now: their ordinals, or -1 for a memory deleted since or erased
+        by a compaction (the caller holds the store's lock)."""
+        c = self.cortex
+        if epoch == c.epoch:
+            rows = ordinals.astype(np.int64, copy=True)
+        else:  # a compaction (ours, or the writer's a reader followed) renumbered every row
+            get = c.id_map.get
+            rows = np.array([get(t, -1) for t in raw_ids.tolist()], dtype=np.int64)
+        there = rows >= 0
+        rows[there] = np.where(tombstoned(c.cols.headers[rows[there]]), -1, rows[there])
+        return rows
 
     def results(
         self,

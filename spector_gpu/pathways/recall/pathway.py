@@ -11,7 +11,8 @@
    (:func:`~spector_gpu.device.single_threaded`) and the native kernels;
 5. in ``learn`` mode applies onRecall to the returned memories;
 6. returns a :class:`~spector_gpu.types.RecallBatch` whose results are hydrated on demand
-   (:mod:`.hydration`), under the owner's lock when one was given.
+   (:mod:`.hydration`), under the owner's lock when one was given: by id again when a
+   compaction renumbered the rows since the recall, without the memories deleted since.
 """
 
 from __future__ import annotations
@@ -290,21 +291,28 @@ class RecallPathway:
     def _batch(self, scored: Scored) -> RecallBatch:
         c = self.cortex
         ids = np.full(scored.ordinals.shape, "", dtype="<U13")
+        raw = np.zeros(scored.ordinals.shape, np.int64)
         hit = scored.ordinals >= 0
         if hit.any():
-            ids[hit] = encode_tsids(c.cols.ids[scored.ordinals[hit]])
-        hydrator = self.hydrator
+            raw[hit] = c.cols.ids[scored.ordinals[hit]]
+            ids[hit] = encode_tsids(raw[hit])
+        hydrator, epoch = self.hydrator, c.epoch
 
         def hydrate(i: int) -> list[CognitiveResult]:
+            # under the lock again, maybe after other calls: the rows as they are now
+            c.part.check_usable()
             m = int(scored.counts[i])
+            rows = hydrator.rows_now(raw[i, :m], scored.ordinals[i, :m], epoch)
+            keep = rows >= 0
+            explain = scored.explain[i] if scored.explain is not None else None
             return hydrator.results(
-                scored.ordinals[i, :m],
-                scored.fused[i, :m],
-                scored.d[i, :m],
-                scored.s[i, :m],
-                scored.explain[i] if scored.explain is not None else None,
-                None if scored.relevance is None else scored.relevance[i, :m],
-                ids[i, :m],
+                rows[keep],
+                scored.fused[i, :m][keep],
+                scored.d[i, :m][keep],
+                scored.s[i, :m][keep],
+                None if explain is None else [e for e, k in zip(explain, keep.tolist()) if k],
+                None if scored.relevance is None else scored.relevance[i, :m][keep],
+                ids[i, :m][keep],
             )
 
         rel = scored.relevance
