@@ -48,7 +48,7 @@ _LINES = ("-", "--", "-.", ":")
 _HATCHES = ("", "//", "..", "xx")
 
 
-def config_style(i: int) -> dict[str, dict[str, str]]:
+def config_style(i: int) -> dict[str, dict[str, Any]]:
     """The style of the ``i``-th configuration (0-based): ``{"line": plot kwargs, "bar": bar
     kwargs}``; no two of the first 40 share a line style or a bar style."""
     colour = _COLOURS[i % len(_COLOURS)]
