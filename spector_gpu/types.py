@@ -7,6 +7,7 @@ usearch's ``Matches`` / ``BatchMatches``.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -279,19 +280,30 @@ class RelayExplanation:
 @dataclass(frozen=True)
 class Explanation:
     """Why a result ranked where it did (``RecallOptions(explain=True)``): each relay's raw
-    score, rank and weight; ``relevance`` (the fusion's base: the weighted relays summed,
-    relative to the candidate pool — not ``CognitiveResult.relevance``) × ``cognitive_factor``
-    (+ ``time_cue``) = ``fused``, the value the list is ordered by; and the memory's strengths.
-    The hit's score is ``CognitiveResult.score``."""
+    score, rank and weight; ``base`` (the weighted relays summed, relative to the candidate
+    pool) × ``cognitive_factor`` (+ ``time_cue``) = ``fused``, the value the list is ordered
+    by; and the memory's strengths. The hit's score is ``CognitiveResult.score``, its own
+    absolute match ``CognitiveResult.relevance``."""
 
     relays: Mapping[str, RelayExplanation]
-    relevance: float
+    base: float
     cognitive_factor: float
     fused: float
     retrieval_strength: float
     storage_strength: float
     gates: Sequence[str]
     time_cue: float = 0.0  # what the query's time cues added to ``fused``
+
+    @property
+    def relevance(self) -> float:
+        """Deprecated name of :attr:`base` (it is not ``CognitiveResult.relevance``)."""
+        warnings.warn(
+            "Explanation.relevance is deprecated; use Explanation.base (the fusion's base; "
+            "the hit's absolute relevance is CognitiveResult.relevance)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.base
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe values: every relay's score, rank and weight, and the fusion's parts."""
@@ -300,7 +312,7 @@ class Explanation:
                 n: {"score": x.score, "rank": x.rank, "weight": x.weight}
                 for n, x in self.relays.items()
             },
-            "relevance": self.relevance,
+            "base": self.base,
             "cognitive_factor": self.cognitive_factor,
             "time_cue": self.time_cue,
             "fused": self.fused,

@@ -31,7 +31,7 @@ def explain_line(r: CognitiveResult) -> str:
     gates = ", ".join(e.gates) or "none"
     lift = f" + time cue {e.time_cue:.4f}" if e.time_cue else ""
     return (
-        f"relevance {r.relevance:.3f} | {relays} | order: base {e.relevance:.4f} × cognitive "
+        f"relevance {r.relevance:.3f} | {relays} | order: base {e.base:.4f} × cognitive "
         f"{e.cognitive_factor:.3f}{lift} = {e.fused:.4f} | D {e.retrieval_strength:.2f} "
         f"S {e.storage_strength:.2f} | gates: {gates}"
     )

@@ -198,3 +198,17 @@ def test_a_multistore_row_equals_its_own_store_with_min_score(tmp_path: Path) ->
             own = mem.recall_batch([q], opts)
             assert got.id_lists()[row] == own.id_lists()[0]
             np.testing.assert_array_equal(got.scores[row], own.scores[0])
+
+
+def test_the_explanation_names_the_fusion_s_base_and_deprecates_its_old_name(
+    tmp_path: Path,
+) -> None:
+    with _open(tmp_path) as mem:
+        _fill(mem)
+        (hit, *_) = mem.recall("cello concert", _observe(k=3, explain=True))
+        b = hit.breakdown
+        assert b is not None
+        assert b.fused == pytest.approx(b.base * b.cognitive_factor + b.time_cue)
+        assert "base" in b.to_dict() and "relevance" not in b.to_dict()
+        with pytest.warns(DeprecationWarning, match=r"use Explanation\.base"):
+            assert b.relevance == b.base

@@ -380,7 +380,7 @@ def _fuse(c, pool, raw, qtokens, opts, weights, sal_all, now, cues, top, ceiling
                 )
                 for name in opts.relays
             },
-            "relevance": float(relevance[j]),
+            "base": float(relevance[j]),
             "cognitive_factor": float(factor[j]),
             "fused": float(fused[j]),
             "retrieval_strength": float(d[j]),

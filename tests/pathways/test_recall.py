@@ -343,7 +343,7 @@ def test_explain_breakdown(small: SpectorMemory) -> None:
         assert b.retrieval_strength == pytest.approx(h.D) and b.storage_strength == pytest.approx(
             h.S
         )
-        assert b.fused == pytest.approx(b.relevance * b.cognitive_factor, rel=1e-5)
+        assert b.fused == pytest.approx(b.base * b.cognitive_factor, rel=1e-5)
         r = b.relays["lexical"]
         if r.score:
             assert r.rank is not None
@@ -367,9 +367,9 @@ def test_each_fusion_mode_orders_by_its_score(small: SpectorMemory, fusion: str)
         if fusion == "rrf":
             expect = sum(r.weight / (60 + r.rank) for r in b.relays.values() if r.rank)
         elif fusion == "weighted":
-            expect = b.relevance
+            expect = b.base
         else:
-            expect = b.relevance * b.cognitive_factor
+            expect = b.base * b.cognitive_factor
         assert b.fused == pytest.approx(expect, rel=1e-5)
 
 

@@ -163,8 +163,8 @@ def _check(
                     assert got_t[1:] == want_t[1:]
                     assert got_t[0] == pytest.approx(want_t[0], rel=1e-5, abs=1e-6)
                 assert relays == want
-                assert (b.relevance, b.cognitive_factor, b.fused) == (
-                    exp["relevance"],
+                assert (b.base, b.cognitive_factor, b.fused) == (
+                    exp["base"],
                     exp["cognitive_factor"],
                     exp["fused"],
                 )
