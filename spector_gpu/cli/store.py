@@ -33,5 +33,6 @@ def open_store(
         if "no store.json" not in str(exc):
             raise
         raise StoreError(
-            f"{path}: no spector_gpu store here (no store.json); create one with `{PROG} ingest`"
+            f"{path}: no spector_gpu store here (no store.json); create one with "
+            f"`{PROG} remember {path} TEXT` or `{PROG} ingest DATASET --store DIR`"
         ) from None

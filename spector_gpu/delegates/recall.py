@@ -106,7 +106,7 @@ class MemoryRecall:
         return CognitiveResult(
             id=t.id,
             text=t.text,
-            score=0.0,
+            score=None,
             memory_type=MemoryType.WORKING,
             importance=t.importance,
             provenance=RecordProvenance.USER_AUTHORED,

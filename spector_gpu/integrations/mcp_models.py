@@ -77,7 +77,7 @@ class MemoryOut(BaseModel):
             version=int(r.version),
             consolidated=bool(r.consolidated),
             relevance=min(1.0, max(0.0, float(r.relevance))) if ranked else None,
-            score=float(r.score) if ranked else None,
+            score=float(r.score) if ranked and r.score is not None else None,
         )
 
 

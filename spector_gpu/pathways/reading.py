@@ -39,10 +39,10 @@ class ReadLayer:
         return retrieval_strength(self.cortex, np.asarray(ordinals, dtype=np.int64), now_ms)
 
     def hydrated(self, ordinals: np.ndarray | Sequence[int], now_ms: int) -> list[CognitiveResult]:
-        """The memories at ``ordinals``, in that order, each with its D at ``now_ms`` (score 0:
+        """The memories at ``ordinals``, in that order, each with its D at ``now_ms`` (score None:
         no query ranked them)."""
         rows = np.asarray(ordinals, dtype=np.int64)
         if rows.size == 0:
             return []
         d = self.strength(rows, now_ms)
-        return [self.hydrator.result(int(o), 0.0, float(dd)) for o, dd in zip(rows, d)]
+        return [self.hydrator.result(int(o), None, float(dd)) for o, dd in zip(rows, d)]

@@ -164,10 +164,10 @@ def test_the_lift_is_explained_and_gates_nothing(mem: SpectorMemory) -> None:
     assert lift_old > 0 and lift_new == 0.0
     b = by_id[old].breakdown
     assert b is not None
-    assert b.fused == pytest.approx(b.relevance * b.cognitive_factor + b.time_cue)
-    assert f"+ time cue {b.time_cue:.4f}" in explain_line(b)  # the CLI's --explain line
+    assert b.fused == pytest.approx(b.base * b.cognitive_factor + b.time_cue)
+    assert f"+ time cue {b.time_cue:.4f}" in explain_line(by_id[old])  # the CLI's --explain line
     assert result_dict(by_id[old])["explain"]["time_cue"] == b.time_cue  # and its --json
-    assert "time cue" not in explain_line(by_id[new].breakdown)  # type: ignore[arg-type]
+    assert "time cue" not in explain_line(by_id[new])
 
 
 def test_a_zero_weight_switches_the_lift_off(tmp_path: Path) -> None:

@@ -49,7 +49,7 @@ def explanations(
             items.append(
                 Explanation(
                     relays=relays,
-                    relevance=float(rel[i, j]),
+                    base=float(rel[i, j]),
                     cognitive_factor=float(fac[i, j]),
                     fused=float(fus[i, j]),
                     retrieval_strength=float(d[i, j]),
