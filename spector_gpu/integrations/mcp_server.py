@@ -31,9 +31,10 @@ import inspect
 import logging
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ..errors import StoreLockedError
+from ..errors import SpectorError, StoreLockedError
 from ._extras import missing_extra
 
 try:
@@ -46,9 +47,9 @@ try:
 except ImportError as exc:
     raise missing_extra("mcp", "mcp", exc) from exc
 
-from .mcp_errors import ToolRefusalError, arguments_message
+from .mcp_errors import ToolRefusalError, arguments_message, without_paths
 from .mcp_reads import ReadTools
-from .mcp_wire import answered_stdio
+from .mcp_wire import answered_stdio, refuse_session
 from .mcp_writes import WriteTools
 
 if TYPE_CHECKING:
@@ -195,7 +196,9 @@ def serve(
     over stdio until the client disconnects; logs go to stderr.
 
     Raises:
-        StoreLockedError: another process writes the store and ``read_only`` is False.
+        SpectorError: the store cannot be opened — ``StoreLockedError`` when another process
+            writes it and ``read_only`` is False — after answering the client's requests with a
+            JSON-RPC error saying why, until it closes stdin.
     """
     from ..memory import SpectorMemory
 
@@ -206,11 +209,20 @@ def serve(
     )
     try:
         mem = SpectorMemory.open(store, device=device, read_only=read_only)
-    except StoreLockedError as exc:
-        raise StoreLockedError(
-            f"{store}: another process writes this store (it holds the writer lock); serve it "
-            "beside that writer with --read-only (serve(..., read_only=True)), or stop the writer"
-        ) from exc
+    except SpectorError as exc:
+        why = str(exc)
+        if isinstance(exc, StoreLockedError):
+            why = (
+                f"{store}: another process writes this store (it holds the writer lock); start "
+                "this server with --read-only to share the store beside that writer, or stop "
+                "the writer"
+            )
+        log.error("%s", why)
+        # the host learns why, not only that the connection closed
+        refuse_session(f"cannot serve the memory store: {without_paths(why, Path(store))}")
+        if isinstance(exc, StoreLockedError):
+            raise StoreLockedError(why) from exc
+        raise
     with mem:
         log.info("serving %s over stdio%s", mem.path, " (read-only)" if read_only else "")
         build_server(mem).run(transport="stdio")

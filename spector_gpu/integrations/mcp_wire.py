@@ -23,6 +23,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp.types import (
+    INTERNAL_ERROR,
     INVALID_REQUEST,
     PARSE_ERROR,
     ErrorData,
@@ -30,7 +31,7 @@ from mcp.types import (
     jsonrpc_message_adapter,
 )
 
-__all__ = ["answered_stdio", "refusal"]
+__all__ = ["answered_stdio", "refusal", "refuse_session"]
 
 
 def _depth(doc: Any) -> int:
@@ -148,3 +149,19 @@ async def answered_stdio() -> AsyncIterator[tuple[Any, Any]]:
         tasks.start_soon(_forward, receive, write)
         yield read, write
         tasks.cancel_scope.cancel()
+
+
+def refuse_session(message: str) -> None:
+    """Answer every request read from stdin with a JSON-RPC error carrying ``message`` (the
+    client's ``initialize`` first), until the client closes stdin: a server that cannot serve
+    says why to the host instead of closing the connection unexplained."""
+    for line in sys.stdin:
+        try:
+            doc = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        rid = _request_id(doc)
+        if rid is not None and "method" in doc:
+            answer = _error(rid, INTERNAL_ERROR, message)
+            sys.stdout.write(answer.model_dump_json(by_alias=True, exclude_unset=True) + "\n")
+            sys.stdout.flush()
