@@ -132,8 +132,10 @@ class _MemoryServer(MCPServer[Any]):
     ) -> CallToolResult | InputRequiredResult:
         try:
             return await super().call_tool(name, arguments, context)
-        except UnexpectedToolError:
-            raise  # a defect: the SDK logs it and shows a generic message
+        except UnexpectedToolError as exc:  # a defect: the SDK logs its traceback to stderr
+            raise UnexpectedToolError(
+                f"{name} failed inside the server; the server's log (stderr) has the details"
+            ) from exc.__cause__
         except ToolError as exc:
             raise ToolError(self._message(name, exc)) from exc
 
