@@ -19,6 +19,7 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
     ("remember", {"text": "Ann adopted a dog called Pixel", "session_id": 1, "speaker": "Ann"}),
     ("remember", {"text": "Bo works at the pottery studio", "user_id": "bo"}),  # a fact: no session
     ("recall", {"query": "where does Ann live?", "k": 2}),
+    ("recall", {"query": "where does Ann live?", "min_score": 0.8}),
     ("consolidate", {}),
     ("recall", {"query": "what is the dog called", "k": 1, "full": True}),
     ("list", {"user_id": "bo"}),

@@ -5,7 +5,9 @@ Every model is built from the engine's one serialiser, :meth:`CognitiveResult.to
 are ISO-8601 UTC strings (``2026-05-01T09:30:00.000Z``). A hit is compact — id, text, score,
 type, time, session, user and metadata — and carries every other field of the engine's result
 under ``details`` only when the caller asks (``full``). Fields with no value are left out of
-the JSON. ``score`` is the engine's score of a recall hit (non-increasing down the list).
+the JSON. ``score`` is the engine's one score of a recall hit: in [0, 1], non-increasing down
+the list, the same scale for every query and store (docs/retrieval.md); ``relevance`` and the
+other parts of the fusion are never shown as scores.
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ class MemoryOut(_Compact):
         return cls(
             id=doc["id"],
             text=doc["text"],
-            score=float(doc["score"]) if ranked else None,
+            score=float(doc["score"]) if ranked and doc["score"] is not None else None,
             type=doc["memory_type"],
             time=iso_time(doc["timestamp_ms"]),
             # 0 is the engine's "no session" as well as a session of that number

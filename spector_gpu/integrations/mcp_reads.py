@@ -67,11 +67,10 @@ class ReadTools:
                 agent_id=agent_id,
                 run_id=run_id,
                 where=where,
+                min_score=min_score,
                 mode="observe" if self.mem.read_only else "learn",
             )
             hits = self.mem.recall(query, opts)
-        if min_score is not None:
-            hits = [h for h in hits if h.score >= min_score]
         out = [MemoryOut.of(h, ranked=True, full=full) for h in hits]
         return RecallResult(query=query, hits=out)
 

@@ -230,6 +230,7 @@ def test_compact_hits_details_on_request_and_min_score(tmp_path: Path) -> None:
     scores = [h["score"] for h in plain["hits"]]
     kept = [h["id"] for h in plain["hits"] if h["score"] >= 0.5]
     assert [h["id"] for h in floor["hits"]] == kept and scores == sorted(scores, reverse=True)
+    assert all(0.0 <= s <= 1.0 for s in scores) and kept and len(kept) < len(scores)
 
 
 def test_list_pages_through_every_memory(tmp_path: Path) -> None:
