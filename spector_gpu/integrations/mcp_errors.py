@@ -8,6 +8,7 @@ id that is not stored reads the same in every tool (:func:`not_found`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,10 +37,11 @@ def not_found(memory_id: str) -> ToolRefusalError:
 
 
 def without_paths(message: str, store: Path) -> str:
-    """``message`` with the store's directory taken out: a model sees file names, never the
-    server's paths."""
+    """``message`` in a tool's terms: the store's directory taken out (a model sees file
+    names, never the server's paths) and recall's options named as the tool's arguments."""
     root = str(store)
-    return message.replace(root + "/", "").replace(root, "the store")
+    message = message.replace(root + "/", "").replace(root, "the store")
+    return message.replace("RecallOptions.", "")
 
 
 @contextmanager
@@ -57,7 +59,10 @@ def refusals(store: Path, memory_id: str | None = None) -> Iterator[None]:
 
 
 def _shown(value: object) -> str:
-    text = repr(value)
+    try:
+        text = json.dumps(value, ensure_ascii=False)  # the caller's JSON, not Python's repr
+    except (TypeError, ValueError):
+        text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -113,7 +118,8 @@ def _problem(err: Any, arguments: Sequence[str]) -> str:
     if kind == "missing":
         return f"{field} is required"
     if kind == "extra_forbidden":
-        return f"{field!r} is not an argument of this tool (it takes {', '.join(arguments)})"
+        takes = ", ".join(arguments) or "no arguments"
+        return f"{field!r} is not an argument of this tool (it takes {takes})"
     if kind == "string_too_short" and ctx.get("min_length") == 1:
         return f"{field} must not be empty"
     rule = _RULES.get(kind)

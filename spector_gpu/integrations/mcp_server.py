@@ -72,7 +72,9 @@ WRITE_TOOLS = {
     "forget": (False, False, False),  # lowers retrieval strength a step each call
     "consolidate": (False, False, True),  # a second call finds nothing new to distil
 }
-_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False, arbitrary_types_allowed=True)
+# strict: as in the engine, "5" is not a session id, true is not a k and "no" is not false
+# (a JSON object or list sent as a string is still read: the SDK parses it before checking)
+_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, arbitrary_types_allowed=True)
 
 
 def _tool(name: str, fn: Callable[..., Any]) -> Tool:

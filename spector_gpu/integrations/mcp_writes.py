@@ -70,7 +70,9 @@ class WriteTools:
         except ToolRefusalError as exc:
             if isinstance(exc.__cause__, DuplicateIdError):
                 raise self._duplicate(external_id, user_id, agent_id, run_id) from exc
-            raise
+            # the engine names the item of a batch; this call has one
+            message = str(exc).removeprefix("items[0].").removeprefix("items[0]: ")
+            raise ToolRefusalError(message) from exc.__cause__
         return RememberResult(id=mid, text=text)
 
     def _duplicate(self, external_id: str | None, *scope: str | None) -> ToolRefusalError:

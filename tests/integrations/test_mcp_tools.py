@@ -116,6 +116,9 @@ def test_errors_are_one_line_in_the_projects_words(tmp_path: Path) -> None:
         ("list", {"limit": 0, "offset": -1}),
         ("update", {"id": "0000000000000"}),
         ("nope", {}),
+        ("recall", {"query": "x", "k": True, "session_id": "5"}),
+        ("delete", {"id": "0000000000000", "cascade": "no"}),
+        ("list", {"where": {"$and": []}}),
     ]
     with _open(tmp_path) as mem:
         texts = [_error(r) for r in _calls(mem, calls)]
@@ -128,12 +131,18 @@ def test_errors_are_one_line_in_the_projects_words(tmp_path: Path) -> None:
         "speaker, importance, tags, external_id, upsert, metadata, user_id, agent_id, run_id)"
     )
     assert "tags must be a list" in texts[1]
-    assert "importance must be a finite number" in texts[2]
+    assert texts[2].endswith('importance must be a number, got "nan"')
     assert "k must be at most 100" in texts[3] and "min_score must be at most 1" in texts[3]
     assert "$bogus" in texts[4]
     assert "limit must be at least 1" in texts[5] and "offset must be at least 0" in texts[5]
     assert texts[6] == "update needs text, metadata, importance or tags"
     assert texts[7].startswith("unknown tool 'nope'; the tools are: remember")
+    assert texts[8] == (  # no coercion, as in the engine
+        "invalid arguments for recall: k must be an integer, got true; session_id must be an "
+        'integer, got "5"'
+    )
+    assert texts[9] == 'invalid arguments for delete: cascade must be true or false, got "no"'
+    assert texts[10].startswith("where.$and: ")
 
 
 def test_store_paths_are_taken_out_of_engine_messages(tmp_path: Path) -> None:
