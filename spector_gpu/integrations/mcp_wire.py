@@ -131,7 +131,10 @@ async def _forward(
 ) -> None:
     async with answers:
         async for answer in answers:
-            await write.send(SessionMessage(answer))
+            try:
+                await write.send(SessionMessage(answer))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return  # the session ended: nobody is left to answer
 
 
 @asynccontextmanager

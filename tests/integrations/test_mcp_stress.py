@@ -122,6 +122,6 @@ def test_pipelined_requests_return_only_stored_texts(tmp_path: Path) -> None:
         f"returned texts are not their id's ({wrong[:3]})"
     )
     assert len(run.stored) == FIRST + LATER and len(run.deleted) == DELETES
-    assert sum(tool == "recall" for tool, _, _ in run.seen) >= RECALLS  # every recall had hits
+    assert sum(tool == "recall" for tool, _, _ in run.seen) >= RECALLS  # the recalls found memories
     after = {mid for tool, mid, _ in run.seen if tool == "after"}
     assert after and not after & run.deleted
