@@ -126,8 +126,10 @@ def _tools(mem: SpectorMemory) -> list[Tool]:
 class _MemoryServer(MCPServer[Any]):
     """The SDK's server with this project's error messages and stdio wire."""
 
-    read_only = False
-    known: dict[str, Tool] = {}  # noqa: RUF012 (set once per server by build_server)
+    def __init__(self, name: str, *, tools: list[Tool], read_only: bool, **settings: Any) -> None:
+        super().__init__(name, tools=tools, **settings)
+        self.known = {t.name: t for t in tools}
+        self.read_only = read_only
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -158,6 +160,7 @@ class _MemoryServer(MCPServer[Any]):
         return str(cause or exc)
 
     async def run_stdio_async(self) -> None:
+        # the SDK's own run_stdio_async, over the wire that answers every line
         async with answered_stdio() as (read, write):
             server = self._lowlevel_server
             await server.run(read, write, server.create_initialization_options())
@@ -176,17 +179,14 @@ def build_server(mem: SpectorMemory, *, name: str = "spector-memory") -> MCPServ
             "correct or erase one by id, and see its history and where a consolidated fact "
             "came from"
         )
-    tools = _tools(mem)
-    server = _MemoryServer(
+    return _MemoryServer(
         name,
+        tools=_tools(mem),
+        read_only=mem.read_only,
         version=__version__,
         instructions=f"Long-term memory ({access}).",
         log_level="WARNING",
-        tools=tools,
     )
-    server.read_only = mem.read_only
-    server.known = {t.name: t for t in tools}
-    return server
 
 
 def serve(
