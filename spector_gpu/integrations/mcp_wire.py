@@ -157,7 +157,10 @@ async def answered_stdio() -> AsyncIterator[tuple[Any, Any]]:
 def refuse_session(message: str) -> None:
     """Answer every request read from stdin with a JSON-RPC error carrying ``message`` (the
     client's ``initialize`` first), until the client closes stdin: a server that cannot serve
-    says why to the host instead of closing the connection unexplained."""
+    says why to the host instead of closing the connection unexplained. On a terminal (a
+    person, not a host) it returns at once: the error is on stderr already."""
+    if sys.stdin.isatty():
+        return
     for line in sys.stdin:
         try:
             doc = json.loads(line)
