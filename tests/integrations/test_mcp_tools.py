@@ -18,6 +18,7 @@ import spector_gpu
 from spector_gpu import SpectorMemory
 from spector_gpu.errors import ValidationError
 from spector_gpu.integrations.mcp_errors import without_paths
+from spector_gpu.integrations.mcp_models import iso_time
 from spector_gpu.integrations.mcp_server import READ_TOOLS, WRITE_TOOLS, build_server
 
 FACTS = [
@@ -282,3 +283,9 @@ def test_read_only_server_serves_the_read_tools_only(tmp_path: Path) -> None:
     assert _error(write) == "remember is not available: this server is read-only (--read-only)"
     assert recall.structured_content["hits"][0]["id"] == mid
     assert got.structured_content["text"] == FACTS[0]
+
+
+def test_iso_times() -> None:
+    assert iso_time(0) == "1970-01-01T00:00:00.000Z"
+    assert iso_time(1_777_777_777_123) == "2026-05-03T03:09:37.123Z"
+    assert iso_time(-(1 << 63)) == str(-(1 << 63))  # outside datetime's years: epoch ms
