@@ -13,15 +13,22 @@ PYTEST_ARGS ?=
 
 # The demo needs only the package and matplotlib (its plots); the test toolchain (mypy, ruff,
 # ray, triton, notebooks, ...) is installed on top of that by `make test` / `make setup`.
+# pip prints each package it collects and downloads (with a progress bar on a terminal): torch
+# alone is a minute or two. make PIP_FLAGS=-q quiets it.
+PIP_FLAGS ?=
 $(RUN_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "== [1/3] pip itself"
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e ".[plot]"
+	@echo "== [2/3] $(TORCH_SPEC) (the largest download)"
+	$(PY) -m pip install $(PIP_FLAGS) "$(TORCH_SPEC)"
+	@echo "== [3/3] spector-gpu and matplotlib (the demo's plots)"
+	$(PY) -m pip install $(PIP_FLAGS) -e ".[plot]"
 	touch $(RUN_STAMP)
 
 $(STAMP): $(RUN_STAMP)
-	$(PY) -m pip install -q -e ".[test]"
+	@echo "== the test extras (ruff, mypy, pytest, the adapters' libraries, ray, ...)"
+	$(PY) -m pip install $(PIP_FLAGS) -e ".[test]"
 	touch $(STAMP)
 
 setup: $(STAMP)

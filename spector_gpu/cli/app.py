@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from collections.abc import Sequence
 
@@ -14,6 +15,7 @@ from .datasets import add_demo, add_eval, add_ingest
 from .lifecycle import add_delete, add_history, add_list, add_update
 from .maintenance import add_check, add_compact, add_consolidate, add_provenance
 from .queries import add_explain, add_recall
+from .remember import add_remember
 from .serving import add_mcp
 
 __all__ = ["EXAMPLES", "build_parser", "main"]
@@ -24,6 +26,8 @@ examples:
   spector-gpu eval ../shared/data/locomo10/locomo10-dev.json --out runs/dev --ablations
   spector-gpu eval data/beir-like/ --format generic --out runs/g --k 10 --device cpu
   spector-gpu ingest ../shared/data/locomo10/locomo10-dev.json --store stores/
+  spector-gpu remember ./memory "Ann moved to Lisbon in May" --user-id ann --metadata '{"topic": "travel"}'
+  spector-gpu recall ./memory "where does Ann live?" --user-id ann --min-score 0.5
   spector-gpu recall stores/conv-26 "when did Caroline go to the support group?" --k 5 --explain
   spector-gpu consolidate stores/conv-26
   spector-gpu explain stores/conv-26 095FGNWK44R00 --parents
@@ -40,6 +44,7 @@ exit codes: 0 ok · 1 check/verify found problems · 2 usage or input error
 _COMMANDS = (
     add_eval,
     add_ingest,
+    add_remember,
     add_recall,
     add_explain,
     add_list,
@@ -78,8 +83,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Engine names of what the command line calls by its flags (an error names what was typed).
+_FLAGS = {"session_id": "session", "ttl_s": "ttl"}
+_FIELDS = "confidence|importance|user_id|agent_id|run_id|kind|metadata|external_id|speaker|tags"
+_ENGINE_TERMS = (
+    (re.compile(r"\bRecallOptions\.(\w+)"), lambda m: "--" + _flag(m[1])),
+    (re.compile(r"\bitems\[0\](?:\.|: ?)"), lambda m: ""),
+    (re.compile(rf"^({_FIELDS}|session_id|ttl_s)\b"), lambda m: "--" + _flag(m[1])),
+    (re.compile(r"^(?:query|queries\[0\]) is"), lambda m: "the query is"),
+)
+
+
+def _flag(field: str) -> str:
+    return _FLAGS.get(field, field).replace("_", "-")
+
+
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    for pattern, repl in _ENGINE_TERMS:
+        text = pattern.sub(repl, text)
+    return text
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["PROG", "add_subcommand", "data_options", "usage"]
+from ..errors import ValidationError
+
+__all__ = ["PROG", "add_subcommand", "data_options", "json_object", "usage"]
 
 PROG = "spector-gpu"
 
@@ -55,3 +58,14 @@ def usage(parser: argparse.ArgumentParser) -> int:
     parser.print_usage(sys.stderr)
     print(f"{parser.prog}: error: a command is required", file=sys.stderr)
     return 2
+
+
+def json_object(text: str | None, flag: str) -> Any:
+    """The JSON value of option ``flag`` (None when not given); bad JSON is a
+    ``ValidationError`` naming the flag."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"{flag} is not valid JSON: {exc}") from None

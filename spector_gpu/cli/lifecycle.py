@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from ..errors import ValidationError
-from .arguments import add_subcommand
+from .arguments import add_subcommand, json_object
 from .output import iso, print_json, result_dict, result_line
 from .store import open_store
 
 __all__ = ["add_delete", "add_history", "add_list", "add_update"]
-
-
-def _json_object(text: str | None, what: str) -> Any:
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValidationError(f"{what} is not valid JSON: {exc}") from None
 
 
 def _cmd_delete(args: argparse.Namespace) -> int:
@@ -35,7 +24,7 @@ def _cmd_update(args: argparse.Namespace) -> int:
         mem.update(
             args.id,
             text=args.text,
-            metadata=_json_object(args.metadata, "--metadata"),
+            metadata=json_object(args.metadata, "--metadata"),
             importance=args.importance,
             kind=args.kind,
             confidence=args.confidence,
@@ -66,7 +55,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
             user_id=args.user_id,
             agent_id=args.agent_id,
             run_id=args.run_id,
-            where=_json_object(args.where, "--where"),
+            where=json_object(args.where, "--where"),
             kind=args.kind,
             offset=args.offset,
             limit=args.limit,

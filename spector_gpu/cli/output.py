@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..types import CognitiveResult, Explanation
+    from ..types import CognitiveResult
 
 __all__ = ["explain_line", "iso", "print_json", "result_dict", "result_line"]
 
@@ -17,8 +17,12 @@ def iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000.0, tz=UTC).isoformat(timespec="seconds")
 
 
-def explain_line(e: Explanation) -> str:
-    """One line: every relay's score, rank and weight, the fusion, D, S and the gates."""
+def explain_line(r: CognitiveResult) -> str:
+    """One line for a hit with a breakdown: its own relevance (the score is the lowest of it
+    and every relevance above), every relay's score, rank and weight, the fused value that
+    ordered the list (base × cognitive factor, + time cue), D, S and the gates."""
+    e = r.breakdown
+    assert e is not None
     relays = " · ".join(
         f"{name} {'-' if r.score is None else f'{r.score:.3f}'}"
         f"{'' if r.rank is None else f' #{r.rank}'} (w {r.weight:g})"
@@ -27,8 +31,9 @@ def explain_line(e: Explanation) -> str:
     gates = ", ".join(e.gates) or "none"
     lift = f" + time cue {e.time_cue:.4f}" if e.time_cue else ""
     return (
-        f"{relays} | relevance {e.relevance:.4f} × cognitive {e.cognitive_factor:.3f}{lift} = "
-        f"{e.fused:.4f} | D {e.retrieval_strength:.2f} S {e.storage_strength:.2f} | gates: {gates}"
+        f"relevance {r.relevance:.3f} | {relays} | order: base {e.relevance:.4f} × cognitive "
+        f"{e.cognitive_factor:.3f}{lift} = {e.fused:.4f} | D {e.retrieval_strength:.2f} "
+        f"S {e.storage_strength:.2f} | gates: {gates}"
     )
 
 

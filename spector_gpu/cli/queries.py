@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..errors import UnknownIdError
-from .arguments import add_subcommand
+from ..errors import UnknownIdError, ValidationError
+from .arguments import PROG, add_subcommand, json_object
 from .output import explain_line, iso, print_json, result_dict, result_line
 from .store import open_store
 
@@ -16,7 +16,23 @@ __all__ = ["add_explain", "add_recall"]
 def _cmd_recall(args: argparse.Namespace) -> int:
     from ..types import RecallOptions
 
-    opts = RecallOptions(k=args.k, explain=args.explain, mode="observe")
+    if not args.query.strip():
+        raise ValidationError(
+            f"the query is empty; give words to search for (`{PROG} explain STORE ID` shows "
+            f"one memory, `{PROG} list STORE` lists them)"
+        )
+    opts = RecallOptions(
+        k=args.k,
+        explain=args.explain,
+        mode="observe",
+        user_id=args.user_id,
+        agent_id=args.agent_id,
+        run_id=args.run_id,
+        where=json_object(args.where, "--where"),
+        kind=args.kind,
+        session_id=args.session,
+        min_score=args.min_score,
+    )
     with open_store(args.store, read_only=True, device=args.device) as mem:
         hits = mem.recall(args.query, opts)
     if args.json:
@@ -27,7 +43,7 @@ def _cmd_recall(args: argparse.Namespace) -> int:
     for i, h in enumerate(hits, 1):
         print(result_line(i, h, args.show_provenance))
         if h.breakdown is not None:
-            print(f"       {explain_line(h.breakdown)}")
+            print(f"       {explain_line(h)}")
     return 0
 
 
@@ -72,7 +88,25 @@ def add_recall(subs: Any) -> None:
     p.add_argument("store", help="store directory")
     p.add_argument("query", help="query text")
     p.add_argument("--k", type=int, default=10, help="results (default 10)")
-    p.add_argument("--explain", action="store_true", help="per-relay scores, ranks, D, S and gates")
+    p.add_argument(
+        "--min-score",
+        type=float,
+        default=None,
+        metavar="S",
+        help="only hits scoring at least S, in [0, 1] (the list is cut where the score, which "
+        "falls down the list, drops below it)",
+    )
+    for name in ("user-id", "agent-id", "run-id"):
+        p.add_argument(f"--{name}", default=None, help=f"only this {name.replace('-', '_')}")
+    p.add_argument("--where", default=None, help="metadata filter, a JSON object")
+    p.add_argument("--kind", default=None, help="only this memory kind")
+    p.add_argument("--session", type=int, default=None, metavar="N", help="only this session")
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="each hit's relevance and the fusion that ordered it: per-relay scores, ranks and "
+        "weights, D, S and the gates",
+    )
     p.add_argument("--json", action="store_true", help="JSON output")
     p.add_argument(
         "--show-provenance",

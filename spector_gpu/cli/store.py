@@ -29,7 +29,7 @@ def open_store(
     if not (p / "store.json").is_file():
         raise StoreError(
             f"{p}: no spector_gpu store here (no store.json); create one with "
-            f"`{PROG} ingest` or SpectorMemory.open"
+            f"`{PROG} remember {p} TEXT` or `{PROG} ingest DATASET --store DIR`"
         )
     saved: dict[str, Any] | None = None
     cfg_path = p / "config.json"

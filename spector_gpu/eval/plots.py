@@ -4,24 +4,72 @@ Each function takes ``EvalResult.metrics`` (or its ``"configs"`` mapping) and an
 ``ax``; it draws into ``ax`` when given (e.g. from ``plt.subplots()`` in a notebook) and returns
 the axes. With ``ax=None`` a new figure is made on the non-interactive Agg canvas — pyplot and
 the global backend are never touched — save it with ``ax.figure.savefig(path)``.
+
+Every configuration keeps one style across the plots (:func:`config_style`: colour, marker and
+line style for lines, colour and hatch for bars), distinct for up to 40 configurations, and
+the legend sits outside the axes, beside the data it names.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import MissingExtraError
+from .records import CATEGORY_NAMES
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["plot_by_category", "plot_by_type", "plot_recall_at_k", "save_plots"]
+__all__ = ["config_style", "plot_by_category", "plot_by_type", "plot_recall_at_k", "save_plots"]
 
 logger = logging.getLogger(__name__)
+
+# matplotlib's tab10 colours, then the same ten again with other markers, dashes and hatches:
+# the i-th configuration's (colour, marker) and (colour, hatch) pairs are distinct for i < 40.
+_COLOURS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+_MARKERS = ("o", "s", "^", "D")
+_LINES = ("-", "--", "-.", ":")
+_HATCHES = ("", "//", "..", "xx")
+
+
+def config_style(i: int) -> dict[str, dict[str, str]]:
+    """The style of the ``i``-th configuration (0-based): ``{"line": plot kwargs, "bar": bar
+    kwargs}``; no two of the first 40 share a line style or a bar style."""
+    colour = _COLOURS[i % len(_COLOURS)]
+    j = (i // len(_COLOURS)) % len(_MARKERS)
+    return {
+        "line": {"color": colour, "marker": _MARKERS[j], "linestyle": _LINES[j]},
+        "bar": {"color": colour, "hatch": _HATCHES[j], "edgecolor": "white"},
+    }
+
+
+def _dodge(configs: Mapping[str, Mapping[str, Any]], metric: str) -> float:
+    """The x step between configurations' points at one k: together they span a third of the
+    closest two cut-offs, so configurations with equal values stay visible side by side."""
+    ks = sorted({k for e in configs.values() for k in _ks(e, metric)})
+    gap = min((b - a for a, b in pairwise(ks)), default=1)
+    return gap / 3 / max(1, len(configs))
+
+
+def _legend(ax: Axes) -> None:
+    """The legend to the right of the axes (never over the data)."""
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
 
 
 def _new_axes() -> Axes:
@@ -32,7 +80,7 @@ def _new_axes() -> Axes:
         raise MissingExtraError(
             "plotting needs matplotlib; install it with: pip install 'spector-gpu[plot]'"
         ) from exc
-    fig = Figure(figsize=(7.0, 4.5), layout="constrained")
+    fig = Figure(figsize=(9.5, 4.8), layout="constrained")
     FigureCanvasAgg(fig)
     return fig.add_subplot()
 
@@ -53,9 +101,13 @@ def plot_recall_at_k(
     (LoCoMo, categories 1–4) or a LongMemEval key such as ``"session/recall_all"``."""
     ax = _new_axes() if ax is None else ax
     all_ks: set[int] = set()
-    for name, entry in _configs(metrics).items():
+    configs = _configs(metrics)
+    shift = _dodge(configs, metric)
+    for i, (name, entry) in enumerate(configs.items()):
         ks = [k for k in _ks(entry, metric) if entry[f"{metric}@{k}"] is not None]
-        ax.plot(ks, [entry[f"{metric}@{k}"] for k in ks], marker="o", label=name)
+        values = [entry[f"{metric}@{k}"] for k in ks]
+        xs = [k + (i - (len(configs) - 1) / 2) * shift for k in ks]
+        ax.plot(xs, values, label=name, markersize=5, **config_style(i)["line"])
         all_ks.update(ks)
     ax.set_xticks(sorted(all_ks))
     ax.set_xlabel("k (cut-off)")
@@ -63,7 +115,7 @@ def plot_recall_at_k(
     ax.set_ylim(0.0, 1.02)
     ax.set_title(f"{metric}@k by configuration")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
+    _legend(ax)
     return ax
 
 
@@ -71,7 +123,8 @@ def plot_by_category(
     metrics: Mapping[str, Any], ax: Axes | None = None, *, metric: str | None = None
 ) -> Axes:
     """Grouped bars of ``metric`` (default ``recall@10``, else the largest recall@k) per
-    question category (5 included when present), one bar per configuration."""
+    question category (5 included when present), one bar per configuration; categories are
+    named as LoCoMo names them (``records.CATEGORY_NAMES``)."""
     ax = _new_axes() if ax is None else ax
     configs = _configs(metrics)
     if metric is None:
@@ -89,13 +142,15 @@ def plot_by_category(
             else:
                 sub = entry.get("by_category", {}).get(c, {})
             values.append(sub.get(metric) or 0.0)
-        ax.bar([j + i * width for j in range(len(cats))], values, width=width, label=name)
+        xs = [j + i * width for j in range(len(cats))]
+        ax.bar(xs, values, width=width, label=name, **config_style(i)["bar"])
     ax.set_xticks([j + width * (len(configs) - 1) / 2 for j in range(len(cats))])
-    ax.set_xticklabels([f"cat {c}" + (" (adv.)" if c == "5" else "") for c in cats])
+    ax.set_xticklabels([_category(c) for c in cats])
     ax.set_ylabel(metric)
     ax.set_ylim(0.0, 1.02)
     ax.set_title(f"{metric} by question category")
-    ax.legend(fontsize="small")
+    ax.grid(True, axis="y", alpha=0.3)
+    _legend(ax)
     return ax
 
 
@@ -112,15 +167,22 @@ def plot_by_type(
     for i, (name, entry) in enumerate(configs.items()):
         subs = [entry.get("by_type", {}).get(t, {}) for t in types]
         values = [sub.get(metric) or 0.0 for sub in subs]
-        ax.bar([j + i * width for j in range(len(types))], values, width=width, label=name)
+        xs = [j + i * width for j in range(len(types))]
+        ax.bar(xs, values, width=width, label=name, **config_style(i)["bar"])
     ax.set_xticks([j + width * (len(configs) - 1) / 2 for j in range(len(types))])
     labels = [f"{t}\n(n={first.get(t, {}).get('n_scored', 0)})" for t in types]
     ax.set_xticklabels(labels, fontsize="small", rotation=20)
     ax.set_ylabel(metric)
     ax.set_ylim(0.0, 1.02)
     ax.set_title(f"{metric} by question type")
-    ax.legend(fontsize="small")
+    ax.grid(True, axis="y", alpha=0.3)
+    _legend(ax)
     return ax
+
+
+def _category(c: str) -> str:
+    name = CATEGORY_NAMES.get(int(c))
+    return f"{c}: {name}" if name else f"category {c}"
 
 
 def _drawers(metrics: Mapping[str, Any]) -> list[tuple[str, Any]]:

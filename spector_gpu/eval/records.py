@@ -17,6 +17,7 @@ from typing import Literal
 
 __all__ = [
     "ADVERSARIAL_CATEGORY",
+    "CATEGORY_NAMES",
     "UNCATEGORISED",
     "Conversation",
     "Question",
@@ -26,6 +27,14 @@ __all__ = [
 
 ADVERSARIAL_CATEGORY = 5
 UNCATEGORISED = 0
+CATEGORY_NAMES = {
+    1: "multi-hop",
+    2: "temporal",
+    3: "open-domain",
+    4: "single-hop",
+    5: "adversarial",
+}
+"""LoCoMo's names of its question categories (Maharana et al., 2024)."""
 
 Role = Literal["user", "assistant"]
 

@@ -45,6 +45,7 @@ def test_help_lists_every_command_with_examples(capsys: pytest.CaptureFixture[st
     for command in (
         "eval",
         "ingest",
+        "remember",
         "recall",
         "explain",
         "check",
@@ -63,6 +64,7 @@ def test_help_lists_every_command_with_examples(capsys: pytest.CaptureFixture[st
     [
         ["eval"],
         ["ingest"],
+        ["remember"],
         ["recall"],
         ["explain"],
         ["check"],

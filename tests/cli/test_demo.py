@@ -87,6 +87,10 @@ def test_demo_prints_each_step(quick: tuple[Path, object, str]) -> None:
     fact = result.fact_id  # type: ignore[attr-defined]
     assert fact and f"explain: {fact}:" in text
     assert "parent turns" in text and "(D1:" in text  # parents mapped back to dia_id
+    parents = text.split("parent turns", 1)[1].split("\nsession ", 1)[0].splitlines()[1:]
+    marked = [line for line in parents if line.startswith("  * ")]
+    assert len(marked) == 1 and len(parents) > 1  # the turn the fact was extracted from
+    assert "0.0000" not in text  # nothing read (a fact, its parents, fragments) shows a score
     assert " provenance: " in text and "fact(s) derived" in text  # session_provenance
     assert "check: ok" in text and "verify_chain: ok" in text and "verified" in text
     # the sleep cycle and its report, one dream of the journal, a wander

@@ -1,7 +1,8 @@
 """Absolute relevance: a score in [0, 1] of a (query, memory) pair that does not depend on
-the other candidates (``CognitiveResult.relevance``, ``RecallOptions(min_relevance=…)``).
+the other candidates (``CognitiveResult.relevance``, ``RecallOptions(min_relevance=…)``); the
+one score is its running minimum down the list (:mod:`.calibration`).
 
-The fused ``score`` ranks, but it is min-max normalised over the candidate pool, so a memory
+The fused value ranks, but it is min-max normalised over the candidate pool, so a memory
 left alone by the gates scores 0 however well it matches. Relevance is computed from the raw
 relay scores instead (docs/retrieval.md)::
 
