@@ -17,11 +17,14 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 CALLS: list[tuple[str, dict[str, Any]]] = [
     ("remember", {"text": "Ann moved to Lisbon in May", "session_id": 1, "speaker": "Ann"}),
     ("remember", {"text": "Ann adopted a dog called Pixel", "session_id": 1, "speaker": "Ann"}),
-    ("remember", {"text": "Bo works at the pottery studio", "user_id": "bo"}),
+    ("remember", {"text": "Bo works at the pottery studio", "user_id": "bo"}),  # a fact: no session
     ("recall", {"query": "where does Ann live?", "k": 2}),
+    ("recall", {"query": "where does Ann live?", "min_score": 0.8}),
     ("consolidate", {}),
-    ("recall", {"query": "what is the dog called", "k": 1}),
+    ("recall", {"query": "what is the dog called", "k": 1, "full": True}),
+    ("list", {"user_id": "bo"}),
     ("recall", {"query": "", "k": 0}),
+    ("remember", {"text": "Bo plays the cello", "userid": "bo"}),
     ("get", {"id": "0000000000000"}),
 ]
 
@@ -29,17 +32,14 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
 def _short(result: Any) -> str:
     if result.is_error:
         return "ERROR " + result.content[0].text
-    return json.dumps(_trim(result.structured_content), ensure_ascii=False)
+    return json.dumps(_rounded(result.structured_content), ensure_ascii=False)
 
 
-def _trim(doc: Any) -> Any:
-    # the transcript keeps the fields a reader needs; the tools return more (see schemas)
-    keep = {"id", "text", "relevance", "memory_type", "fact_ids", "sessions", "hits", "query"}
-    keep |= {"parent_ids", "consolidated_from", "memory", "deleted", "version"}
+def _rounded(doc: Any) -> Any:
     if isinstance(doc, dict):
-        return {k: _trim(v) for k, v in doc.items() if k in keep}
+        return {k: _rounded(v) for k, v in doc.items()}
     if isinstance(doc, list):
-        return [_trim(v) for v in doc]
+        return [_rounded(v) for v in doc]
     return round(doc, 3) if isinstance(doc, float) else doc
 
 
@@ -51,7 +51,8 @@ async def session(store: str) -> None:
     )
     async with stdio_client(server) as (read, write), ClientSession(read, write) as s:
         init = await s.initialize()
-        print(f"server: {init.server_info.name}, protocol {init.protocol_version}")
+        info = init.server_info
+        print(f"server: {info.name} {info.version}, protocol {init.protocol_version}")
         tools = (await s.list_tools()).tools
         print("tools:", ", ".join(t.name for t in tools))
         calls = list(CALLS)
@@ -62,7 +63,8 @@ async def session(store: str) -> None:
                 fact = result.structured_content["fact_ids"][0]
                 calls.insert(i + 1, ("explain", {"id": fact}))
                 calls.insert(i + 2, ("update", {"id": fact, "text": "Ann lives in Lisbon"}))
-                calls.insert(i + 3, ("delete", {"id": fact}))
+                calls.insert(i + 3, ("history", {"id": fact}))
+                calls.insert(i + 4, ("delete", {"id": fact}))
 
 
 def main() -> None:

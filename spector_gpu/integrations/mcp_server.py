@@ -7,223 +7,203 @@ from its config, e.g. ``claude_desktop_config.json``::
         "command": "/abs/path/to/venv/bin/spector-gpu",
         "args": ["mcp", "--store", "/abs/path/to/memory"]}}}
 
-Tools (typed input schemas, structured results; see :mod:`.mcp_models`): ``remember``,
-``recall`` (query, k, scope ids and a metadata ``where`` filter), ``get``, ``update``,
-``delete`` (erasure), ``forget`` (lower a memory's retrieval strength; it stays stored),
-``consolidate``, ``explain`` (lineage naming the parent turns). The store is the only state:
-the server holds an open handle and nothing else, so a restart serves the same memories.
+Tools (strict input schemas: an unknown argument is refused; bounds are the engine's;
+structured results, see :mod:`.mcp_models`): ``remember``, ``update``, ``delete`` (erasure),
+``forget`` (lower a memory's retrieval strength), ``consolidate`` — and the read tools
+``recall`` (query, k, ``min_score``, scopes, a metadata ``where``), ``get``, ``list``,
+``history``, ``explain`` (lineage naming the parent turns). Each carries ``readOnlyHint``,
+``destructiveHint`` and ``idempotentHint``; the server reports the package's version.
 
-Errors: an engine refusal (``SpectorError``: an unknown or malformed id, a bad field) becomes
-an MCP error result carrying the engine's message, which names the field and the rule; the
-SDK reports arguments its schema refuses (``k=0``, a missing ``text``) and unknown tools the
-same way. The session keeps serving after every error. stdout is the JSON-RPC channel, so
-the store is opened and logging is pointed at stderr before serving starts.
+One process writes a store at a time (the writer lock). ``read_only=True``
+(``--read-only``) serves only the read tools from a handle that takes no lock, so any number
+of hosts share a store beside the one that writes; a second writer is refused at start with
+an error saying so.
+
+Errors: a refused call is an MCP error result of one line in the project's words
+(:mod:`.mcp_errors`); the session keeps serving. A line of input that is not a JSON-RPC
+message is answered with a JSON-RPC error (:mod:`.mcp_wire`). stdout is the JSON-RPC
+channel, so the store is opened and logging is pointed at stderr before serving starts.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
-from ..errors import SpectorError, UnknownIdError
+from ..errors import SpectorError, StoreLockedError
 from ._extras import missing_extra
 
 try:
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
-    from pydantic import Field
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+    from mcp.server.mcpserver.tools import Tool
+    from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
+    from pydantic import BaseModel, ConfigDict
+    from pydantic import ValidationError as ArgumentsError
 except ImportError as exc:
     raise missing_extra("mcp", "mcp", exc) from exc
 
-from .mcp_models import (
-    ConsolidateResult,
-    DeleteResult,
-    ForgetResult,
-    Lineage,
-    MemoryOut,
-    RecallResult,
-    RememberResult,
-)
+from .mcp_errors import ToolRefusalError, arguments_message, without_paths
+from .mcp_reads import ReadTools
+from .mcp_wire import answered_stdio, refuse_session
+from .mcp_writes import WriteTools
 
 if TYPE_CHECKING:
     import os
 
-    from ..memory import SpectorMemory
-    from ..types import CognitiveResult
+    from mcp.server.mcpserver import Context
 
-__all__ = ["build_server", "serve"]
+    from ..memory import SpectorMemory
+
+__all__ = ["READ_TOOLS", "WRITE_TOOLS", "build_server", "serve"]
 
 log = logging.getLogger(__name__)
 
-MemoryId = Annotated[str, Field(description="a memory id (TSID) returned by remember or recall")]
-MAX_K = 100  # recall results per call: more than a model can read in one tool result
-Scope = Annotated[str | None, Field(description="scope id (a user, agent or run)")]
-Metadata = Annotated[dict[str, Any] | None, Field(description="a JSON object to keep with it")]
-_WHERE = 'metadata filter, e.g. {"topic": "travel", "year": {"$gte": 2023}}'
+# name -> (readOnlyHint, destructiveHint, idempotentHint)
+READ_TOOLS = dict.fromkeys(("recall", "get", "list", "history", "explain"), (True, False, True))
+WRITE_TOOLS = {
+    "remember": (False, False, False),
+    "update": (False, True, False),  # replaces the text (the old version stays in history)
+    "delete": (False, True, True),
+    "forget": (False, False, False),  # lowers retrieval strength a step each call
+    "consolidate": (False, False, True),  # a second call finds nothing new to distil
+}
+# strict: as in the engine, "5" is not a session id, true is not a k and "no" is not false
+# (a JSON object or list sent as a string is still read: the SDK parses it before checking)
+_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, arbitrary_types_allowed=True)
 
 
-@contextmanager
-def _tool_errors() -> Iterator[None]:
-    # The SDK shows the message of a ToolError to the client; any other exception becomes a
-    # generic "Error executing tool", which would hide the field and rule the engine names.
-    try:
-        yield
-    except SpectorError as exc:
-        raise ToolError(str(exc)) from exc
+def _tool(name: str, fn: Callable[..., Any]) -> Tool:
+    """``fn`` as a tool whose arguments are checked strictly (unknown ones refused) and
+    which carries its hints."""
+    ro, destructive, idempotent = (READ_TOOLS | WRITE_TOOLS)[name]
+    hints = ToolAnnotations(
+        read_only_hint=ro,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=False,
+    )
+    doc = inspect.cleandoc(fn.__doc__ or "")
+    tool = Tool.from_function(fn, name=name, description=doc, annotations=hints)
+    loose = tool.fn_metadata.arg_model
+    strict = cast(
+        "type[BaseModel]",
+        type(loose.__name__, (loose,), {"model_config": _STRICT, "__module__": __name__}),
+    )
+    return tool.model_copy(
+        update={
+            "fn_metadata": tool.fn_metadata.model_copy(update={"arg_model": strict}),
+            "parameters": strict.model_json_schema(by_alias=True),
+        }
+    )
 
 
-def _stored(mem: SpectorMemory, memory_id: str) -> CognitiveResult:
-    hit = mem.get(memory_id)
-    if hit is None:
-        raise UnknownIdError(f"no memory with id {memory_id!r} in this store")
-    return hit
+def _tools(mem: SpectorMemory) -> list[Tool]:
+    reads = ReadTools(mem)
+    tools = [
+        _tool("recall", reads.recall),
+        _tool("get", reads.get),
+        _tool("list", reads.list_memories),
+        _tool("history", reads.history),
+        _tool("explain", reads.explain),
+    ]
+    if not mem.read_only:
+        writes = WriteTools(reads)
+        tools[:0] = [
+            _tool("remember", writes.remember),
+            _tool("update", writes.update),
+            _tool("delete", writes.delete),
+            _tool("forget", writes.forget),
+            _tool("consolidate", writes.consolidate),
+        ]
+    return tools
 
 
-def _memory(mem: SpectorMemory, memory_id: str) -> MemoryOut:
-    return MemoryOut.of(_stored(mem, memory_id), ranked=False)
+class _MemoryServer(MCPServer[Any]):
+    """The SDK's server with this project's error messages and stdio wire."""
+
+    def __init__(self, name: str, *, tools: list[Tool], read_only: bool, **settings: Any) -> None:
+        super().__init__(name, tools=tools, **settings)
+        self.known = {t.name: t for t in tools}
+        self.read_only = read_only
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError as exc:  # a defect: the SDK logs its traceback to stderr
+            raise UnexpectedToolError(
+                f"{name} failed inside the server; the server's log (stderr) has the details"
+            ) from exc.__cause__
+        except ToolError as exc:
+            raise ToolError(self._message(name, exc)) from exc
+
+    def _message(self, name: str, exc: ToolError) -> str:
+        cause = exc.__cause__  # the SDK's wrapper around what the tool or validator raised
+        while isinstance(cause, ToolError) and not isinstance(cause, ToolRefusalError):
+            cause = cause.__cause__
+        if isinstance(cause, ToolRefusalError):
+            return str(cause)
+        tool = self.known.get(name)
+        if tool is None:
+            if self.read_only and name in WRITE_TOOLS:
+                return f"{name} is not available: this server is read-only (--read-only)"
+            names = ", ".join(self.known)
+            return f"unknown tool {name!r}; the tools are: {names}"
+        if isinstance(cause, ArgumentsError):
+            return arguments_message(name, cause, list(tool.parameters.get("properties", {})))
+        return str(cause or exc)
+
+    async def run_stdio_async(self) -> None:
+        # the SDK's own run_stdio_async, over the wire that answers every line
+        async with answered_stdio() as (read, write):
+            server = self._lowlevel_server
+            await server.run(read, write, server.create_initialization_options())
 
 
-def build_server(mem: SpectorMemory, *, name: str = "spector-memory") -> MCPServer:
-    """An ``MCPServer`` whose tools read and write ``mem`` (which the caller keeps open).
+def build_server(mem: SpectorMemory, *, name: str = "spector-memory") -> MCPServer[Any]:
+    """An ``MCPServer`` whose tools read (and, unless ``mem`` is read-only, write) ``mem``,
+    which the caller keeps open. Tools run on the SDK's worker threads; the handle
+    serialises its own writes."""
+    from .. import __version__
 
-    Tools run on the SDK's worker threads; the memory handle serialises its own writes.
-    """
-    server = MCPServer(
+    access = "read-only: recall, fetch and list memories, see their history and lineage"
+    if not mem.read_only:
+        access = (
+            "remember facts and conversation turns, recall them by meaning, list them, fetch, "
+            "correct or erase one by id, and see its history and where a consolidated fact "
+            "came from"
+        )
+    return _MemoryServer(
         name,
-        instructions="Long-term memory: remember facts and conversation turns, recall them "
-        "by meaning, fetch, correct or erase one by id, and see where a consolidated fact "
-        "came from.",
+        tools=_tools(mem),
+        read_only=mem.read_only,
+        version=__version__,
+        instructions=f"Long-term memory ({access}).",
         log_level="WARNING",
     )
-    _add_writes(server, mem)
-    _add_reads(server, mem)
-    _add_corrections(server, mem)
-    return server
-
-
-def _add_writes(server: MCPServer, mem: SpectorMemory) -> None:
-    @server.tool()
-    def remember(
-        text: Annotated[str, Field(min_length=1, description="what to remember")],
-        session_id: Annotated[int, Field(ge=0, description="conversation session")] = 0,
-        speaker: Annotated[str, Field(description="who said it")] = "",
-        importance: Annotated[float, Field(ge=0.0, le=10.0)] = 1.0,
-        tags: Annotated[list[str] | None, Field(description="labels to filter by")] = None,
-        external_id: Annotated[str | None, Field(description="your own id for it")] = None,
-        metadata: Metadata = None,
-        user_id: Scope = None,
-        agent_id: Scope = None,
-        run_id: Scope = None,
-    ) -> RememberResult:
-        """Store a memory durably; returns its id."""
-        with _tool_errors():
-            mid = mem.remember(
-                text,
-                session_id=session_id,
-                speaker=speaker,
-                importance=importance,
-                tags=tags or (),
-                external_id=external_id,
-                metadata=metadata,
-                user_id=user_id,
-                agent_id=agent_id,
-                run_id=run_id,
-            )
-        return RememberResult(id=mid, text=text)
-
-    @server.tool()
-    def consolidate() -> ConsolidateResult:
-        """Distil the conversation turns not yet consolidated into semantic facts."""
-        with _tool_errors():
-            return ConsolidateResult.of(mem.consolidate())
-
-
-def _add_reads(server: MCPServer, mem: SpectorMemory) -> None:
-    from ..types import RecallOptions
-
-    @server.tool()
-    def recall(
-        query: Annotated[str, Field(min_length=1, description="what to look for")],
-        k: Annotated[int, Field(ge=1, le=MAX_K, description="how many memories")] = 5,
-        tags: Annotated[list[str] | None, Field(description="only memories with a tag")] = None,
-        session_id: Annotated[int | None, Field(ge=0, description="only this session")] = None,
-        user_id: Scope = None,
-        agent_id: Scope = None,
-        run_id: Scope = None,
-        where: Annotated[dict[str, Any] | None, Field(description=_WHERE)] = None,
-    ) -> RecallResult:
-        """Recall the memories that best match a query, best first."""
-        if not query.strip():
-            raise ToolError("query must contain a non-whitespace character")
-        with _tool_errors():
-            opts = RecallOptions(
-                k=k,
-                tags=frozenset(tags) if tags else None,
-                session_id=session_id,
-                user_id=user_id,
-                agent_id=agent_id,
-                run_id=run_id,
-                where=where,
-            )
-            hits = mem.recall(query, opts)
-        return RecallResult(query=query, hits=[MemoryOut.of(h, ranked=True) for h in hits])
-
-    @server.tool()
-    def get(id: MemoryId) -> MemoryOut:
-        """Fetch one memory by id."""
-        with _tool_errors():
-            return _memory(mem, id)
-
-    @server.tool()
-    def explain(id: MemoryId) -> Lineage:
-        """Where a memory came from: for a consolidated fact, the turns it was distilled from."""
-        with _tool_errors():
-            memory = _stored(mem, id)
-            return Lineage.of(memory, mem.explain(id, include_parents=True))
-
-
-def _add_corrections(server: MCPServer, mem: SpectorMemory) -> None:
-    @server.tool()
-    def update(
-        id: MemoryId,
-        text: Annotated[str | None, Field(min_length=1, description="the new text")] = None,
-        metadata: Metadata = None,
-        importance: Annotated[float | None, Field(ge=0.0, le=10.0)] = None,
-    ) -> MemoryOut:
-        """Correct a memory in place (same id; its previous version stays in its history)."""
-        if text is None and metadata is None and importance is None:
-            raise ToolError("update needs text, metadata or importance")
-        with _tool_errors():
-            mem.update(id, text=text, metadata=metadata, importance=importance)
-            return _memory(mem, id)
-
-    @server.tool()
-    def delete(
-        id: MemoryId,
-        cascade: Annotated[bool, Field(description="also facts consolidated only from it")] = False,
-    ) -> DeleteResult:
-        """Erase a memory: it is never recalled again and its text leaves the store."""
-        with _tool_errors():
-            _memory(mem, id)  # an unknown id is an error result, not a silent no-op
-            return DeleteResult(id=id, deleted=mem.delete_batch([id], cascade=cascade))
-
-    @server.tool()
-    def forget(id: MemoryId) -> ForgetResult:
-        """Make a memory harder to recall (lowers its retrieval strength; it stays stored)."""
-        with _tool_errors():
-            mem.forget(id)
-            strength = _stored(mem, id).retrieval_strength
-        return ForgetResult(id=id, retrieval_strength=float(strength))
 
 
 def serve(
-    store: str | os.PathLike[str], *, device: str | None = None, log_level: str = "WARNING"
+    store: str | os.PathLike[str],
+    *,
+    device: str | None = None,
+    log_level: str = "WARNING",
+    read_only: bool = False,
 ) -> None:
-    """Open (creating if needed) the store at ``store`` and serve it over stdio until the
-    client disconnects; logs go to stderr."""
+    """Open the store at ``store`` (creating it if needed, unless ``read_only``) and serve it
+    over stdio until the client disconnects; logs go to stderr.
+
+    Raises:
+        SpectorError: the store cannot be opened — ``StoreLockedError`` when another process
+            writes it and ``read_only`` is False — after answering the client's requests with a
+            JSON-RPC error saying why, until it closes stdin.
+    """
     from ..memory import SpectorMemory
 
     # basicConfig is a no-op once the root logger has handlers, so ours (stderr) wins over the
@@ -231,6 +211,22 @@ def serve(
     logging.basicConfig(
         stream=sys.stderr, level=log_level, format="%(levelname)s %(name)s: %(message)s"
     )
-    with SpectorMemory.open(store, device=device) as mem:
-        log.info("serving %s over stdio", mem.path)
+    try:
+        mem = SpectorMemory.open(store, device=device, read_only=read_only)
+    except SpectorError as exc:
+        why = str(exc)
+        if isinstance(exc, StoreLockedError):
+            why = (
+                f"{store}: another process writes this store (it holds the writer lock); start "
+                "this server with --read-only to share the store beside that writer, or stop "
+                "the writer"
+            )
+        log.error("%s", why)
+        # the host learns why, not only that the connection closed
+        refuse_session(f"cannot serve the memory store: {without_paths(why, Path(store))}")
+        if isinstance(exc, StoreLockedError):
+            raise StoreLockedError(why) from exc
+        raise
+    with mem:
+        log.info("serving %s over stdio%s", mem.path, " (read-only)" if read_only else "")
         build_server(mem).run(transport="stdio")

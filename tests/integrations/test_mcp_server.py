@@ -71,43 +71,53 @@ def test_tools_schemas_results_and_errors(tmp_path: Path) -> None:
         ("recall", {"query": "   "}),
         ("remember", {}),
         ("no_such_tool", {}),
+        ("remember", {"text": "typo", "userid": "ann"}),
         ("consolidate", {}),
     ]
     tools, results = _run(tmp_path, store, calls)
 
-    assert {
+    assert set(tools) == {
         "remember",
         "recall",
         "get",
+        "list",
+        "history",
         "forget",
         "delete",
         "update",
         "consolidate",
         "explain",
-    } <= set(tools)
+    }
     recall_in = tools["recall"].input_schema
     assert recall_in["required"] == ["query"]
+    assert recall_in["additionalProperties"] is False
     assert recall_in["properties"]["k"]["minimum"] == 1
     assert recall_in["properties"]["query"]["minLength"] == 1
     assert tools["recall"].output_schema is not None
     assert "hits" in tools["recall"].output_schema["properties"]
+    assert tools["recall"].annotations.read_only_hint is True
+    assert tools["delete"].annotations.destructive_hint is True
 
     ids = [r.structured_content["id"] for r in results[:3]]
     assert all(not r.is_error for r in results[:3]) and len(set(ids)) == 3
     hits = results[3].structured_content["hits"]
     assert hits[0]["id"] == ids[0] and hits[0]["text"] == TURNS[0]
-    assert len(hits) == 2 and hits[0]["score"] >= hits[1]["score"]
-    assert all(0.0 <= h["relevance"] <= 1.0 for h in hits)
+    assert len(hits) == 2 and 1.0 >= hits[0]["score"] >= hits[1]["score"] >= 0.0
+    assert set(hits[0]) == {"id", "text", "score", "type", "time", "session_id"}
+    assert hits[0]["session_id"] == 1 and hits[0]["time"].endswith("Z")
 
-    assert "0000000000000" in _error_text(results[4])
-    assert "not-an-id" in _error_text(results[5])
-    assert "k" in _error_text(results[6]).lower()
+    assert _error_text(results[4]) == "no memory with id '0000000000000' in this store"
+    assert _error_text(results[5]) == "no memory with id 'not-an-id' in this store"
+    assert _error_text(results[6]) == "invalid arguments for recall: k must be at least 1, got 0"
     assert "query" in _error_text(results[7])
-    assert "text" in _error_text(results[8])
+    assert _error_text(results[8]) == "invalid arguments for remember: text is required"
     assert "no_such_tool" in _error_text(results[9])
-    # after every error above, the session still served a successful call
-    facts = results[10].structured_content
-    assert not results[10].is_error and facts["sessions"] == [1] and facts["fact_ids"]
+    assert "'userid' is not an argument" in _error_text(results[10])
+    # after every error above, the session still served a successful call (and the typo
+    # stored nothing)
+    facts = results[11].structured_content
+    assert not results[11].is_error and facts["sessions"] == [1] and facts["fact_ids"]
+    assert facts["turns_consolidated"] == 3
 
 
 def test_explain_forget_and_restart(tmp_path: Path) -> None:
@@ -146,7 +156,7 @@ def test_scopes_filters_update_and_delete(tmp_path: Path) -> None:
     _, results = _run(tmp_path, store, calls)
     ann_move, ann_dog, bo_job = (r.structured_content["id"] for r in results)
     calls = [
-        ("recall", {"query": "Ann", "k": 5, "user_id": "ann"}),
+        ("recall", {"query": "Ann", "k": 5, "user_id": "ann", "full": True}),
         ("recall", {"query": "Ann", "k": 5, "where": {"topic": "pets"}}),
         ("update", {"id": ann_move, "text": "Ann moved to Porto in June"}),
         ("delete", {"id": ann_dog}),
@@ -155,21 +165,32 @@ def test_scopes_filters_update_and_delete(tmp_path: Path) -> None:
         ("update", {"id": bo_job}),
         ("recall", {"query": "x", "where": {"topic": {"$bogus": 1}}}),
         ("recall", {"query": "Ann moved", "k": 5}),
+        ("list", {"user_id": "ann"}),
+        ("history", {"id": ann_move}),
+        ("history", {"id": ann_dog}),
     ]
-    _, (scoped, filtered, upd, dele, gone, again, empty, bad, after) = _run(tmp_path, store, calls)
+    _, results = _run(tmp_path, store, calls)
+    scoped, filtered, upd, dele, gone, again, empty, bad, after = results[:9]
+    listed, moved, erased = (r.structured_content for r in results[9:])
     assert {h["id"] for h in scoped.structured_content["hits"]} == {ann_move, ann_dog}
     assert [h["id"] for h in filtered.structured_content["hits"]] == [ann_dog]
     assert filtered.structured_content["hits"][0]["metadata"] == {"topic": "pets"}
+    assert all(h["details"]["version"] == 1 for h in scoped.structured_content["hits"])
     changed = upd.structured_content
-    assert changed["text"] == "Ann moved to Porto in June" and changed["version"] == 2
-    assert changed["created_at"] <= changed["updated_at"]
+    assert changed["text"] == "Ann moved to Porto in June" and "details" not in changed
     assert dele.structured_content == {"id": ann_dog, "deleted": 1}
-    assert ann_dog in _error_text(gone) and ann_dog in _error_text(again)
+    assert _error_text(gone) == _error_text(again) == f"no memory with id {ann_dog!r} in this store"
     assert "update needs" in _error_text(empty)
     assert "$bogus" in _error_text(bad)
     texts = [h["text"] for h in after.structured_content["hits"]]
     assert "Ann moved to Porto in June" in texts and TURNS[0] not in texts
     assert TURNS[1] not in texts
+    assert [m["id"] for m in listed["memories"]] == [ann_move] and "next_offset" not in listed
+    assert [e["event"] for e in moved["events"]] == ["ADD", "UPDATE"]
+    assert moved["events"][1]["text"] == "Ann moved to Porto in June"
+    assert moved["events"][1]["previous_text"] == TURNS[0]
+    assert [e["event"] for e in erased["events"]] == ["ADD", "DELETE"]
+    assert all(e["deleted"] for e in erased["events"])
 
 
 def test_stdout_carries_only_json_rpc(tmp_path: Path) -> None:
