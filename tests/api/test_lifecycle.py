@@ -102,6 +102,21 @@ def test_external_id_is_unique_per_scope_and_upsert_updates(tmp_path: Path) -> N
         assert c != a
 
 
+def test_list_external_ids_reads_live_gated_memories_by_id(tmp_path: Path) -> None:
+    with _open(tmp_path) as mem:
+        mem.remember("one", external_id="a", user_id="ann", metadata={"n": 1})
+        mem.remember("two", user_id="ann", metadata={"n": 2})  # no external id
+        gone = mem.remember("three", external_id="c", user_id="ann", metadata={"n": 3})
+        mem.remember("four", external_id="d", user_id="bo", metadata={"n": 4})
+        mem.remember("five", external_id="e", user_id="ann", expires_at=1)  # expired
+        mem.delete(gone)
+        assert mem.list_external_ids() == ["a", "d"]
+        assert mem.list_external_ids(user_id="ann") == ["a"]
+        assert mem.list_external_ids(where={"n": {"$gte": 2}}) == ["d"]
+        listed = [r.external_id for r in mem.list(limit=100) if r.external_id is not None]
+        assert mem.list_external_ids() == listed
+
+
 def test_where_gates_before_top_k(tmp_path: Path) -> None:
     items = [{"text": f"garden apples note {i}", "metadata": {"year": 2020}} for i in range(40)]
     items += [
