@@ -10,7 +10,7 @@ import builtins
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .delegates import MemoryCompaction, MemoryLifecycle
+from .delegates import MemoryAdminView, MemoryCompaction, MemoryLifecycle
 from .lifecycle import MemoryEvent, MemoryKind
 from .pathways.compact import CompactionReport
 from .types import CognitiveResult, MemoryType
@@ -19,11 +19,12 @@ __all__ = ["LifecycleMethods"]
 
 
 class LifecycleMethods:
-    """update, supersede, delete, delete_batch, delete_all, history, list, get_by_external_id,
-    compact."""
+    """update, supersede, delete, delete_batch, delete_all, history, list, external_ids,
+    list_external_ids, get_by_external_id, compact."""
 
     _lifecycle: MemoryLifecycle
     _compaction: MemoryCompaction
+    _admin: MemoryAdminView
 
     def compact(self, *, keep_history: bool = True) -> CompactionReport:
         """Rewrite the store without its dead rows (deleted, expired; older versions too with
@@ -77,6 +78,10 @@ class LifecycleMethods:
     def list(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, where: Mapping[str, Any] | None = None, kind: MemoryKind | str | None = None, memory_type: MemoryType | str | None = None, offset: int = 0, limit: int = 100) -> list[CognitiveResult]:  # fmt: skip  # noqa: E501
         """Live memories passing the filters, by id (creation order), without a query."""
         return self._lifecycle.list(offset, limit, user_id=user_id, agent_id=agent_id, run_id=run_id, where=where, kind=kind, memory_type=memory_type)  # fmt: skip  # noqa: E501
+
+    def external_ids(self) -> dict[str, str]:
+        """``{external_id: memory id}`` of every memory that has one."""
+        return self._admin.external_ids()
 
     def list_external_ids(self, *, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None, where: Mapping[str, Any] | None = None, kind: MemoryKind | str | None = None) -> builtins.list[str]:  # fmt: skip  # noqa: E501
         """The external ids of the live memories passing the filters (those with one), by

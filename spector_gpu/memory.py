@@ -280,6 +280,10 @@ class SpectorMemory(LifecycleMethods):
         """Hybrid recall of many queries; struct-of-arrays result, hits hydrated on demand."""
         return self._recall.recall_batch(queries, options)
 
+    def recall_vectors(self, vectors: Any, options: RecallOptions | None = None) -> RecallBatch:
+        """Recall by query embeddings, float (n, dim) of this store's embedder: dense only."""
+        return self._recall.recall_vectors(vectors, options)
+
     def get(self, memory_id: str) -> CognitiveResult | None:
         """The memory with this id, or None."""
         return self._recall.get(memory_id)
@@ -394,7 +398,3 @@ class SpectorMemory(LifecycleMethods):
     def flush(self) -> None:
         """Write deferred strength rows and a snapshot; compact past the dead share."""
         return self._compaction.flush()
-
-    def external_ids(self) -> dict[str, str]:
-        """``{external_id: memory id}`` of every memory that has one."""
-        return self._admin.external_ids()

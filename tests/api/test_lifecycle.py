@@ -117,6 +117,24 @@ def test_list_external_ids_reads_live_gated_memories_by_id(tmp_path: Path) -> No
         assert mem.list_external_ids() == listed
 
 
+def test_recall_vectors_ranks_by_the_dense_relay_behind_the_gates(tmp_path: Path) -> None:
+    with _open(tmp_path) as mem:
+        texts = ["Ann plays the cello", "Bo bakes bread", "Cy rides a bike"]
+        ids = mem.remember_batch(
+            [{"text": t, "type": "semantic", "metadata": {"i": i}} for i, t in enumerate(texts)]
+        )
+        vecs = mem.embedder.embed(["Bo bakes bread", "Cy rides a bike"])
+        batch = mem.recall_vectors(vecs, RecallOptions(k=3, mode="observe"))
+        assert batch.results(0)[0].id == ids[1]
+        assert batch.results(1)[0].id == ids[2]
+        gated = mem.recall_vectors(vecs[:1], RecallOptions(k=3, where={"i": {"$ne": 1}}))
+        assert ids[1] not in [r.id for r in gated.results(0)]
+        with pytest.raises(ValidationError, match=r"shape \(n, "):
+            mem.recall_vectors(np.ones((1, 3)))
+        with pytest.raises(ValidationError, match="NaN"):
+            mem.recall_vectors(np.full((1, mem.embedder.dim), np.nan))
+
+
 def test_where_gates_before_top_k(tmp_path: Path) -> None:
     items = [{"text": f"garden apples note {i}", "metadata": {"year": 2020}} for i in range(40)]
     items += [

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -123,7 +124,19 @@ class RecallPathway:
         self, queries: Sequence[str], options: RecallOptions | None = None
     ) -> RecallBatch:
         """Recall every query; struct-of-arrays result, hits hydrated on demand."""
-        opts = self._check(queries, options)
+        return self._recall_batch(queries, self._check(queries, options), None)
+
+    def recall_vectors(
+        self, vectors: np.ndarray, options: RecallOptions | None = None
+    ) -> RecallBatch:
+        """Recall by query embeddings, float32 (n, dim) in this store's embedder space: the
+        dense relay alone ranks (the text relays have no text), behind the same gates."""
+        opts = dataclasses.replace(self._check([], options), relays=("dense",))
+        return self._recall_batch([""] * len(vectors), opts, vectors)
+
+    def _recall_batch(
+        self, queries: Sequence[str], opts: RecallOptions, vectors: np.ndarray | None
+    ) -> RecallBatch:
         c = self.cortex
         c.part.check_usable()
         if c.read_only:
@@ -143,14 +156,16 @@ class RecallPathway:
         # No autograd bookkeeping (about a tenth less per small op). Every tensor the recall
         # caches is made and updated in here only; what the store owns is made outside.
         with torch.inference_mode():
-            return self._batch(self._scored(list(queries), opts, now))
+            return self._batch(self._scored(list(queries), opts, now, vectors))
 
-    def _scored(self, queries: list[str], opts: RecallOptions, now: int) -> Scored:
+    def _scored(
+        self, queries: list[str], opts: RecallOptions, now: int, vectors: np.ndarray | None
+    ) -> Scored:
         c = self.cortex
         cpu = c.dense.device.type == "cpu"
         with single_threaded(cpu):
             before = self._tracker.current(c)
-            plan = self._plan(queries, opts, now, before)
+            plan = self._plan(queries, opts, now, before, vectors)
         with single_threaded(cpu and len(queries) * c.n < PARALLEL_DENSE_WORK):
             den = self._scorer.dense_proposals(plan)
         with single_threaded(cpu):
