@@ -126,9 +126,14 @@ class RecallOptions:
     :mod:`spector_gpu.metadata.filters`; compiled here), ``user_id`` / ``agent_id`` /
     ``run_id`` (exact scope match), ``kind`` (one ``MemoryKind`` or a set), ``min_confidence``
     (memories without a confidence fail it), ``include_superseded`` (superseded memories are
-    left out unless True) and ``min_relevance`` (results whose absolute ``relevance`` is below
-    it are left out; docs/retrieval.md says how it is computed). Deleted, replaced and expired
-    memories never pass.
+    left out unless True) and ``min_relevance`` (candidates whose own absolute ``relevance``
+    is below it are left out before the top-k, so others take their places). Deleted,
+    replaced and expired memories never pass.
+
+    ``min_score`` (in [0, 1]) is a floor on the one score (``CognitiveResult.score``): the
+    returned list ends before its first hit scoring below it — a prefix of the list the
+    recall would return without it, never a different order (docs/retrieval.md says how the
+    score is built and what a threshold means).
     """
 
     k: int = 10
@@ -159,6 +164,7 @@ class RecallOptions:
     min_confidence: float | None = None
     include_superseded: bool = False
     min_relevance: float | None = None
+    min_score: float | None = None
 
     def __post_init__(self) -> None:
         # Every field is checked for type and range, and stored in its canonical type: a wrong
@@ -209,6 +215,13 @@ class RecallOptions:
             checks.optional(
                 self.source_uri_prefix,
                 lambda v: checks.string(v, f"{name}.source_uri_prefix", max_chars=4096),
+            ),
+        )
+        put(
+            self,
+            "min_score",
+            checks.optional(
+                self.min_score, lambda v: checks.number(v, f"{name}.min_score", lo=0.0, hi=1.0)
             ),
         )
         for flag in ("include_simulated", "explain", "time_cues"):
@@ -265,7 +278,11 @@ class RelayExplanation:
 
 @dataclass(frozen=True)
 class Explanation:
-    """Why a result scored as it did (``RecallOptions(explain=True)``)."""
+    """Why a result ranked where it did (``RecallOptions(explain=True)``): each relay's raw
+    score, rank and weight; ``relevance`` (the fusion's base: the weighted relays summed,
+    relative to the candidate pool — not ``CognitiveResult.relevance``) × ``cognitive_factor``
+    (+ ``time_cue``) = ``fused``, the value the list is ordered by; and the memory's strengths.
+    The hit's score is ``CognitiveResult.score``."""
 
     relays: Mapping[str, RelayExplanation]
     relevance: float
@@ -297,8 +314,12 @@ class Explanation:
 class CognitiveResult:
     """One recalled memory, hydrated from the store its ``Location.type`` names.
 
-    ``score`` ranks (fused, relative to the candidate pool); ``relevance`` in [0, 1] is
-    absolute (the query and the memory alone; 0.0 from ``get``). Lifecycle fields:
+    ``score``: the one score of a recalled hit, in [0, 1], non-increasing down the list and
+    absolute (the same scale for every query and store; a threshold keeps a prefix, see
+    ``RecallOptions.min_score`` and docs/retrieval.md); None for a memory that was read, not
+    ranked (``get``, listings). ``relevance`` in [0, 1]: the hit's own absolute match (the
+    query and the memory alone), which the score never exceeds and which, unlike it, need not
+    fall down the list (0.0 when read, not ranked). Lifecycle fields:
     scopes, ``kind``, ``confidence``, JSON ``metadata``, ``created_at`` / ``updated_at`` /
     ``expires_at`` (epoch ms; None: never expires), ``version`` (1 for a first version), and
     the supersession links (TSID strings).
@@ -306,7 +327,7 @@ class CognitiveResult:
 
     id: str
     text: str
-    score: float
+    score: float | None
     memory_type: MemoryType
     importance: float
     provenance: RecordProvenance
@@ -402,11 +423,13 @@ class CognitiveResult:
         return out
 
     def format(self, *, show_provenance: bool = False) -> str:
-        """One display line; quiet for known provenance, flags unknown (seed 003)."""
+        """One display line (id, score when ranked, type, text); quiet for known provenance,
+        flags unknown (seed 003)."""
         from .provenance.record import format_provenance
 
         flag = format_provenance(self.provenance, show=show_provenance)
-        line = f"{self.id}  {self.score:.4f}  {self.memory_type.name.lower():<10} {self.text}"
+        score = "" if self.score is None else f"{self.score:.3f}  "
+        line = f"{self.id}  {score}{self.memory_type.name.lower():<10} {self.text}"
         return f"{line}  [{flag}]" if flag else line
 
 
@@ -415,9 +438,10 @@ class RecallBatch:
     """Struct-of-arrays results of ``recall_batch``.
 
     ``ids``: ``<U13`` (n_queries, k) TSID strings, ``""`` where a query had fewer hits;
-    ``scores``: float32 (n_queries, k), higher is better, ``-inf`` padding;
+    ``scores``: float32 (n_queries, k), each hit's one score (``CognitiveResult.score``): in
+    [0, 1], non-increasing along a row, ``-inf`` padding;
     ``counts``: int32 (n_queries,) hits per query; ``relevance``: float32 (n_queries, k) in
-    [0, 1], absolute (0 at padding). ``batch[i]`` (or ``results(i)``) hydrates
+    [0, 1], each hit's own absolute match (0 at padding). ``batch[i]`` (or ``results(i)``) hydrates
     the ``CognitiveResult`` list of query ``i`` on demand (and caches it).
 
     Hydration hook: ``hydrator(i)`` builds query ``i``'s results (the recall pathway supplies

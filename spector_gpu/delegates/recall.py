@@ -110,7 +110,7 @@ class MemoryRecall:
             if not alive(c, o, now):  # deleted or expired: gone from every read
                 return None
             d = retrieval_strength(c, np.array([o]), now)
-            return self.pathway.hydrator.result(o, 0.0, float(d[0]))
+            return self.pathway.hydrator.result(o, None, float(d[0]))
 
     def _working(self, memory_id: str) -> CognitiveResult | None:
         t = self.working.get(memory_id)
@@ -119,7 +119,7 @@ class MemoryRecall:
         return CognitiveResult(
             id=t.id,
             text=t.text,
-            score=0.0,
+            score=None,
             memory_type=MemoryType.WORKING,
             importance=t.importance,
             provenance=RecordProvenance.USER_AUTHORED,

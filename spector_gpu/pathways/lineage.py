@@ -58,7 +58,7 @@ def _record(c: Cortex, r: np.void, include_parents: bool) -> MemoryProvenance:
         rp = RecallPathway(c, None)
         now = int(time.time() * 1000)
         d = rp._current_d(np.asarray(turns, dtype=np.int64), now) if turns else np.zeros(0)
-        parents = tuple(rp.result(o, 0.0, float(d[k])) for k, o in enumerate(turns))
+        parents = tuple(rp.result(o, None, float(d[k])) for k, o in enumerate(turns))
     return MemoryProvenance(
         memory_id=encode_tsid(int(r["target_tsid"])),
         session_id=int(r["session_id"]),

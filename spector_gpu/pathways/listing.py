@@ -96,7 +96,7 @@ class ListingPathway:
         now = int(time.time() * 1000)
         rows = self.selected(opts, now)[offset : offset + limit]
         d = retrieval_strength(self.cortex, rows, now)
-        return [self.hydrator.result(int(o), 0.0, float(dd)) for o, dd in zip(rows, d)]
+        return [self.hydrator.result(int(o), None, float(dd)) for o, dd in zip(rows, d)]
 
     def external_ids(self, opts: RecallOptions) -> builtins.list[str]:
         """The external ids of the live memories passing ``opts`` that have one, by id,
@@ -132,7 +132,7 @@ class ListingPathway:
         if ext != external_id:
             return None
         d = retrieval_strength(c, np.array([o]), now)
-        return self.hydrator.result(o, 0.0, float(d[0]))
+        return self.hydrator.result(o, None, float(d[0]))
 
     def history(self, memory_id: str) -> builtins.list[MemoryEvent]:
         """Every version of ``memory_id`` (ADD, then one UPDATE each), and DELETE when it was

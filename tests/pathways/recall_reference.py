@@ -31,11 +31,18 @@ _S_TERM_MAX = 1e6
 
 @dataclass
 class Reference:
-    """One query's answer: ordinals, fused scores and, per result, the explanation values."""
+    """One query's answer: ordinals, fused scores and, per result, the explanation values
+    (with ``"absolute"``: its absolute relevance)."""
 
     ordinals: np.ndarray  # int64 (c,)
     fused: np.ndarray  # float32 (c,)
     explain: list[dict[str, object]]
+
+    @property
+    def score(self) -> np.ndarray:
+        """float32 (c,): the one score, the running minimum of the absolute relevance."""
+        rel = np.array([float(e["absolute"]) for e in self.explain])  # type: ignore[arg-type]
+        return np.minimum.accumulate(rel.astype(np.float32)) if len(rel) else rel
 
 
 def minmax(x: np.ndarray) -> np.ndarray:
@@ -278,7 +285,8 @@ def reference_recall(c, queries: list[str], opts: RecallOptions, now: int) -> li
                 0
             ].astype(np.float64)
         cues = time_cues(queries[i], now) if opts.time_cues else ()
-        ref = _fuse(c, pool, raw, set(tokens[i]), opts, weights, sal_all, now, cues, top)
+        ceiling = float(c.bm25.ceiling([tokens[i]])[0]) if "lexical" in raw else None
+        ref = _fuse(c, pool, raw, set(tokens[i]), opts, weights, sal_all, now, cues, top, ceiling)
         if "dense" in raw:
             dense = dict(zip(pool.tolist(), np.nan_to_num(raw["dense"], neginf=0.0).tolist()))
             ref = _sessions(c, ref, dense, weights["session"])
@@ -306,7 +314,19 @@ def _time_lift(c, pool: np.ndarray, fused: np.ndarray, raw, cues) -> np.ndarray:
     return np.where(matched, weight * (best if best > 0 else 1.0) * lift, 0.0)
 
 
-def _fuse(c, pool, raw, qtokens, opts, weights, sal_all, now, cues, top) -> Reference:  # type: ignore[no-untyped-def]
+def _absolute(raw: dict[str, np.ndarray], ceiling: float | None, j: int) -> float:
+    """The absolute relevance of pool member ``j`` (relevance.py's noisy-or, in float64)."""
+    miss = 1.0
+    if ceiling is not None:
+        lex = raw["lexical"][j] / ceiling if ceiling > 0 else 0.0
+        miss *= 1.0 - (min(max(lex, 0.0), 1.0) if np.isfinite(lex) else 0.0)
+    if "dense" in raw:
+        den = raw["dense"][j]
+        miss *= 1.0 - (min(max(den, 0.0), 1.0) if np.isfinite(den) else 0.0)
+    return 1.0 - miss if ceiling is not None or "dense" in raw else 0.0
+
+
+def _fuse(c, pool, raw, qtokens, opts, weights, sal_all, now, cues, top, ceiling) -> Reference:  # type: ignore[no-untyped-def]
     cfg = c.config.recall
     relays = set(opts.relays)
     norm = {name: minmax(np.where(np.isfinite(v), v, np.nan)) for name, v in raw.items()}
@@ -366,6 +386,7 @@ def _fuse(c, pool, raw, qtokens, opts, weights, sal_all, now, cues, top) -> Refe
             "retrieval_strength": float(d[j]),
             "storage_strength": float(s[j]),
             "time_cue": float(lift[j]),
+            "absolute": _absolute(raw, ceiling, j),
         }
         for j in order.tolist()
     ]

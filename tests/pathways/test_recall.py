@@ -331,11 +331,15 @@ def test_explain_breakdown(small: SpectorMemory) -> None:
     hits = small.recall("red fox", opts)
     assert len(hits) == 5
     lex: list[tuple[float, int]] = []
+    fused = [h.breakdown.fused for h in hits if h.breakdown is not None]
+    assert fused == sorted(fused, reverse=True)  # the list is in the fusion's order
+    floor = 1.0
     for h in hits:
         b = h.breakdown
         assert b is not None
         assert set(b.relays) == set(opts.relays)
-        assert b.fused == pytest.approx(h.score, rel=1e-6)
+        floor = min(floor, h.relevance)  # the score: the running minimum of the relevance
+        assert h.score == pytest.approx(floor, rel=1e-6)
         assert b.retrieval_strength == pytest.approx(h.D) and b.storage_strength == pytest.approx(
             h.S
         )
@@ -355,8 +359,8 @@ def test_each_fusion_mode_orders_by_its_score(small: SpectorMemory, fusion: str)
     _corpus(small)
     hits = small.recall("red fox", _observe(k=8, fusion=fusion, explain=True, relays=FUSED_ONLY))
     assert len(hits) == 8
-    scores = [h.score for h in hits]
-    assert scores == sorted(scores, reverse=True)
+    fused = [h.breakdown.fused for h in hits if h.breakdown is not None]
+    assert fused == sorted(fused, reverse=True)
     for h in hits:
         b = h.breakdown
         assert b is not None
@@ -366,7 +370,7 @@ def test_each_fusion_mode_orders_by_its_score(small: SpectorMemory, fusion: str)
             expect = b.relevance
         else:
             expect = b.relevance * b.cognitive_factor
-        assert h.score == pytest.approx(expect, rel=1e-5)
+        assert b.fused == pytest.approx(expect, rel=1e-5)
 
 
 def test_ties_are_broken_by_insertion_order(small: SpectorMemory) -> None:

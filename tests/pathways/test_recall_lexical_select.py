@@ -64,9 +64,9 @@ def _check(
         n = int(batch.counts[i])
         assert batch.ids[i, :n].tolist() == [rig.id_of(int(o)) for o in ref.ordinals]
         if weights_of(rig.cortex, opts)["token"] > 0:  # cosines: float32 here, float64 there
-            np.testing.assert_allclose(batch.scores[i, :n], ref.fused, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(batch.scores[i, :n], ref.score, rtol=1e-5, atol=1e-6)
         else:
-            assert batch.scores[i, :n].tolist() == ref.fused.tolist()
+            np.testing.assert_allclose(batch.scores[i, :n], ref.score, rtol=1e-6, atol=1e-7)
 
 
 @pytest.mark.parametrize("relays", [("lexical",), ("lexical", "association"), None])

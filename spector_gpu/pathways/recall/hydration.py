@@ -100,19 +100,20 @@ class Hydrator:
     def result(
         self,
         o: int,
-        score: float,
+        score: float | None,
         d: float,
         s: float | None = None,
         explain: Explanation | None = None,
         relevance: float = 0.0,
         tsid: str | None = None,
     ) -> CognitiveResult:
-        """Hydrate ordinal ``o``; ``s`` defaults to the current storage strength; ``tsid`` is
-        its id when the caller already encoded it."""
+        """Hydrate ordinal ``o``; ``score`` None for a memory read rather than ranked (``get``,
+        listings); ``s`` defaults to the current storage strength; ``tsid`` is its id when the
+        caller already encoded it."""
         storage = float(self.cortex.cols.storage[o]) if s is None else s
         return self.results(
             np.array([o], dtype=np.int64),
-            np.array([score]),
+            None if score is None else np.array([score]),
             np.array([d]),
             np.array([storage]),
             None if explain is None else [explain],
@@ -123,15 +124,16 @@ class Hydrator:
     def results(
         self,
         ordinals: np.ndarray,
-        scores: np.ndarray,
+        scores: np.ndarray | None,
         d: np.ndarray,
         s: np.ndarray,
         explain: list[Explanation] | None,
         relevance: np.ndarray | None = None,
         tsids: np.ndarray | None = None,
     ) -> list[CognitiveResult]:
-        """One query's hits, best first: int64 ordinals, float32 scores, float64 D and S,
-        float32 absolute relevance, and their ids when already encoded."""
+        """One query's hits, best first: int64 ordinals, float32 scores (None: read, not
+        ranked), float64 D and S, float32 absolute relevance, and their ids when already
+        encoded."""
         c = self.cortex
         cols = c.cols
         rel = np.zeros(len(ordinals)) if relevance is None else relevance
@@ -146,7 +148,7 @@ class Hydrator:
             cols.expires_ms[ordinals].tolist(),
             raw_ids,
             ids,
-            scores.tolist(),
+            [None] * len(ordinals) if scores is None else scores.tolist(),
             d.tolist(),
             s.tolist(),
             rel.tolist(),
@@ -176,7 +178,7 @@ class Hydrator:
         expires_ms: int,
         raw_id: int,
         tsid: str,
-        score: float,
+        score: float | None,
         d: float,
         s: float,
         relevance: float,

@@ -37,6 +37,7 @@ from ...errors import ValidationError
 from ...kernels.decay import DecayLaw
 from ...kernels.native import native
 from ...types import CognitiveResult, Explanation, RecallBatch, RecallOptions
+from .calibration import calibrated
 from .clock import recall_clock
 from .columns import RecallColumns
 from .fusion import COEFFICIENT_MAX
@@ -152,7 +153,7 @@ class RecallPathway:
                 np.zeros((n_q, k)),
                 [[] for _ in range(n_q)] if opts.explain else None,
             )
-            return self._batch(empty)
+            return self._batch(calibrated(empty, None))
         # No autograd bookkeeping (about a tenth less per small op). Every tensor the recall
         # caches is made and updated in here only; what the store owns is made outside.
         with torch.inference_mode():
@@ -172,6 +173,7 @@ class RecallPathway:
             scored = self._scorer.run(plan, den, exact_rounds=self._device_path)
             scored = lift_sessions(scored, plan, c)
             scored = rescore(scored, plan, c.derived.tokens.rows(), token_vocab())
+            scored = calibrated(scored, opts.min_score)
         if opts.mode == "learn" and self.strength_writer is not None:
             hit = np.unique(scored.ordinals[scored.ordinals >= 0]).astype(np.int64)
             if len(hit):
@@ -211,7 +213,8 @@ class RecallPathway:
         )
 
     def batch_of(self, scored: Scored) -> RecallBatch:
-        """The :class:`RecallBatch` of a stacked part's scores (hydrated from this store)."""
+        """The :class:`RecallBatch` of a stacked part's scores (hydrated from this store;
+        :func:`.stacked.recall_stacked` has calibrated them)."""
         return self._batch(scored)
 
     def default_options(self) -> RecallOptions:
@@ -219,9 +222,10 @@ class RecallPathway:
         return RecallOptions(k=r.k, fusion=r.fusion)  # type: ignore[arg-type]
 
     def result(
-        self, o: int, score: float, d: float, explain: Explanation | None = None
+        self, o: int, score: float | None, d: float, explain: Explanation | None = None
     ) -> CognitiveResult:
-        """Hydrate ordinal ``o`` by its ``Location.type`` (see :class:`.Hydrator`)."""
+        """Hydrate ordinal ``o`` by its ``Location.type`` (see :class:`.Hydrator`); ``score``
+        None for a memory that was read, not ranked."""
         return self.hydrator.result(o, score, d, None, explain)
 
     def _current_d(self, ordinals: np.ndarray, now: int) -> np.ndarray:
@@ -306,6 +310,10 @@ class RecallPathway:
 
     def _batch(self, scored: Scored) -> RecallBatch:
         c = self.cortex
+        if scored.score is None:  # every caller calibrates; a Scored from elsewhere is cut-free
+            scored = calibrated(scored, None)
+        score = scored.score
+        assert score is not None
         ids = np.full(scored.ordinals.shape, "", dtype="<U13")
         hit = scored.ordinals >= 0
         if hit.any():
@@ -316,7 +324,7 @@ class RecallPathway:
             m = int(scored.counts[i])
             return hydrator.results(
                 scored.ordinals[i, :m],
-                scored.fused[i, :m],
+                score[i, :m],
                 scored.d[i, :m],
                 scored.s[i, :m],
                 scored.explain[i] if scored.explain is not None else None,
@@ -327,7 +335,7 @@ class RecallPathway:
         rel = scored.relevance
         return RecallBatch(
             ids=ids,
-            scores=scored.fused,
+            scores=score,
             counts=scored.counts,
             relevance=np.zeros(ids.shape, np.float32) if rel is None else rel,
             hydrator=hydrate,

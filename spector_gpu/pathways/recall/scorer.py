@@ -51,7 +51,8 @@ _DENSE_LAYOUT_MIN = 2048  # stores up to this size always take the dense pool la
 @dataclass
 class Scored:
     """Host results of a batch: ordinals int64 (n, k) (-1 padding), fused float32 (n, k),
-    counts int32 (n,), D and S float64 (n, k), explanations per query or None, relevance."""
+    counts int32 (n,), D and S float64 (n, k), explanations per query or None, relevance, and
+    the one score (set last, by :func:`.calibration.calibrated`, once the order is final)."""
 
     ordinals: np.ndarray
     fused: np.ndarray
@@ -60,6 +61,7 @@ class Scored:
     s: np.ndarray
     explain: list[list[Explanation]] | None
     relevance: np.ndarray | None = None  # float32 (n, k) absolute relevance, 0 at padding
+    score: np.ndarray | None = None  # float32 (n, k) in [0, 1], non-increasing, -inf padding
 
 
 class Scorer:

@@ -33,6 +33,7 @@ import torch
 
 from ...cortex.token_rows import token_vocab
 from ...kernels.selection import topk_exact_torch, topk_mask
+from .calibration import calibrated
 from .columns import PoolColumns
 from .relays import RecallPlan
 from .relays.association import spread_gathered
@@ -320,6 +321,7 @@ def recall_stacked(parts: Sequence[StackPart], *, budget: int = STACK_BUDGET) ->
             scored = Scored(ordinals, f_h[lo:hi], counts, d_h[lo:hi], s_h[lo:hi], None, r_h[lo:hi])
             cortex = parts[i].scorer.cortex
             scored = lift_sessions(scored, parts[i].plan, cortex)
-            out[i] = rescore(scored, parts[i].plan, cortex.derived.tokens.rows(), token_vocab())
+            scored = rescore(scored, parts[i].plan, cortex.derived.tokens.rows(), token_vocab())
+            out[i] = calibrated(scored, parts[i].plan.opts.min_score)
             lo = hi
     return [s for s in out if s is not None]
