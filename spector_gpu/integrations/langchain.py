@@ -25,10 +25,11 @@ How it maps onto the engine (the store is the only state; the adapter keeps none
   alone; ``max_marginal_relevance_search`` (and ``…_by_vector``, and
   ``as_retriever(search_type="mmr")``) pick ``k`` of the ``fetch_k`` best by LangChain's
   ``maximal_marginal_relevance`` over the store's embeddings.
-* Scores are the engine's absolute ``relevance`` in [0, 1] (higher is better; it does not
-  depend on what else is stored), so ``similarity_search_with_score`` and
-  ``similarity_search_with_relevance_scores`` give the same numbers. Ranking is the engine's
-  hybrid recall (BM25 + dense + association), not a pure cosine order.
+* Scores are the engine's one score (``CognitiveResult.score``: in [0, 1], non-increasing
+  down the list, on one scale for every query and store; docs/retrieval.md), so
+  ``similarity_search_with_score`` and ``similarity_search_with_relevance_scores`` give the
+  same numbers and a ``score_threshold`` keeps a prefix of the list. Ranking is the
+  engine's hybrid recall (BM25 + dense + association), not a pure cosine order.
 * ``embedding``: a LangChain ``Embeddings``; ``embed_documents`` embeds stored texts and
   ``embed_query`` queries (as ``InMemoryVectorStore``), and the store remembers it by the
   name ``langchain:<class>:<dim>`` and its fingerprint (a store refuses another embedder).
@@ -224,11 +225,11 @@ class SpectorVectorStore(OwnedMemory, VectorStore):
         filter: Filter | None = None,
         **kwargs: Any,
     ) -> list[tuple[Document, float]]:
-        """Up to ``k`` (document, relevance in [0, 1]) pairs, best first."""
+        """Up to ``k`` (document, score in [0, 1]) pairs, best first."""
         hits = self._ranked(
             lambda n: self._memory.recall(query, self._options(n, filter)), k, filter
         )
-        return [(_document(r), _unit(r.relevance)) for r in hits]
+        return [(_document(r), _score(r)) for r in hits]
 
     def similarity_search(
         self, query: str, k: int = 4, filter: Filter | None = None, **kwargs: Any
@@ -243,14 +244,14 @@ class SpectorVectorStore(OwnedMemory, VectorStore):
         filter: Filter | None = None,
         **kwargs: Any,
     ) -> list[tuple[Document, float]]:
-        """Up to ``k`` (document, relevance) pairs for a query embedding (made with this
+        """Up to ``k`` (document, score) pairs for a query embedding (made with this
         store's embeddings): ranked by the dense relay alone, best first."""
         vec = np.asarray([embedding], dtype=np.float32)
 
         def search(n: int) -> list[CognitiveResult]:
             return self._memory.recall_vectors(vec, self._options(n, filter)).results(0)
 
-        return [(_document(r), _unit(r.relevance)) for r in self._ranked(search, k, filter)]
+        return [(_document(r), _score(r)) for r in self._ranked(search, k, filter)]
 
     def similarity_search_by_vector(
         self, embedding: list[float], k: int = 4, filter: Filter | None = None, **kwargs: Any
@@ -315,7 +316,7 @@ class SpectorVectorStore(OwnedMemory, VectorStore):
         return [_document(hits[i]) for i in chosen]
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
-        # similarity_search_with_score already returns the absolute relevance in [0, 1]
+        # similarity_search_with_score already returns the one score in [0, 1]
         return _unit
 
     @classmethod
@@ -337,6 +338,11 @@ class SpectorVectorStore(OwnedMemory, VectorStore):
 def _unit(x: float) -> float:
     # float rounding must never push a score outside [0, 1]: LangChain warns on that
     return min(1.0, max(0.0, float(x)))
+
+
+def _score(r: CognitiveResult) -> float:
+    # a recalled hit always carries its one score (None only for a read, never here)
+    return _unit(0.0 if r.score is None else r.score)
 
 
 def _document(r: CognitiveResult) -> Document:

@@ -32,10 +32,11 @@ How it maps onto the engine (the store is the only state; the adapter keeps none
 * ``search`` with a query ranks with the engine's hybrid recall (BM25 + dense with the
   store's embedder, or with ``index={"dims", "embed"}``: ``embed_documents`` for items,
   ``embed_query`` for queries, as ``InMemoryStore``); unindexed items fill the remaining
-  slots with ``score=None``, as in ``InMemoryStore``. Scores are the engine's absolute
-  relevance in [0, 1]. Without a query (or with a blank one) it lists in put order (of each
-  key's first put; ``score=None``): ``InMemoryStore``'s order within one namespace (across
-  namespaces it groups by namespace first).
+  slots with ``score=None``, as in ``InMemoryStore``. Scores are the engine's one score
+  (``CognitiveResult.score``: in [0, 1], non-increasing down the list). Without a query
+  (or with a blank one) it lists in put order (of each key's first put; ``score=None``):
+  ``InMemoryStore``'s order within one namespace (across namespaces it groups by
+  namespace first).
 * filters: see :func:`.langgraph_ops.translate_filter`; they apply before limit/offset.
 * TTL (``supports_ttl = True``): ``ttl`` minutes on a put (or ``ttl={"default_ttl": m}``)
   become the memory's expiry; expired items are gone from every read at once and purged by
@@ -201,7 +202,7 @@ class SpectorStore(OwnedMemory, BaseStore):
             return [self._search_item(r, None) for r in self._list(where, op.offset, op.limit)]
         opts = RecallOptions(k=min(op.offset + op.limit, _MAX_K), where=where, mode="observe")
         hits = self._memory.recall(op.query, opts)[op.offset :]
-        out = [self._search_item(r, float(r.relevance)) for r in hits]
+        out = [self._search_item(r, r.score) for r in hits]
         if len(out) < op.limit:  # unindexed items after the ranked ones, as InMemoryStore
             rest = self._list(where, 0, _MAX_K)
             unindexed = [r for r in rest if not r.text][: op.limit - len(out)]

@@ -17,7 +17,8 @@ these deliberate differences:
   without ``infer``: there is no LLM to extract facts, so ``infer`` is accepted and ignored.
   The returned items are mem0's ``infer=False`` shape. Each is a SEMANTIC memory, embedded
   alone: an episode would be embedded with the turns stored before it, whatever their scope.
-* ``score`` and ``threshold`` are the engine's absolute relevance in [0, 1].
+* ``score`` is the engine's one score (``CognitiveResult.score``: in [0, 1], non-increasing
+  down the list) and ``threshold`` its floor (``RecallOptions.min_score``).
 * filters are mem0's language (:mod:`.mem0_filters`: plain values, ``eq ne gt gte lt lte
   in nin``, ``"*"``, nested ``AND``/``OR``/``NOT``); ``contains``/``icontains`` are
   refused (ValueError), and a scope id inside ``AND``/``OR``/``NOT`` must also be given at
@@ -261,7 +262,7 @@ class Memory(OwnedMemory):
             r = self._memory.get(memory_id)
         except (ValidationError, UnknownIdError):
             return None
-        return None if r is None else item_dict(r, score=None, with_score=True)
+        return None if r is None else item_dict(r, with_score=True)
 
     def get_all(
         self,
@@ -285,7 +286,7 @@ class Memory(OwnedMemory):
                 where=where,
                 limit=k,
             )
-        return {"results": [item_dict(r, score=None, with_score=False) for r in rows]}
+        return {"results": [item_dict(r, with_score=False) for r in rows]}
 
     def search(
         self,
@@ -297,7 +298,7 @@ class Memory(OwnedMemory):
         show_expired: bool = False,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        """Memories of a scope ranked for ``query``, relevance >= ``threshold``, best first;
+        """Memories of a scope ranked for ``query``, score >= ``threshold``, best first;
         memories past their ``expiration_date`` only with ``show_expired``."""
         from ..types import RecallOptions
 
@@ -317,14 +318,14 @@ class Memory(OwnedMemory):
         opts = RecallOptions(
             k=k,
             where=where,
-            min_relevance=float(threshold),
+            min_score=float(threshold),
             mode="observe",
             user_id=scopes.get("user_id"),
             agent_id=scopes.get("agent_id"),
             run_id=scopes.get("run_id"),
         )
         hits = self._memory.recall(query.strip(), opts)
-        return {"results": [item_dict(r, score=float(r.relevance), with_score=True) for r in hits]}
+        return {"results": [item_dict(r, with_score=True) for r in hits]}
 
     def history(self, memory_id: str) -> list[dict[str, Any]]:
         """The memory's ADD / UPDATE / DELETE events, oldest first ([] for an unknown id)."""

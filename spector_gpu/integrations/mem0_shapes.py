@@ -143,27 +143,28 @@ def expired_where(today: date | None = None) -> dict[str, Any]:
     }
 
 
-def item_dict(r: CognitiveResult, *, score: float | None, with_score: bool) -> dict[str, Any]:
-    """One memory in mem0's item shape (module docstring)."""
-    meta = dict(r.metadata or {})
+def item_dict(r: CognitiveResult, *, with_score: bool) -> dict[str, Any]:
+    """One memory in mem0's item shape (module docstring), built from
+    :meth:`~spector_gpu.types.CognitiveResult.to_dict`; ``score`` is the one score
+    (None for a memory read by id), left out when not ``with_score``."""
+    d = r.to_dict()
+    meta = dict(d["metadata"] or {})
     expires = meta.pop(EXPIRATION, _ABSENT)
     out: dict[str, Any] = {
-        "id": r.id,
-        "memory": r.text,
-        "hash": hashlib.md5(r.text.encode("utf-8")).hexdigest(),
+        "id": d["id"],
+        "memory": d["text"],
+        "hash": hashlib.md5(d["text"].encode("utf-8")).hexdigest(),
         "metadata": meta or None,
     }
     if with_score:
-        out["score"] = score
-    out["created_at"] = iso(r.created_at)
-    out["updated_at"] = iso(r.updated_at)
-    for name in SCOPES:
-        if getattr(r, name) is not None:
-            out[name] = getattr(r, name)
-    if r.speaker:
-        out["actor_id"] = r.speaker
-    if r.role is not None:
-        out["role"] = r.role.name.lower()
+        out["score"] = d["score"]
+    out["created_at"] = iso(d["created_at"])
+    out["updated_at"] = iso(d["updated_at"])
+    out.update({name: d[name] for name in SCOPES if d[name] is not None})
+    if d["speaker"]:
+        out["actor_id"] = d["speaker"]
+    if d["role"] is not None:
+        out["role"] = d["role"]
     if expires is not _ABSENT:
         out[EXPIRATION] = expires
     return out
