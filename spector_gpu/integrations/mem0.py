@@ -21,8 +21,9 @@ these deliberate differences:
   down the list) and ``threshold`` its floor (``RecallOptions.min_score``).
 * filters are mem0's language (:mod:`.mem0_filters`: plain values, ``eq ne gt gte lt lte
   in nin``, ``"*"``, nested ``AND``/``OR``/``NOT``); ``contains``/``icontains`` are
-  refused (ValueError), and a scope id inside ``AND``/``OR``/``NOT`` must also be given at
-  the top level.
+  refused (ValueError), a scope id inside ``AND``/``OR``/``NOT`` must also be given at
+  the top level, and ``"*"`` matches the memories that have the field (mem0's default
+  Qdrant store skips a ``"*"`` condition, matching every memory).
 * ``expiration_date`` is mem0's: the day is kept in the memory's metadata, expired
   memories are hidden from ``search``/``get_all`` unless ``show_expired=True`` and
   returned by ``get``, and nothing purges them (as in mem0). Items carry

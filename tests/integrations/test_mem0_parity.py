@@ -206,6 +206,19 @@ def test_refusals_are_value_errors_as_in_mem0(
         ours.search("likes", filters=filters)
 
 
+def test_a_wildcard_matches_memories_that_have_the_field(pair: tuple[Any, Memory]) -> None:
+    theirs, ours = pair
+    filters = {"user_id": "ann", "c": "*"}
+    got = _texts(ours.get_all(filters=filters, show_expired=True))
+    assert got == ["Ann likes cake", "Ann likes jam", "Ann likes tea"]  # "figs" has no c
+    # the documented difference: mem0's Qdrant store skips "*", so it lists every memory
+    assert _texts(theirs.get_all(filters=filters, show_expired=True)) == [
+        *got[:1],
+        "Ann likes figs",
+        *got[1:],
+    ]
+
+
 def test_a_scope_in_a_logical_list_needs_the_top_level_scope(ours: Memory) -> None:
     with pytest.raises(ValueError, match=r"filters\.OR\[0\]\.agent_id.*top level"):
         ours.get_all(filters={"user_id": "ann", "OR": [{"agent_id": "a"}, {"n": 1}]})
