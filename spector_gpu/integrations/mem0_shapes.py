@@ -181,7 +181,7 @@ def event_dict(e: MemoryEvent) -> dict[str, Any]:
         "event": e.event,
         "created_at": iso(e.created_ms),
         "updated_at": iso(e.at_ms),
-        "is_deleted": e.is_deleted,
+        "is_deleted": e.event == "DELETE",  # per row, as mem0's history table keeps it
         "actor_id": e.speaker or None,
         "role": e.role,
     }

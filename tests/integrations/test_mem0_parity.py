@@ -173,6 +173,21 @@ def test_item_and_history_shapes_match(mem0_memory: Any, tmp_path: Path) -> None
     assert mine["history"][0]["new_memory"] == "Cy moved to Oslo"
 
 
+def test_history_of_a_deleted_memory(mem0_memory: Any, tmp_path: Path) -> None:
+    histories = []
+    with Memory(tmp_path / "s") as ours:
+        for m in (mem0_memory, ours):
+            mid = m.add("Ed likes tea", user_id="ed", infer=False)["results"][0]["id"]
+            m.update(mid, text="Ed likes jam")
+            m.delete(mid)
+            histories.append(m.history(mid))
+    theirs, mine = ([(e["event"], e["is_deleted"]) for e in h] for h in histories)
+    assert mine == theirs == [("ADD", False), ("UPDATE", False), ("DELETE", True)]
+    # the documented difference: the engine erases a deleted memory's text
+    assert [e["new_memory"] for e in histories[0]] == ["Ed likes tea", "Ed likes jam", None]
+    assert [e["new_memory"] for e in histories[1]] == [None, None, None]
+
+
 def test_update_clears_expiration_date_as_mem0(mem0_memory: Any, tmp_path: Path) -> None:
     with Memory(tmp_path / "s") as ours:
         for m in (mem0_memory, ours):
