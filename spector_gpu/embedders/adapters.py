@@ -26,6 +26,8 @@ class CallableEmbedder:
         fn: the embedding function (a model's ``encode``, an API client, …).
         name: identifies the model in the store (change it when the model changes).
         dim: output dimension the function must return.
+        query_fn: how queries are embedded, when the model embeds them differently from
+            stored texts (same contract as ``fn``); default ``fn``.
     """
 
     def __init__(
@@ -35,14 +37,18 @@ class CallableEmbedder:
         name: str,
         dim: int,
         fusion_weight: float = 1.0,
+        query_fn: Callable[[list[str]], npt.ArrayLike] | None = None,
     ) -> None:
         if not callable(fn):
             raise ValidationError(f"fn must be callable, got {type(fn).__name__}")
+        if query_fn is not None and not callable(query_fn):
+            raise ValidationError(f"query_fn must be callable, got {type(query_fn).__name__}")
         if not isinstance(name, str) or not name.strip():
             raise ValidationError("name must be a non-empty str identifying the model")
         if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
             raise ValidationError(f"dim must be a positive int, got {dim!r}")
         self._fn = fn
+        self._query_fn = query_fn or fn
         self.name = name
         self.dim = dim
         self.fusion_weight = float(fusion_weight)
@@ -52,11 +58,18 @@ class CallableEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """float32 (n, dim), L2-normalised; raises ValidationError on a wrong shape or NaN."""
+        return self._rows(self._fn, texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """:meth:`embed` with ``query_fn``: float32 (n, dim), L2-normalised."""
+        return self._rows(self._query_fn, texts)
+
+    def _rows(self, fn: Callable[[list[str]], npt.ArrayLike], texts: Sequence[str]) -> np.ndarray:
         items = check_texts(texts)
         if not items:
             return np.zeros((0, self.dim), dtype=np.float32)
         try:
-            out = np.asarray(self._fn(items))
+            out = np.asarray(fn(items))
             if out.dtype.kind not in "fc":
                 out = out.astype(np.float64)  # ints, bools, numeric strings (as before)
         except (TypeError, ValueError) as exc:

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import ValidationError
 
-__all__ = ["DEFAULT_FUSION_WEIGHT", "Embedder", "declared"]
+__all__ = ["DEFAULT_FUSION_WEIGHT", "Embedder", "declared", "embed_queries"]
 
 DEFAULT_FUSION_WEIGHT = 1.0
 """The fusion weight of an embedder that claims no other (:attr:`Embedder.fusion_weight`)."""
@@ -23,6 +23,10 @@ class Embedder(Protocol):
 
     Rows are L2-normalised; an all-zero row is allowed (e.g. for empty text). A class that
     subclasses ``Embedder`` inherits the default ``fusion_weight`` (1.0).
+
+    An embedder may also define ``embed_queries(texts) -> float32 (n, dim)``: how a query is
+    embedded, when a model embeds queries differently from stored texts (LangChain's
+    ``embed_query`` against ``embed_documents``); :func:`embed_queries` falls back to ``embed``.
     """
 
     name: str
@@ -76,3 +80,11 @@ class _DefaultWeight:
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.inner, attr)  # the caller's own extra members stay reachable
+
+
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> Any:
+    """``texts`` embedded as queries: the embedder's optional ``embed_queries`` (see
+    :class:`Embedder`), else ``embed``; the raw output, which the caller checks
+    (:func:`~spector_gpu.embedders.rows.embedding_rows`)."""
+    fn = getattr(embedder, "embed_queries", None)
+    return (fn or embedder.embed)(texts)

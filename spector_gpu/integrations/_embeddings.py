@@ -12,8 +12,9 @@ __all__ = ["embedder_of"]
 
 
 def embedder_of(embedding: Any, *, name: str | None = None, dim: int | None = None) -> Embedder:
-    """An engine embedder calling ``embedding.embed_documents`` (for stored texts and queries
-    alike: the engine has one embedding function).
+    """An engine embedder calling ``embedding.embed_documents`` for stored texts and
+    ``embedding.embed_query`` for queries (as LangGraph's and LangChain's in-memory stores
+    do; ``embed_documents`` for both when there is no ``embed_query``).
 
     Args:
         embedding: a LangChain ``Embeddings`` (anything with ``embed_documents``).
@@ -24,8 +25,10 @@ def embedder_of(embedding: Any, *, name: str | None = None, dim: int | None = No
 
     if dim is None:
         dim = len(embedding.embed_documents(["dimension probe"])[0])
+    query = getattr(embedding, "embed_query", None)  # duck-typed: a plain function has none
     return CallableEmbedder(
         lambda texts: embedding.embed_documents(list(texts)),
         name=name or f"langchain:{type(embedding).__name__}:{dim}",
         dim=dim,
+        query_fn=None if query is None else lambda texts: [query(t) for t in texts],
     )

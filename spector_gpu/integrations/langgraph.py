@@ -14,22 +14,29 @@
 
 How it maps onto the engine (the store is the only state; the adapter keeps none):
 
-* an item is one memory: its namespace is the memory's ``namespace``, ``(namespace, key)``
-  its ``external_id`` (a JSON array, :func:`.langgraph_ops.encode_key`), and its metadata
-  is ``{"ns": {"0": label0, ...}, "value": value}``: the value comes back equal to what was
-  put (keys must not start with ``$``; 64 KiB of canonical JSON at most), and the labels are
-  what namespace prefixes gate on, before top-k, label by label and exactly (the engine's
-  metadata gate: ``RecallOptions`` and ``list`` have no namespace gate of their own). A put
-  on an existing key updates the memory in place, so ``created_at`` is kept and
-  ``updated_at`` moves (PostgresStore's rule).
+* an item is one memory: ``(namespace, key)`` is its ``external_id`` (a JSON array,
+  :func:`.langgraph_ops.encode_key`), and its metadata is ``{"ns": {"0": label0, ...},
+  "value": value}``: the value comes back equal to what was put, ``datetime``, ``bytes``,
+  ``tuple``, ``set``, ``UUID`` and ``Decimal`` included (:mod:`.langgraph_values`; keys
+  must not start with ``$``; 64 KiB of canonical JSON at most), and the labels are what
+  namespace prefixes gate on, before top-k, label by label and exactly (the engine's
+  metadata gate). Labels are LangGraph's (``put`` refuses an empty namespace, a
+  ``"langgraph"`` root, ``.`` and NUL with LangGraph's ``InvalidNamespaceError``; a
+  ``PutOp`` given to ``batch`` is taken as ``InMemoryStore`` takes it). A put on an existing
+  key updates the memory in place, so ``created_at`` is kept and ``updated_at`` moves
+  (PostgresStore's rule).
 * an item is a SEMANTIC memory (embedded alone, never with the items put before it);
   the indexed text is the texts at the index ``fields`` (default ``["$"]``, the whole
   value as JSON), one per line; ``index=[...]`` on a put overrides the fields and
   ``index=False`` stores the item unindexed (found by get, list and filters, never ranked).
 * ``search`` with a query ranks with the engine's hybrid recall (BM25 + dense with the
-  store's embedder, or with ``index={"dims", "embed"}``'s embeddings); unindexed items fill
-  the remaining slots with ``score=None``, as in ``InMemoryStore``. Scores are the engine's
-  absolute relevance in [0, 1]. Without a query it lists, newest update first.
+  store's embedder, or with ``index={"dims", "embed"}``: ``embed_documents`` for items,
+  ``embed_query`` for queries, as ``InMemoryStore``); unindexed items fill the remaining
+  slots with ``score=None``, as in ``InMemoryStore``. Scores are the engine's one score
+  (``CognitiveResult.score``: in [0, 1], non-increasing down the list). Without a query
+  (or with a blank one) it lists in put order (of each key's first put; ``score=None``):
+  ``InMemoryStore``'s order within one namespace (across namespaces it groups by
+  namespace first).
 * filters: see :func:`.langgraph_ops.translate_filter`; they apply before limit/offset.
 * TTL (``supports_ttl = True``): ``ttl`` minutes on a put (or ``ttl={"default_ttl": m}``)
   become the memory's expiry; expired items are gone from every read at once and purged by
@@ -38,8 +45,7 @@ How it maps onto the engine (the store is the only state; the adapter keeps none
 * a batch evaluates its reads against the state before the batch and then applies its
   writes, last put per key wins (``InMemoryStore``'s rule); the upserts of one batch are
   one atomic commit and its deletes another.
-* ``list_namespaces`` reads every item's namespace (a page of 1000 memories per engine
-  call): its cost grows with the number of items.
+* ``list_namespaces`` reads the items' external ids (one column; no memory is loaded).
 """
 
 from __future__ import annotations
@@ -64,6 +70,7 @@ from .langgraph_ops import (
     translate_filter,
     ttl_seconds,
 )
+from .langgraph_values import decode_value, encode_value, plain
 
 try:
     from langgraph.store.base import (
@@ -90,7 +97,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SpectorStore"]
 
-_PAGE = 1000  # memories per engine list call while listing namespaces
 _NS, _VALUE = "ns", "value"  # the metadata of an item: {"ns": {"0": label, ...}, "value": ...}
 _MAX_K = 10_000  # the engine's largest recall k
 
@@ -105,7 +111,7 @@ def _fields(r: CognitiveResult) -> dict[str, Any]:
     return {
         "namespace": namespace,
         "key": key,
-        "value": dict((r.metadata or {}).get(_VALUE) or {}),
+        "value": decode_value(dict((r.metadata or {}).get(_VALUE) or {})),
         "created_at": _when(r.created_at),
         "updated_at": _when(r.updated_at),
     }
@@ -192,11 +198,11 @@ class SpectorStore(OwnedMemory, BaseStore):
         where = conds[0] if len(conds) == 1 else {"$and": conds}
         if op.limit == 0:
             return []
-        if not op.query:
+        if not (op.query and op.query.strip()):  # "" lists, as InMemoryStore; so does blank
             return [self._search_item(r, None) for r in self._list(where, op.offset, op.limit)]
         opts = RecallOptions(k=min(op.offset + op.limit, _MAX_K), where=where, mode="observe")
         hits = self._memory.recall(op.query, opts)[op.offset :]
-        out = [self._search_item(r, float(r.relevance)) for r in hits]
+        out = [self._search_item(r, r.score) for r in hits]
         if len(out) < op.limit:  # unindexed items after the ranked ones, as InMemoryStore
             rest = self._list(where, 0, _MAX_K)
             unindexed = [r for r in rest if not r.text][: op.limit - len(out)]
@@ -218,12 +224,9 @@ class SpectorStore(OwnedMemory, BaseStore):
         return SearchItem(score=score, **_fields(r))
 
     def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        found: set[tuple[str, ...]] = set()
-        where = namespace_where((), _NS)
-        offset = 0
-        while page := self._memory.list(where=where, offset=offset, limit=_PAGE):
-            found.update(decode_key(r.external_id or "")[0] for r in page)
-            offset += len(page)
+        # the items' external ids hold their namespaces: no memory is hydrated
+        keys = self._memory.list_external_ids(where=namespace_where((), _NS))
+        found = {decode_key(k)[0] for k in keys}
         return list_namespaces(found, op.match_conditions, op.max_depth, op.limit, op.offset)
 
     # ---- writes --------------------------------------------------------------------------
@@ -237,17 +240,17 @@ class SpectorStore(OwnedMemory, BaseStore):
             self._memory.delete_batch([r.id for r in stored])
 
     def _put_item(self, op: PutOp) -> dict[str, Any]:
-        if not op.namespace or op.namespace[0] == "langgraph":
-            raise ValidationError(f"cannot put into namespace {op.namespace!r}")
+        # put() refuses an empty namespace and the "langgraph" root (BaseStore); a PutOp
+        # given to batch() is taken as InMemoryStore takes it
         value = dict(op.value or {})
+        stored = encode_value(value)  # first: it names what JSON cannot hold
         fields = self._fields if op.index is None else (op.index or [])
-        text = index_text(value, fields) if op.index is not False else ""
+        text = index_text(plain(value), fields) if op.index is not False else ""
         default = (self.ttl_config or {}).get("default_ttl")
         item: dict[str, Any] = {
             "text": text,
             "type": "semantic",
-            "metadata": {_NS: namespace_labels(op.namespace), _VALUE: value},
-            "namespace": tuple(op.namespace),
+            "metadata": {_NS: namespace_labels(op.namespace), _VALUE: stored},
             "external_id": encode_key(op.namespace, op.key),
             "upsert": True,
             "index": bool(text),

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..metadata import format_path
+from .langgraph_values import TAG, encode_value
 
 __all__ = [
     "decode_key",
@@ -48,20 +49,57 @@ def index_text(value: Mapping[str, Any], fields: Sequence[str]) -> str:
     return "\n".join(texts)
 
 
+def _equal(path: list[str], value: Any, negate: bool = False) -> dict[str, Any]:
+    """``path`` equals ``value`` (a tuple compares as a list, as in InMemoryStore); a tagged
+    value (:mod:`.langgraph_values`: a datetime, bytes, UUID, ...) equals field by field."""
+    value = list(value) if isinstance(value, tuple) else value
+    stored = encode_value(value, f"filter.{'.'.join(path)}")
+    if isinstance(stored, list) and any(isinstance(v, dict) for v in stored):
+        raise ValidationError(
+            f"filter.{'.'.join(path)}: a list holding objects or tagged values (datetime, "
+            "bytes, ...) cannot be matched; filter on one of its fields instead"
+        )
+    if not (isinstance(stored, dict) and TAG in stored):
+        return {format_path(path): {"$ne" if negate else "$eq": stored}}
+    if isinstance(stored["v"], (list, dict)):
+        raise ValidationError(
+            f"filter.{'.'.join(path)}: a {stored[TAG]} cannot be matched; filter on a scalar"
+        )
+    both: dict[str, Any] = {
+        "$and": [
+            {format_path([*path, TAG]): {"$eq": stored[TAG]}},
+            {format_path([*path, "v"]): {"$eq": stored["v"]}},
+        ]
+    }
+    return {"$not": both} if negate else both
+
+
+def _operators(path: list[str], cond: Mapping[str, Any], out: list[dict[str, Any]]) -> None:
+    unknown = sorted(set(cond) - _OPS)
+    if unknown:
+        raise ValidationError(
+            f"filter.{'.'.join(path)}: unsupported operator {unknown[0]}; "
+            f"expected one of {', '.join(sorted(_OPS))}"
+        )
+    for op, v in cond.items():
+        if op in ("$eq", "$ne"):
+            out.append(_equal(path, v, negate=op == "$ne"))
+        elif isinstance(v, bool) or not isinstance(v, (int, float, str)):
+            raise ValidationError(
+                f"filter.{'.'.join(path)}.{op}: compares numbers or strings, got {type(v).__name__}"
+            )
+        else:
+            out.append({format_path(path): {op: v}})
+
+
 def _conditions(path: list[str], cond: Any, out: list[dict[str, Any]]) -> None:
     if isinstance(cond, Mapping) and cond and all(str(k).startswith("$") for k in cond):
-        unknown = sorted(set(cond) - _OPS)
-        if unknown:
-            raise ValidationError(
-                f"filter.{'.'.join(path)}: unsupported operator {unknown[0]}; "
-                f"expected one of {', '.join(sorted(_OPS))}"
-            )
-        out.append({format_path(path): dict(cond)})
+        _operators(path, cond, out)
     elif isinstance(cond, Mapping):  # a subset match ({} asks nothing, as in InMemoryStore)
         for k, v in cond.items():
             _conditions([*path, str(k)], v, out)
     else:  # a scalar or a list: exact equality, element-wise for lists
-        out.append({format_path(path): {"$eq": cond}})
+        out.append(_equal(path, cond))
 
 
 def translate_filter(
@@ -73,7 +111,9 @@ def translate_filter(
     Top-level keys name value fields; a nested dict without ``$`` keys is a subset match
     (each of its keys is a path one level deeper); a dict of ``$eq $ne $gt $gte $lt $lte``
     applies those operators; anything else (scalars, lists) must be equal (lists exactly,
-    in order). ``$ne`` matches an item without the field, as in ``InMemoryStore``.
+    in order; a tuple as a list). ``$ne`` matches an item without the field, as in
+    ``InMemoryStore``. A datetime, bytes, UUID or Decimal filter value matches the same
+    value stored (:mod:`.langgraph_values`); ranges compare numbers and strings only.
     """
     if not filter:
         return None

@@ -17,9 +17,17 @@ these deliberate differences:
   without ``infer``: there is no LLM to extract facts, so ``infer`` is accepted and ignored.
   The returned items are mem0's ``infer=False`` shape. Each is a SEMANTIC memory, embedded
   alone: an episode would be embedded with the turns stored before it, whatever their scope.
-* ``score`` and ``threshold`` are the engine's absolute relevance in [0, 1].
-* filters support mem0's plain values, ``eq ne gt gte lt lte in nin``, ``"*"`` and
-  ``AND``/``OR``/``NOT``; ``contains``/``icontains`` are refused (ValueError).
+* ``score`` is the engine's one score (``CognitiveResult.score``: in [0, 1], non-increasing
+  down the list) and ``threshold`` its floor (``RecallOptions.min_score``).
+* filters are mem0's language (:mod:`.mem0_filters`: plain values, ``eq ne gt gte lt lte
+  in nin``, ``"*"``, nested ``AND``/``OR``/``NOT``); ``contains``/``icontains`` are
+  refused (ValueError), a scope id inside ``AND``/``OR``/``NOT`` must also be given at
+  the top level, and ``"*"`` matches the memories that have the field (mem0's default
+  Qdrant store skips a ``"*"`` condition, matching every memory).
+* ``expiration_date`` is mem0's: the day is kept in the memory's metadata, expired
+  memories are hidden from ``search``/``get_all`` unless ``show_expired=True`` and
+  returned by ``get``, and nothing purges them (as in mem0). Items carry
+  ``expiration_date`` when set.
 * refusals raise :class:`~spector_gpu.errors.ValidationError` (a ``ValueError``; mem0 raises
   a plain ``ValueError`` for most, and its own non-ValueError ``ValidationError`` for a bad
   ``messages`` type or a missing scope in ``add``).
@@ -38,10 +46,12 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UnknownIdError, ValidationError
 from ._owned import OwnedMemory
 from .mem0_shapes import (
+    EXPIRATION,
     SCOPES,
     caller_metadata,
     event_dict,
-    expiry_ms,
+    expiration_day,
+    expired_where,
     item_dict,
     messages_of,
     scope_ids,
@@ -74,6 +84,17 @@ def _no_top_level_scopes(method: str, kwargs: Mapping[str, Any]) -> None:
         )
     if kwargs:
         raise ValidationError(f"{method}() got unexpected arguments {sorted(kwargs)}")
+
+
+def _gated(
+    filters: Mapping[str, Any] | None, show_expired: bool, what: str
+) -> tuple[dict[str, str], Any]:
+    """``(scopes, where)`` of ``filters``, with the expiry gate unless ``show_expired``."""
+    scopes, where = split_filters(filters, what=f"filters of {what}")
+    if show_expired or where is False:
+        return scopes, where
+    gate = expired_where()
+    return scopes, gate if where is None else {"$and": [where, gate]}
 
 
 class Memory(OwnedMemory):
@@ -140,7 +161,9 @@ class Memory(OwnedMemory):
             raise ValidationError("timestamp is not supported (mem0 platform only)")
         if memory_type is not None:
             raise ValidationError("memory_type needs an LLM pipeline; it is not supported")
-        meta, expires = caller_metadata(metadata), expiry_ms(expiration_date)
+        meta, expires = caller_metadata(metadata), expiration_day(expiration_date)
+        if expires is not None:
+            meta[EXPIRATION] = expires
         msgs = messages_of(messages)
         items = [
             {
@@ -150,7 +173,6 @@ class Memory(OwnedMemory):
                 "speaker": str(m.get("name") or ""),
                 "metadata": meta,
                 **scopes,
-                **({"expires_at": expires} if expires is not None else {}),
             }
             for m in msgs
         ]
@@ -184,10 +206,13 @@ class Memory(OwnedMemory):
         changes: dict[str, Any] = {}
         if text is not None:
             changes["text"] = text
+        meta = dict(current.metadata or {})
         if metadata is not None:  # mem0 merges the new keys into the stored metadata
-            changes["metadata"] = {**(current.metadata or {}), **caller_metadata(metadata)}
-        if expiration_date is not _UNSET:
-            changes["expires_at"] = expiry_ms(expiration_date)
+            meta.update(caller_metadata(metadata))
+        if expiration_date is not _UNSET:  # None clears it (kept as null, as mem0 does)
+            meta[EXPIRATION] = expiration_day(expiration_date)
+        if metadata is not None or expiration_date is not _UNSET:
+            changes["metadata"] = meta
         self._memory.update(memory_id, **changes)
         return {"message": "Memory updated successfully!"}
 
@@ -232,23 +257,29 @@ class Memory(OwnedMemory):
         return found
 
     def get(self, memory_id: str) -> dict[str, Any] | None:
-        """One memory in mem0's item shape (``score: None``), or None."""
+        """One memory in mem0's item shape (``score: None``), or None; an expired memory is
+        returned too, as mem0 does."""
         try:
             r = self._memory.get(memory_id)
         except (ValidationError, UnknownIdError):
             return None
-        return None if r is None else item_dict(r, score=None, with_score=True)
+        return None if r is None else item_dict(r, with_score=True)
 
     def get_all(
-        self, *, filters: Mapping[str, Any] | None = None, top_k: int = 20, **kwargs: Any
+        self,
+        *,
+        filters: Mapping[str, Any] | None = None,
+        top_k: int = 20,
+        show_expired: bool = False,
+        **kwargs: Any,
     ) -> dict[str, Any]:
-        """Up to ``top_k`` memories of a scope (``filters`` must name one), no query."""
+        """Up to ``top_k`` memories of a scope (``filters`` must name one), newest first, no
+        query; memories past their ``expiration_date`` only with ``show_expired``."""
         _no_top_level_scopes("get_all", kwargs)
-        scopes, where = split_filters(filters)
-        scope_ids(scopes, required=True, what="filters of get_all")
+        scopes, where = _gated(filters, show_expired, "get_all")
         k = _top_k(top_k)
         rows = []
-        if k:
+        if k and where is not False:
             rows = self._memory.list(
                 user_id=scopes.get("user_id"),
                 agent_id=scopes.get("agent_id"),
@@ -256,7 +287,7 @@ class Memory(OwnedMemory):
                 where=where,
                 limit=k,
             )
-        return {"results": [item_dict(r, score=None, with_score=False) for r in rows]}
+        return {"results": [item_dict(r, with_score=False) for r in rows]}
 
     def search(
         self,
@@ -265,13 +296,15 @@ class Memory(OwnedMemory):
         top_k: int = 20,
         filters: Mapping[str, Any] | None = None,
         threshold: float = 0.1,
+        show_expired: bool = False,
         **kwargs: Any,
     ) -> dict[str, Any]:
-        """Memories of a scope ranked for ``query``, relevance >= ``threshold``, best first."""
+        """Memories of a scope ranked for ``query``, score >= ``threshold``, best first;
+        memories past their ``expiration_date`` only with ``show_expired``."""
         from ..types import RecallOptions
 
-        for flag in ("rerank", "explain", "show_expired"):
-            kwargs.pop(flag, None)  # accepted for compatibility; nothing to rerank or show
+        for flag in ("rerank", "explain"):
+            kwargs.pop(flag, None)  # accepted for compatibility; nothing to rerank or explain
         _no_top_level_scopes("search", kwargs)
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("query must be a non-empty string")
@@ -279,22 +312,21 @@ class Memory(OwnedMemory):
             raise ValidationError(f"threshold must be a number in [0, 1], got {threshold!r}")
         if not 0.0 <= threshold <= 1.0:
             raise ValidationError(f"threshold must be in [0, 1], got {threshold}")
-        scopes, where = split_filters(filters)
-        scope_ids(scopes, required=True, what="filters of search")
+        scopes, where = _gated(filters, show_expired, "search")
         k = _top_k(top_k)
-        if k == 0:
+        if k == 0 or where is False:
             return {"results": []}
         opts = RecallOptions(
             k=k,
             where=where,
-            min_relevance=float(threshold),
+            min_score=float(threshold),
             mode="observe",
             user_id=scopes.get("user_id"),
             agent_id=scopes.get("agent_id"),
             run_id=scopes.get("run_id"),
         )
         hits = self._memory.recall(query.strip(), opts)
-        return {"results": [item_dict(r, score=float(r.relevance), with_score=True) for r in hits]}
+        return {"results": [item_dict(r, with_score=True) for r in hits]}
 
     def history(self, memory_id: str) -> list[dict[str, Any]]:
         """The memory's ADD / UPDATE / DELETE events, oldest first ([] for an unknown id)."""

@@ -4,27 +4,33 @@ Shapes (mem0ai 2.2.1, ``mem0/memory/main.py``): a memory item is ``{"id", "memor
 "metadata", "score", "created_at", "updated_at"}`` plus the scope keys ``user_id``,
 ``agent_id``, ``run_id``, ``actor_id``, ``role`` only when present; ``hash`` is the md5 of
 the text, times are ISO 8601 UTC (``+00:00``). ``get_all`` items carry no ``score``.
+``expiration_date`` (``YYYY-MM-DD``; None once cleared by ``update``) is there when it was
+ever set: the day is kept in the memory's metadata under that key (mem0 keeps it in its
+payload too) and gated on reads, so ``show_expired=True`` can still list it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Mapping, Sequence
-from datetime import UTC, date, datetime, timedelta
+from collections.abc import Mapping
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
+from .mem0_filters import SCOPES, compile_filters
 
 if TYPE_CHECKING:
     from ..lifecycle import MemoryEvent
     from ..types import CognitiveResult
 
 __all__ = [
+    "EXPIRATION",
     "SCOPES",
     "caller_metadata",
     "event_dict",
-    "expiry_ms",
+    "expiration_day",
+    "expired_where",
     "iso",
     "item_dict",
     "messages_of",
@@ -34,11 +40,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-SCOPES = ("user_id", "agent_id", "run_id")
 _IDENTITY = frozenset({*SCOPES, "actor_id"})
-_OPS = {"eq": "$eq", "ne": "$ne", "gt": "$gt", "gte": "$gte", "lt": "$lt", "lte": "$lte"}
-_LIST_OPS = {"in": "$in", "nin": "$nin"}
-_LOGIC = {"AND": "$and", "OR": "$or"}
+_ABSENT = object()
+EXPIRATION = "expiration_date"  # the metadata key holding mem0's expiry day (YYYY-MM-DD)
 
 
 def iso(ms: int) -> str:
@@ -84,100 +88,85 @@ def messages_of(messages: Any) -> list[dict[str, Any]]:
 
 
 def caller_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The caller's metadata without identity keys (mem0 drops them with a warning)."""
+    """The caller's metadata without identity keys (mem0 drops them with a warning) and
+    without ``expiration_date`` (set through the argument of that name)."""
     meta = dict(metadata or {})
     for key in sorted(_IDENTITY & set(meta)):
         log.warning("metadata key %r is an identity key; it is ignored", key)
         del meta[key]
+    if EXPIRATION in meta:
+        log.warning("metadata key %r is ignored; pass expiration_date=", EXPIRATION)
+        del meta[EXPIRATION]
     return meta
 
 
-def expiry_ms(expiration_date: Any) -> int | None:
-    """mem0's ``expiration_date`` (YYYY-MM-DD: a date, datetime or str) as the engine's
-    ``expires_at``: the end of that day, UTC (the memory is visible through it)."""
+def expiration_day(expiration_date: Any) -> str | None:
+    """mem0's ``expiration_date`` (a date, a datetime or a ``YYYY-MM-DD`` str) as the
+    ``YYYY-MM-DD`` text mem0 stores (None: never expires)."""
     if expiration_date is None:
         return None
     if isinstance(expiration_date, datetime):
-        day = expiration_date.date()
-    elif isinstance(expiration_date, date):
-        day = expiration_date
-    else:
+        return expiration_date.date().isoformat()
+    if isinstance(expiration_date, date):
+        return expiration_date.isoformat()
+    if isinstance(expiration_date, str):
         try:
-            day = date.fromisoformat(str(expiration_date))
+            return date.fromisoformat(expiration_date).isoformat()
         except ValueError:
-            raise ValidationError(
-                f"expiration_date must be YYYY-MM-DD, got {expiration_date!r}"
-            ) from None
-    end = datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(days=1)
-    return int(end.timestamp() * 1000)
+            pass
+    raise ValidationError(
+        f"expiration_date must be a date or a YYYY-MM-DD string, got {expiration_date!r}"
+    )
 
 
-def _condition(key: str, cond: Any) -> dict[str, Any]:
-    if cond == "*":
-        return {key: {"$exists": True}}
-    if not isinstance(cond, Mapping):
-        return {key: {"$eq": cond}}
-    out: dict[str, Any] = {}
-    for op, v in cond.items():
-        if op in _OPS:
-            out[_OPS[op]] = v
-        elif op in _LIST_OPS:
-            out[_LIST_OPS[op]] = list(v) if isinstance(v, (list, tuple)) else [v]
-        else:
-            raise ValidationError(
-                f"filters.{key}: unsupported operator {op!r}; expected one of "
-                f"{', '.join([*_OPS, *_LIST_OPS])} (contains/icontains are not supported)"
-            )
-    return {key: out}
-
-
-def _where(filters: Mapping[str, Any]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for key, cond in filters.items():
-        if key in _LOGIC or key == "NOT":
-            if not isinstance(cond, Sequence) or isinstance(cond, str) or not cond:
-                raise ValidationError(f"filters.{key} must be a non-empty list of filters")
-            parts = [{"$and": _where(c)} if len(c) > 1 else _where(c)[0] for c in cond]
-            if key == "NOT":
-                out.append({"$not": {"$or": parts}})
-            else:
-                out.append({_LOGIC[key]: parts})
-        elif key not in SCOPES:
-            out.append(_condition(key, cond))
-    return out
-
-
-def split_filters(filters: Mapping[str, Any] | None) -> tuple[dict[str, str], Any]:
-    """``(scopes, where)`` of mem0 ``filters``: scope ids, and the metadata filter language
-    (plain value = equal; ``{"k": {"eq|ne|gt|gte|lt|lte|in|nin": v}}``; ``"*"`` = present;
-    ``AND``/``OR``/``NOT`` lists) as an engine ``where`` document (None when empty)."""
+def split_filters(filters: Mapping[str, Any] | None, *, what: str) -> tuple[dict[str, str], Any]:
+    """``(scopes, where)`` of mem0 ``filters``: the top-level scope ids (at least one, else
+    mem0's ValueError naming ``what``), and the rest of mem0's filter language
+    (:mod:`.mem0_filters`) as an engine ``where`` document (None: no condition; ``False``:
+    nothing can match)."""
     filters = dict(filters or {})
-    scopes = scope_ids(filters, required=False, what="filters")
-    conds = _where(filters)
-    if not conds:
-        return scopes, None
-    return scopes, conds[0] if len(conds) == 1 else {"$and": conds}
+    scopes = scope_ids(filters, required=True, what=what)
+    where = compile_filters(filters, scopes)
+    return scopes, None if where is True else where
 
 
-def item_dict(r: CognitiveResult, *, score: float | None, with_score: bool) -> dict[str, Any]:
-    """One memory in mem0's item shape (module docstring)."""
+def expired_where(today: date | None = None) -> dict[str, Any]:
+    """The engine ``where`` hiding memories whose ``expiration_date`` is before ``today``
+    (UTC), mem0's rule: a memory is visible through its expiration day."""
+    day = (today or datetime.now(UTC).date()).isoformat()
+    return {
+        "$or": [
+            {EXPIRATION: {"$exists": False}},
+            {EXPIRATION: {"$eq": None}},
+            {EXPIRATION: {"$gte": day}},
+        ]
+    }
+
+
+def item_dict(r: CognitiveResult, *, with_score: bool) -> dict[str, Any]:
+    """One memory in mem0's item shape (module docstring), built from
+    :meth:`~spector_gpu.types.CognitiveResult.to_dict`; ``score`` is the one score
+    (None for a memory read by id), left out when not ``with_score``."""
+    d = r.to_dict()
+    meta = dict(d["metadata"] or {})
+    expires = meta.pop(EXPIRATION, _ABSENT)
     out: dict[str, Any] = {
-        "id": r.id,
-        "memory": r.text,
-        "hash": hashlib.md5(r.text.encode("utf-8")).hexdigest(),
-        "metadata": dict(r.metadata) if r.metadata else None,
+        "id": d["id"],
+        "memory": d["text"],
+        "hash": hashlib.md5(d["text"].encode("utf-8")).hexdigest(),
+        "metadata": meta or None,
     }
     if with_score:
-        out["score"] = score
-    out["created_at"] = iso(r.created_at)
-    out["updated_at"] = iso(r.updated_at)
-    for name in SCOPES:
-        if getattr(r, name) is not None:
-            out[name] = getattr(r, name)
-    if r.speaker:
-        out["actor_id"] = r.speaker
-    if r.role is not None:
-        out["role"] = r.role.name.lower()
+        out["score"] = d["score"]
+    out["created_at"] = iso(d["created_at"])
+    out["updated_at"] = iso(d["updated_at"])
+    out.update({name: d[name] for name in SCOPES if d[name] is not None})
+    if d["speaker"]:
+        out["actor_id"] = d["speaker"]
+    if d["role"] is not None:
+        out["role"] = d["role"]
+    if expires is not _ABSENT:
+        out[EXPIRATION] = expires
     return out
 
 
@@ -192,7 +181,7 @@ def event_dict(e: MemoryEvent) -> dict[str, Any]:
         "event": e.event,
         "created_at": iso(e.created_ms),
         "updated_at": iso(e.at_ms),
-        "is_deleted": e.is_deleted,
+        "is_deleted": e.event == "DELETE",  # per row, as mem0's history table keeps it
         "actor_id": e.speaker or None,
         "role": e.role,
     }

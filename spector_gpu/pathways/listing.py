@@ -96,6 +96,13 @@ class ListingPathway:
         now = int(time.time() * 1000)
         return self.reader.hydrated(self.selected(opts, now)[offset : offset + limit], now)
 
+    def external_ids(self, opts: RecallOptions) -> builtins.list[str]:
+        """The external ids of the live memories passing ``opts`` that have one, by id,
+        read from the cue column (no memory is hydrated)."""
+        ext = self.cortex.cues.external_id
+        rows = self.selected(opts, int(time.time() * 1000))
+        return [e for o in rows.tolist() if (e := ext[o]) is not None]
+
     def count(self, opts: RecallOptions) -> int:
         """How many live memories pass ``opts`` (damaged, quarantined ones included)."""
         return len(self.selected(opts, int(time.time() * 1000), quarantined=True))

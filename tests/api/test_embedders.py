@@ -20,6 +20,7 @@ from spector_gpu.embedders import (
     HashingEmbedder,
     MiniLMEmbedder,
     SentenceTransformerEmbedder,
+    embed_queries,
     make_embedder,
 )
 from spector_gpu.errors import MissingExtraError, ValidationError
@@ -238,6 +239,25 @@ def test_callable_embedder() -> None:
         CallableEmbedder(lambda xs: np.full((len(xs), 2), np.nan), name="nan", dim=2).embed(["a"])
     with pytest.raises(ValidationError):
         CallableEmbedder(lambda xs: xs, name="", dim=2)  # type: ignore[arg-type,return-value]
+
+
+def test_callable_embedder_embeds_queries_with_query_fn() -> None:
+    docs = CallableEmbedder(lambda xs: [[1.0, 0.0]] * len(xs), name="toy", dim=2)
+    np.testing.assert_allclose(embed_queries(docs, ["q"]), [[1.0, 0.0]])  # default: fn
+    both = CallableEmbedder(
+        lambda xs: [[1.0, 0.0]] * len(xs),
+        query_fn=lambda xs: [[0.0, 2.0]] * len(xs),
+        name="toy",
+        dim=2,
+    )
+    np.testing.assert_allclose(both.embed(["d"]), [[1.0, 0.0]])
+    np.testing.assert_allclose(embed_queries(both, ["q"]), [[0.0, 1.0]])
+    with pytest.raises(ValidationError, match="shape"):
+        CallableEmbedder(
+            lambda xs: [[1.0, 0.0]] * len(xs), query_fn=lambda xs: [[1.0]], name="t", dim=2
+        ).embed_queries(["q"])
+    with pytest.raises(ValidationError, match="query_fn must be callable"):
+        CallableEmbedder(lambda xs: xs, query_fn=3, name="t", dim=2)  # type: ignore[arg-type,return-value]
 
 
 def test_make_embedder() -> None:

@@ -103,6 +103,39 @@ def test_external_id_is_unique_per_scope_and_upsert_updates(tmp_path: Path) -> N
         assert c != a
 
 
+def test_list_external_ids_reads_live_gated_memories_by_id(tmp_path: Path) -> None:
+    with _open(tmp_path) as mem:
+        mem.remember("one", external_id="a", user_id="ann", metadata={"n": 1})
+        mem.remember("two", user_id="ann", metadata={"n": 2})  # no external id
+        gone = mem.remember("three", external_id="c", user_id="ann", metadata={"n": 3})
+        mem.remember("four", external_id="d", user_id="bo", metadata={"n": 4})
+        mem.remember("five", external_id="e", user_id="ann", expires_at=1)  # expired
+        mem.delete(gone)
+        assert mem.list_external_ids() == ["a", "d"]
+        assert mem.list_external_ids(user_id="ann") == ["a"]
+        assert mem.list_external_ids(where={"n": {"$gte": 2}}) == ["d"]
+        listed = [r.external_id for r in mem.list(limit=100) if r.external_id is not None]
+        assert mem.list_external_ids() == listed
+
+
+def test_recall_vectors_ranks_by_the_dense_relay_behind_the_gates(tmp_path: Path) -> None:
+    with _open(tmp_path) as mem:
+        texts = ["Ann plays the cello", "Bo bakes bread", "Cy rides a bike"]
+        ids = mem.remember_batch(
+            [{"text": t, "type": "semantic", "metadata": {"i": i}} for i, t in enumerate(texts)]
+        )
+        vecs = mem.embedder.embed(["Bo bakes bread", "Cy rides a bike"])
+        batch = mem.recall_vectors(vecs, RecallOptions(k=3, mode="observe"))
+        assert batch.results(0)[0].id == ids[1]
+        assert batch.results(1)[0].id == ids[2]
+        gated = mem.recall_vectors(vecs[:1], RecallOptions(k=3, where={"i": {"$ne": 1}}))
+        assert ids[1] not in [r.id for r in gated.results(0)]
+        with pytest.raises(ValidationError, match=r"shape \(n, "):
+            mem.recall_vectors(np.ones((1, 3)))
+        with pytest.raises(ValidationError, match="NaN"):
+            mem.recall_vectors(np.full((1, mem.embedder.dim), np.nan))
+
+
 def test_where_gates_before_top_k(tmp_path: Path) -> None:
     items = [{"text": f"garden apples note {i}", "metadata": {"year": 2020}} for i in range(40)]
     items += [

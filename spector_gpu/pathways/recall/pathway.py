@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -32,6 +33,7 @@ from ...cortex.layouts import FLAG_PINNED, FLAG_RESOLVED
 from ...cortex.strength import BUCKET_EDGES_S
 from ...cortex.token_rows import token_vocab
 from ...device import single_threaded
+from ...embedders.protocol import embed_queries
 from ...embedders.rows import embedding_rows
 from ...errors import ValidationError
 from ...kernels.decay import DecayLaw
@@ -124,7 +126,19 @@ class RecallPathway:
         self, queries: Sequence[str], options: RecallOptions | None = None
     ) -> RecallBatch:
         """Recall every query; struct-of-arrays result, hits hydrated on demand."""
-        opts = self._check(queries, options)
+        return self._recall_batch(queries, self._check(queries, options), None)
+
+    def recall_vectors(
+        self, vectors: np.ndarray, options: RecallOptions | None = None
+    ) -> RecallBatch:
+        """Recall by query embeddings, float32 (n, dim) in this store's embedder space: the
+        dense relay alone ranks (the text relays have no text), behind the same gates."""
+        opts = dataclasses.replace(self._check([], options), relays=("dense",))
+        return self._recall_batch([""] * len(vectors), opts, vectors)
+
+    def _recall_batch(
+        self, queries: Sequence[str], opts: RecallOptions, vectors: np.ndarray | None
+    ) -> RecallBatch:
         c = self.cortex
         c.part.check_usable()
         if c.read_only:
@@ -144,14 +158,16 @@ class RecallPathway:
         # No autograd bookkeeping (about a tenth less per small op). Every tensor the recall
         # caches is made and updated in here only; what the store owns is made outside.
         with torch.inference_mode():
-            return self._batch(self._scored(list(queries), opts, now))
+            return self._batch(self._scored(list(queries), opts, now, vectors))
 
-    def _scored(self, queries: list[str], opts: RecallOptions, now: int) -> Scored:
+    def _scored(
+        self, queries: list[str], opts: RecallOptions, now: int, vectors: np.ndarray | None
+    ) -> Scored:
         c = self.cortex
         cpu = c.dense.device.type == "cpu"
         with single_threaded(cpu):
             before = self._tracker.current(c)
-            plan = self._plan(queries, opts, now, before)
+            plan = self._plan(queries, opts, now, before, vectors)
         with single_threaded(cpu and len(queries) * c.n < PARALLEL_DENSE_WORK):
             den = self._scorer.dense_proposals(plan)
         with single_threaded(cpu):
@@ -266,7 +282,7 @@ class RecallPathway:
             ceiling = torch.from_numpy(c.bm25.ceiling(tokens)).to(c.dense.device)
         if "dense" in relays:
             if vectors is None:
-                out = c.embedder.embed(queries)
+                out = embed_queries(c.embedder, queries)
                 name = getattr(c.embedder, "name", "?")
                 vectors = embedding_rows(out, len(queries), c.dim, name, what="queries")
             dense = c.dense.queries(vectors)
