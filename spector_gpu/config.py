@@ -132,6 +132,7 @@ class WorkingConfig:
 @dataclass(frozen=True)
 class ReflectConfig:
     max_facts_per_session: int = 32
+    max_facts_per_turn: float = 0.35  # the default distiller's facts per turn of a pass, at most
     min_sentence_chars: int = 12
     max_turns_per_pass: int = 256  # a longer session is consolidated in passes of this many
 

@@ -58,6 +58,7 @@ MAXIMUM = {
     ("strength", "decay_floor"): 1.0,
     ("lexical", "b"): 1.0,
     ("store", "compact_dead_share"): 1.0,  # 1.0: never compact automatically
+    ("reflect", "max_facts_per_turn"): 1.0,  # a fraction of a pass's turns
     ("working", "capacity"): 1_000_000,
     # a dream replays `fragments` memories; a Hebbian weight is a link weight (<= 1 like D)
     ("dream", "fragments"): 64,

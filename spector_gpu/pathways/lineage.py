@@ -1,7 +1,10 @@
 """Lineage queries: where a consolidated memory came from (seed 000 ``explain``).
 
 Answered from the 72-byte lineage records alone (the provenance store), so a writer, a reader
-and a reopened store give the same answer; the parent turns are the record's turn range.
+and a reopened store give the same answer; the parent turns are the record's turn range. A fact
+has lineage as soon as it can be read: the record is written (PARTIAL) in the commit before the
+fact, and a fact whose run a crash left PARTIAL is explained from that record until the next
+``consolidate`` makes it LIVE.
 """
 
 from __future__ import annotations
@@ -89,7 +92,9 @@ def explain(c: Cortex, memory_id: Any, *, include_parents: bool = False) -> Memo
         tsid = decode_tsid(memory_id)
     except ValidationError:
         return None
-    rows = c.provenance.find_by_target(tsid)
+    if tsid not in c.id_map:
+        return None  # a planned fact not written yet (or erased) has nothing to explain
+    rows = c.provenance.find_by_target(tsid, include_partial=True)
     return _record(c, rows[0], include_parents) if len(rows) else None
 
 
@@ -97,4 +102,8 @@ def session_provenance(c: Cortex, session_id: Any) -> list[MemoryProvenance]:
     """Every memory derived from session ``session_id`` (an int), by pass then fact index."""
     if isinstance(session_id, bool) or not isinstance(session_id, (int, np.integer)):
         return []
-    return [_record(c, r, False) for r in c.provenance.by_session(int(session_id))]
+    return [
+        _record(c, r, False)
+        for r in c.provenance.by_session(int(session_id), include_partial=True)
+        if int(r["target_tsid"]) in c.id_map
+    ]

@@ -8,7 +8,8 @@ identical turns are two turns), in four atomic commits:
    event holding each fact's text and metadata;
 2. **facts** — the SEMANTIC facts, written with those ids (source DISTILLED, provenance
    ``extracted``, session tag, the session's latest turn time, ``source_uri = doc:<parent>``, a
-   byte span when the fact quotes its parent, the parents' citations);
+   byte span when the fact quotes its parent, the parents' citations, and every parent's id
+   in ``metadata["parents"]``);
 3. **mark** — the parent turns' headers get the consolidated bit (they stay recallable);
 4. **live** — the records flip PARTIAL → LIVE and lineage links join fact and parents.
 
@@ -112,7 +113,9 @@ class ReflectPathway:
         if distiller is None:
             rc = c.config.reflect
             distiller = ExtractiveDistiller(
-                max_facts=rc.max_facts_per_session, min_chars=rc.min_sentence_chars
+                max_facts=rc.max_facts_per_session,
+                min_chars=rc.min_sentence_chars,
+                max_facts_per_turn=rc.max_facts_per_turn,
             )
         fn = as_callable(distiller)
         report = ReflectReport()
@@ -306,6 +309,9 @@ class ReflectPathway:
                 "citations": citations[:64],
                 "source_uri": f"doc:{f['parents'][0]}",
                 "source_span": span,
+                # every parent turn (the source span quotes the first): a fact that merges a
+                # session's repeated statements names them all
+                "metadata": {"parents": list(f["parents"])},
             }
             items.append(self.remember.validate(raw, f"fact {f['id']}"))
         return items
