@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 import torch
-
-from spector_gpu.embedders import HashingEmbedder
 from spector_gpu.kernels.dense import DenseIndex
 from spector_gpu.kernels.quant import l2_normalize, quantize_int8
+
+from spector_gpu.embedders import HashingEmbedder
 
 
 def median_time(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:

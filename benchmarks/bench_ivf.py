@@ -30,7 +30,6 @@ from typing import Any
 
 import numpy as np
 import torch
-
 from spector_gpu.kernels.dense import DenseIndex
 from spector_gpu.kernels.ivf import IVFInt8Index
 from spector_gpu.kernels.quant import l2_normalize, quantize_int8

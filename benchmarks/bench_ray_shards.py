@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from spector_gpu.kernels.quant import l2_normalize, quantize_int8
+from spector_gpu.kernels.topk import merge_topk as merge_lists
 
 from spector_gpu.integrations.ray import merge_topk
 from spector_gpu.integrations.ray_shards import DenseShard, save_shard, shard_ids
-from spector_gpu.kernels.quant import l2_normalize, quantize_int8
-from spector_gpu.kernels.topk import merge_topk as merge_lists
 
 CHUNK = 250_000
 

@@ -10,11 +10,11 @@ import random
 
 import numpy as np
 import pytest
+from spector_gpu.kernels.native import native
 
 from spector_gpu.cortex.bm25 import BM25Index
 from spector_gpu.cortex.bm25_select import select_reference
 from spector_gpu.errors import ValidationError
-from spector_gpu.kernels.native import native
 
 
 def _index(rng: random.Random, n_docs: int, vocab: int, method: str) -> BM25Index:

@@ -10,10 +10,10 @@ import random
 
 import numpy as np
 import pytest
+from spector_gpu.kernels.native import native
 
 from spector_gpu.cortex.bm25 import BM25Index
 from spector_gpu.cortex.bm25_select import select_reference
-from spector_gpu.kernels.native import native
 
 pytestmark = pytest.mark.skipif(native is None, reason="the native kernels are not built")
 

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pytest
 from known_vectors import KnownEmbedder
+from spector_gpu.kernels.quant import l2_normalize
 
 from spector_gpu import RecallOptions, SpectorMemory
-from spector_gpu.kernels.quant import l2_normalize
 
 DIM = 16
 N = 2500  # above the dense pool layout's whole-store scoring (2,048), so the pass answers

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from spector_gpu.kernels.dense import search_reference
+from spector_gpu.kernels.quant import l2_normalize, quantize_int8
 
 from spector_gpu.errors import ValidationError
 from spector_gpu.integrations.ray import merge_topk
 from spector_gpu.integrations.ray_shards import DenseShard, save_shard, shard_ids
-from spector_gpu.kernels.dense import search_reference
-from spector_gpu.kernels.quant import l2_normalize, quantize_int8
 
 N, DIM, SHARDS = 900, 24, 3
 Corpus = tuple[np.ndarray, np.ndarray, list[Path]]

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
-
 from spector_gpu.kernels import ivf as ivf_module
 from spector_gpu.kernels.quant import l2_normalize
 

@@ -12,11 +12,11 @@ import pytest
 from ivf_rows import clustered
 from ivf_rows import native_kernel as _native
 from known_vectors import KnownEmbedder
-
-from spector_gpu import ConfigError, RecallOptions, SpectorMemory, ValidationError
 from spector_gpu.kernels.dense import DenseIndex
 from spector_gpu.kernels.dense_ivf import FirstPass
 from spector_gpu.kernels.quant import quantize_int8
+
+from spector_gpu import ConfigError, RecallOptions, SpectorMemory, ValidationError
 
 DIM = 32
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-from spector_gpu.errors import ValidationError
 from spector_gpu.kernels import dense_cpu
 from spector_gpu.kernels.dense import DenseIndex, search_reference
 from spector_gpu.kernels.dense_cpu import F32_EXACT_DIM, forced_gemm, gemm_kind, tile_dots
 from spector_gpu.kernels.native import native
 from spector_gpu.kernels.quant import l2_normalize, quantize_int8
+
+from spector_gpu.errors import ValidationError
 
 KINDS = ["int8", "float32"]
 KERNELS = ["torch", "native"] if native is not None else ["torch"]

@@ -8,11 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ivf_rows import clustered as _clustered
 from ivf_rows import native_kernel as _native
-
-from spector_gpu.errors import ValidationError
 from spector_gpu.kernels.dense import search_reference
 from spector_gpu.kernels.ivf import IVFInt8Index, default_n_lists
 from spector_gpu.kernels.quant import quantize_int8
+
+from spector_gpu.errors import ValidationError
 
 
 @pytest.fixture(scope="module")

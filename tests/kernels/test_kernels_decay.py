@@ -8,10 +8,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from spector_gpu.config import StrengthConfig
-from spector_gpu.cortex.layouts import FLAG_PINNED, FLAG_RESOLVED, HEADER_DTYPE
-from spector_gpu.cortex.strength import decayed
 from spector_gpu.kernels.decay import (
     decay_topk,
     decay_topk_reference,
@@ -19,6 +15,10 @@ from spector_gpu.kernels.decay import (
     decayed_torch,
 )
 from spector_gpu.kernels.native import native
+
+from spector_gpu.config import StrengthConfig
+from spector_gpu.cortex.layouts import FLAG_PINNED, FLAG_RESOLVED, HEADER_DTYPE
+from spector_gpu.cortex.strength import decayed
 from spector_gpu.pathways.recall.pathway import decay_law
 
 NOW = 1_800_000_000_000

@@ -9,8 +9,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from spector_gpu.errors import ValidationError
 from spector_gpu.kernels import dense_cuda
 from spector_gpu.kernels.dense import DenseIndex, score_slots_reference, search_reference
 from spector_gpu.kernels.quant import l2_normalize, quantize_int8
@@ -23,6 +21,8 @@ from spector_gpu.kernels.topk import (
     unpack_keys_torch,
     update_topk_torch,
 )
+
+from spector_gpu.errors import ValidationError
 
 NEG = float("-inf")
 has_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-from spector_gpu.errors import ValidationError
 from spector_gpu.kernels.dense import DenseIndex, search_reference
 from spector_gpu.kernels.fused import search_packed
 from spector_gpu.kernels.quant import l2_normalize, quantize_int8
 from spector_gpu.kernels.topk import pack_keys_torch, unpack_keys_torch
+
+from spector_gpu.errors import ValidationError
 
 pytest.importorskip("triton", reason="the triton extra is not installed")
 on_cpu = pytest.mark.skipif(

@@ -8,8 +8,6 @@ import torch
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-
-from spector_gpu.errors import ValidationError
 from spector_gpu.kernels.quant import (
     dequantize_int8,
     dequantize_int8_torch,
@@ -17,6 +15,8 @@ from spector_gpu.kernels.quant import (
     quantize_int8,
     quantize_int8_torch,
 )
+
+from spector_gpu.errors import ValidationError
 
 finite = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False, width=32)
 matrices = arrays(np.float32, st.tuples(st.integers(0, 6), st.integers(1, 40)), elements=finite)

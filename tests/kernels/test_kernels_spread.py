@@ -7,8 +7,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from spector_gpu.errors import ValidationError
 from spector_gpu.kernels.native import native
 from spector_gpu.kernels.spread import (
     member_positions,
@@ -16,6 +14,8 @@ from spector_gpu.kernels.spread import (
     spread_max,
     spread_max_reference,
 )
+
+from spector_gpu.errors import ValidationError
 
 PAD = 1 << 62
 

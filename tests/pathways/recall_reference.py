@@ -15,10 +15,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from spector_gpu.kernels.dense_reference import score_slots_reference, search_reference
 
 from spector_gpu.cortex.strength import decayed
 from spector_gpu.cortex.token_rows import token_vocab
-from spector_gpu.kernels.dense_reference import score_slots_reference, search_reference
 from spector_gpu.pathways.recall.gates import gate_mask
 from spector_gpu.pathways.recall.time_cues import DAY_MS, time_cues
 from spector_gpu.types import RecallOptions

@@ -9,8 +9,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from recall_reference import minmax
-
 from spector_gpu.kernels.native import native
+
 from spector_gpu.pathways.recall.fusion import minmax_rows
 
 VALUES = [0.0, 1.0, -2.0, 0.5, np.inf, -np.inf, np.nan, 1e308, -1e308, 5e-324, 3e38]

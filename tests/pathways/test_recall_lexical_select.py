@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from recall_reference import reference_recall, weights_of
 from rig import Rig
+from spector_gpu.kernels.native import native
 
 from spector_gpu import RecallOptions
-from spector_gpu.kernels.native import native
 from spector_gpu.pathways.recall import RecallPathway, scorer
 from spector_gpu.pathways.recall.relays.lexical import lexical_select
 

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 import torch
 from rig import Rig
-
-from spector_gpu import RecallOptions
 from spector_gpu.kernels.native import native
 from spector_gpu.kernels.spread import spread_max
+
+from spector_gpu import RecallOptions
 from spector_gpu.pathways.recall import RecallPathway
 from spector_gpu.pathways.recall.pool import PAD, expand, union
 from spector_gpu.pathways.recall.relays.association import (

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from rig import Rig
+from spector_gpu.kernels.native import native
 
 from spector_gpu import RecallOptions
-from spector_gpu.kernels.native import native
 
 FAST = {"store": {"durability": "none"}}
 WORDS = [f"w{i}" for i in range(400)]
