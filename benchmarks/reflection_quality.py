@@ -164,12 +164,19 @@ def main() -> None:
     lines = [
         "| measure | value | target | met |",
         "|---|---|---|---|",
-        f"| facts per consolidated turn | {lo['facts_per_turn']:.3f} ({lo['facts']} / "
-        f"{lo['turns']}) | ≤ 0.4 | {'yes' if lo['facts_per_turn'] <= 0.4 else 'no'} |",
-        f"| evidence recall@10, facts only / turns | {lo['fact_r10']:.3f} / {lo['turn_r10']:.3f}"
-        f" = {lo['relative']:.3f}× | ≥ 0.9× | {'yes' if lo['relative'] >= 0.9 else 'no'} |",
-        f"| facts restating a first-person sentence | {lo['first_person']} | 0 | "
-        f"{'yes' if lo['first_person'] == 0 else 'no'} |",
+        (
+            f"| facts per consolidated turn | {lo['facts_per_turn']:.3f} ({lo['facts']} / "
+            f"{lo['turns']}) | ≤ 0.4 | {'yes' if lo['facts_per_turn'] <= 0.4 else 'no'} |"
+        ),
+        (
+            f"| evidence recall@10, facts only / turns | {lo['fact_r10']:.3f} / "
+            f"{lo['turn_r10']:.3f} = {lo['relative']:.3f}× | ≥ 0.9× | "
+            f"{'yes' if lo['relative'] >= 0.9 else 'no'} |"
+        ),
+        (
+            f"| facts restating a first-person sentence | {lo['first_person']} | 0 | "
+            f"{'yes' if lo['first_person'] == 0 else 'no'} |"
+        ),
     ]
     if lme is not None:
         lines.append(

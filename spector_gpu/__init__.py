@@ -15,6 +15,7 @@ from .errors import (
     DuplicateIdError,
     EmbedderMismatchError,
     MissingExtraError,
+    ModelEndpointError,
     ReadOnlyStoreError,
     RegionFullError,
     SpectorError,
@@ -28,6 +29,8 @@ from .errors import (
 )
 from .lifecycle import MemoryEvent, MemoryKind
 from .memory import SpectorMemory
+from .pathways.chat_distiller import ChatDistiller
+from .pathways.chat_endpoint import ChatEndpoint
 from .pathways.check import CheckReport
 from .pathways.distill import ExtractiveDistiller, FactDraft, TurnView
 from .pathways.reflect import BackfillReport, MemoryProvenance, ReflectReport
@@ -49,6 +52,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BackfillReport",
+    "ChatDistiller",
+    "ChatEndpoint",
     "CheckReport",
     "Citation",
     "CitationError",
@@ -69,6 +74,7 @@ __all__ = [
     "MemoryProvenance",
     "MemoryType",
     "MissingExtraError",
+    "ModelEndpointError",
     "ReadOnlyStoreError",
     "RecallBatch",
     "RecallOptions",

@@ -12,6 +12,7 @@ CHOICES = {
     ("dense", "scan_threads"): (1, 2),
     ("lexical", "method"): ("lucene", "okapi"),
     ("recall", "fusion"): ("cognitive", "weighted", "rrf"),
+    ("reflect", "distiller"): ("extractive", "llm"),
 }
 POSITIVE = {
     ("store", "provenance_capacity"),
@@ -32,6 +33,8 @@ POSITIVE = {
     ("store", "compact_dead_share"),
     ("reflect", "max_facts_per_session"),
     ("reflect", "max_turns_per_pass"),
+    ("llm", "timeout_s"),
+    ("llm", "max_facts"),
     ("strength", "decay_unit_s"),
     ("working", "capacity"),
     ("dream", "fragments"),
@@ -59,6 +62,8 @@ MAXIMUM = {
     ("lexical", "b"): 1.0,
     ("store", "compact_dead_share"): 1.0,  # 1.0: never compact automatically
     ("reflect", "max_facts_per_turn"): 1.0,  # a fraction of a pass's turns
+    ("llm", "retries"): 10,
+    ("llm", "max_facts"): 255,  # a batch of facts
     ("working", "capacity"): 1_000_000,
     # a dream replays `fragments` memories; a Hebbian weight is a link weight (<= 1 like D)
     ("dream", "fragments"): 64,

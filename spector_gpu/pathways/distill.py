@@ -98,14 +98,16 @@ class ExtractiveDistiller:
     subject, a name or a number (a generic remark — "Seeing art grow is inspiring" — is not a
     fact). Its salience counts its content words, with extra weight for
     numbers, capitalised words inside it (names, places, dates) and a first-person subject (a
-    statement about the speaker). Each turn offers its most salient statement, joined with the
-    next sentence when that one is a statement too; it is restated as a clean third-person fact
-    (:func:`~.restatement.restate`: fillers dropped, the first person resolved to the speaker,
-    relative dates resolved against the turn's time) and quotes the sentences it came from (its
-    source span). Statements of one speaker that repeat one another across the pass (at least
-    ``merge_overlap`` of their content words shared, and no name or number in the weaker one
-    that the stronger lacks) become one fact whose parents are all their turns. A pass keeps its ``round(max_facts_per_turn × turns)`` (at least one) most salient facts (at most
-    ``max_facts``; statements scoring under ``min_score`` are never kept), in conversation order.
+    statement about the speaker). Each turn offers its ``max_sentences`` most salient
+    statements, quoted as one span from the first to the last (its source span) and restated as
+    a clean third-person fact (:func:`~.restatement.restate`: fillers dropped, the first person
+    resolved to the speaker, relative dates resolved against the turn's time); a shared image's
+    caption is added as what the speaker shared. Statements of one speaker that repeat one
+    another across the pass (at least ``merge_overlap`` of their content words shared, and no
+    name or number in the weaker one that the stronger lacks) become one fact whose parents are
+    all their turns. A pass keeps its ``round(max_facts_per_turn × turns)`` (at least one) most
+    salient facts, at most ``max_facts``, in conversation order; statements scoring under
+    ``min_score`` are never kept.
     """
 
     def __init__(

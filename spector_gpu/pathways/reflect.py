@@ -110,6 +110,10 @@ class ReflectPathway:
         if sessions is not None:
             given = checks.collection(sessions, "sessions", limit=1 << 24)
             sessions = [checks.integer(s, "sessions[]") for s in given]
+        if distiller is None and c.config.reflect.distiller == "llm":
+            from .chat_distiller import ChatDistiller
+
+            distiller = ChatDistiller.from_config(c.config.llm)
         if distiller is None:
             rc = c.config.reflect
             distiller = ExtractiveDistiller(
