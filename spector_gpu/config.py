@@ -135,6 +135,7 @@ class ReflectConfig:
     max_facts_per_session: int = 32
     max_facts_per_turn: float = 0.35  # the default distiller's facts per turn of a pass, at most
     distiller: str = "extractive"  # "extractive" (offline rules) or "llm" (the [llm] endpoint)
+    reconcile: bool = True  # a new fact supersedes the known fact it updates or contradicts
     min_sentence_chars: int = 12
     max_turns_per_pass: int = 256  # a longer session is consolidated in passes of this many
 

@@ -1,11 +1,12 @@
 """A local OpenAI-compatible chat server for tests: canned, malformed, slow and cut answers.
 
 ``with ChatStub() as stub:`` serves ``POST /v1/chat/completions`` on 127.0.0.1 (a free port) in
-a thread; ``stub.url`` is the base URL. Each request takes the next scripted reply from
-``stub.replies`` (the last one repeats): a ``dict`` or ``list`` is sent as the JSON content of a
-chat completion, a ``str`` as raw content (not JSON, say), ``Reply(...)`` for anything else — an
-HTTP status, a delay, a dropped connection, a body that is no chat completion. Every request's
-JSON body is kept in ``stub.requests``. Never a network call beyond the loopback.
+a thread; ``stub.url`` is the base URL. Each request takes the next scripted reply off
+``stub.replies`` (a queue; the last one stays and repeats): a ``dict`` or ``list`` is sent as
+the JSON content of a chat completion, a ``str`` as raw content (not JSON, say), ``Reply(...)``
+for anything else — an HTTP status, a delay, a dropped connection, a body that is no chat
+completion. Every request's JSON body is kept in ``stub.requests``, its headers in
+``stub.headers``. Never a network call beyond the loopback.
 """
 
 from __future__ import annotations
@@ -46,8 +47,10 @@ class ChatStub:
                 with stub._lock:
                     stub.requests.append(json.loads(body))
                     stub.headers.append(dict(self.headers))
-                    k = min(len(stub.requests), len(stub.replies)) - 1
-                    reply = stub.replies[k] if stub.replies else Reply({"facts": []})
+                    if len(stub.replies) > 1:
+                        reply = stub.replies.pop(0)
+                    else:
+                        reply = stub.replies[0] if stub.replies else Reply({"facts": []})
                 if not isinstance(reply, Reply):
                     reply = Reply(reply)
                 if self.path != "/v1/chat/completions":

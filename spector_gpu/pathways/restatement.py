@@ -153,6 +153,7 @@ _AUX = {
     "do": ("does", "do"),
     "don't": ("doesn't", "don't"),
 }
+_LABEL = re.compile(r"^(?:[A-Za-z']+ ){0,2}[A-Za-z']+:\s+(?=\S)")
 # "I" with what follows it: an auxiliary (contracted or not), or adverbs and a verb
 _FIRST = re.compile(
     r"\b(?:I(?P<aux>'m|'ve|'ll|'d|\s+(?:am|was|have|do|don't)\b)"
@@ -192,6 +193,7 @@ def _third_singular(verb: str) -> str:
 def strip_fillers(sentence: str) -> str:
     """``sentence`` without its leading interjections ("Wow, ", "Hey Mel! ", "So, ")."""
     body = _LEAD.sub("", sentence.strip()).strip()
+    body = _LABEL.sub("", body)  # "Big news: I moved" → "I moved"
     return body or sentence.strip()
 
 
