@@ -165,10 +165,11 @@ def _explain_fact(mem: Any, fact_id: str, out: Path, res: DemoResult, say: _Prin
     say(f"\nfact {fact.format(show_provenance=True)}")
     lineage = mem.explain(fact_id, include_parents=True)
     say(f"explain: {lineage}")
-    say("parent turns (* = the turn the fact's text was extracted from):")
+    say("parent turns (* = a turn the fact was distilled from):")
+    sources = set((fact.metadata or {}).get("parents", ()))
     for parent in lineage.parents or ():
         ext = f"  ({parent.external_id})" if parent.external_id else ""
-        mark = "*" if parent.text and parent.text in fact.text else " "
+        mark = "*" if parent.id in sources else " "
         say(f"  {mark} {parent.format(show_provenance=True)}{ext}")
     rows = mem.session_provenance(lineage.session_id)
     say(f"session {lineage.session_id} provenance: {len(rows)} fact(s) derived")

@@ -130,11 +130,8 @@ class Memory(OwnedMemory):
         memory_type: str | None = None,
         prompt: str | None = None,
     ) -> dict[str, Any]:
-        """Store each message as its own memory in one commit; ``{"results": [...]}``. With
-        ``infer=True`` and a language model configured (``[llm]``), the messages' facts are
-        extracted and reconciled with the scope's known facts instead (ADD / UPDATE / NONE
-        events; :mod:`.mem0_infer`); without one, a warning is logged and messages are stored
-        verbatim."""
+        """Store each message as its own memory in one commit; ``{"results": [...]}``
+        (``infer=True`` with an ``[llm]`` model: facts extracted and reconciled, mem0_infer)."""
         scopes = scope_ids(
             {"user_id": user_id, "agent_id": agent_id, "run_id": run_id},
             required=True,
@@ -146,16 +143,11 @@ class Memory(OwnedMemory):
             raise ValidationError("memory_type needs an LLM pipeline; it is not supported")
         meta, expires = caller_metadata(metadata), expiry_ms(expiration_date)
         msgs = messages_of(messages)
-        if infer:
-            from .mem0_infer import infer_add, model_endpoint
+        if infer:  # without a configured model: a logged warning, stored verbatim
+            from .mem0_infer import infer_add
 
-            endpoint = model_endpoint(self._memory)
-            if endpoint is not None:
-                fields = {
-                    "metadata": meta,
-                    **({"expires_at": expires} if expires is not None else {}),
-                }
-                return infer_add(self._memory, endpoint, msgs, scopes, fields)
+            if (inferred := infer_add(self._memory, msgs, scopes, meta, expires)) is not None:
+                return inferred
         items = [
             {
                 "text": str(m["content"]),

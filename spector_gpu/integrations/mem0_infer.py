@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -47,28 +48,35 @@ NO_MODEL_WARNING = (
     "(as infer=False); set [llm] base_url and model (or SPECTOR_LLM__BASE_URL and "
     "SPECTOR_LLM__MODEL) to extract and reconcile facts"
 )
-_warned: set[int] = set()
+_warned: weakref.WeakSet[Any] = weakref.WeakSet()  # handles already warned
 
 
 def model_endpoint(memory: SpectorMemory) -> ChatEndpoint | None:
     """The store's configured chat endpoint; None (and the warning, once per handle) if none."""
     endpoint = ChatEndpoint.from_config(memory.config.llm)
-    if endpoint is None and id(memory) not in _warned:
-        _warned.add(id(memory))
+    if endpoint is None and memory not in _warned:
+        _warned.add(memory)
         log.warning(NO_MODEL_WARNING)
     return endpoint
 
 
 def infer_add(
     memory: SpectorMemory,
-    endpoint: ChatEndpoint,
     messages: Sequence[Mapping[str, Any]],
     scopes: Mapping[str, Any],
-    fields: Mapping[str, Any],
-) -> dict[str, Any]:
-    """Extract, reconcile and write (module docstring); mem0's ``{"results": [...]}``.
-    ``scopes`` are the call's ``user_id`` / ``agent_id`` / ``run_id``; ``fields`` what every
-    written fact also gets (``metadata``, ``expires_at``)."""
+    metadata: Mapping[str, Any] | None,
+    expires_at: int | None,
+) -> dict[str, Any] | None:
+    """Extract, reconcile and write (module docstring); mem0's ``{"results": [...]}``, or None
+    (and the warning) when no model is configured. ``scopes`` are the call's ``user_id`` /
+    ``agent_id`` / ``run_id``; every written fact also gets ``metadata`` and ``expires_at``."""
+    endpoint = model_endpoint(memory)
+    if endpoint is None:
+        return None
+    fields = {
+        "metadata": metadata,
+        **({"expires_at": expires_at} if expires_at is not None else {}),
+    }
     now = int(time.time() * 1000)
     turns = [
         TurnView(f"m{i}", i, str(m.get("name") or m["role"]), str(m["content"]), now, 1.0, 0, 0)

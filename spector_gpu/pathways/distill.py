@@ -41,7 +41,13 @@ _REACTION = re.compile(
     r"totally|can't wait|keep|let's|let me|enjoy|have fun|good luck|best)\b)",
     re.IGNORECASE,
 )
+_SPEAKER_FIRST = re.compile(r"^(?:I|I'm|I've|I'd|I'll|My|We|We're|We've|Our)\b")
 _IMAGE = re.compile(r"\s*\[image: ([^\]]*)\]\s*$")
+# "That charity race sounds great": an evaluation of what the other speaker said
+_EVALUATION = re.compile(
+    r"^(?:that|this|it|those|these|what|how)\b[^.!?]{0,40}\b(?:sounds?|looks?|seems?)\b",
+    re.IGNORECASE,
+)
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|we|our|us)\b")
 
 
@@ -91,23 +97,28 @@ class _Candidate:
 class ExtractiveDistiller:
     """Deterministic extractive distiller: compact third-person facts, no model.
 
-    A sentence is a *statement* when it is not a question, does not address the listener
-    ("you", "your": compliments, advice), does not open as a reaction or small talk ("That's
-    so cool", "Thanks", "Sounds fun") and has at least ``min_words`` content words and
-    ``min_chars`` characters, and is about someone or something: it has a first-person
-    subject, a name or a number (a generic remark — "Seeing art grow is inspiring" — is not a
-    fact). Its salience counts its content words, with extra weight for
-    numbers, capitalised words inside it (names, places, dates) and a first-person subject (a
-    statement about the speaker). Each turn offers its ``max_sentences`` most salient
-    statements, quoted as one span from the first to the last (its source span) and restated as
-    a clean third-person fact (:func:`~.restatement.restate`: fillers dropped, the first person
-    resolved to the speaker, relative dates resolved against the turn's time); a shared image's
-    caption is added as what the speaker shared. Statements of one speaker that repeat one
-    another across the pass (at least ``merge_overlap`` of their content words shared, and no
-    name or number in the weaker one that the stronger lacks) become one fact whose parents are
-    all their turns. A pass keeps its ``round(max_facts_per_turn × turns)`` (at least one) most
-    salient facts, at most ``max_facts``, in conversation order; statements scoring under
-    ``min_score`` are never kept.
+    A sentence is a *statement* when it is not a question, does not open as a reaction or
+    small talk ("That's so cool", "Thanks", "Sounds fun", "That race sounds great"), does not
+    address the listener unless the speaker is its subject ("You'd be a great counselor" is a
+    compliment; "I'll send you the recipe" is a plan, the listener resolved to the previous
+    other speaker), has at least ``min_words`` content words and ``min_chars`` characters, and
+    is about someone or something: a first-person subject, a name or a number (a generic remark
+    — "Seeing art grow is inspiring" — is not a fact). Its salience counts its content words,
+    with extra weight for numbers, capitalised words inside it (names, places, dates) and a
+    first-person subject.
+
+    Each turn offers its ``max_sentences`` most salient statements, quoted as one span from the
+    first to the last (its source span) and restated as a clean third-person fact
+    (:func:`~.restatement.restate`: fillers dropped, the first and second person resolved to
+    the speakers, relative dates resolved against the turn's time); a shared image's caption is
+    added as what the speaker shared. Statements of one speaker that repeat one another across
+    the pass (at least ``merge_overlap`` of their content words shared, and no name or number in
+    the weaker one that the stronger lacks) become one fact whose parents are all their turns;
+    a speaker's statements that continue one topic (a content word in common, at most
+    ``thread_window`` turns apart, at most ``thread_turns`` turns) are joined into one fact
+    with all their turns as parents. A pass keeps its ``round(max_facts_per_turn × turns)`` (at
+    least one) most salient facts, at most ``max_facts``, in conversation order; statements
+    scoring under ``min_score`` are never kept.
     """
 
     def __init__(
@@ -120,7 +131,11 @@ class ExtractiveDistiller:
         min_score: int = 5,
         merge_overlap: float = 0.6,
         max_sentences: int = 3,
+        thread_window: int = 2,
+        thread_turns: int = 3,
     ) -> None:
+        self.thread_window = checks.integer(thread_window, "thread_window", lo=0, hi=None)
+        self.thread_turns = checks.integer(thread_turns, "thread_turns", lo=1, hi=None)
         self.max_sentences = checks.integer(max_sentences, "max_sentences", lo=1, hi=None)
         self.max_facts = checks.integer(max_facts, "max_facts", lo=0, hi=None)
         self.min_chars = checks.integer(min_chars, "min_chars", lo=0, hi=None)
@@ -137,14 +152,15 @@ class ExtractiveDistiller:
     def _content(self, sentence: str) -> list[str]:
         return [w for w in _WORD.findall(sentence) if w.lower() not in self._stop]
 
-    def _score(self, sentence: str) -> int:
+    def _score(self, sentence: str, listener: str = "") -> int:
         """The salience of ``sentence``; 0 when it is not a statement."""
         body = strip_fillers(sentence)
         if (
             len(body) < self.min_chars
             or body.endswith("?")
-            or _SECOND_PERSON.search(body)
+            or (_SECOND_PERSON.search(body) and not (listener and _SPEAKER_FIRST.match(body)))
             or _REACTION.match(body)
+            or _EVALUATION.match(body)
         ):
             return 0
         words = _WORD.findall(body)
@@ -159,7 +175,7 @@ class ExtractiveDistiller:
             return 0  # about no one and nothing named: a generic remark, not a fact
         return len(content) + bonus + person
 
-    def _statement(self, order: int, turn: TurnView) -> _Candidate | None:
+    def _statement(self, order: int, turn: TurnView, listener: str = "") -> _Candidate | None:
         """The turn's most salient statement as a fact candidate (None: it states nothing)."""
         body = turn.text
         if turn.speaker and body.startswith(turn.speaker + ":"):
@@ -168,7 +184,7 @@ class ExtractiveDistiller:
         if image:  # a shared image's caption: said by no one, kept as what was shared
             body = body[: image.start()]
         sentences = [(m.start(), m.end(), m.group(0)) for m in _SENTENCE.finditer(body)]
-        scores = [self._score(s) for _, _, s in sentences]
+        scores = [self._score(s, listener) for _, _, s in sentences]
         if not scores or max(scores) < max(self.min_score, 1):
             return None
         # the turn's statements, the most salient first, at most max_sentences, kept in order
@@ -178,12 +194,13 @@ class ExtractiveDistiller:
         kept = [sentences[k][2].strip() for k in chosen]
         quote = body[sentences[chosen[0]][0] : sentences[chosen[-1]][1]].strip()
         said = " ".join(kept)
-        text = restate(turn.speaker, said, turn.timestamp_ms)
+        text = restate(turn.speaker, said, turn.timestamp_ms, listener)
         if image and turn.speaker:
             text += f" {turn.speaker} shared {image.group(1).strip().rstrip('.')}."
         if not text or (not turn.speaker and text.strip() == turn.text.strip()):
             return None  # a document restated whole adds nothing it does not already hold
-        words = frozenset(_stem(w) for w in self._content(text) if w != turn.speaker)
+        own = {turn.speaker.lower(), turn.speaker.lower() + "'s", turn.speaker.lower() + "'"}
+        words = frozenset(_stem(w) for w in self._content(text) if w.lower() not in own)
         keys = frozenset(w for w in _WORD.findall(text)[1:] if w[:1].isupper() or w[:1].isdigit())
         score = sum(scores[k] for k in chosen)
         return _Candidate(score, order, FactDraft(text, (turn.id,), quote=quote), words, keys)
@@ -207,14 +224,69 @@ class ExtractiveDistiller:
                 kept.append(cand)
         return kept
 
+    def _threads(self, found: list[_Candidate], speakers: dict[str, str]) -> list[_Candidate]:
+        """``found`` (in order) with a speaker's statements that continue one topic within
+        ``thread_window`` turns (a content word in common) joined into one fact."""
+        if self.thread_window <= 0:
+            return found
+        out: list[_Candidate] = []
+        last: dict[str, int] = {}  # speaker -> index in out of their open thread
+        ends: dict[int, int] = {}  # index in out -> order of its latest turn
+        for cand in found:
+            speaker = speakers[cand.draft.parents[0]]
+            k = last.get(speaker)
+            if k is not None:
+                into = out[k]
+                if (
+                    cand.order - ends[k] <= self.thread_window
+                    and len(into.draft.parents) < self.thread_turns
+                    and len(into.draft.text) + len(cand.draft.text) < 600
+                    and into.words & cand.words
+                ):
+                    draft = replace(
+                        into.draft,
+                        text=f"{into.draft.text} {cand.draft.text}",
+                        parents=into.draft.parents + cand.draft.parents,
+                    )
+                    out[k] = _Candidate(
+                        into.score + cand.score,
+                        into.order,
+                        draft,
+                        into.words | cand.words,
+                        into.keys | cand.keys,
+                    )
+                    ends[k] = cand.order
+                    continue
+            last[speaker] = len(out)
+            ends[len(out)] = cand.order
+            out.append(cand)
+        return out
+
     def __call__(
         self, session_id: int, turns: Sequence[TurnView], prior: Sequence[TurnView]
     ) -> list[FactDraft]:
-        found = [c for k, t in enumerate(turns) if (c := self._statement(k, t)) is not None]
+        listeners = _listeners(turns)
+        found = [
+            c for k, t in enumerate(turns) if (c := self._statement(k, t, listeners[k])) is not None
+        ]
         merged = self._merged(found, {t.id: t.speaker for t in turns})
+        merged = self._threads(
+            sorted(merged, key=lambda c: c.order), {t.id: t.speaker for t in turns}
+        )
         budget = min(self.max_facts, max(1, round(self.max_facts_per_turn * len(turns))))
         best = sorted(merged, key=lambda c: (-c.score, c.order))[:budget]
         return [c.draft for c in sorted(best, key=lambda c: c.order)]
+
+
+def _listeners(turns: Sequence[TurnView]) -> list[str]:
+    """Whom each turn addresses: the nearest earlier speaker other than its own (else the
+    nearest later one); "" when the turn has no speaker or no one else speaks."""
+    out = []
+    for k, t in enumerate(turns):
+        others = [u.speaker for u in (*reversed(turns[:k]), *turns[k + 1 :]) if u.speaker]
+        others = [s for s in others if s != t.speaker]
+        out.append(others[0] if t.speaker and others else "")
+    return out
 
 
 def _stem(word: str) -> str:

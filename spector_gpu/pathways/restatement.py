@@ -10,6 +10,8 @@
   "themselves"; ``we`` / ``us`` / ``our`` become "<speaker> and others" / "them" / "their";
 - the verb after a resolved ``I`` agrees with its new subject (``I am`` → ``is``, ``I've`` →
   ``has``, ``I love`` → ``loves``, ``I don't`` → ``doesn't``; past tense and modals stay);
+- the second person is resolved to the ``listener`` when one is given ("I'll visit you" →
+  "Ann will visit Bo");
 - relative time words are resolved against the turn's time (``yesterday`` → ``on 7 May 2023``,
   ``last year`` → ``in 2022``; :mod:`.relative_time`) when that time is known;
 - a statement that does not name its speaker is reported as theirs ("According to Ann, the
@@ -141,6 +143,8 @@ _KEEP = frozenset(
     ]
     + _ADVERBS
 )
+# present-tense verbs that end in "ed" like a past tense
+_BASE_ED = frozenset("need feed bleed breed speed seed succeed proceed exceed shed wed".split())
 _IRREGULAR = {"be": "is", "have": "has", "do": "does", "go": "goes"}
 _AUX = {
     "am": ("is", "are"),
@@ -179,7 +183,8 @@ _LATER = {
 def _third_singular(verb: str) -> str:
     """``verb`` inflected for a third-person singular subject (present tense)."""
     low = verb.lower()
-    if low in _KEEP or low.endswith("ed") or not low.isalpha():
+    past = low.endswith("ed") and low not in _BASE_ED
+    if low in _KEEP or past or not low.isalpha():
         return verb
     if low in _IRREGULAR:
         return _IRREGULAR[low]
@@ -262,11 +267,48 @@ def _with_subject(body: str) -> str:
     return "I " + body[:1].lower() + body[1:]
 
 
-def restate(speaker: str, sentence: str, timestamp_ms: int = 0) -> str:
-    """``sentence`` (said by ``speaker`` at ``timestamp_ms``, 0 = unknown) as a third-person
-    statement ending with a full stop; see the module docstring for the rules."""
+_YOU = re.compile(
+    r"\b(?:you(?:'re|\s+are)|you(?:'ve|\s+have)|you(?:'ll|\s+will)|you(?:'d|\s+would)|"
+    r"you\s+were|yourself|yours|your|you)\b",
+    re.IGNORECASE,
+)
+_YOU_AS = {
+    "'re": "is",
+    "are": "is",
+    "'ve": "has",
+    "have": "has",
+    "'ll": "will",
+    "will": "will",
+    "'d": "would",
+    "would": "would",
+    "were": "was",
+}
+
+
+def _resolve_listener(listener: str, body: str) -> str:
+    """The second person of ``body`` resolved to ``listener``."""
+
+    def sub(m: re.Match[str]) -> str:
+        word = re.sub(r"\s+", " ", m.group(0).lower())
+        if word in ("your", "yours"):
+            return _possessive(listener)
+        if word == "yourself":
+            return listener
+        if word == "you":
+            return listener
+        tail = word[3:].strip()
+        return f"{listener} {_YOU_AS[tail]}"
+
+    return _YOU.sub(sub, body)
+
+
+def restate(speaker: str, sentence: str, timestamp_ms: int = 0, listener: str = "") -> str:
+    """``sentence`` (said by ``speaker`` to ``listener`` at ``timestamp_ms``, 0 = unknown) as a
+    third-person statement ending with a full stop; see the module docstring for the rules."""
     body = _with_subject(strip_fillers(sentence.replace("’", "'")))
     body = _resolve_person(speaker, body)
+    if listener:
+        body = _resolve_listener(listener, body)
     if timestamp_ms > 0:
         body = resolve_relative_time(body, timestamp_ms)
     body = re.sub(r"\s+", " ", body).strip()
@@ -279,4 +321,5 @@ def restate(speaker: str, sentence: str, timestamp_ms: int = 0) -> str:
         if first.lower() in ENGLISH_STOPWORDS and first != "I":
             body = body[:1].lower() + body[1:]
         body = f"According to {speaker}, {body}"
+    body = re.sub(r"([.!?]\s+)([a-z])", lambda m: m.group(1) + m.group(2).upper(), body)
     return body[:1].upper() + body[1:] + "."

@@ -39,6 +39,12 @@ def _turns(texts: list[tuple[str, str]], ts: int = 0) -> list[TurnView]:
         ),
         ("Hal", "I really enjoy hiking.", "Hal really enjoys hiking."),
         ("Ida", "I don't eat meat.", "Ida doesn't eat meat."),
+        (
+            "Ivo",
+            "I need a holiday and I wanted a boat.",
+            "Ivo needs a holiday and they wanted a boat.",
+        ),
+        ("Jan", "I'll send you the recipe.", "Jan will send you the recipe."),
         ("Jo", "I've got two dogs.", "Jo has got two dogs."),
         ("Kim", "Gonna check out career options!", "Kim is going to check out career options."),
         ("Lu", "Just adopted a puppy!", "Lu just adopted a puppy."),
@@ -64,6 +70,30 @@ def test_restatement_resolves_the_speaker(speaker: str, sentence: str, fact: str
 )
 def test_relative_time_is_resolved_against_the_turn(said: str, resolved: str) -> None:
     assert resolve_relative_time(said, MAY_8_2023) == resolved
+
+
+def test_the_listener_is_resolved_when_known() -> None:
+    said = "I'll send you your recipe, you're so kind."
+    assert restate("Jan", said, listener="Ann") == "Jan will send Ann Ann's recipe, Ann is so kind."
+
+
+def test_a_speakers_statements_on_one_topic_become_one_fact() -> None:
+    turns = _turns(
+        [
+            ("Ann", "I adopted a rescue dog named Biscuit in Porto."),
+            ("Bo", "Aww, so sweet!"),
+            ("Ann", "Biscuit sleeps on my bed every night."),  # the same topic, two turns on
+            ("Bo", "I started pottery classes in Braga last week."),
+            ("Ann", "My sister Eva visits Lisbon in June."),  # a new topic
+        ]
+    )
+    facts = ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, [])
+    assert [f.parents for f in facts] == [("t0", "t2"), ("t3",), ("t4",)]
+    assert facts[0].text == (
+        "Ann adopted a rescue dog named Biscuit in Porto. Biscuit sleeps on Ann's bed every night."
+    )
+    alone = ExtractiveDistiller(max_facts_per_turn=1.0, thread_window=0)(1, turns, [])
+    assert [f.parents for f in alone] == [("t0",), ("t2",), ("t3",), ("t4",)]
 
 
 def test_restatement_dates_a_relative_time_when_the_turn_has_one() -> None:
