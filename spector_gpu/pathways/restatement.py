@@ -144,7 +144,21 @@ _KEEP = frozenset(
     + _ADVERBS
 )
 # present-tense verbs that end in "ed" like a past tense
-_BASE_ED = frozenset("need feed bleed breed speed seed succeed proceed exceed shed wed".split())
+_BASE_ED = frozenset(
+    [
+        "need",
+        "feed",
+        "bleed",
+        "breed",
+        "speed",
+        "seed",
+        "succeed",
+        "proceed",
+        "exceed",
+        "shed",
+        "wed",
+    ]
+)
 _IRREGULAR = {"be": "is", "have": "has", "do": "does", "go": "goes"}
 _AUX = {
     "am": ("is", "are"),
