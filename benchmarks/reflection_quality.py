@@ -17,10 +17,10 @@ then consolidated with the default extractive distiller and recalled again over 
 
 LongMemEval_S dev (``../shared/data/longmemeval/longmemeval_s_cleaned.dev.json``), its
 ``knowledge-update`` questions: every session is remembered and consolidated; the question is
-recalled over facts; a question counts when the best-ranked fact from an answer session (the
-newest value) ranks above every fact from the question's other, older evidence-bearing
-sessions (the stale value) — with reconciliation on, a superseded fact is not recalled at all.
-Questions with no fact of an answer session among the top 50 count as misses.
+recalled over facts; a question counts when the best-ranked fact from its newest answer
+session (the new value) ranks above every fact from its older answer sessions (the stale value)
+— with reconciliation on, a superseded fact is not recalled at all. Questions with no fact of
+the newest answer session among the top 50 count as misses.
 """
 
 from __future__ import annotations
@@ -107,37 +107,44 @@ def locomo(path: Path, limit: int | None) -> dict[str, Any]:
 def longmemeval(path: Path, limit: int | None) -> dict[str, Any]:
     rows = [r for r in json.loads(path.read_text()) if r["question_type"] == "knowledge-update"]
     rows = rows[:limit]
-    ok = 0
+    ok = superseded = 0
     for row in rows:
-        answer = set(row["answer_session_ids"])
+        dates = dict(zip(row["haystack_session_ids"], row["haystack_dates"], strict=True))
+        answer = sorted(row["answer_session_ids"], key=lambda s: _lme_time(dates[s]))
+        newest, stale = answer[-1], set(answer[:-1])
         with tempfile.TemporaryDirectory() as tmp, SpectorMemory.open(Path(tmp) / "s") as mem:
             items = []
             session_of: dict[int, str] = {}
-            dates = row["haystack_dates"]
             for s, (sid, turns) in enumerate(
                 zip(row["haystack_session_ids"], row["haystack_sessions"], strict=True), 1
             ):
                 session_of[s] = sid
-                stamp = _lme_time(dates[s - 1])
-                for i, t in enumerate(turns):
-                    if t["content"].strip():
-                        items.append(
-                            {
-                                "text": t["content"],
-                                "speaker": "User" if t["role"] == "user" else "Assistant",
-                                "session_id": s,
-                                "timestamp_ms": stamp + i * 1000,
-                            }
-                        )
+                stamp = _lme_time(dates[sid])
+                items += [
+                    {
+                        "text": t["content"],
+                        "speaker": "User" if t["role"] == "user" else "Assistant",
+                        "session_id": s,
+                        "timestamp_ms": stamp + i * 1000,
+                    }
+                    for i, t in enumerate(turns)
+                    if t["content"].strip()
+                ]
             mem.remember_batch(items)
             mem.consolidate()
-            hits = mem.recall(
-                row["question"], RecallOptions(k=50, memory_types=[MemoryType.SEMANTIC])
-            )
+            semantic = frozenset({MemoryType.SEMANTIC})
+            hits = mem.recall(row["question"], RecallOptions(k=50, memory_types=semantic))
             ranks = [session_of.get(h.session_id or 0, "") for h in hits]
-            first_new = next((k for k, s in enumerate(ranks) if s in answer), None)
-            ok += first_new is not None and all(s in answer or s == "" for s in ranks[:first_new])
-    return {"questions": len(rows), "newest_first": ok, "share": ok / max(1, len(rows))}
+            first_new = next((k for k, s in enumerate(ranks) if s == newest), None)
+            ok += first_new is not None and not stale & set(ranks[:first_new])
+            facts = mem.list(memory_type=MemoryType.SEMANTIC, limit=10_000)
+            superseded += sum(1 for f in facts if f.superseded_by)
+    return {
+        "questions": len(rows),
+        "newest_first": ok,
+        "share": ok / max(1, len(rows)),
+        "superseded": superseded,
+    }
 
 
 def _lme_time(text: str) -> int:
@@ -184,6 +191,7 @@ def main() -> None:
             f"{lme['share']:.3f} ({lme['newest_first']} / {lme['questions']}) | ≥ 0.9 | "
             f"{'yes' if lme['share'] >= 0.9 else 'no'} |"
         )
+        lines.append(f"| (facts superseded by reconciliation) | {lme['superseded']} | | |")
     text = "\n".join(lines)
     text += "\n\nExample facts (first conversation):\n\n" + "\n".join(
         f"- {e}" for e in lo["examples"]

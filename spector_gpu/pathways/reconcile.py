@@ -11,6 +11,8 @@ or NOOP (the mem0 vocabulary).
   is not older: "Ann lives in Porto" after "Ann lives in Lisbon" (:func:`claim` reads
   ``<subject> <relation> <value>`` for where someone lives or moved to, works, studies, their
   job, partner, car, name and age, and ``<subject>'s <attribute> is <value>``);
+- **SUPERSEDE** too — the same statement with only its numbers changed, not older ("Ann leads
+  5 engineers" after "Ann leads 4 engineers");
 - **UPDATE** — the same fact with more detail: the known fact's words (at least three) are all
   in the new one;
 - **ADD** — anything else.
@@ -108,6 +110,7 @@ _POSSESSIVE = re.compile(
 )
 _ACCORDING = re.compile(r"^According to [^,]+, ")
 _WORD = re.compile(r"[A-Za-z0-9']+")
+_NUMBER = re.compile(r"\d+(?:st|nd|rd|th)?|one|two|three|four|five|six|seven|eight|nine|ten")
 _STOP = frozenset(
     [
         "a",
@@ -237,6 +240,17 @@ def decide(
                     why = f"{new_claim.subject}'s {new_claim.attribute} changed"
                     return Decision(Action.SUPERSEDE, text, k.id, why)
                 return Decision(Action.ADD, text, None, "older than the known value")
+    for k in known:
+        old_words = _words(k.text)
+        gone, came = old_words - new_words, new_words - old_words
+        if (
+            gone
+            and came
+            and all(_NUMBER.fullmatch(w) for w in gone | came)
+            and len(old_words & new_words) >= 3
+            and timestamp_ms >= k.timestamp_ms
+        ):
+            return Decision(Action.SUPERSEDE, text, k.id, "the same statement with a new number")
     for k in known:
         old_words = _words(k.text)
         if len(old_words) >= 3 and old_words < new_words:

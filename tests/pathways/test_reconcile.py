@@ -44,6 +44,7 @@ def test_claims_of_single_valued_attributes(text: str, expected: Claim | None) -
 
 KNOWN = [
     KnownFact("old-home", "Ann lives in Lisbon.", MAY),
+    KnownFact("team", "Ann leads a team of 4 engineers at work.", MAY),
     KnownFact("old-job", "Ann works as a nurse.", MAY),
     KnownFact("cat", "Ann has a cat named Pixel.", MAY),
 ]
@@ -60,6 +61,8 @@ KNOWN = [
         ("Ann lives in Lisbon with Rui.", AUG, Action.UPDATE, "old-home"),  # the same place
         ("Ann has a cat named Pixel who is three.", AUG, Action.UPDATE, "cat"),
         ("Ann plays the cello.", AUG, Action.ADD, None),
+        ("Ann leads a team of 5 engineers at work.", AUG, Action.SUPERSEDE, "team"),
+        ("Ann leads a team of 5 engineers at work.", MAY - 1, Action.ADD, None),
     ],
 )
 def test_rules_settle_the_clear_cases(
@@ -81,7 +84,7 @@ def test_the_language_model_is_asked_only_what_the_rules_leave_open() -> None:
     assert stub.requests[0]["messages"][0]["content"] == RECONCILE_PROMPT
     doc = stub.user_document()
     assert doc["new_fact"]["text"] == "Ann gave Pixel to her sister."
-    assert {k["id"] for k in doc["known_facts"]} == {"old-home", "old-job", "cat"}
+    assert {k["id"] for k in doc["known_facts"]} == {"old-home", "team", "old-job", "cat"}
 
 
 @pytest.mark.parametrize(
