@@ -134,6 +134,7 @@ class WorkingConfig:
 class ReflectConfig:
     max_facts_per_session: int = 32
     max_facts_per_turn: float = 0.35  # the default distiller's facts per turn of a pass, at most
+    thread_window: int = 2  # turns: a speaker's statements this close on one topic are one fact
     distiller: str = "extractive"  # "extractive" (offline rules) or "llm" (the [llm] endpoint)
     reconcile: bool = True  # a new fact supersedes the known fact it updates or contradicts
     min_sentence_chars: int = 12

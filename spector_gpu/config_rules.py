@@ -62,6 +62,7 @@ MAXIMUM = {
     ("lexical", "b"): 1.0,
     ("store", "compact_dead_share"): 1.0,  # 1.0: never compact automatically
     ("reflect", "max_facts_per_turn"): 1.0,  # a fraction of a pass's turns
+    ("reflect", "thread_window"): 1024,
     ("llm", "retries"): 10,
     ("llm", "max_facts"): 255,  # a batch of facts
     ("working", "capacity"): 1_000_000,

@@ -122,6 +122,7 @@ class ReflectPathway:
                 max_facts=rc.max_facts_per_session,
                 min_chars=rc.min_sentence_chars,
                 max_facts_per_turn=rc.max_facts_per_turn,
+                thread_window=rc.thread_window,
             )
         fn = as_callable(distiller)
         report = ReflectReport()

@@ -143,6 +143,7 @@ class StoreMachine(RuleBasedStateMachine):
         distil = ExtractiveDistiller(
             max_facts=CONFIG["reflect"]["max_facts_per_session"],
             max_facts_per_turn=CONFIG["reflect"]["max_facts_per_turn"],
+            thread_window=CONFIG["reflect"]["thread_window"],
         )
         expected: Counter[tuple[int, str]] = Counter()
         pending: dict[int, list[TurnView]] = {}

@@ -7,7 +7,7 @@ time, importance), so a writer can resume from whatever a crash left and a check
 exact bytes every memory must hold. Every turn has two salient sentences; the default
 extractive distiller makes one fact of each turn (its most salient sentence) whatever the
 grouping of turns into passes (``reflect.max_facts_per_session`` and ``max_facts_per_turn``
-are raised so they never bind),
+are raised so they never bind, and ``thread_window`` is 0: no turn's fact joins another's),
 so the facts of a turn are a function of the turn alone and an uninterrupted reference run
 gives the exact expected facts of any crashed-and-resumed run.
 
@@ -69,7 +69,7 @@ SESSIONS = 5
 T0_MS = 1_750_000_000_000
 CONFIG: dict[str, dict[str, Any]] = {
     "store": {"durability": "flush", "snapshot_every": 8, "checkpoint_mb": 1},
-    "reflect": {"max_facts_per_session": 255, "max_facts_per_turn": 1.0},
+    "reflect": {"max_facts_per_session": 255, "max_facts_per_turn": 1.0, "thread_window": 0},
 }
 _SPEAKERS = ("Ann", "Bo", "Cyd", "Dee")
 _CITIES = ("Lisbon", "Porto", "Oslo", "Kyoto", "Quito", "Dakar", "Perth")
