@@ -35,10 +35,12 @@ _LEAD = re.compile(
     r"^(?:(?:hey|hi|hello|wow|whoa|woah|aww+|oh+|ah+|um+|uh+|hmm+|well|so|anyway|yeah|yep|yup|"
     r"yes|no|nope|okay|ok|haha+|hah|lol|omg|gosh|great|cool|nice|sure|thanks|thank you|"
     r"honestly|actually|basically|totally|definitely|absolutely|oh my|man|dude|btw|"
-    r"by the way|you know|guess what|funny you should ask|to be honest|"
-    r"[A-Z][a-z]+(?=[,!]))\b[\s,!.:;-]*)+",
+    r"by the way|you know|guess what|funny you should ask|to be honest)\b[\s,!.:;-]*)+"
+    # a name addressed after an interjection ("Hey Mel! ", "Wow, Caroline, ")
+    r"(?:(?-i:[A-Z][a-z]+)[,!]\s*)?",
     re.IGNORECASE,
 )
+_VOCATIVE = re.compile(r"^[A-Z][a-z]+!\s+")  # "Mel! I went …": a name called out first
 _ADVERBS = [
     "just",
     "also",
@@ -211,7 +213,7 @@ def _third_singular(verb: str) -> str:
 
 def strip_fillers(sentence: str) -> str:
     """``sentence`` without its leading interjections ("Wow, ", "Hey Mel! ", "So, ")."""
-    body = _LEAD.sub("", sentence.strip()).strip()
+    body = _VOCATIVE.sub("", _LEAD.sub("", sentence.strip()).strip())
     body = _LABEL.sub("", body)  # "Big news: I moved" → "I moved"
     return body or sentence.strip()
 
