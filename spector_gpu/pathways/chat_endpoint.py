@@ -19,7 +19,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .. import checks
@@ -45,7 +45,7 @@ class ChatEndpoint:
 
     base_url: str
     model: str
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # never printed
     timeout_s: float = 60.0
     retries: int = 2
     backoff_s: float = 0.5

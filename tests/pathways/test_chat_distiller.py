@@ -219,6 +219,11 @@ def test_bad_endpoint_settings_are_refused(kwargs: dict[str, Any], match: str) -
         ChatEndpoint(**kwargs)
 
 
+def test_the_key_is_never_printed() -> None:
+    endpoint = ChatEndpoint("http://x/v1", "m", "sk-secret")
+    assert "sk-secret" not in repr(endpoint) and "sk-secret" not in str(endpoint)
+
+
 def test_a_distiller_needs_an_endpoint() -> None:
     with pytest.raises(ValidationError, match="ChatEndpoint"):
         ChatDistiller("http://x/v1")  # type: ignore[arg-type]
