@@ -12,6 +12,7 @@ from .config import (
     DreamConfig,
     EmbedderConfig,
     LexicalConfig,
+    LLMConfig,
     RecallConfig,
     ReflectConfig,
     SleepConfig,
@@ -30,6 +31,7 @@ from .errors import (
     DuplicateIdError,
     EmbedderMismatchError,
     MissingExtraError,
+    ModelEndpointError,
     ReadOnlyStoreError,
     RegionFullError,
     SpectorError,
@@ -45,6 +47,8 @@ from .lifecycle import MemoryEvent, MemoryKind
 from .memory import SpectorMemory
 from .metadata import Filter
 from .multistore import MultiStore
+from .pathways.chat_distiller import ChatDistiller
+from .pathways.chat_endpoint import ChatEndpoint
 from .pathways.check import CheckReport, Problem
 from .pathways.compact import CompactionReport
 from .pathways.distill import Distiller, ExtractiveDistiller, FactDraft, TurnView
@@ -82,6 +86,8 @@ __all__ = [
     "BundleReport",
     "ChainBreak",
     "ChainReport",
+    "ChatDistiller",
+    "ChatEndpoint",
     "CheckReport",
     "Citation",
     "CitationError",
@@ -106,6 +112,7 @@ __all__ = [
     "FactDraft",
     "Filter",
     "HebbianChange",
+    "LLMConfig",
     "LexicalConfig",
     "Location",
     "ManifestEntry",
@@ -114,6 +121,7 @@ __all__ = [
     "MemoryProvenance",
     "MemoryType",
     "MissingExtraError",
+    "ModelEndpointError",
     "MultiStore",
     "Problem",
     "ReadOnlyStoreError",

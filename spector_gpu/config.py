@@ -29,6 +29,7 @@ __all__ = [
     "DenseConfig",
     "DreamConfig",
     "EmbedderConfig",
+    "LLMConfig",
     "LexicalConfig",
     "RecallConfig",
     "ReflectConfig",
@@ -136,6 +137,10 @@ class WorkingConfig:
 @dataclass(frozen=True)
 class ReflectConfig:
     max_facts_per_session: int = 32
+    max_facts_per_turn: float = 0.35  # the default distiller's facts per turn of a pass, at most
+    thread_window: int = 2  # turns: a speaker's statements this close on one topic are one fact
+    distiller: str = "extractive"  # "extractive" (offline rules) or "llm" (the [llm] endpoint)
+    reconcile: bool = True  # a new fact supersedes the known fact it updates or contradicts
     min_sentence_chars: int = 12
     max_turns_per_pass: int = 256  # a longer session is consolidated in passes of this many
 
@@ -149,6 +154,20 @@ class DreamConfig:
     fragments: int = 3  # memories replayed after the seed in one dream
     simulated: bool = True  # write a recombination of the fragments as a SIMULATED memory
     recent_ms: int = 86_400_000  # a memory recalled within this window is a likelier seed
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """An OpenAI-compatible chat endpoint for the language-model distiller and reconciliation
+    (``spector-gpu[llm]``); unset (empty ``base_url`` or ``model``) means none is configured.
+    The key is never stored: it is read from the environment variable named here."""
+
+    base_url: str = ""  # e.g. https://api.openai.com/v1 or http://localhost:11434/v1 (Ollama)
+    model: str = ""  # e.g. gpt-4o-mini, llama3.1
+    api_key_env: str = "OPENAI_API_KEY"  # environment variable holding the key (may be unset)
+    timeout_s: float = 60.0  # seconds per request
+    retries: int = 2  # further attempts after a failed or malformed answer
+    max_facts: int = 32  # facts asked of the model per pass, at most
 
 
 @dataclass(frozen=True)
@@ -172,6 +191,7 @@ class Config:
     working: WorkingConfig = field(default_factory=WorkingConfig)
     dream: DreamConfig = field(default_factory=DreamConfig)
     sleep: SleepConfig = field(default_factory=SleepConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         return dataclasses.asdict(self)
@@ -236,6 +256,7 @@ def _section_class(name: str) -> type:
         "working": WorkingConfig,
         "dream": DreamConfig,
         "sleep": SleepConfig,
+        "llm": LLMConfig,
     }[name]
 
 

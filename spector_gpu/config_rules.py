@@ -14,6 +14,7 @@ CHOICES = {
     ("dense", "scan_threads"): (1, 2),
     ("lexical", "method"): ("lucene", "okapi"),
     ("recall", "fusion"): ("cognitive", "weighted", "rrf"),
+    ("reflect", "distiller"): ("extractive", "llm"),
 }
 POSITIVE = {
     ("store", "provenance_capacity"),
@@ -37,6 +38,8 @@ POSITIVE = {
     ("store", "compact_dead_share"),
     ("reflect", "max_facts_per_session"),
     ("reflect", "max_turns_per_pass"),
+    ("llm", "timeout_s"),
+    ("llm", "max_facts"),
     ("strength", "decay_unit_s"),
     ("working", "capacity"),
     ("dream", "fragments"),
@@ -67,6 +70,10 @@ MAXIMUM = {
     ("strength", "decay_floor"): 1.0,
     ("lexical", "b"): 1.0,
     ("store", "compact_dead_share"): 1.0,  # 1.0: never compact automatically
+    ("reflect", "max_facts_per_turn"): 1.0,  # a fraction of a pass's turns
+    ("reflect", "thread_window"): 1024,
+    ("llm", "retries"): 10,
+    ("llm", "max_facts"): 255,  # a batch of facts
     ("working", "capacity"): 1_000_000,
     # a dream replays `fragments` memories; a Hebbian weight is a link weight (<= 1 like D)
     ("dream", "fragments"): 64,

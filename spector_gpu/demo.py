@@ -165,11 +165,11 @@ def _explain_fact(mem: Any, fact_id: str, out: Path, res: DemoResult, say: _Prin
     say(f"\nfact {fact.format(show_provenance=True)}")
     lineage = mem.explain(fact_id, include_parents=True)
     say(f"explain: {lineage}")
-    source = fact.source_uri  # "doc:<parent id>": the turn the fact's sentence was taken from
-    say("parent turns (* = the turn the fact's text was extracted from: its source_uri):")
+    say("parent turns (* = a turn the fact was distilled from):")
+    sources = set((fact.metadata or {}).get("parents", ()))
     for parent in lineage.parents or ():
         ext = f"  ({parent.external_id})" if parent.external_id else ""
-        mark = "*" if source == f"doc:{parent.id}" else " "
+        mark = "*" if parent.id in sources else " "
         say(f"  {mark} {parent.format(show_provenance=True)}{ext}")
     rows = mem.session_provenance(lineage.session_id)
     say(f"session {lineage.session_id} provenance: {len(rows)} fact(s) derived")

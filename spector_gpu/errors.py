@@ -18,6 +18,7 @@ __all__ = [
     "DuplicateIdError",
     "EmbedderMismatchError",
     "MissingExtraError",
+    "ModelEndpointError",
     "ReadOnlyStoreError",
     "RegionFullError",
     "SpectorError",
@@ -124,3 +125,8 @@ class DatasetError(SpectorError, ValueError):
 
 class MissingExtraError(SpectorError, ImportError):
     """An optional dependency is needed; the message names the ``pip install`` extra."""
+
+
+class ModelEndpointError(SpectorError, RuntimeError):
+    """A language-model endpoint (``[llm]``) failed, timed out or answered outside the documented
+    schema; nothing was written. The message names the endpoint, the attempt count and the fix."""

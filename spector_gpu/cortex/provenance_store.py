@@ -134,9 +134,10 @@ class ProvenanceMemory(FixedStrideStore):
         out: np.ndarray = rows[ok & np.isin(rows["flags"], states)]
         return out
 
-    def by_session(self, session_id: int) -> np.ndarray:
+    def by_session(self, session_id: int, *, include_partial: bool = False) -> np.ndarray:
         rows = self.rows()
-        rows = rows[(rows["session_id"] == session_id) & (rows["flags"] == PROV_LIVE)]
+        states = (PROV_LIVE, PROV_PARTIAL) if include_partial else (PROV_LIVE,)
+        rows = rows[(rows["session_id"] == session_id) & np.isin(rows["flags"], states)]
         order = np.lexsort((rows["fact_index"], rows["pass_number"]))
         out: np.ndarray = rows[order]
         return out

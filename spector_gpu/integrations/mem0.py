@@ -151,7 +151,8 @@ class Memory(OwnedMemory):
         memory_type: str | None = None,
         prompt: str | None = None,
     ) -> dict[str, Any]:
-        """Store each message as its own memory in one commit; ``{"results": [...]}``."""
+        """Store each message as its own memory in one commit; ``{"results": [...]}``
+        (``infer=True`` with an ``[llm]`` model: facts extracted and reconciled, mem0_infer)."""
         scopes = scope_ids(
             {"user_id": user_id, "agent_id": agent_id, "run_id": run_id},
             required=True,
@@ -165,6 +166,12 @@ class Memory(OwnedMemory):
         if expires is not None:
             meta[EXPIRATION] = expires
         msgs = messages_of(messages)
+        if infer:  # without a configured model: a logged warning, stored verbatim
+            from .mem0_infer import infer_add
+
+            # the expiry day travels in ``meta`` (mem0's expiration_date), not as expires_at
+            if (inferred := infer_add(self._memory, msgs, scopes, meta, None)) is not None:
+                return inferred
         items = [
             {
                 "text": str(m["content"]),

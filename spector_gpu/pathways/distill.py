@@ -5,9 +5,11 @@ A distiller is any callable ``(session_id, turns, prior) -> list[str | FactDraft
 ``prior`` the session's latest already-consolidated turns (at most ``[reflect]
 max_turns_per_pass`` of them), offered as context only — facts must come from ``turns``. A
 session longer than ``max_turns_per_pass`` is distilled in several calls (passes), in order.
-An LLM can be wrapped this way. The default, :class:`ExtractiveDistiller`, is deterministic
-and offline: it restates the most informative sentence of each new turn about its speaker, at
-most one fact per turn, never the whole session as one blob.
+An LLM can be wrapped this way (:class:`~.chat_distiller.ChatDistiller` wraps any
+OpenAI-compatible endpoint). The default, :class:`ExtractiveDistiller`, is deterministic and
+offline: it keeps the turns that state something about a person or the world, restated as clean
+third-person facts, merges a session's repeated statements into one fact with several parents,
+and writes at most ``max_facts_per_turn`` facts per turn of a pass.
 """
 
 from __future__ import annotations
@@ -19,12 +21,35 @@ from typing import Any, Protocol
 
 from .. import checks
 from ..errors import ValidationError
-from .reported_speech import reported
+from .restatement import restate, strip_fillers
 
 __all__ = ["Distiller", "ExtractiveDistiller", "FactDraft", "TurnView", "normalise_drafts"]
 
 _SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
 _WORD = re.compile(r"[A-Za-z0-9']+")
+# the listener addressed: a compliment, advice or a question, not a statement about the speaker
+_SECOND_PERSON = re.compile(
+    r"\b(?:you|your|yours|yourself|you're|you've|you'll|you'd|ya|u)\b", re.IGNORECASE
+)
+# reactions and small talk: what a statement about a person or the world never starts with
+_REACTION = re.compile(
+    r"^(?:(?:that|this|it|which|what|how|there)(?:'s|\s+is|\s+was|\s+sounds?|\s+looks?|"
+    r"\s+seems?|\s+must|\s+a|\s+an|\s+so|\s+really|\s+totally|\s+must)\b|"
+    r"(?:so|such|sounds|looks|seems|glad|sorry|congrats|congratulations|thanks|thank|awesome|"
+    r"amazing|great|cool|nice|wonderful|lovely|good|happy|hope|take care|talk|see|bye|same|"
+    r"agreed|exactly|true|right|indeed|haha|lol|wishing|cheers|welcome|definitely|absolutely|"
+    r"totally|can't wait|keep|let's|let me|enjoy|have fun|good luck|best)\b)",
+    re.IGNORECASE,
+)
+_SPEAKER_FIRST = re.compile(r"^(?:I|I'm|I've|I'd|I'll|My|We|We're|We've|Our)\b")
+_IMAGE = re.compile(r"\s*\[image: ([^\]]*)\]\s*$")
+# "That charity race sounds great": an evaluation of what the other speaker said
+_EVALUATION = re.compile(
+    r"^(?:that|this|it|those|these|what|how)\b[^.!?]{0,40}\b(?:sounds?|looks?|seems?)\b",
+    re.IGNORECASE,
+)
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|we|our|us)\b")
+_SUBJECT_BONUS = 4  # a statement whose subject is its speaker (see _score)
 
 
 @dataclass(frozen=True)
@@ -61,69 +86,228 @@ class Distiller(Protocol):
     ) -> Sequence[Any]: ...
 
 
-class ExtractiveDistiller:
-    """Deterministic extractive distiller: at most one fact per turn, in reported speech.
+@dataclass(frozen=True)
+class _Candidate:
+    score: int
+    order: int
+    draft: FactDraft
+    words: frozenset[str]
+    keys: frozenset[str]  # its numbers and capitalised words (names, places, dates)
 
-    Each turn offers its most salient statement: a sentence's salience counts its content
-    words (not stop words), with extra weight for numbers and capitalised words inside it
-    (names, places, dates); questions state nothing and are skipped, as are sentences with
-    fewer than ``min_words`` content words or ``min_chars`` characters. The best ``max_facts``
-    turns' statements are kept, in conversation order, so a pass never writes more facts than
-    it has turns. A fact restates the sentence about its speaker
-    (:func:`~.reported_speech.reported`: ``"Ann said they moved to Lisbon in May."``) and
-    quotes the original sentence (its source span), so it is never a verbatim copy of the turn
-    it came from; a turn without a speaker gives a fact only when its statement is a part of
-    the turn (a whole-turn copy would add nothing the turn does not already hold).
+
+class ExtractiveDistiller:
+    """Deterministic extractive distiller: compact third-person facts, no model.
+
+    A sentence is a *statement* when it is not a question, does not open as a reaction or
+    small talk ("That's so cool", "Thanks", "Sounds fun", "That race sounds great"), does not
+    address the listener unless the speaker is its subject ("You'd be a great counselor" is a
+    compliment; "I'll send you the recipe" is a plan, the listener resolved to the previous
+    other speaker), has at least ``min_words`` content words and ``min_chars`` characters, and
+    is about someone or something: a first-person subject, a name or a number (a generic remark
+    — "Seeing art grow is inspiring" — is not a fact). Its salience counts its content words,
+    with extra weight for numbers, capitalised words inside it (names, places, dates) and a
+    first-person subject.
+
+    Each turn offers its ``max_sentences`` most salient statements, quoted as one span from the
+    first to the last (its source span) and restated as a clean third-person fact
+    (:func:`~.restatement.restate`: fillers dropped, the first and second person resolved to
+    the speakers, relative dates resolved against the turn's time); a shared image's caption is
+    added as what the speaker shared. Statements of one speaker that repeat one another across
+    the pass (at least ``merge_overlap`` of their content words shared, and no name or number in
+    the weaker one that the stronger lacks) become one fact whose parents are all their turns;
+    a speaker's statements that continue one topic (a content word in common, at most
+    ``thread_window`` turns apart, at most ``thread_turns`` turns) are joined into one fact
+    with all their turns as parents. A pass keeps its ``round(max_facts_per_turn × turns)`` (at
+    least one) most salient facts, at most ``max_facts``, in conversation order; statements
+    scoring under ``min_score`` are never kept.
     """
 
-    def __init__(self, *, max_facts: int = 32, min_chars: int = 12, min_words: int = 3) -> None:
-        self.max_facts = max_facts
-        self.min_chars = min_chars
-        self.min_words = min_words
+    def __init__(
+        self,
+        *,
+        max_facts: int = 32,
+        min_chars: int = 12,
+        min_words: int = 3,
+        max_facts_per_turn: float = 0.35,
+        min_score: int = 5,
+        merge_overlap: float = 0.6,
+        max_sentences: int = 3,
+        thread_window: int = 2,
+        thread_turns: int = 3,
+    ) -> None:
+        self.thread_window = checks.integer(thread_window, "thread_window", lo=0, hi=None)
+        self.thread_turns = checks.integer(thread_turns, "thread_turns", lo=1, hi=None)
+        self.max_sentences = checks.integer(max_sentences, "max_sentences", lo=1, hi=None)
+        self.max_facts = checks.integer(max_facts, "max_facts", lo=0, hi=None)
+        self.min_chars = checks.integer(min_chars, "min_chars", lo=0, hi=None)
+        self.min_words = checks.integer(min_words, "min_words", lo=0, hi=None)
+        self.max_facts_per_turn = checks.number(
+            max_facts_per_turn, "max_facts_per_turn", lo=0.0, hi=1.0
+        )
+        self.min_score = checks.integer(min_score, "min_score", lo=0, hi=None)
+        self.merge_overlap = checks.number(merge_overlap, "merge_overlap", lo=0.0, hi=1.0)
         from ..cortex.analyzer import ENGLISH_STOPWORDS
 
         self._stop = ENGLISH_STOPWORDS
 
-    def _score(self, sentence: str) -> int:
-        words = _WORD.findall(sentence)
-        content = [w for w in words if w.lower() not in self._stop]
+    def _content(self, sentence: str) -> list[str]:
+        return [w for w in _WORD.findall(sentence) if w.lower() not in self._stop]
+
+    def _score(self, sentence: str, listener: str = "") -> int:
+        """The salience of ``sentence``; 0 when it is not a statement."""
+        body = strip_fillers(sentence)
+        if (
+            len(body) < self.min_chars
+            or body.endswith("?")
+            or (_SECOND_PERSON.search(body) and not (listener and _SPEAKER_FIRST.match(body)))
+            or _REACTION.match(body)
+            or _EVALUATION.match(body)
+        ):
+            return 0
+        words = _WORD.findall(body)
+        content = self._content(body)
         if len(content) < self.min_words:
             return 0
-        bonus = sum(2 for w in words[1:] if w[:1].isupper()) + sum(
+        bonus = sum(2 for w in words[1:] if w[:1].isupper() and w != "I") + sum(
             2 for w in words if any(ch.isdigit() for ch in w)
         )
-        return len(content) + bonus
+        person = 2 if _FIRST_PERSON.search(body) else 0
+        if not (bonus or person):
+            return 0  # about no one and nothing named: a generic remark, not a fact
+        # the speaker as the sentence's subject ("I moved to Lisbon", "My sister plays"): a
+        # statement about a person, ahead of a longer fragment that only mentions them
+        subject = _SUBJECT_BONUS if _SPEAKER_FIRST.match(body) else 0
+        return len(content) + bonus + person + subject
 
-    def _statement(self, turn: TurnView) -> tuple[int, FactDraft] | None:
-        """The turn's most salient statement as a fact, with its score (None: nothing)."""
+    def _statement(self, order: int, turn: TurnView, listener: str = "") -> _Candidate | None:
+        """The turn's most salient statement as a fact candidate (None: it states nothing)."""
         body = turn.text
         if turn.speaker and body.startswith(turn.speaker + ":"):
             body = body[len(turn.speaker) + 1 :]  # the attribution is not content
-        best: tuple[int, str] | None = None
-        for m in _SENTENCE.finditer(body):
-            sentence = m.group(0).strip()
-            if len(sentence) < self.min_chars or sentence.endswith("?"):
-                continue
-            score = self._score(sentence)
-            if score > 0 and (best is None or score > best[0]):
-                best = (score, sentence)
-        if best is None:
+        image = _IMAGE.search(body)
+        if image:  # a shared image's caption: said by no one, kept as what was shared
+            body = body[: image.start()]
+        sentences = [(m.start(), m.end(), m.group(0)) for m in _SENTENCE.finditer(body)]
+        scores = [self._score(s, listener) for _, _, s in sentences]
+        if not scores or max(scores) < max(self.min_score, 1):
             return None
-        text = reported(turn.speaker, best[1])
-        if text.strip() == turn.text.strip():
-            return None
-        return best[0], FactDraft(text=text, parents=(turn.id,), quote=best[1])
+        # the turn's statements, the most salient first, at most max_sentences, kept in order
+        # as one contiguous quote from the first to the last
+        best = sorted(range(len(scores)), key=lambda k: (-scores[k], k))
+        chosen = sorted(k for k in best[: self.max_sentences] if scores[k] > 0)
+        kept = [sentences[k][2].strip() for k in chosen]
+        quote = body[sentences[chosen[0]][0] : sentences[chosen[-1]][1]].strip()
+        said = " ".join(kept)
+        text = restate(turn.speaker, said, turn.timestamp_ms, listener)
+        if image and turn.speaker:
+            text += f" {turn.speaker} shared {image.group(1).strip().rstrip('.')}."
+        if not text or (not turn.speaker and text.strip() == turn.text.strip()):
+            return None  # a document restated whole adds nothing it does not already hold
+        own = {turn.speaker.lower(), turn.speaker.lower() + "'s", turn.speaker.lower() + "'"}
+        words = frozenset(_stem(w) for w in self._content(text) if w.lower() not in own)
+        keys = frozenset(w for w in _WORD.findall(text)[1:] if w[:1].isupper() or w[:1].isdigit())
+        score = sum(scores[k] for k in chosen)
+        return _Candidate(score, order, FactDraft(text, (turn.id,), quote=quote), words, keys)
+
+    def _merged(self, found: list[_Candidate], speakers: dict[str, str]) -> list[_Candidate]:
+        """``found`` with each statement that repeats an earlier, stronger one of the same
+        speaker folded into it (the kept fact gains the repeat's turn as a parent)."""
+        kept: list[_Candidate] = []
+        for cand in sorted(found, key=lambda c: (-c.score, c.order)):
+            speaker = speakers[cand.draft.parents[0]]
+            for k, into in enumerate(kept):
+                if (
+                    speakers[into.draft.parents[0]] == speaker
+                    and cand.keys <= into.keys  # a repeat names nothing new
+                    and _overlap(cand.words, into.words) >= self.merge_overlap
+                ):
+                    parents = into.draft.parents + cand.draft.parents
+                    kept[k] = replace(into, draft=replace(into.draft, parents=parents))
+                    break
+            else:
+                kept.append(cand)
+        return kept
+
+    def _threads(self, found: list[_Candidate], speakers: dict[str, str]) -> list[_Candidate]:
+        """``found`` (in order) with a speaker's statements that continue one topic within
+        ``thread_window`` turns (a content word in common) joined into one fact."""
+        if self.thread_window <= 0:
+            return found
+        out: list[_Candidate] = []
+        last: dict[str, int] = {}  # speaker -> index in out of their open thread
+        ends: dict[int, int] = {}  # index in out -> order of its latest turn
+        for cand in found:
+            speaker = speakers[cand.draft.parents[0]]
+            k = last.get(speaker)
+            if k is not None:
+                into = out[k]
+                if (
+                    cand.order - ends[k] <= self.thread_window
+                    and len(into.draft.parents) < self.thread_turns
+                    and len(into.draft.text) + len(cand.draft.text) < 600
+                    and into.words & cand.words
+                ):
+                    draft = replace(
+                        into.draft,
+                        text=f"{into.draft.text} {cand.draft.text}",
+                        parents=into.draft.parents + cand.draft.parents,
+                    )
+                    out[k] = _Candidate(
+                        max(
+                            into.score, cand.score
+                        ),  # as strong as its best statement, not their sum
+                        into.order,
+                        draft,
+                        into.words | cand.words,
+                        into.keys | cand.keys,
+                    )
+                    ends[k] = cand.order
+                    continue
+            last[speaker] = len(out)
+            ends[len(out)] = cand.order
+            out.append(cand)
+        return out
 
     def __call__(
         self, session_id: int, turns: Sequence[TurnView], prior: Sequence[TurnView]
     ) -> list[FactDraft]:
-        candidates: list[tuple[int, int, FactDraft]] = []
-        for order, turn in enumerate(turns):
-            found = self._statement(turn)
-            if found is not None:
-                candidates.append((found[0], order, found[1]))
-        best = sorted(candidates, key=lambda c: (-c[0], c[1]))[: self.max_facts]
-        return [d for _, _, d in sorted(best, key=lambda c: c[1])]
+        listeners = _listeners(turns)
+        found = [
+            c for k, t in enumerate(turns) if (c := self._statement(k, t, listeners[k])) is not None
+        ]
+        merged = self._merged(found, {t.id: t.speaker for t in turns})
+        merged = self._threads(
+            sorted(merged, key=lambda c: c.order), {t.id: t.speaker for t in turns}
+        )
+        budget = min(self.max_facts, max(1, round(self.max_facts_per_turn * len(turns))))
+        best = sorted(merged, key=lambda c: (-c.score, c.order))[:budget]
+        return [c.draft for c in sorted(best, key=lambda c: c.order)]
+
+
+def _listeners(turns: Sequence[TurnView]) -> list[str]:
+    """Whom each turn addresses: the nearest earlier speaker other than its own (else the
+    nearest later one); "" when the turn has no speaker or no one else speaks."""
+    out = []
+    for k, t in enumerate(turns):
+        others = [u.speaker for u in (*reversed(turns[:k]), *turns[k + 1 :]) if u.speaker]
+        others = [s for s in others if s != t.speaker]
+        out.append(others[0] if t.speaker and others else "")
+    return out
+
+
+def _stem(word: str) -> str:
+    w = word.lower().replace("'", "")
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(w) > len(suffix) + 2 and w.endswith(suffix):
+            return w[: -len(suffix)]
+    return w
+
+
+def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
+    """Shared content words over the smaller statement's (1.0: one restates the other)."""
+    if not a or not b:
+        return 0.0
+    return len(a & b) / min(len(a), len(b))
 
 
 def normalise_drafts(raw: Sequence[Any], turns: Sequence[TurnView]) -> list[FactDraft]:

@@ -1,9 +1,12 @@
 """Lineage queries: where a consolidated memory came from (seed 000 ``explain``).
 
 Answered from the 72-byte lineage records alone (the provenance store), so a writer, a reader
-and a reopened store give the same answer; the parent turns are the record's turn range. A
-deleted memory has no lineage to show (``explain`` gives None, ``session_provenance`` leaves
-it out); a deleted parent turn stays named in ``parent_ids`` but is never hydrated.
+and a reopened store give the same answer; the parent turns are the record's turn range. A fact
+has lineage as soon as it can be read: the record is written (PARTIAL) in the commit before the
+fact, and a fact whose run a crash left PARTIAL is explained from that record until the next
+``consolidate`` makes it LIVE. A deleted memory has no lineage to show (``explain`` gives None,
+``session_provenance`` leaves it out); a deleted parent turn stays named in ``parent_ids`` but
+is never hydrated.
 """
 
 from __future__ import annotations
@@ -91,9 +94,9 @@ def explain(c: Cortex, memory_id: Any, *, include_parents: bool = False) -> Memo
     except ValidationError:
         return None
     o = c.id_map.get(tsid)
-    if o is not None and deleted(c, o):
-        return None
-    rows = c.provenance.find_by_target(tsid)
+    if o is None or deleted(c, o):
+        return None  # a planned fact not written yet, or a deleted one: nothing to explain
+    rows = c.provenance.find_by_target(tsid, include_partial=True)
     return _record(c, rows[0], include_parents) if len(rows) else None
 
 
@@ -102,8 +105,8 @@ def session_provenance(c: Cortex, session_id: Any) -> list[MemoryProvenance]:
     if isinstance(session_id, bool) or not isinstance(session_id, (int, np.integer)):
         return []
     out = []
-    for r in c.provenance.by_session(int(session_id)):
+    for r in c.provenance.by_session(int(session_id), include_partial=True):
         o = c.id_map.get(int(r["target_tsid"]))
-        if o is None or not deleted(c, o):
+        if o is not None and not deleted(c, o):  # written, and not deleted since
             out.append(_record(c, r, False))
     return out

@@ -8,7 +8,8 @@ identical turns are two turns), in four atomic commits:
    event holding each fact's text and metadata;
 2. **facts** — the SEMANTIC facts, written with those ids (source DISTILLED, provenance
    ``extracted``, session tag, the session's latest turn time, ``source_uri = doc:<parent>``, a
-   byte span when the fact quotes its parent, the parents' citations);
+   byte span when the fact quotes its parent, the parents' citations, and every parent's id
+   in ``metadata["parents"]``);
 3. **mark** — the parent turns' headers get the consolidated bit (they stay recallable);
 4. **live** — the records flip PARTIAL → LIVE and lineage links join fact and parents.
 
@@ -86,6 +87,7 @@ def _planned(fact_id: str, d: FactDraft, turns: dict[str, TurnView]) -> dict[str
         "tags": list(d.tags),
         "quote": d.quote,
         "timestamp_ms": max(t.timestamp_ms for t in turns.values()),
+        "supersedes": None,
     }
 
 
@@ -93,6 +95,7 @@ class ReflectPathway:
     def __init__(self, cortex: Cortex, remember: RememberPathway) -> None:
         self.cortex = cortex
         self.remember = remember
+        self._recall: Any = None  # reconciliation's recall, made on first use
 
     # ---- consolidation --------------------------------------------------------------------
     def consolidate(
@@ -109,10 +112,17 @@ class ReflectPathway:
         if sessions is not None:
             given = checks.collection(sessions, "sessions", limit=1 << 24)
             sessions = [checks.integer(s, "sessions[]") for s in given]
+        if distiller is None and c.config.reflect.distiller == "llm":
+            from .chat_distiller import ChatDistiller
+
+            distiller = ChatDistiller.from_config(c.config.llm)
         if distiller is None:
             rc = c.config.reflect
             distiller = ExtractiveDistiller(
-                max_facts=rc.max_facts_per_session, min_chars=rc.min_sentence_chars
+                max_facts=rc.max_facts_per_session,
+                min_chars=rc.min_sentence_chars,
+                max_facts_per_turn=rc.max_facts_per_turn,
+                thread_window=rc.thread_window,
             )
         fn = as_callable(distiller)
         report = ReflectReport()
@@ -214,6 +224,10 @@ class ReflectPathway:
         fact_ids = self.remember.ids.next_ints(len(drafts))
         by_id = {t.id: t for t in turns}
         plan = [_planned(encode_tsid(fact_ids[k]), d, by_id) for k, d in enumerate(drafts)]
+        if c.config.reflect.reconcile:
+            # decided before the plan commits, and kept in it: a resumed run replays them
+            for f, target in zip(plan, self._reconciled(plan), strict=True):
+                f["supersedes"] = target
         first, last = c.location(turn_ords[0]), c.location(turn_ords[-1])
         run = LineageRun(
             session_id=session,
@@ -241,6 +255,39 @@ class ReflectPathway:
         c.write(WriteBatch(lineage=run), audit=audit)
         killpoint("consolidate.after_partial")
         return self._finish(session, pass_no, (plan, turn_ids))
+
+    def _reconciled(self, plan: list[dict[str, Any]]) -> list[str | None]:
+        """For each planned fact, the known fact it supersedes (:mod:`.reconcile`: UPDATE and
+        SUPERSEDE, and NOOP too — the older copy leaves recall, both stay in history), or None.
+        Known facts are the engine's own recall of each fact among live SEMANTIC memories."""
+        from ..types import RecallOptions
+        from .chat_endpoint import ChatEndpoint
+        from .recall import RecallPathway
+        from .reconcile import ChatJudge, KnownFact, decide
+
+        c = self.cortex
+        if not (c.cols.index["type"][: c.n] == MemoryType.SEMANTIC).any():
+            return [None] * len(plan)  # no known fact yet
+        if self._recall is None:
+            self._recall = RecallPathway(c, None)
+        opts = RecallOptions(k=5, memory_types=frozenset({MemoryType.SEMANTIC}), mode="observe")
+        found = self._recall.recall_batch([f["text"] for f in plan], opts)
+        endpoint = ChatEndpoint.from_config(c.config.llm)
+        judge = ChatJudge(endpoint) if endpoint is not None else None
+        out: list[str | None] = []
+        taken: set[str] = set()
+        for q, f in enumerate(plan):
+            known = [
+                KnownFact(h.id, h.text, h.timestamp_ms)
+                for h in found.results(q)
+                if h.id not in taken
+            ]
+            d = decide(f["text"], int(f["timestamp_ms"]), known, judge=judge)
+            target = d.target if d.action != "ADD" else None
+            if target is not None:
+                taken.add(target)  # one successor per known fact
+            out.append(target)
+        return out
 
     def _partial_runs(self) -> list[tuple[int, int]]:
         return self.cortex.provenance.partial_runs()
@@ -306,6 +353,10 @@ class ReflectPathway:
                 "citations": citations[:64],
                 "source_uri": f"doc:{f['parents'][0]}",
                 "source_span": span,
+                "supersedes": f.get("supersedes"),
+                # every parent turn (the source span quotes the first): a fact that merges a
+                # session's repeated statements names them all
+                "metadata": {"parents": list(f["parents"])},
             }
             items.append(self.remember.validate(raw, f"fact {f['id']}"))
         return items

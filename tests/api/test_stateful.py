@@ -140,7 +140,11 @@ class StoreMachine(RuleBasedStateMachine):
         return multiple(*ids)
 
     def _expected_facts(self) -> tuple[Counter[tuple[int, str]], set[int]]:
-        distil = ExtractiveDistiller(max_facts=CONFIG["reflect"]["max_facts_per_session"])
+        distil = ExtractiveDistiller(
+            max_facts=CONFIG["reflect"]["max_facts_per_session"],
+            max_facts_per_turn=CONFIG["reflect"]["max_facts_per_turn"],
+            thread_window=CONFIG["reflect"]["thread_window"],
+        )
         expected: Counter[tuple[int, str]] = Counter()
         pending: dict[int, list[TurnView]] = {}
         for mid, m in self.model.items():  # model order = write order = sequence order

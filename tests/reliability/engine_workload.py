@@ -6,7 +6,8 @@ Turn ``m`` of the workload is a closed-form function of ``m`` (text, session, sp
 time, importance), so a writer can resume from whatever a crash left and a checker knows the
 exact bytes every memory must hold. Every turn has two salient sentences; the default
 extractive distiller makes one fact of each turn (its most salient sentence) whatever the
-grouping of turns into passes (``reflect.max_facts_per_session`` is raised so it never binds),
+grouping of turns into passes (``reflect.max_facts_per_session`` and ``max_facts_per_turn``
+are raised so they never bind, and ``thread_window`` is 0: no turn's fact joins another's),
 so the facts of a turn are a function of the turn alone and an uninterrupted reference run
 gives the exact expected facts of any crashed-and-resumed run.
 
@@ -69,7 +70,7 @@ SESSIONS = 5
 T0_MS = 1_750_000_000_000
 CONFIG: dict[str, dict[str, Any]] = {
     "store": {"durability": "flush", "snapshot_every": 8, "checkpoint_mb": 1},
-    "reflect": {"max_facts_per_session": 255},
+    "reflect": {"max_facts_per_session": 255, "max_facts_per_turn": 1.0, "thread_window": 0},
 }
 _SPEAKERS = ("Ann", "Bo", "Cyd", "Dee")
 _CITIES = ("Lisbon", "Porto", "Oslo", "Kyoto", "Quito", "Dakar", "Perth")
@@ -353,6 +354,12 @@ def all_or_nothing_problems(mem: SpectorMemory) -> list[str]:
             )
         if states == {PROV_LIVE} and not (all(present) and all(marked)):
             out.append(f"session {session} pass {pass_no}: LIVE before facts and marks")
+        for r in rows:  # lineage is visible as soon as a fact is, LIVE or not
+            fid = encode_tsid(int(r["target_tsid"]))
+            if int(r["target_tsid"]) in id_map and mem.get(fid) is not None:
+                lineage = mem.explain(fid)
+                if lineage is None or lineage.session_id != session:
+                    out.append(f"session {session} pass {pass_no}: fact {fid} has no lineage")
     return out
 
 

@@ -1,0 +1,146 @@
+"""Reconciliation: ADD / UPDATE / SUPERSEDE / NOOP by rules, the language model for the rest,
+and consolidation superseding the stale fact it contradicts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from chat_stub import ChatStub
+
+from spector_gpu import ChatEndpoint, MemoryType, ModelEndpointError, RecallOptions, SpectorMemory
+from spector_gpu.pathways.reconcile import (
+    RECONCILE_PROMPT,
+    Action,
+    ChatJudge,
+    Claim,
+    KnownFact,
+    claim,
+    decide,
+)
+
+MAY, AUG = 1_683_504_000_000, 1_693_504_000_000
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Ann lives in Lisbon.", Claim("ann", "residence", "lisbon")),
+        ("Ann moved to Porto in May 2023.", Claim("ann", "residence", "porto in may 2023")),
+        ("Ann now lives in Porto.", Claim("ann", "residence", "porto")),
+        ("Bo works at a bakery in Alfama.", Claim("bo", "employer", "a bakery in alfama")),
+        ("Bo works as a nurse.", Claim("bo", "job", "a nurse")),
+        ("Cy is 31 years old.", Claim("cy", "age", "31")),
+        ("Cy's favourite colour is green.", Claim("cy", "favourite colour", "green")),
+        ("Di drives a Tesla.", Claim("di", "car", "a tesla")),
+        ("According to Ed, the flat is small.", None),
+        ("Ed loves painting.", None),  # not single-valued: loving one thing retires no other
+    ],
+)
+def test_claims_of_single_valued_attributes(text: str, expected: Claim | None) -> None:
+    assert claim(text) == expected
+
+
+KNOWN = [
+    KnownFact("old-home", "Ann lives in Lisbon.", MAY),
+    KnownFact("team", "Ann leads a team of 4 engineers at work.", MAY),
+    KnownFact("old-job", "Ann works as a nurse.", MAY),
+    KnownFact("cat", "Ann has a cat named Pixel.", MAY),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "at", "action", "target"),
+    [
+        ("Ann moved to Porto in August 2023.", AUG, Action.SUPERSEDE, "old-home"),
+        ("Ann works as a teacher now.", AUG, Action.SUPERSEDE, "old-job"),
+        ("Ann moved to Porto.", MAY - 1, Action.ADD, None),  # older than the known value
+        ("Ann lives in Lisbon.", AUG, Action.NOOP, "old-home"),
+        ("Ann has a cat.", AUG, Action.NOOP, "cat"),
+        ("Ann lives in Lisbon with Rui.", AUG, Action.UPDATE, "old-home"),  # the same place
+        ("Ann has a cat named Pixel who is three.", AUG, Action.UPDATE, "cat"),
+        ("Ann plays the cello.", AUG, Action.ADD, None),
+        ("Ann leads a team of 5 engineers at work.", AUG, Action.SUPERSEDE, "team"),
+        ("Ann leads a team of 5 engineers at work.", MAY - 1, Action.ADD, None),
+    ],
+)
+def test_rules_settle_the_clear_cases(
+    text: str, at: int, action: Action, target: str | None
+) -> None:
+    d = decide(text, at, KNOWN)
+    assert (d.action, d.target, d.text) == (action, target, text)
+
+
+def test_the_language_model_is_asked_only_what_the_rules_leave_open() -> None:
+    answer = {"action": "SUPERSEDE", "target": "cat", "text": "Ann gave Pixel to her sister."}
+    with ChatStub(answer) as stub:
+        judge = ChatJudge(ChatEndpoint(stub.url, "m", retries=0))
+        assert decide("Ann lives in Lisbon.", AUG, KNOWN, judge=judge).action == Action.NOOP
+        assert decide("Bo plays chess.", AUG, KNOWN, judge=judge).action == Action.ADD
+        assert stub.requests == []  # clear cases and unrelated subjects never reach the model
+        d = decide("Ann gave Pixel to her sister.", AUG, KNOWN, judge=judge)
+    assert (d.action, d.target, d.text) == (Action.SUPERSEDE, "cat", answer["text"])
+    assert stub.requests[0]["messages"][0]["content"] == RECONCILE_PROMPT
+    doc = stub.user_document()
+    assert doc["new_fact"]["text"] == "Ann gave Pixel to her sister."
+    assert {k["id"] for k in doc["known_facts"]} == {"old-home", "team", "old-job", "cat"}
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"action": "DELETE", "target": "cat"},
+        {"action": "SUPERSEDE", "target": "no-such-fact"},
+        {"action": "UPDATE", "target": None},
+        {"action": "UPDATE", "target": "cat", "text": ""},
+        ["ADD"],
+    ],
+)
+def test_a_judgement_outside_the_schema_is_an_error(bad: object) -> None:
+    with ChatStub(bad) as stub:
+        judge = ChatJudge(ChatEndpoint(stub.url, "m", retries=0))
+        with pytest.raises(ModelEndpointError, match="outside the schema"):
+            decide("Ann gave Pixel away.", AUG, KNOWN, judge=judge)
+
+
+@pytest.fixture
+def mem(tmp_path: Path) -> Iterator[SpectorMemory]:
+    with SpectorMemory.open(tmp_path / "s", config={"store": {"durability": "none"}}) as m:
+        yield m
+
+
+def test_consolidation_supersedes_the_stale_fact(mem: SpectorMemory) -> None:
+    mem.remember("I live in Lisbon with my partner.", speaker="Ann", session_id=1, timestamp_ms=MAY)
+    (old,) = mem.consolidate().fact_ids
+    mem.remember(
+        "Big news: I moved to Porto last month!", speaker="Ann", session_id=2, timestamp_ms=AUG
+    )
+    (new,) = mem.consolidate().fact_ids
+    fresh, stale = mem.get(new), mem.get(old)
+    assert fresh is not None and stale is not None
+    assert fresh.text == "Ann moved to Porto in July 2023."
+    assert fresh.supersedes == old and stale.superseded_by == (new,)
+    semantic = RecallOptions(memory_types=[MemoryType.SEMANTIC], mode="observe")
+    assert [h.id for h in mem.recall("where does Ann live", semantic)] == [new]
+    every = RecallOptions(
+        memory_types=[MemoryType.SEMANTIC], mode="observe", include_superseded=True
+    )
+    assert {h.id for h in mem.recall("where does Ann live", every)} == {old, new}
+    assert mem.explain(new) is not None and mem.explain(old) is not None
+
+
+def test_reconciliation_can_be_turned_off(tmp_path: Path) -> None:
+    cfg = {"store": {"durability": "none"}, "reflect": {"reconcile": False}}
+    with SpectorMemory.open(tmp_path / "s", config=cfg) as m:
+        m.remember(
+            "I live in Lisbon near the river.", speaker="Ann", session_id=1, timestamp_ms=MAY
+        )
+        m.consolidate()
+        m.remember(
+            "I moved to Porto with my sister Eva!", speaker="Ann", session_id=2, timestamp_ms=AUG
+        )
+        (new,) = m.consolidate().fact_ids
+        fact = m.get(new)
+        assert fact is not None and fact.supersedes is None
+        assert m.count(MemoryType.SEMANTIC) == 2
