@@ -16,17 +16,16 @@
  *                  scratch row per thread (no (m, N) block)
  * bm25_row         bm25_select of one query into a caller's row, left written until
  *                  bm25_row_release has scored any slots from it
- * spread_pool      max-product spreading over sparse pool rows (positions by a table)
- * fuse_rows        fusion after its base and association: relevance, the MF-001 factor
- *                  with its tag term, the fused score, one pass per pool row
- * relevance_rows   absolute relevance of pool rows (relevance.absolute_relevance)
+ * spread_pool, spread_dense, spread_tables   max-product spreading over pool rows
+ * pool_expand      one query's seeds and their allowed neighbours (the association pool)
+ * token_rescore    the token relay's MaxSim and order over each query's fused top list
  *
  * Order everywhere: key descending, then row (slot) ascending; padding is (-inf, -1). Integer
  * dots are exact (int32); each key is one IEEE float32 multiply, each decayed value the float64
  * operations of cortex.strength.decayed in its order (build with -ffp-contract=off), so the
- * results equal the torch and numpy paths bit for bit. The dot product uses AVX-512 VNNI or
- * AVX2 where the CPU has them (chosen at import by CPUID; `dot_impl()` says which; tests pin
- * each with `set_dot_impl`), else a portable loop. The GIL is released while computing.
+ * results equal the torch and numpy paths bit for bit. There are no hand-written intrinsics:
+ * the dot product is a plain loop the compiler vectorises ("dot products" below). The GIL is
+ * released while computing.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -37,207 +36,61 @@
 #include <string.h>
 
 /* ------------------------------------------------------------------ dot products */
+/* The INT8 dot products of one row with m queries: a plain loop the compiler vectorises
+ * (int8 widened to int16, pairwise int32 sums). On x86-64 GCC and clang build it twice
+ * (target_clones): an AVX2 clone, taken where the CPU has AVX2 (every machine this project
+ * tests on), and the baseline SSE2 clone; the loader picks one at import. No hand-written
+ * intrinsics: every line is the same C on every CPU, and the sums are exact integers. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define VECTOR_CLONES
+#endif
 
-typedef void (*dots_fn)(const int8_t *row, const int8_t *qs, Py_ssize_t m, Py_ssize_t d,
-                        int32_t *out);
-typedef void (*dots8_fn)(const int8_t *rows, Py_ssize_t stride, const int8_t *q, Py_ssize_t d32,
-                         int32_t *out);
-
-static void dots_scalar(const int8_t *row, const int8_t *qs, Py_ssize_t m, Py_ssize_t d,
-                        int32_t *out) {
+VECTOR_CLONES static void dots(const int8_t *row, const int8_t *qs, Py_ssize_t m, Py_ssize_t d,
+                               int32_t *out) {
     for (Py_ssize_t j = 0; j < m; j++) {
         const int8_t *q = qs + j * d;
         int32_t acc = 0;
-        for (Py_ssize_t i = 0; i < d; i++) acc += (int32_t)row[i] * (int32_t)q[i];
+        for (Py_ssize_t i = 0; i < d; i++) acc += (int16_t)row[i] * (int16_t)q[i];
         out[j] = acc;
     }
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define HAVE_X86 1
+/* The scan's forms take the query widened to int16 once per call (scan_widen), so that each
+ * step reads 16 row codes, widens them and multiplies-adds them in pairs against the query
+ * with no work spent on it: dots16 for m queries against one row, dots_rows for one query
+ * against ROWS_BLOCK rows `stride` bytes apart (a sum per row, each query step loaded once). */
+#define ROWS_BLOCK 4
 
-/* |q| * (c * sign(q)) == q * c: the unsigned x signed byte products both instructions take. */
-/* One step of 32 codes: acc += the four-byte groups' sums of x * c. */
-#define DOT32(acc, c, q, i, ones)                                                          \
-    do {                                                                                 \
-        __m256i x_ = _mm256_loadu_si256((const __m256i *)((q) + (i)));                   \
-        __m256i p_ = _mm256_maddubs_epi16(_mm256_abs_epi8(x_), _mm256_sign_epi8(c, x_)); \
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p_, ones));                        \
-    } while (0)
-
-/* Four queries at a time (the row's 32 codes loaded once for the four, the four sums reduced
- * together by a horizontal-add tree), then one at a time. |x| <= 127 and |c| <= 127: pair
- * sums stay below 2^15, no saturation; every sum is the exact integer. */
-__attribute__((target("avx2"))) static void dots_avx2(const int8_t *row, const int8_t *qs,
-                                                      Py_ssize_t m, Py_ssize_t d, int32_t *out) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    Py_ssize_t full = d & ~(Py_ssize_t)31, j = 0;
-    for (; j + 4 <= m; j += 4) {
-        const int8_t *q0 = qs + j * d, *q1 = q0 + d, *q2 = q1 + d, *q3 = q2 + d;
-        __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-        for (Py_ssize_t i = 0; i < full; i += 32) {
-            __m256i c = _mm256_loadu_si256((const __m256i *)(row + i));
-            DOT32(a0, c, q0, i, ones);
-            DOT32(a1, c, q1, i, ones);
-            DOT32(a2, c, q2, i, ones);
-            DOT32(a3, c, q3, i, ones);
-        }
-        __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(a0, a1), _mm256_hadd_epi32(a2, a3));
-        int32_t sum[4];
-        _mm_storeu_si128((__m128i *)sum, _mm_add_epi32(_mm256_castsi256_si128(s),
-                                                       _mm256_extracti128_si256(s, 1)));
-        const int8_t *q[4] = {q0, q1, q2, q3};
-        for (int l = 0; l < 4; l++) {
-            for (Py_ssize_t i = full; i < d; i++) sum[l] += (int32_t)row[i] * (int32_t)q[l][i];
-            out[j + l] = sum[l];
-        }
-    }
-    for (; j < m; j++) {
-        const int8_t *q = qs + j * d;
-        __m256i acc = _mm256_setzero_si256();
-        for (Py_ssize_t i = 0; i < full; i += 32) {
-            __m256i c = _mm256_loadu_si256((const __m256i *)(row + i));
-            DOT32(acc, c, q, i, ones);
-        }
-        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
-        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-        int32_t total = _mm_cvtsi128_si32(s);
-        for (Py_ssize_t i = full; i < d; i++) total += (int32_t)row[i] * (int32_t)q[i];
-        out[j] = total;
-    }
-}
-
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void dots_vnni(
-    const int8_t *row, const int8_t *qs, Py_ssize_t m, Py_ssize_t d, int32_t *out) {
-    const __m512i zero = _mm512_setzero_si512();
+VECTOR_CLONES static void dots16(const int8_t *row, const int16_t *qs, Py_ssize_t m,
+                                 Py_ssize_t d, int32_t *out) {
     for (Py_ssize_t j = 0; j < m; j++) {
-        const int8_t *q = qs + j * d;
-        __m512i acc = _mm512_setzero_si512();
-        for (Py_ssize_t i = 0; i < d; i += 64) {
-            Py_ssize_t left = d - i;
-            __mmask64 live = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
-            __m512i c = _mm512_maskz_loadu_epi8(live, row + i);
-            __m512i x = _mm512_maskz_loadu_epi8(live, q + i);
-            __mmask64 neg = _mm512_cmplt_epi8_mask(x, zero);
-            c = _mm512_mask_sub_epi8(c, neg, zero, c); /* c is never -128: negation is exact */
-            acc = _mm512_dpbusd_epi32(acc, _mm512_abs_epi8(x), c);
-        }
-        out[j] = _mm512_reduce_add_epi32(acc);
+        const int16_t *q = qs + j * d;
+        int32_t acc = 0;
+        for (Py_ssize_t i = 0; i < d; i++) acc += (int16_t)row[i] * q[i];
+        out[j] = acc;
     }
 }
-/* Eight consecutive rows against one query, the eight sums reduced together (a horizontal-add
- * tree instead of eight reductions): the single-query scan's inner loop. 32-byte steps, each
- * query step loaded once for the eight rows; the dim % 32 tail is added per row by the
- * caller. */
 
-#define REDUCE8(a, out)                                                                 \
-    do {                                                                                \
-        __m256i b0 = _mm256_hadd_epi32(a[0], a[1]), b1 = _mm256_hadd_epi32(a[2], a[3]); \
-        __m256i b2 = _mm256_hadd_epi32(a[4], a[5]), b3 = _mm256_hadd_epi32(a[6], a[7]); \
-        __m256i c0 = _mm256_hadd_epi32(b0, b1), c1 = _mm256_hadd_epi32(b2, b3);         \
-        __m256i lo = _mm256_permute2x128_si256(c0, c1, 0x20);                           \
-        __m256i hi = _mm256_permute2x128_si256(c0, c1, 0x31);                           \
-        _mm256_storeu_si256((__m256i *)(out), _mm256_add_epi32(lo, hi));                \
-    } while (0)
-
-__attribute__((target("avx2"))) static void dots8_avx2(const int8_t *rows, Py_ssize_t stride,
-                                                       const int8_t *q, Py_ssize_t d32,
-                                                       int32_t *out) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i a[8];
-    for (int j = 0; j < 8; j++) a[j] = _mm256_setzero_si256();
-    for (Py_ssize_t i = 0; i < d32; i += 32) {
-        __m256i x = _mm256_loadu_si256((const __m256i *)(q + i));
-        __m256i ax = _mm256_abs_epi8(x);
-        for (int j = 0; j < 8; j++) {
-            __m256i c = _mm256_loadu_si256((const __m256i *)(rows + j * stride + i));
-            __m256i p = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(c, x));
-            a[j] = _mm256_add_epi32(a[j], _mm256_madd_epi16(p, ones));
-        }
+VECTOR_CLONES static void dots_rows(const int8_t *rows, Py_ssize_t stride, const int16_t *q,
+                                    Py_ssize_t d, int32_t *out) {
+    const int8_t *r0 = rows, *r1 = r0 + stride, *r2 = r1 + stride, *r3 = r2 + stride;
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    for (Py_ssize_t i = 0; i < d; i++) {
+        a0 += (int16_t)r0[i] * q[i];
+        a1 += (int16_t)r1[i] * q[i];
+        a2 += (int16_t)r2[i] * q[i];
+        a3 += (int16_t)r3[i] * q[i];
     }
-    REDUCE8(a, out);
+    out[0] = a0, out[1] = a1, out[2] = a2, out[3] = a3;
 }
 
-__attribute__((target("avx2,avx512f,avx512vl,avx512vnni"))) static void dots8_vnni(
-    const int8_t *rows, Py_ssize_t stride, const int8_t *q, Py_ssize_t d32, int32_t *out) {
-    __m256i a[8];
-    for (int j = 0; j < 8; j++) a[j] = _mm256_setzero_si256();
-    for (Py_ssize_t i = 0; i < d32; i += 32) {
-        __m256i x = _mm256_loadu_si256((const __m256i *)(q + i));
-        __m256i ax = _mm256_abs_epi8(x);
-        for (int j = 0; j < 8; j++) {
-            __m256i c = _mm256_loadu_si256((const __m256i *)(rows + j * stride + i));
-            a[j] = _mm256_dpbusd_epi32(a[j], ax, _mm256_sign_epi8(c, x));
-        }
-    }
-    REDUCE8(a, out);
-}
-/* The eight keys float32(dot) * scale of a dots8 block (no dim % 32 tail), -inf where the gate
- * (if any) refuses the row: the scalar epilogue's values, eight at a time (cvtdq2ps rounds as
- * the scalar conversion does, one float32 multiply each). Returns the mask of gated rows. */
-__attribute__((target("avx2"))) static int keys8_avx2(const int32_t *d8, const float *sp,
-                                                      const uint8_t *ap, float *out) {
-    __m256 k = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)d8)),
-                             _mm256_loadu_ps(sp));
-    int gated = 0;
-    if (ap) {
-        __m256i a = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)ap));
-        __m256 off = _mm256_castsi256_ps(_mm256_cmpeq_epi32(a, _mm256_setzero_si256()));
-        k = _mm256_blendv_ps(k, _mm256_set1_ps(-INFINITY), off);
-        gated = _mm256_movemask_ps(off);
-    }
-    _mm256_storeu_ps(out, k);
-    return gated;
-}
-#endif
-
-enum { IMPL_SCALAR = 0, IMPL_AVX2 = 1, IMPL_VNNI = 2 };
-static const char *IMPL_NAMES[] = {"scalar", "avx2", "avx512vnni"};
-static int impl_best = IMPL_SCALAR;
-static int impl_now = IMPL_SCALAR;
-static int simd512 = 0; /* AVX-512F for the float32 selection scans */
-
-/* The float32 selection scans' width follows the dot implementation in use (tests switch it
- * with set_dot_impl to reach every variant this CPU has): scalar, AVX2 (8 lanes), or AVX-512
- * (16 lanes) with VNNI. Every variant selects the same values: the vector compare only skips
- * lanes that cannot enter, and each candidate is then tested as the scalar loop tests it. */
-enum { SEL_SCALAR = 0, SEL_AVX2 = 1, SEL_AVX512 = 2 };
-static int sel_level(void) {
-    if (impl_now == IMPL_SCALAR) return SEL_SCALAR;
-    return impl_now == IMPL_VNNI && simd512 ? SEL_AVX512 : SEL_AVX2;
-}
-
-static dots8_fn dots8_for(int impl) {
-#ifdef HAVE_X86
-    if (impl == IMPL_VNNI) return dots8_vnni;
-    if (impl == IMPL_AVX2) return dots8_avx2;
-#endif
-    (void)impl;
-    return NULL;
-}
-
-static dots_fn dots_for(int impl) {
-#ifdef HAVE_X86
-    if (impl == IMPL_VNNI) return dots_vnni;
-    if (impl == IMPL_AVX2) return dots_avx2;
-#endif
-    (void)impl;
-    return dots_scalar;
-}
-
-static void detect_impl(void) {
-#ifdef HAVE_X86
-    __builtin_cpu_init();
-    simd512 = __builtin_cpu_supports("avx512f");
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vnni"))
-        impl_best = IMPL_VNNI;
-    else if (__builtin_cpu_supports("avx2"))
-        impl_best = IMPL_AVX2;
-#endif
-    impl_now = impl_best;
+/* The m queries' codes widened to int16 (m, d); NULL when out of memory. */
+static int16_t *scan_widen(const int8_t *q, Py_ssize_t m, Py_ssize_t d) {
+    int16_t *w = malloc(sizeof(int16_t) * (size_t)(m * d));
+    for (Py_ssize_t i = 0; w && i < m * d; i++) w[i] = q[i];
+    return w;
 }
 
 /* ------------------------------------------------------------------ top-k heaps */
@@ -418,41 +271,6 @@ static Py_ssize_t select_f64(const double *x, Py_ssize_t n, double bound, double
     return cand_finish(buf, size, k, hk, hs);
 }
 
-#ifdef HAVE_X86
-/* 16 values at a time against the threshold (as a float32 bound rounded down); returns where
- * the scalar tail starts. */
-__attribute__((target("avx512f"))) static Py_ssize_t gather_avx512(
-    const float *x, Py_ssize_t n, double *thr, Cand *buf, Py_ssize_t *size, Py_ssize_t k) {
-    Py_ssize_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        float t32 = below(*thr); /* keeps every value > thr in the mask */
-        __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), _mm512_set1_ps(t32), _CMP_GT_OQ);
-        while (m) {
-            int lane = __builtin_ctz(m);
-            m &= m - 1;
-            if ((double)x[i + lane] > *thr) cand_push(buf, size, k, thr, x[i + lane], i + lane);
-        }
-    }
-    return i;
-}
-
-/* gather_avx512 in 8 lanes. */
-__attribute__((target("avx2"))) static Py_ssize_t gather_avx2(
-    const float *x, Py_ssize_t n, double *thr, Cand *buf, Py_ssize_t *size, Py_ssize_t k) {
-    Py_ssize_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        float t32 = below(*thr); /* keeps every value > thr in the mask */
-        __m256 gt = _mm256_cmp_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(t32), _CMP_GT_OQ);
-        int m = _mm256_movemask_ps(gt);
-        while (m) {
-            int lane = __builtin_ctz(m);
-            m &= m - 1;
-            if ((double)x[i + lane] > *thr) cand_push(buf, size, k, thr, x[i + lane], i + lane);
-        }
-    }
-    return i;
-}
-#endif
 
 /* The k best x[i] > bound of one float32 row into (hk, hs), best first; returns the count. */
 static Py_ssize_t select_f32(const float *x, Py_ssize_t n, double bound, double *hk, int64_t *hs,
@@ -460,11 +278,6 @@ static Py_ssize_t select_f32(const float *x, Py_ssize_t n, double bound, double 
     Py_ssize_t size = 0;
     double thr = bound;
     Py_ssize_t i = 0;
-#ifdef HAVE_X86
-    int level = sel_level();
-    if (level == SEL_AVX512) i = gather_avx512(x, n, &thr, buf, &size, k);
-    if (level == SEL_AVX2) i = gather_avx2(x, n, &thr, buf, &size, k);
-#endif
     for (; i < n; i++) {
         if (!((double)x[i] > thr)) continue; /* NaN never enters */
         cand_push(buf, &size, k, &thr, x[i], i);
@@ -483,50 +296,11 @@ static inline void scan_offer(double v, int64_t i, double *thr, double *hk, int6
     if (*size == k) *thr = hk[0];
 }
 
-#ifdef HAVE_X86
-__attribute__((target("avx512f"))) static Py_ssize_t scan_f32_avx512(
-    const float *x, Py_ssize_t n, double *thr, double *hk, int64_t *hs, Py_ssize_t k,
-    Py_ssize_t *size) {
-    Py_ssize_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        float t32 = below(*thr); /* keeps every value > thr in the mask */
-        __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), _mm512_set1_ps(t32), _CMP_GT_OQ);
-        while (m) {
-            int lane = __builtin_ctz(m);
-            m &= m - 1;
-            scan_offer((double)x[i + lane], (int64_t)(i + lane), thr, hk, hs, k, size);
-        }
-    }
-    return i;
-}
-
-__attribute__((target("avx2"))) static Py_ssize_t scan_f32_avx2(
-    const float *x, Py_ssize_t n, double *thr, double *hk, int64_t *hs, Py_ssize_t k,
-    Py_ssize_t *size) {
-    Py_ssize_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        float t32 = below(*thr); /* keeps every value > thr in the mask */
-        __m256 gt = _mm256_cmp_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(t32), _CMP_GT_OQ);
-        int m = _mm256_movemask_ps(gt);
-        while (m) {
-            int lane = __builtin_ctz(m);
-            m &= m - 1;
-            scan_offer((double)x[i + lane], (int64_t)(i + lane), thr, hk, hs, k, size);
-        }
-    }
-    return i;
-}
-#endif
 
 static Py_ssize_t scan_f32(const float *x, Py_ssize_t n, double bound, double *hk, int64_t *hs,
                            Py_ssize_t k) {
     Py_ssize_t size = 0, i = 0;
     double thr = bound;
-#ifdef HAVE_X86
-    int level = sel_level();
-    if (level == SEL_AVX512) i = scan_f32_avx512(x, n, &thr, hk, hs, k, &size);
-    if (level == SEL_AVX2) i = scan_f32_avx2(x, n, &thr, hk, hs, k, &size);
-#endif
     for (; i < n; i++) scan_offer((double)x[i], (int64_t)i, &thr, hk, hs, k, &size);
     return size;
 }
@@ -616,48 +390,32 @@ static int get_strided(PyObject *obj, Buf *b, const char *fmt, Py_ssize_t itemsi
 typedef struct {
     const int8_t *codes;
     const float *scales;
-    const int8_t *q;        /* (m, dim) */
+    const int16_t *q;       /* (m, dim), widened (scan_widen) */
     const uint8_t *allowed; /* (n_rows,) or NULL */
     Py_ssize_t n_rows, dim, stride, m;
-    int impl;
 } Scan;
 
 /* Keys of rows [lo, hi) for every query into out[j * n_rows + r]. */
 static void scan_keys(const Scan *s, Py_ssize_t lo, Py_ssize_t hi, float *out) {
-    const int8_t *cp = s->codes, *qp = s->q;
+    const int8_t *cp = s->codes;
+    const int16_t *qp = s->q;
     const float *sp = s->scales;
     const uint8_t *ap = s->allowed;
     Py_ssize_t n = s->n_rows, dim = s->dim, stride = s->stride, m = s->m;
-    dots8_fn dots8 = m == 1 ? dots8_for(s->impl) : NULL;
     Py_ssize_t r = lo;
-    if (dots8) {
-        Py_ssize_t d32 = dim & ~(Py_ssize_t)31;
-        int32_t d8[8];
-        for (; r + 8 <= hi; r += 8) {
-            dots8(cp + r * stride, stride, qp, d32, d8);
-#ifdef HAVE_X86
-            if (d32 == dim) { /* dots8 exists only where AVX2 does */
-                keys8_avx2(d8, sp + r, ap ? ap + r : NULL, out + r);
-                continue;
-            }
-#endif
-            for (int i = 0; i < 8; i++) {
-                int32_t dot = d8[i];
-                for (Py_ssize_t t = d32; t < dim; t++)
-                    dot += (int32_t)cp[(r + i) * stride + t] * (int32_t)qp[t];
-                out[r + i] = ap && !ap[r + i] ? -INFINITY : (float)dot * sp[r + i];
-            }
-        }
+    int32_t d8[SCAN_MAX_QUERIES > ROWS_BLOCK ? SCAN_MAX_QUERIES : ROWS_BLOCK];
+    for (; m == 1 && r + ROWS_BLOCK <= hi; r += ROWS_BLOCK) {
+        dots_rows(cp + r * stride, stride, qp, dim, d8);
+        for (Py_ssize_t i = 0; i < ROWS_BLOCK; i++)
+            out[r + i] = ap && !ap[r + i] ? -INFINITY : (float)d8[i] * sp[r + i];
     }
-    dots_fn dots_of = dots_for(s->impl);
-    int32_t dots[SCAN_MAX_QUERIES];
     for (; r < hi; r++) {
         if (ap && !ap[r]) {
             for (Py_ssize_t j = 0; j < m; j++) out[j * n + r] = -INFINITY;
             continue;
         }
-        dots_of(cp + r * stride, qp, m, dim, dots);
-        for (Py_ssize_t j = 0; j < m; j++) out[j * n + r] = (float)dots[j] * sp[r];
+        dots16(cp + r * stride, qp, m, dim, d8);
+        for (Py_ssize_t j = 0; j < m; j++) out[j * n + r] = (float)d8[j] * sp[r];
     }
 }
 
@@ -909,48 +667,30 @@ static int topk_fused(const Scan *s, Py_ssize_t k, float *kall, float *ok, int64
     double *hk = malloc(sizeof(double) * m * k);
     int64_t *hs = malloc(sizeof(int64_t) * m * k);
     Py_ssize_t *size = calloc(m, sizeof(Py_ssize_t));
-    int32_t *dots = malloc(sizeof(int32_t) * m);
+    int32_t *dotv = malloc(sizeof(int32_t) * m);
     float *thr = malloc(sizeof(float) * m); /* float32 bound below which a key cannot enter */
-    if (!hk || !hs || !size || !dots || !thr) {
-        free(hk); free(hs); free(size); free(dots); free(thr);
+    if (!hk || !hs || !size || !dotv || !thr) {
+        free(hk); free(hs); free(size); free(dotv); free(thr);
         return -1;
     }
-    const int8_t *cp = s->codes, *qp = s->q;
+    const int8_t *cp = s->codes;
+    const int16_t *qp = s->q;
     const float *sp = s->scales;
     const uint8_t *ap = s->allowed;
-    dots_fn dots_of = dots_for(s->impl);
     for (Py_ssize_t j = 0; j < m; j++) thr[j] = -INFINITY;
     Py_BEGIN_ALLOW_THREADS
-    dots8_fn dots8 = m == 1 ? dots8_for(s->impl) : NULL;
     Py_ssize_t r = 0;
-    if (dots8) {
-        Py_ssize_t d32 = dim & ~(Py_ssize_t)31;
-        int32_t d8[8];
-        float k8[8];
-        for (; r + 8 <= n_rows; r += 8) {
-            dots8(cp + r * stride, stride, qp, d32, d8);
-#ifdef HAVE_X86
-            if (d32 == dim) { /* dots8 exists only where AVX2 does */
-                int gated = keys8_avx2(d8, sp + r, ap ? ap + r : NULL, kall ? kall + r : k8);
-                const float *kr = kall ? kall + r : k8;
-                for (int i = 0; i < 8; i++)
-                    if (!(gated >> i & 1) && kr[i] >= thr[0])
-                        offer_key(kr[i], 0, k, (int64_t)(r + i), thr, hk, hs, size);
+    int32_t blk[ROWS_BLOCK];
+    for (; m == 1 && r + ROWS_BLOCK <= n_rows; r += ROWS_BLOCK) {
+        dots_rows(cp + r * stride, stride, qp, dim, blk);
+        for (Py_ssize_t i = 0; i < ROWS_BLOCK; i++) {
+            if (ap && !ap[r + i]) {
+                if (kall) kall[r + i] = -INFINITY;
                 continue;
             }
-#endif
-            for (int i = 0; i < 8; i++) {
-                if (ap && !ap[r + i]) {
-                    if (kall) kall[r + i] = -INFINITY;
-                    continue;
-                }
-                int32_t dot = d8[i];
-                for (Py_ssize_t t = d32; t < dim; t++)
-                    dot += (int32_t)cp[(r + i) * stride + t] * (int32_t)qp[t];
-                float key = (float)dot * sp[r + i];
-                if (kall) kall[r + i] = key;
-                if (key >= thr[0]) offer_key(key, 0, k, (int64_t)(r + i), thr, hk, hs, size);
-            }
+            float key = (float)blk[i] * sp[r + i];
+            if (kall) kall[r + i] = key;
+            if (key >= thr[0]) offer_key(key, 0, k, (int64_t)(r + i), thr, hk, hs, size);
         }
     }
     for (; r < n_rows; r++) {
@@ -958,9 +698,9 @@ static int topk_fused(const Scan *s, Py_ssize_t k, float *kall, float *ok, int64
             for (Py_ssize_t j = 0; kall && j < m; j++) kall[j * n_rows + r] = -INFINITY;
             continue;
         }
-        dots_of(cp + r * stride, qp, m, dim, dots);
+        dots16(cp + r * stride, qp, m, dim, dotv);
         for (Py_ssize_t j = 0; j < m; j++) {
-            float key = (float)dots[j] * sp[r];
+            float key = (float)dotv[j] * sp[r];
             if (kall) kall[j * n_rows + r] = key;
             if (key >= thr[j]) offer_key(key, j, k, (int64_t)r, thr, hk, hs, size);
         }
@@ -973,7 +713,7 @@ static int topk_fused(const Scan *s, Py_ssize_t k, float *kall, float *ok, int64
         }
     }
     Py_END_ALLOW_THREADS
-    free(hk); free(hs); free(size); free(dots); free(thr);
+    free(hk); free(hs); free(size); free(dotv); free(thr);
     return 0;
 }
 
@@ -1045,8 +785,13 @@ static PyObject *py_int8_topk(PyObject *self, PyObject *args) {
     }
     if (o_all != Py_None && get_buf(o_all, &all, "f", 4, m * n_rows, 1, "out_all") < 0) goto done;
     {
-        Scan s = {codes.view.buf, scales.view.buf, q.view.buf,
-                  allowed.held ? allowed.view.buf : NULL, n_rows, dim, stride, m, impl_now};
+        int16_t *q16 = scan_widen(q.view.buf, m, dim);
+        if (!q16) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        Scan s = {codes.view.buf, scales.view.buf, q16,
+                  allowed.held ? allowed.view.buf : NULL, n_rows, dim, stride, m};
         Buf *in[4] = {&codes, &scales, &q, &allowed};
         int rc;
         if (all.held && threads >= 2 && m <= SCAN_MAX_QUERIES) /* keys, then selection */
@@ -1055,6 +800,7 @@ static PyObject *py_int8_topk(PyObject *self, PyObject *args) {
         else
             rc = topk_fused(&s, k, all.held ? all.view.buf : NULL, keys.view.buf,
                             slots.view.buf);
+        free(q16);
         if (rc < 0) {
             PyErr_NoMemory();
             goto done;
@@ -1114,7 +860,6 @@ static PyObject *py_int8_score_rows(PyObject *self, PyObject *args) {
         const float *sp = scales.view.buf;
         const int8_t *qp = q.view.buf;
         float *op = out.view.buf;
-        dots_fn dots_of = dots_for(impl_now);
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t j = 0; j < m; j++) {
             for (Py_ssize_t i = 0; i < c; i++) {
@@ -1124,7 +869,7 @@ static PyObject *py_int8_score_rows(PyObject *self, PyObject *args) {
                     op[j * c + i] = -INFINITY;
                     continue;
                 }
-                dots_of(cp + r * stride, qp + j * dim, 1, dim, &dot);
+                dots(cp + r * stride, qp + j * dim, 1, dim, &dot);
                 op[j * c + i] = (float)dot * sp[r];
             }
         }
@@ -1205,76 +950,8 @@ static void cand_tile_scalar(CandRows *c, const TileRows *tr) {
     }
 }
 
-#ifdef HAVE_X86
-/* The vector variants loop over the tile's rows themselves and clear the upper register
- * halves before the scalar code they call and before returning: a row per call, with the
- * upper halves left dirty, stalled every SSE instruction of the caller (measured on an AVX2
- * host: 1.5 ns per key, 0.6 without). */
-__attribute__((target("avx2"))) static void cand_tile_avx2(CandRows *c, const TileRows *tr) {
-    for (Py_ssize_t r = 0; r < tr->t; r++) {
-        if (tr->gate && !tr->gate[r]) continue;
-        const char *row = tr->dots + r * c->n * 4;
-        int64_t slot = tile_slot(tr, r);
-        __m256 s = _mm256_set1_ps(tr->scales[r]);
-        Py_ssize_t j = 0;
-        for (; j + 8 <= c->n; j += 8) {
-            __m256 dot = tr->f32 ? _mm256_loadu_ps((const float *)row + j)
-                                 : _mm256_cvtepi32_ps(_mm256_loadu_si256(
-                                       (const __m256i *)((const int32_t *)row + j)));
-            __m256 key = _mm256_mul_ps(dot, s);
-            int m = _mm256_movemask_ps(
-                _mm256_cmp_ps(key, _mm256_loadu_ps(c->thr32 + j), _CMP_GT_OQ));
-            if (!m) continue;
-            float one[8];
-            _mm256_storeu_ps(one, key);
-            _mm256_zeroupper();
-            cand_offer_lanes(c, j, one, m, slot);
-        }
-        _mm256_zeroupper();
-        cand_row_scalar(c, row, tr->f32, tr->scales[r], j, slot);
-    }
-    _mm256_zeroupper();
-}
-
-__attribute__((target("avx512f"))) static void cand_tile_avx512(CandRows *c,
-                                                                const TileRows *tr) {
-    for (Py_ssize_t r = 0; r < tr->t; r++) {
-        if (tr->gate && !tr->gate[r]) continue;
-        const char *row = tr->dots + r * c->n * 4;
-        int64_t slot = tile_slot(tr, r);
-        __m512 s = _mm512_set1_ps(tr->scales[r]);
-        Py_ssize_t j = 0;
-        for (; j + 16 <= c->n; j += 16) {
-            __m512 dot = tr->f32
-                             ? _mm512_loadu_ps((const float *)row + j)
-                             : _mm512_cvtepi32_ps(_mm512_loadu_si512((const int32_t *)row + j));
-            __m512 key = _mm512_mul_ps(dot, s);
-            __mmask16 m = _mm512_cmp_ps_mask(key, _mm512_loadu_ps(c->thr32 + j), _CMP_GT_OQ);
-            if (!m) continue;
-            float one[16];
-            _mm512_storeu_ps(one, key);
-            _mm256_zeroupper();
-            cand_offer_lanes(c, j, one, m, slot);
-        }
-        _mm256_zeroupper();
-        cand_row_scalar(c, row, tr->f32, tr->scales[r], j, slot);
-    }
-    _mm256_zeroupper();
-}
-#endif
 
 static void cand_tile(CandRows *c, const TileRows *tr) {
-#ifdef HAVE_X86
-    int level = sel_level();
-    if (level == SEL_AVX512) {
-        cand_tile_avx512(c, tr);
-        return;
-    }
-    if (level == SEL_AVX2) {
-        cand_tile_avx2(c, tr);
-        return;
-    }
-#endif
     cand_tile_scalar(c, tr);
 }
 
@@ -1565,104 +1242,6 @@ static PyObject *py_decay_topk(PyObject *self, PyObject *args) {
 done:
     release(&w); release(&flags); release(&arousal); release(&d); release(&last);
     release(&allowed); release(&edges); release(&factors); release(&keys); release(&slots);
-    return result;
-}
-
-/* ------------------------------------------------------------------ pool_columns */
-/* The columns recall reads for M pool members (int64 ordinals in [0, n)), in one pass: each
- * member's header (importance, flags, arousal, formation time: strided fields of one record)
- * and its D at the last event, that event's time and S, read once where a numpy gather per
- * field reads every member's record once per field; and D now by decay_topk's law (the
- * float64 operations of kernels/decay.py decayed_numpy in its order, so the same bits),
- * widened to float64. */
-#define POOL_AHEAD 16 /* members ahead whose lines pool_columns fetches */
-
-static PyObject *py_pool_columns(PyObject *self, PyObject *args) {
-    PyObject *o_idx, *o_imp, *o_flags, *o_arousal, *o_formed, *o_d, *o_last, *o_storage;
-    PyObject *o_edges, *o_factors, *o_out[8];
-    Py_ssize_t n;
-    long long now;
-    int freeze_set, need_set;
-    if (!PyArg_ParseTuple(args, "nLOOOOOOOOiiOOOOOOOOOO", &n, &now, &o_idx, &o_imp, &o_flags,
-                          &o_arousal, &o_formed, &o_d, &o_last, &o_storage, &freeze_set,
-                          &need_set, &o_edges, &o_factors, &o_out[0], &o_out[1], &o_out[2],
-                          &o_out[3], &o_out[4], &o_out[5], &o_out[6], &o_out[7]))
-        return NULL;
-    Buf idx = {0}, imp = {0}, flags = {0}, arousal = {0}, formed = {0}, d = {0}, last = {0};
-    Buf storage = {0}, edges = {0}, factors = {0}, out[8];
-    memset(out, 0, sizeof(out));
-    PyObject *result = NULL;
-    if (get_buf(o_idx, &idx, "lq", 8, -1, 0, "ordinals") < 0) goto done;
-    Py_ssize_t m = idx.view.len / 8;
-    if (get_strided(o_imp, &imp, "f", 4, n, "importance") < 0) goto done;
-    if (get_strided(o_flags, &flags, "B", 1, n, "flags") < 0) goto done;
-    if (get_strided(o_arousal, &arousal, "B", 1, n, "arousal") < 0) goto done;
-    if (get_strided(o_formed, &formed, "lq", 8, n, "formed_ms") < 0) goto done;
-    if (get_strided(o_d, &d, "f", 4, n, "d_event") < 0) goto done;
-    if (get_strided(o_last, &last, "lq", 8, n, "last_event_ms") < 0) goto done;
-    if (get_strided(o_storage, &storage, "f", 4, n, "storage") < 0) goto done;
-    if (get_buf(o_edges, &edges, "d", 8, -1, 0, "edges") < 0) goto done;
-    Py_ssize_t nb = edges.view.len / 8;
-    if (nb < 1 || get_buf(o_factors, &factors, "d", 8, nb, 0, "factors") < 0) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "pool_columns: no bucket edges");
-        goto done;
-    }
-    {
-        static const char *fmt[8] = {"f", "B", "B", "f", "lq", "f", "lq", "d"};
-        static const Py_ssize_t size[8] = {4, 1, 1, 4, 8, 4, 8, 8};
-        static const char *name[8] = {"out_importance", "out_flags", "out_arousal", "out_d_event",
-                                      "out_last_ms", "out_storage", "out_formed_ms", "out_d_now"};
-        for (int f = 0; f < 8; f++)
-            if (get_buf(o_out[f], &out[f], fmt[f], size[f], m, 1, name[f]) < 0) goto done;
-    }
-    const int64_t *ip = idx.view.buf;
-    for (Py_ssize_t r = 0; r < m; r++) {
-        if (ip[r] < 0 || ip[r] >= n) {
-            PyErr_SetString(PyExc_ValueError, "pool_columns: an ordinal is outside [0, n)");
-            goto done;
-        }
-    }
-    {
-        const double *ep = edges.view.buf, *fp = factors.view.buf;
-        float *o_i = out[0].view.buf, *o_de = out[3].view.buf, *o_s = out[5].view.buf;
-        uint8_t *o_f = out[1].view.buf, *o_a = out[2].view.buf;
-        int64_t *o_l = out[4].view.buf, *o_t = out[6].view.buf;
-        double *o_now = out[7].view.buf;
-        double denom[256];
-        decay_denoms(denom);
-        Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t r = 0; r < m; r++) {
-            if (r + POOL_AHEAD < m) { /* the loop is long: fetch the lines of a later member */
-                Py_ssize_t a = (Py_ssize_t)ip[r + POOL_AHEAD];
-                __builtin_prefetch(&STRIDED(imp, float, a));
-                __builtin_prefetch(&STRIDED(formed, int64_t, a));
-                __builtin_prefetch(&STRIDED(d, float, a));
-                __builtin_prefetch(&STRIDED(last, int64_t, a));
-                __builtin_prefetch(&STRIDED(storage, float, a));
-            }
-            Py_ssize_t i = (Py_ssize_t)ip[r];
-            uint8_t fl = STRIDED(flags, uint8_t, i), ar = STRIDED(arousal, uint8_t, i);
-            float d0 = STRIDED(d, float, i);
-            int64_t at = STRIDED(last, int64_t, i);
-            o_i[r] = STRIDED(imp, float, i);
-            o_f[r] = fl;
-            o_a[r] = ar;
-            o_de[r] = d0;
-            o_l[r] = at;
-            o_s[r] = STRIDED(storage, float, i);
-            o_t[r] = STRIDED(formed, int64_t, i);
-            Py_ssize_t b = decay_bucket(now, at, denom[ar], ep, nb);
-            int frozen = (fl & freeze_set) || !(fl & need_set);
-            o_now[r] = (double)(float)((double)d0 * (frozen ? 1.0 : fp[b]));
-        }
-        Py_END_ALLOW_THREADS
-    }
-    result = Py_None;
-    Py_INCREF(result);
-done:
-    release(&idx); release(&imp); release(&flags); release(&arousal); release(&formed);
-    release(&d); release(&last); release(&storage); release(&edges); release(&factors);
-    for (int f = 0; f < 8; f++) release(&out[f]);
     return result;
 }
 
@@ -2663,232 +2242,6 @@ done:
     return result;
 }
 
-/* ------------------------------------------------------------------ fusion: min-max rows */
-
-/* minmax_rows(x float64 (n, W), valid bool (n, W), out float32 (n, W)): each row min-max
- * normalised over its valid finite entries, (x - lo) / (hi - lo) in float64 rounded to
- * float32 (torch's arithmetic, so the same bits); 0 for the rest, and for every entry of a
- * row without two different finite members. */
-static PyObject *py_minmax_rows(PyObject *self, PyObject *args) {
-    PyObject *o_x, *o_valid, *o_out;
-    if (!PyArg_ParseTuple(args, "OOO", &o_x, &o_valid, &o_out)) return NULL;
-    Buf x = {0}, valid = {0}, out = {0};
-    PyObject *result = NULL;
-    if (get_buf(o_x, &x, "d", 8, -1, 0, "x") < 0) goto done;
-    if (x.view.ndim != 2) {
-        PyErr_SetString(PyExc_ValueError, "minmax_rows: x must be (n, W) float64");
-        goto done;
-    }
-    Py_ssize_t n = x.view.shape[0], width = x.view.shape[1];
-    if (get_buf(o_valid, &valid, "?", 1, n * width, 0, "valid") < 0) goto done;
-    if (get_buf(o_out, &out, "f", 4, n * width, 1, "out") < 0) goto done;
-    {
-        const double *xp = x.view.buf;
-        const uint8_t *vp = valid.view.buf;
-        float *op = out.view.buf;
-        Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) {
-            const double *row = xp + i * width;
-            const uint8_t *ok = vp + i * width;
-            float *dst = op + i * width;
-            double lo = INFINITY, hi = -INFINITY;
-            for (Py_ssize_t c = 0; c < width; c++) {
-                double v = row[c];
-                if (!ok[c] || !isfinite(v)) continue;
-                if (v < lo) lo = v;
-                if (v > hi) hi = v;
-            }
-            if (!(hi > lo)) {
-                memset(dst, 0, sizeof(float) * (size_t)width);
-                continue;
-            }
-            double span = hi - lo;
-            for (Py_ssize_t c = 0; c < width; c++) {
-                double v = row[c];
-                dst[c] = ok[c] && isfinite(v) ? (float)((v - lo) / span) : 0.0f;
-            }
-        }
-        Py_END_ALLOW_THREADS
-    }
-    result = Py_None;
-    Py_INCREF(result);
-done:
-    release(&x); release(&valid); release(&out);
-    return result;
-}
-
-/* ------------------------------------------------------------------ fusion: one pass per row */
-
-/* fuse_rows(base float64 (n, W), assoc float64 (n, W) | None, w_assoc, sal float32 (n, W) |
- * None, w_sal, valid bool (n, W), cognitive, importance float64 (n, W), d float64 (n, W),
- * s_term float64 (n, W), beta, tau, match bool (n, W) | None, k, out_rel float64, out_factor
- * float32, out_fused float64 (n, W)) -> bool: fusion.fuse after the base and the association,
- * each row in one pass with the tensor operations' arithmetic in their order (so the same
- * bits): relevance = base + w_assoc * assoc + float32(sal * float32(w_sal)); in cognitive mode
- * the MF-001 factor float32(1 + beta * I / 10 * D * S^0.3), the tag term where a cue matches
- * and relevance * factor * (1 + tau) reaches the row's k-th relevance * factor over its
- * members; fused = relevance * factor (-inf at padding). beta and tau come clipped. False
- * (outputs unspecified) for a NaN relevance * factor of a member in a row that needs its k-th
- * value: the caller takes the tensors. */
-static PyObject *py_fuse_rows(PyObject *self, PyObject *args) {
-    PyObject *o_base, *o_assoc, *o_sal, *o_valid, *o_imp, *o_d, *o_s, *o_match, *o_rel, *o_fac,
-        *o_fused;
-    double w_assoc, w_sal, beta, tau;
-    int cognitive;
-    Py_ssize_t k;
-    if (!PyArg_ParseTuple(args, "OOdOdOiOOOddOnOOO", &o_base, &o_assoc, &w_assoc, &o_sal, &w_sal,
-                          &o_valid, &cognitive, &o_imp, &o_d, &o_s, &beta, &tau, &o_match, &k,
-                          &o_rel, &o_fac, &o_fused))
-        return NULL;
-    Buf base = {0}, assoc = {0}, sal = {0}, valid = {0}, imp = {0}, dd = {0}, st = {0},
-        match = {0}, rel = {0}, fac = {0}, fused = {0};
-    PyObject *result = NULL;
-    Cand *scratch = NULL; /* a row's members' relevance * factor, for its k-th value */
-    if (get_buf(o_base, &base, "d", 8, -1, 0, "base") < 0) goto done;
-    if (base.view.ndim != 2) {
-        PyErr_SetString(PyExc_ValueError, "fuse_rows: base must be (n, W) float64");
-        goto done;
-    }
-    Py_ssize_t n = base.view.shape[0], width = base.view.shape[1], nw = n * width;
-    if (o_assoc != Py_None && get_buf(o_assoc, &assoc, "d", 8, nw, 0, "assoc") < 0) goto done;
-    if (o_sal != Py_None && get_buf(o_sal, &sal, "f", 4, nw, 0, "sal") < 0) goto done;
-    if (get_buf(o_valid, &valid, "?", 1, nw, 0, "valid") < 0) goto done;
-    if (cognitive && (get_buf(o_imp, &imp, "d", 8, nw, 0, "importance") < 0 ||
-                      get_buf(o_d, &dd, "d", 8, nw, 0, "d") < 0 ||
-                      get_buf(o_s, &st, "d", 8, nw, 0, "s_term") < 0))
-        goto done;
-    if (o_match != Py_None && get_buf(o_match, &match, "?", 1, nw, 0, "match") < 0) goto done;
-    if (get_buf(o_rel, &rel, "d", 8, nw, 1, "out_rel") < 0) goto done;
-    if (get_buf(o_fac, &fac, "f", 4, nw, 1, "out_factor") < 0) goto done;
-    if (get_buf(o_fused, &fused, "d", 8, nw, 1, "out_fused") < 0) goto done;
-    if (k < 1) {
-        PyErr_SetString(PyExc_ValueError, "fuse_rows: k must be >= 1");
-        goto done;
-    }
-    scratch = malloc(sizeof(Cand) * (size_t)(width ? width : 1));
-    if (!scratch) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    int ok = 1;
-    {
-        const double *bp = base.view.buf, *ap = assoc.held ? assoc.view.buf : NULL;
-        const float *sp = sal.held ? sal.view.buf : NULL;
-        const uint8_t *vp = valid.view.buf, *mp = match.held ? match.view.buf : NULL;
-        const double *ip = imp.held ? imp.view.buf : NULL, *dp = dd.held ? dd.view.buf : NULL;
-        const double *tp = st.held ? st.view.buf : NULL;
-        double *rp = rel.view.buf, *fp = fused.view.buf;
-        float *cp = fac.view.buf;
-        float ws = (float)w_sal;
-        double lift = 1.0 + tau;
-        Py_ssize_t top = k < width ? k : width;
-        Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; ok && i < n; i++) {
-            Py_ssize_t o = i * width, members = 0;
-            for (Py_ssize_t c = o; c < o + width; c++) {
-                double r = bp[c];
-                if (ap) r = r + w_assoc * ap[c];
-                if (sp) r = r + (double)(sp[c] * ws);
-                rp[c] = r;
-                if (!cognitive) {
-                    cp[c] = 1.0f;
-                    fp[c] = vp[c] ? r : -INFINITY;
-                    continue;
-                }
-                double im = ip[c], dc = dp[c];
-                im = im < 0.0 ? 0.0 : (im > 10.0 ? 10.0 : im);
-                dc = dc < 0.0 ? 0.0 : (dc > 1.0 ? 1.0 : dc);
-                cp[c] = (float)(1.0 + beta * im / 10.0 * dc * tp[c]);
-                if (mp && vp[c]) {
-                    scratch[members].v = r * (double)cp[c];
-                    scratch[members].i = members;
-                    members++;
-                }
-            }
-            if (!cognitive) continue;
-            double kth = -INFINITY;
-            if (mp && members) {
-                for (Py_ssize_t j = 0; j < members; j++)
-                    if (isnan(scratch[j].v)) ok = 0;
-                if (!ok) break;
-                Py_ssize_t kk = top < members ? top : members;
-                cand_select(scratch, members, kk); /* c[kk - 1] is then the kk-th best */
-                kth = scratch[kk - 1].v;
-            }
-            for (Py_ssize_t c = o; c < o + width; c++) {
-                double bf = (double)cp[c], ov = 0.0;
-                if (mp && mp[c] && vp[c] && rp[c] * bf * lift >= kth) ov = 1.0;
-                float f = (float)(bf * (1.0 + tau * ov));
-                cp[c] = f;
-                fp[c] = vp[c] ? rp[c] * (double)f : -INFINITY;
-            }
-        }
-        Py_END_ALLOW_THREADS
-    }
-    result = PyBool_FromLong(ok);
-done:
-    free(scratch);
-    release(&base); release(&assoc); release(&sal); release(&valid); release(&imp);
-    release(&dd); release(&st); release(&match); release(&rel); release(&fac); release(&fused);
-    return result;
-}
-
-/* relevance_rows(lex float64 (n, W) | None, dense float64 (n, W) | None, ceiling float64 (n,)
- * | None, out float64 (n, W)): relevance.absolute_relevance with the tensor operations'
- * arithmetic in their order: 1 - (1 - unit(lex / ceiling)) * (1 - unit(dense)), unit(x) = x
- * clipped to [0, 1] (0 when not finite), lex / ceiling = 0 where the ceiling is not > 0; a
- * relay without scores contributes nothing (neither: zeros). */
-static PyObject *py_relevance_rows(PyObject *self, PyObject *args) {
-    PyObject *o_lex, *o_dense, *o_ceil, *o_out;
-    if (!PyArg_ParseTuple(args, "OOOO", &o_lex, &o_dense, &o_ceil, &o_out)) return NULL;
-    Buf lex = {0}, dense = {0}, ceil_ = {0}, out = {0};
-    PyObject *result = NULL;
-    if (get_buf(o_out, &out, "d", 8, -1, 1, "out") < 0) goto done;
-    if (out.view.ndim != 2) {
-        PyErr_SetString(PyExc_ValueError, "relevance_rows: out must be (n, W) float64");
-        goto done;
-    }
-    Py_ssize_t n = out.view.shape[0], width = out.view.shape[1];
-    int use_lex = o_lex != Py_None && o_ceil != Py_None;
-    if (use_lex && (get_buf(o_lex, &lex, "d", 8, n * width, 0, "lex") < 0 ||
-                    get_buf(o_ceil, &ceil_, "d", 8, n, 0, "ceiling") < 0))
-        goto done;
-    if (o_dense != Py_None && get_buf(o_dense, &dense, "d", 8, n * width, 0, "dense") < 0)
-        goto done;
-    {
-        const double *lp = use_lex ? lex.view.buf : NULL, *cp = use_lex ? ceil_.view.buf : NULL;
-        const double *dp = dense.held ? dense.view.buf : NULL;
-        double *op = out.view.buf;
-        Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) {
-            double c = cp ? cp[i] : 0.0;
-            for (Py_ssize_t j = i * width; j < (i + 1) * width; j++) {
-                double miss = 1.0;
-                int any = 0;
-                if (lp) {
-                    double x = c > 0.0 ? lp[j] / c : 0.0;
-                    x = isfinite(x) ? (x < 0.0 ? 0.0 : (x > 1.0 ? 1.0 : x)) : 0.0;
-                    miss = 1.0 - x;
-                    any = 1;
-                }
-                if (dp) {
-                    double x = dp[j];
-                    x = isfinite(x) ? (x < 0.0 ? 0.0 : (x > 1.0 ? 1.0 : x)) : 0.0;
-                    miss = any ? miss * (1.0 - x) : 1.0 - x;
-                    any = 1;
-                }
-                op[j] = any ? 1.0 - miss : 0.0;
-            }
-        }
-        Py_END_ALLOW_THREADS
-    }
-    result = Py_None;
-    Py_INCREF(result);
-done:
-    release(&lex); release(&dense); release(&ceil_); release(&out);
-    return result;
-}
-
 /* spread_tables(pool int64 (n, W), chain int64 (N, C), row_of int64 (N,) | None,
  * extra int64 (R, D) | None, extra_w float64 (R, D) | None, temporal_weight, base float64
  * (n, W), hops, decay, table int32 (size,), out float64 (n, W)) -> bool: spread_pool with each
@@ -2974,7 +2327,7 @@ done:
 /* ------------------------------------------------------------------ token relay: MaxSim */
 
 /* The token relay's cosines are exact up to one rounding: two tokens' int8 rows' integer dot
- * product (dots_for: every implementation gives the same int32) over the product of their
+ * product (dots) over the product of their
  * lengths, in float64 -- what TokenVocab.cosines computes in numpy, bit for bit. The int8
  * rows are a quarter of float32 rows' memory traffic (the dense scan has just evicted the
  * table from the caches). Query tokens are meaningful ones (TokenVocab.ids: a length above 0). */
@@ -2983,7 +2336,7 @@ typedef struct {
     int32_t *keys;   /* open addressing: token id, -1 empty */
     int32_t *slot;   /* its row in sims */
     double *sims;    /* (distinct, t rounded up to 4): the token's cosine with each query token */
-    int8_t *qcodes;  /* (t, dim): the query tokens' rows, contiguous for dots_for */
+    int8_t *qcodes;  /* (t, dim): the query tokens' rows, contiguous for dots */
     int32_t *idots;  /* (t,) */
     int32_t *uniq;   /* (postings,): the distinct token ids in order of first sight */
     int32_t *pslot;  /* (postings,): each posting's row in sims */
@@ -3095,7 +2448,6 @@ static int tok_maxsim(const TokJob *j, TokScratch *s, const int64_t *ord, Py_ssi
             s->pslot[n_post++] = s->slot[h];
         }
     }
-    dots_fn dots = dots_for(impl_now);
     size_t stride = (t + 3) & ~(size_t)3;
     for (size_t d = 0; d < distinct; d++) {
         int32_t u = s->uniq[d];
@@ -3360,40 +2712,6 @@ static PyObject *py_scan_pool_testing(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* ------------------------------------------------------------------ implementation choice */
-
-static PyObject *py_dot_impl(PyObject *self, PyObject *noargs) {
-    return PyUnicode_FromString(IMPL_NAMES[impl_now]);
-}
-
-static PyObject *py_dot_impls(PyObject *self, PyObject *noargs) {
-    PyObject *out = PyList_New(0);
-    if (!out) return NULL;
-    for (int i = 0; i <= impl_best; i++) {
-        PyObject *s = PyUnicode_FromString(IMPL_NAMES[i]);
-        if (!s || PyList_Append(out, s) < 0) {
-            Py_XDECREF(s);
-            Py_DECREF(out);
-            return NULL;
-        }
-        Py_DECREF(s);
-    }
-    return out;
-}
-
-static PyObject *py_set_dot_impl(PyObject *self, PyObject *args) {
-    const char *name;
-    if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
-    for (int i = 0; i <= impl_best; i++) {
-        if (strcmp(name, IMPL_NAMES[i]) == 0) {
-            impl_now = i;
-            Py_RETURN_NONE;
-        }
-    }
-    PyErr_Format(PyExc_ValueError, "dot implementation %s is not available here", name);
-    return NULL;
-}
-
 static PyMethodDef methods[] = {
     {"int8_topk", py_int8_topk, METH_VARARGS,
      "int8_topk(codes, n_rows, dim, stride, scales, queries, allowed, out_keys, out_slots"
@@ -3411,10 +2729,6 @@ static PyMethodDef methods[] = {
      "decay_topk(n, now, w_div, weight, flags, arousal, d_event, last_ms, allowed, freeze_set, "
      "need_set, edges, factors, out_keys, out_slots[, horizon]) -> count, or (count, next "
      "change ms) with horizon"},
-    {"pool_columns", py_pool_columns, METH_VARARGS,
-     "pool_columns(n, now, ordinals, importance, flags, arousal, formed_ms, d_event, last_ms, "
-     "storage, freeze_set, need_set, edges, factors, <8 outputs: importance, flags, arousal, "
-     "d_event, last_ms, storage, formed_ms, D now (float64)>)"},
     {"bm25_dense", py_bm25_dense, METH_VARARGS,
      "bm25_dense(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, main_tf, "
      "tail_indptr, tail_doc, tail_tf, doc_len, allowed, k1, b, avgdl, okapi, out)"},
@@ -3431,16 +2745,6 @@ static PyMethodDef methods[] = {
     {"pool_expand", py_pool_expand, METH_VARARGS,
      "pool_expand(seeds, chain, row_of, extra, allowed, out) -> (distinct seeds, count): one "
      "query's seeds and their allowed neighbours, ascending"},
-    {"minmax_rows", py_minmax_rows, METH_VARARGS,
-     "minmax_rows(x float64 (n, W), valid bool (n, W), out float32 (n, W)): rows min-max "
-     "normalised over valid finite entries"},
-    {"fuse_rows", py_fuse_rows, METH_VARARGS,
-     "fuse_rows(base, assoc, w_assoc, sal, w_sal, valid, cognitive, importance, d, s_term, "
-     "beta, tau, match, k, out_rel, out_factor, out_fused) -> False when it declines: fusion "
-     "after the base and the association, one native pass per row"},
-    {"relevance_rows", py_relevance_rows, METH_VARARGS,
-     "relevance_rows(lex, dense, ceiling, out): absolute relevance of pool rows from the raw "
-     "lexical and dense scores"},
     {"spread_tables", py_spread_tables, METH_VARARGS,
      "spread_tables(pool, chain, row_of, extra, extra_w, temporal_weight, base, hops, decay, "
      "table, out) -> bool: spread_pool reading each member's neighbours from the link tables"},
@@ -3462,15 +2766,11 @@ static PyMethodDef methods[] = {
      "scan_pool_testing(worker_us, caller_us, normal_priority): tests only; pause the helper "
      "after each claim and the caller before its first, run the helper at normal priority "
      "from its next job ((0, 0, False): as in use)"},
-    {"dot_impl", py_dot_impl, METH_NOARGS, "name of the dot-product implementation in use"},
-    {"dot_impls", py_dot_impls, METH_NOARGS, "implementations this CPU can run"},
-    {"set_dot_impl", py_set_dot_impl, METH_VARARGS, "pin the dot-product implementation"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__native(void) {
-    detect_impl();
     return PyModule_Create(&module);
 }

@@ -60,11 +60,9 @@ _CPU_BLOCK = 1 << 21  # score elements per CPU tile (8 MiB of int32: stays in L2
 _CUDA_BLOCK = 1 << 28  # score elements per CUDA tile (1 GiB of int32)
 _DEVICE_QUANTISE_MIN = 64  # queries per batch from which CUDA quantises them on the device
 _SPARSE_GATE = 8  # gather allowed rows when at most 1/8 of the corpus is allowed
-# Queries per batch up to which the CPU runs the native fused scan instead of GEMM tiles: one
-# or two queries read the rows once either way, and the scan writes nothing of size N (1 query
-# over 100k x 384: 1.6 ms against 7.7 ms through torch._int_mm on the shared dev box; 3
-# queries: 4.3 ms, where the GEMM starts to pay for its packing; benchmarks/bench_dense.py).
-NATIVE_SCAN_MAX = 2
+# Queries per batch up to which the CPU runs the native fused scan instead of GEMM tiles (one
+# thread): the measured rule of dense_cpu's docstring (the GEMM wins from 5 to 10 queries).
+NATIVE_SCAN_MAX = 7
 _NATIVE_ROWS_PER_K = 8  # native heaps pay off from 8 k rows (else half the rows enter them)
 
 
