@@ -78,16 +78,35 @@ def test_float32_dots_are_exact_at_the_largest_dimension_it_takes() -> None:
     assert int(got[0, 0]) == d * 127 * 127
 
 
-def test_gemm_kind_is_a_rule_of_the_width_and_checks_its_input() -> None:
-    assert gemm_kind(64) == gemm_kind(F32_EXACT_DIM) == "float32"  # exact: sums below 2**24
+@pytest.mark.parametrize("units", [False, True])
+def test_gemm_kind_is_a_rule_of_the_cpu_and_the_width(
+    units: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """int8 where the CPU has INT8 matrix units or float32 sums would not be exact, else
+    float32; forced_gemm overrides it only where float32 stays exact."""
+    monkeypatch.setattr(dense_cpu, "int8_units", lambda: units)
+    want = "int8" if units else "float32"
+    assert gemm_kind(64) == gemm_kind(F32_EXACT_DIM) == want
     assert gemm_kind(F32_EXACT_DIM + 1) == "int8"
     with forced_gemm("int8"):
         assert gemm_kind(64) == "int8"
-        assert gemm_kind(F32_EXACT_DIM + 1) == "int8"
     with forced_gemm("float32"):
+        assert gemm_kind(64) == "float32"
         assert gemm_kind(F32_EXACT_DIM + 1) == "int8"  # never an inexact float32 sum
     with pytest.raises(ValidationError, match="gemm kind"), forced_gemm("int4"):
         pass
+
+
+def test_int8_units_reads_the_cpu_flags() -> None:
+    assert isinstance(dense_cpu.int8_units(), bool)
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        assert dense_cpu.int8_units() is False
+        return
+    flags = {w for ln in text.splitlines() if ln.startswith("flags") for w in ln.split()}
+    assert dense_cpu.int8_units() == bool(flags & {"avx512_vnni", "amx_int8"})
 
 
 @pytest.mark.parametrize("n", [1, NATIVE_SCAN_MAX, NATIVE_SCAN_MAX + 1, 40])
