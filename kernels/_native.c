@@ -16,6 +16,9 @@
  *                  scratch row per thread (no (m, N) block)
  * bm25_row         bm25_select of one query into a caller's row, left written until
  *                  bm25_row_release has scored any slots from it
+ * pool_columns     the columns recall reads for pool members and their D now, one pass
+ * minmax_rows, fuse_rows, relevance_rows   fusion's normalisation, the fused score and the
+ *                  absolute relevance of pool rows, one pass per row
  * spread_pool, spread_dense, spread_tables   max-product spreading over pool rows
  * pool_expand      one query's seeds and their allowed neighbours (the association pool)
  * token_rescore    the token relay's MaxSim and order over each query's fused top list
@@ -1245,6 +1248,104 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ pool_columns */
+/* The columns recall reads for M pool members (int64 ordinals in [0, n)), in one pass: each
+ * member's header (importance, flags, arousal, formation time: strided fields of one record)
+ * and its D at the last event, that event's time and S, read once where a numpy gather per
+ * field reads every member's record once per field; and D now by decay_topk's law (the
+ * float64 operations of kernels/decay.py decayed_numpy in its order, so the same bits),
+ * widened to float64. */
+#define POOL_AHEAD 16 /* members ahead whose lines pool_columns fetches */
+
+static PyObject *py_pool_columns(PyObject *self, PyObject *args) {
+    PyObject *o_idx, *o_imp, *o_flags, *o_arousal, *o_formed, *o_d, *o_last, *o_storage;
+    PyObject *o_edges, *o_factors, *o_out[8];
+    Py_ssize_t n;
+    long long now;
+    int freeze_set, need_set;
+    if (!PyArg_ParseTuple(args, "nLOOOOOOOOiiOOOOOOOOOO", &n, &now, &o_idx, &o_imp, &o_flags,
+                          &o_arousal, &o_formed, &o_d, &o_last, &o_storage, &freeze_set,
+                          &need_set, &o_edges, &o_factors, &o_out[0], &o_out[1], &o_out[2],
+                          &o_out[3], &o_out[4], &o_out[5], &o_out[6], &o_out[7]))
+        return NULL;
+    Buf idx = {0}, imp = {0}, flags = {0}, arousal = {0}, formed = {0}, d = {0}, last = {0};
+    Buf storage = {0}, edges = {0}, factors = {0}, out[8];
+    memset(out, 0, sizeof(out));
+    PyObject *result = NULL;
+    if (get_buf(o_idx, &idx, "lq", 8, -1, 0, "ordinals") < 0) goto done;
+    Py_ssize_t m = idx.view.len / 8;
+    if (get_strided(o_imp, &imp, "f", 4, n, "importance") < 0) goto done;
+    if (get_strided(o_flags, &flags, "B", 1, n, "flags") < 0) goto done;
+    if (get_strided(o_arousal, &arousal, "B", 1, n, "arousal") < 0) goto done;
+    if (get_strided(o_formed, &formed, "lq", 8, n, "formed_ms") < 0) goto done;
+    if (get_strided(o_d, &d, "f", 4, n, "d_event") < 0) goto done;
+    if (get_strided(o_last, &last, "lq", 8, n, "last_event_ms") < 0) goto done;
+    if (get_strided(o_storage, &storage, "f", 4, n, "storage") < 0) goto done;
+    if (get_buf(o_edges, &edges, "d", 8, -1, 0, "edges") < 0) goto done;
+    Py_ssize_t nb = edges.view.len / 8;
+    if (nb < 1 || get_buf(o_factors, &factors, "d", 8, nb, 0, "factors") < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "pool_columns: no bucket edges");
+        goto done;
+    }
+    {
+        static const char *fmt[8] = {"f", "B", "B", "f", "lq", "f", "lq", "d"};
+        static const Py_ssize_t size[8] = {4, 1, 1, 4, 8, 4, 8, 8};
+        static const char *name[8] = {"out_importance", "out_flags", "out_arousal", "out_d_event",
+                                      "out_last_ms", "out_storage", "out_formed_ms", "out_d_now"};
+        for (int f = 0; f < 8; f++)
+            if (get_buf(o_out[f], &out[f], fmt[f], size[f], m, 1, name[f]) < 0) goto done;
+    }
+    const int64_t *ip = idx.view.buf;
+    for (Py_ssize_t r = 0; r < m; r++) {
+        if (ip[r] < 0 || ip[r] >= n) {
+            PyErr_SetString(PyExc_ValueError, "pool_columns: an ordinal is outside [0, n)");
+            goto done;
+        }
+    }
+    {
+        const double *ep = edges.view.buf, *fp = factors.view.buf;
+        float *o_i = out[0].view.buf, *o_de = out[3].view.buf, *o_s = out[5].view.buf;
+        uint8_t *o_f = out[1].view.buf, *o_a = out[2].view.buf;
+        int64_t *o_l = out[4].view.buf, *o_t = out[6].view.buf;
+        double *o_now = out[7].view.buf;
+        double denom[256];
+        decay_denoms(denom);
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t r = 0; r < m; r++) {
+            if (r + POOL_AHEAD < m) { /* the loop is long: fetch the lines of a later member */
+                Py_ssize_t a = (Py_ssize_t)ip[r + POOL_AHEAD];
+                __builtin_prefetch(&STRIDED(imp, float, a));
+                __builtin_prefetch(&STRIDED(formed, int64_t, a));
+                __builtin_prefetch(&STRIDED(d, float, a));
+                __builtin_prefetch(&STRIDED(last, int64_t, a));
+                __builtin_prefetch(&STRIDED(storage, float, a));
+            }
+            Py_ssize_t i = (Py_ssize_t)ip[r];
+            uint8_t fl = STRIDED(flags, uint8_t, i), ar = STRIDED(arousal, uint8_t, i);
+            float d0 = STRIDED(d, float, i);
+            int64_t at = STRIDED(last, int64_t, i);
+            o_i[r] = STRIDED(imp, float, i);
+            o_f[r] = fl;
+            o_a[r] = ar;
+            o_de[r] = d0;
+            o_l[r] = at;
+            o_s[r] = STRIDED(storage, float, i);
+            o_t[r] = STRIDED(formed, int64_t, i);
+            Py_ssize_t b = decay_bucket(now, at, denom[ar], ep, nb);
+            int frozen = (fl & freeze_set) || !(fl & need_set);
+            o_now[r] = (double)(float)((double)d0 * (frozen ? 1.0 : fp[b]));
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    release(&idx); release(&imp); release(&flags); release(&arousal); release(&formed);
+    release(&d); release(&last); release(&storage); release(&edges); release(&factors);
+    for (int f = 0; f < 8; f++) release(&out[f]);
+    return result;
+}
+
 /* ------------------------------------------------------------------ bm25_dense */
 /* Dense BM25 scores out[i, d] = sum over query i's terms j (ascending) of
  * float32(count_ij * float32(tfc(tf_jd, dl_d) * idf_j)), accumulated in float32 in that order
@@ -2242,6 +2343,232 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ fusion: min-max rows */
+
+/* minmax_rows(x float64 (n, W), valid bool (n, W), out float32 (n, W)): each row min-max
+ * normalised over its valid finite entries, (x - lo) / (hi - lo) in float64 rounded to
+ * float32 (torch's arithmetic, so the same bits); 0 for the rest, and for every entry of a
+ * row without two different finite members. */
+static PyObject *py_minmax_rows(PyObject *self, PyObject *args) {
+    PyObject *o_x, *o_valid, *o_out;
+    if (!PyArg_ParseTuple(args, "OOO", &o_x, &o_valid, &o_out)) return NULL;
+    Buf x = {0}, valid = {0}, out = {0};
+    PyObject *result = NULL;
+    if (get_buf(o_x, &x, "d", 8, -1, 0, "x") < 0) goto done;
+    if (x.view.ndim != 2) {
+        PyErr_SetString(PyExc_ValueError, "minmax_rows: x must be (n, W) float64");
+        goto done;
+    }
+    Py_ssize_t n = x.view.shape[0], width = x.view.shape[1];
+    if (get_buf(o_valid, &valid, "?", 1, n * width, 0, "valid") < 0) goto done;
+    if (get_buf(o_out, &out, "f", 4, n * width, 1, "out") < 0) goto done;
+    {
+        const double *xp = x.view.buf;
+        const uint8_t *vp = valid.view.buf;
+        float *op = out.view.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const double *row = xp + i * width;
+            const uint8_t *ok = vp + i * width;
+            float *dst = op + i * width;
+            double lo = INFINITY, hi = -INFINITY;
+            for (Py_ssize_t c = 0; c < width; c++) {
+                double v = row[c];
+                if (!ok[c] || !isfinite(v)) continue;
+                if (v < lo) lo = v;
+                if (v > hi) hi = v;
+            }
+            if (!(hi > lo)) {
+                memset(dst, 0, sizeof(float) * (size_t)width);
+                continue;
+            }
+            double span = hi - lo;
+            for (Py_ssize_t c = 0; c < width; c++) {
+                double v = row[c];
+                dst[c] = ok[c] && isfinite(v) ? (float)((v - lo) / span) : 0.0f;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    release(&x); release(&valid); release(&out);
+    return result;
+}
+
+/* ------------------------------------------------------------------ fusion: one pass per row */
+
+/* fuse_rows(base float64 (n, W), assoc float64 (n, W) | None, w_assoc, sal float32 (n, W) |
+ * None, w_sal, valid bool (n, W), cognitive, importance float64 (n, W), d float64 (n, W),
+ * s_term float64 (n, W), beta, tau, match bool (n, W) | None, k, out_rel float64, out_factor
+ * float32, out_fused float64 (n, W)) -> bool: fusion.fuse after the base and the association,
+ * each row in one pass with the tensor operations' arithmetic in their order (so the same
+ * bits): relevance = base + w_assoc * assoc + float32(sal * float32(w_sal)); in cognitive mode
+ * the MF-001 factor float32(1 + beta * I / 10 * D * S^0.3), the tag term where a cue matches
+ * and relevance * factor * (1 + tau) reaches the row's k-th relevance * factor over its
+ * members; fused = relevance * factor (-inf at padding). beta and tau come clipped. False
+ * (outputs unspecified) for a NaN relevance * factor of a member in a row that needs its k-th
+ * value: the caller takes the tensors. */
+static PyObject *py_fuse_rows(PyObject *self, PyObject *args) {
+    PyObject *o_base, *o_assoc, *o_sal, *o_valid, *o_imp, *o_d, *o_s, *o_match, *o_rel, *o_fac,
+        *o_fused;
+    double w_assoc, w_sal, beta, tau;
+    int cognitive;
+    Py_ssize_t k;
+    if (!PyArg_ParseTuple(args, "OOdOdOiOOOddOnOOO", &o_base, &o_assoc, &w_assoc, &o_sal, &w_sal,
+                          &o_valid, &cognitive, &o_imp, &o_d, &o_s, &beta, &tau, &o_match, &k,
+                          &o_rel, &o_fac, &o_fused))
+        return NULL;
+    Buf base = {0}, assoc = {0}, sal = {0}, valid = {0}, imp = {0}, dd = {0}, st = {0},
+        match = {0}, rel = {0}, fac = {0}, fused = {0};
+    PyObject *result = NULL;
+    Cand *scratch = NULL; /* a row's members' relevance * factor, for its k-th value */
+    if (get_buf(o_base, &base, "d", 8, -1, 0, "base") < 0) goto done;
+    if (base.view.ndim != 2) {
+        PyErr_SetString(PyExc_ValueError, "fuse_rows: base must be (n, W) float64");
+        goto done;
+    }
+    Py_ssize_t n = base.view.shape[0], width = base.view.shape[1], nw = n * width;
+    if (o_assoc != Py_None && get_buf(o_assoc, &assoc, "d", 8, nw, 0, "assoc") < 0) goto done;
+    if (o_sal != Py_None && get_buf(o_sal, &sal, "f", 4, nw, 0, "sal") < 0) goto done;
+    if (get_buf(o_valid, &valid, "?", 1, nw, 0, "valid") < 0) goto done;
+    if (cognitive && (get_buf(o_imp, &imp, "d", 8, nw, 0, "importance") < 0 ||
+                      get_buf(o_d, &dd, "d", 8, nw, 0, "d") < 0 ||
+                      get_buf(o_s, &st, "d", 8, nw, 0, "s_term") < 0))
+        goto done;
+    if (o_match != Py_None && get_buf(o_match, &match, "?", 1, nw, 0, "match") < 0) goto done;
+    if (get_buf(o_rel, &rel, "d", 8, nw, 1, "out_rel") < 0) goto done;
+    if (get_buf(o_fac, &fac, "f", 4, nw, 1, "out_factor") < 0) goto done;
+    if (get_buf(o_fused, &fused, "d", 8, nw, 1, "out_fused") < 0) goto done;
+    if (k < 1) {
+        PyErr_SetString(PyExc_ValueError, "fuse_rows: k must be >= 1");
+        goto done;
+    }
+    scratch = malloc(sizeof(Cand) * (size_t)(width ? width : 1));
+    if (!scratch) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int ok = 1;
+    {
+        const double *bp = base.view.buf, *ap = assoc.held ? assoc.view.buf : NULL;
+        const float *sp = sal.held ? sal.view.buf : NULL;
+        const uint8_t *vp = valid.view.buf, *mp = match.held ? match.view.buf : NULL;
+        const double *ip = imp.held ? imp.view.buf : NULL, *dp = dd.held ? dd.view.buf : NULL;
+        const double *tp = st.held ? st.view.buf : NULL;
+        double *rp = rel.view.buf, *fp = fused.view.buf;
+        float *cp = fac.view.buf;
+        float ws = (float)w_sal;
+        double lift = 1.0 + tau;
+        Py_ssize_t top = k < width ? k : width;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; ok && i < n; i++) {
+            Py_ssize_t o = i * width, members = 0;
+            for (Py_ssize_t c = o; c < o + width; c++) {
+                double r = bp[c];
+                if (ap) r = r + w_assoc * ap[c];
+                if (sp) r = r + (double)(sp[c] * ws);
+                rp[c] = r;
+                if (!cognitive) {
+                    cp[c] = 1.0f;
+                    fp[c] = vp[c] ? r : -INFINITY;
+                    continue;
+                }
+                double im = ip[c], dc = dp[c];
+                im = im < 0.0 ? 0.0 : (im > 10.0 ? 10.0 : im);
+                dc = dc < 0.0 ? 0.0 : (dc > 1.0 ? 1.0 : dc);
+                cp[c] = (float)(1.0 + beta * im / 10.0 * dc * tp[c]);
+                if (mp && vp[c]) {
+                    scratch[members].v = r * (double)cp[c];
+                    scratch[members].i = members;
+                    members++;
+                }
+            }
+            if (!cognitive) continue;
+            double kth = -INFINITY;
+            if (mp && members) {
+                for (Py_ssize_t j = 0; j < members; j++)
+                    if (isnan(scratch[j].v)) ok = 0;
+                if (!ok) break;
+                Py_ssize_t kk = top < members ? top : members;
+                cand_select(scratch, members, kk); /* c[kk - 1] is then the kk-th best */
+                kth = scratch[kk - 1].v;
+            }
+            for (Py_ssize_t c = o; c < o + width; c++) {
+                double bf = (double)cp[c], ov = 0.0;
+                if (mp && mp[c] && vp[c] && rp[c] * bf * lift >= kth) ov = 1.0;
+                float f = (float)(bf * (1.0 + tau * ov));
+                cp[c] = f;
+                fp[c] = vp[c] ? rp[c] * (double)f : -INFINITY;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = PyBool_FromLong(ok);
+done:
+    free(scratch);
+    release(&base); release(&assoc); release(&sal); release(&valid); release(&imp);
+    release(&dd); release(&st); release(&match); release(&rel); release(&fac); release(&fused);
+    return result;
+}
+
+/* relevance_rows(lex float64 (n, W) | None, dense float64 (n, W) | None, ceiling float64 (n,)
+ * | None, out float64 (n, W)): relevance.absolute_relevance with the tensor operations'
+ * arithmetic in their order: 1 - (1 - unit(lex / ceiling)) * (1 - unit(dense)), unit(x) = x
+ * clipped to [0, 1] (0 when not finite), lex / ceiling = 0 where the ceiling is not > 0; a
+ * relay without scores contributes nothing (neither: zeros). */
+static PyObject *py_relevance_rows(PyObject *self, PyObject *args) {
+    PyObject *o_lex, *o_dense, *o_ceil, *o_out;
+    if (!PyArg_ParseTuple(args, "OOOO", &o_lex, &o_dense, &o_ceil, &o_out)) return NULL;
+    Buf lex = {0}, dense = {0}, ceil_ = {0}, out = {0};
+    PyObject *result = NULL;
+    if (get_buf(o_out, &out, "d", 8, -1, 1, "out") < 0) goto done;
+    if (out.view.ndim != 2) {
+        PyErr_SetString(PyExc_ValueError, "relevance_rows: out must be (n, W) float64");
+        goto done;
+    }
+    Py_ssize_t n = out.view.shape[0], width = out.view.shape[1];
+    int use_lex = o_lex != Py_None && o_ceil != Py_None;
+    if (use_lex && (get_buf(o_lex, &lex, "d", 8, n * width, 0, "lex") < 0 ||
+                    get_buf(o_ceil, &ceil_, "d", 8, n, 0, "ceiling") < 0))
+        goto done;
+    if (o_dense != Py_None && get_buf(o_dense, &dense, "d", 8, n * width, 0, "dense") < 0)
+        goto done;
+    {
+        const double *lp = use_lex ? lex.view.buf : NULL, *cp = use_lex ? ceil_.view.buf : NULL;
+        const double *dp = dense.held ? dense.view.buf : NULL;
+        double *op = out.view.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) {
+            double c = cp ? cp[i] : 0.0;
+            for (Py_ssize_t j = i * width; j < (i + 1) * width; j++) {
+                double miss = 1.0;
+                int any = 0;
+                if (lp) {
+                    double x = c > 0.0 ? lp[j] / c : 0.0;
+                    x = isfinite(x) ? (x < 0.0 ? 0.0 : (x > 1.0 ? 1.0 : x)) : 0.0;
+                    miss = 1.0 - x;
+                    any = 1;
+                }
+                if (dp) {
+                    double x = dp[j];
+                    x = isfinite(x) ? (x < 0.0 ? 0.0 : (x > 1.0 ? 1.0 : x)) : 0.0;
+                    miss = any ? miss * (1.0 - x) : 1.0 - x;
+                    any = 1;
+                }
+                op[j] = any ? 1.0 - miss : 0.0;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    release(&lex); release(&dense); release(&ceil_); release(&out);
+    return result;
+}
+
 /* spread_tables(pool int64 (n, W), chain int64 (N, C), row_of int64 (N,) | None,
  * extra int64 (R, D) | None, extra_w float64 (R, D) | None, temporal_weight, base float64
  * (n, W), hops, decay, table int32 (size,), out float64 (n, W)) -> bool: spread_pool with each
@@ -2745,6 +3072,20 @@ static PyMethodDef methods[] = {
     {"pool_expand", py_pool_expand, METH_VARARGS,
      "pool_expand(seeds, chain, row_of, extra, allowed, out) -> (distinct seeds, count): one "
      "query's seeds and their allowed neighbours, ascending"},
+    {"pool_columns", py_pool_columns, METH_VARARGS,
+     "pool_columns(n, now, ordinals, importance, flags, arousal, formed_ms, d_event, last_ms, "
+     "storage, freeze_set, need_set, edges, factors, <8 outputs: importance, flags, arousal, "
+     "d_event, last_ms, storage, formed_ms, D now (float64)>)"},
+    {"minmax_rows", py_minmax_rows, METH_VARARGS,
+     "minmax_rows(x float64 (n, W), valid bool (n, W), out float32 (n, W)): rows min-max "
+     "normalised over valid finite entries"},
+    {"fuse_rows", py_fuse_rows, METH_VARARGS,
+     "fuse_rows(base, assoc, w_assoc, sal, w_sal, valid, cognitive, importance, d, s_term, "
+     "beta, tau, match, k, out_rel, out_factor, out_fused) -> False when it declines: fusion "
+     "after the base and the association, one native pass per row"},
+    {"relevance_rows", py_relevance_rows, METH_VARARGS,
+     "relevance_rows(lex, dense, ceiling, out): absolute relevance of pool rows from the raw "
+     "lexical and dense scores"},
     {"spread_tables", py_spread_tables, METH_VARARGS,
      "spread_tables(pool, chain, row_of, extra, extra_w, temporal_weight, base, hops, decay, "
      "table, out) -> bool: spread_pool reading each member's neighbours from the link tables"},

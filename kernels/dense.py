@@ -18,8 +18,9 @@ than ``k`` results come back only when fewer than ``k`` rows are allowed. Paddin
 ``(-inf, -1)``.
 
 **Kernels.** :class:`DenseIndex` holds the rows and picks a path, each in its module: the CPU
-(:mod:`.dense_cpu`: a native fused scan for one or two queries, else GEMM tiles — int8 or exact
-float32, whichever this host runs faster — with native or threshold selection), CUDA
+(:mod:`.dense_cpu`: a native fused scan for fewer than 8 queries, else GEMM tiles on one
+thread — int8 on CPUs with INT8 matrix units, else exact float32: a rule, not a timing — with
+native or threshold selection), CUDA
 (:mod:`.dense_cuda`: torch block-max loop, Triton glue and :mod:`.fused`; the CPU runs the
 block-max loop when the CUDA layout is emulated, which is how the tests check it), FAISS
 (:mod:`.dense_faiss`, CPU only), numpy twins (:mod:`.dense_reference`). :meth:`DenseIndex.topk`

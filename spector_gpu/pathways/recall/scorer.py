@@ -261,7 +261,7 @@ class Scorer:
         if "salience" in plan.relays:
             raw["salience"] = salience_score(cols, d)
         fz = self._fuse(plan, lo, hi, pool, raw, (cols.importance, d, cols.s_term))
-        rel = absolute_relevance(raw, _rows(plan.ceiling, lo, hi), valid.shape)
+        rel = absolute_relevance(raw, _rows(plan.ceiling, lo, hi), valid.shape, host=plan.native)
         rel = rel.to(valid.device)
         cues = plan.cues[lo:hi]
         weight = self.cortex.config.recall.time_cue_weight
@@ -292,6 +292,10 @@ class Scorer:
         and nothing reads them."""
         m = pool.ordinals.shape[0]
         if not pool.dense or m < 2:
+            if plan.native and plan.trim and isinstance(plan.now_ms, int):
+                got = self.columns.gather_host(idx, plan.law, plan.now_ms)
+                if got is not None:
+                    return got
             cols = self.columns.gather(idx)
             return cols, pool_strength(cols, plan)
         one = self.columns.gather(pool.ordinals[:1])
@@ -358,6 +362,7 @@ def fuse_plan(
         association=association,
         cue_match=cue_match,
         want_ranks=plan.opts.fusion == "rrf" or plan.opts.explain,
+        host=plan.native,
     )
 
 

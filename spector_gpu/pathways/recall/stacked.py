@@ -260,7 +260,7 @@ def _score(parts: Sequence[StackPart], b: _Block) -> tuple[torch.Tensor, ...]:
     fz = fuse_plan(plan, raw, valid, strength, assoc, lambda: b.match, cfg.recall)
     ceilings = [p.plan.ceiling for p in parts]
     ceiling = None if any(c is None for c in ceilings) else torch.cat(ceilings)  # type: ignore[arg-type]
-    rel = absolute_relevance(raw, ceiling, valid.shape).to(valid.device)
+    rel = absolute_relevance(raw, ceiling, valid.shape, host=plan.native).to(valid.device)
     fused = fz.fused
     cues = tuple(c for p in parts for c in p.plan.cues)
     lift = cfg.recall.time_cue_weight
