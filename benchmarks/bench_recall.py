@@ -30,7 +30,8 @@ worktree beside this checkout (in the temp folder, or ``--baseline-dir``) with i
 kernels built in place, then runs the same figures in a fresh interpreter for each tree — the
 baseline first — and prints both and their ratios: LoCoMo throughput, ``recall_batch`` against
 a loop of ``recall`` idle and in five runs beside two CPU-bound processes the benchmark starts,
-single-recall p50s, and dense / lexical against FAISS / bm25s (``--only`` picks figures). Build
+single-recall p50s, and dense / lexical against FAISS / bm25s (``--only`` picks figures;
+``--repeat N`` alternates the trees N times and prints each pair and the medians). Build
 this checkout's kernels first (``python setup.py build_ext --inplace``).
 """
 
@@ -464,10 +465,32 @@ def compare(a: argparse.Namespace) -> None:
         f"compare with {a.baseline}: {os.cpu_count()} CPUs ({flags}), torch threads "
         f"{torch.get_num_threads()}, load average {os.getloadavg()[0]:.2f} at start"
     )
-    base = _worker(baseline_tree(a.baseline, a.baseline_dir), a)
-    ours = _worker(HERE.parent, a)
+    tree = baseline_tree(a.baseline, a.baseline_dir)
+    bases, ourses = [], []
+    for _ in range(a.repeat):  # baseline, this tree, baseline, ...: load drifts hit both
+        bases.append(_worker(tree, a))
+        ourses.append(_worker(HERE.parent, a))
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
-    _print_compare(a.baseline, base, ours)
+    if a.repeat > 1:
+        for i, (b, o) in enumerate(zip(bases, ourses, strict=True)):
+            print(f"pair {i + 1}:")
+            _print_compare(a.baseline, b, o)
+        print(f"medians of {a.repeat} pairs:")
+    _print_compare(a.baseline, _median(bases), _median(ourses))
+
+
+def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per figure, the median over runs (lists element-wise; anything else from the first)."""
+    out: dict[str, Any] = {}
+    for key, first in runs[0].items():
+        values = [r[key] for r in runs]
+        if isinstance(first, float):
+            out[key] = statistics.median(values)
+        elif isinstance(first, list):
+            out[key] = [statistics.median(col) for col in zip(*values, strict=True)]
+        else:
+            out[key] = first if all(v == first for v in values) else values
+    return out
 
 
 def _cpu_flags() -> str:
@@ -558,6 +581,7 @@ def main() -> None:
         choices=("all", "targets", "compare", "_measure", "gpu", "dense", "bm25"),
     )
     ap.add_argument("--baseline", default=BASELINE, help="commit that compare measures against")
+    ap.add_argument("--repeat", type=int, default=1, help="compare: pairs of runs (medians)")
     ap.add_argument(
         "--baseline-dir", type=Path, default=None, help="where compare keeps the baseline tree"
     )

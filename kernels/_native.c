@@ -276,11 +276,27 @@ static Py_ssize_t select_f64(const double *x, Py_ssize_t n, double bound, double
 
 
 /* The k best x[i] > bound of one float32 row into (hk, hs), best first; returns the count. */
-static Py_ssize_t select_f32(const float *x, Py_ssize_t n, double bound, double *hk, int64_t *hs,
-                             Py_ssize_t k, Cand *buf) {
+/* Whether any of x[0..16) is > t (a float32 bound at or below the threshold): a loop the
+ * compiler vectorises, so a block of 16 keys that cannot enter costs one vector compare. */
+static inline int any_above16(const float *x, float t) {
+    int any = 0;
+    for (int l = 0; l < 16; l++) any |= x[l] > t;
+    return any;
+}
+
+/* The k best x[i] > bound of one float32 row into (hk, hs), best first; returns the count.
+ * Blocks of 16 with nothing above the threshold are skipped; the rest are tested one by one
+ * as the plain loop tests them, so the same candidates enter in the same order. */
+VECTOR_CLONES static Py_ssize_t select_f32(const float *x, Py_ssize_t n, double bound,
+                                           double *hk, int64_t *hs, Py_ssize_t k, Cand *buf) {
     Py_ssize_t size = 0;
     double thr = bound;
     Py_ssize_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        if (!any_above16(x + i, below(thr))) continue;
+        for (Py_ssize_t j = i; j < i + 16; j++)
+            if ((double)x[j] > thr) cand_push(buf, &size, k, &thr, x[j], j);
+    }
     for (; i < n; i++) {
         if (!((double)x[i] > thr)) continue; /* NaN never enters */
         cand_push(buf, &size, k, &thr, x[i], i);
@@ -300,10 +316,15 @@ static inline void scan_offer(double v, int64_t i, double *thr, double *hk, int6
 }
 
 
-static Py_ssize_t scan_f32(const float *x, Py_ssize_t n, double bound, double *hk, int64_t *hs,
-                           Py_ssize_t k) {
+VECTOR_CLONES static Py_ssize_t scan_f32(const float *x, Py_ssize_t n, double bound,
+                                         double *hk, int64_t *hs, Py_ssize_t k) {
     Py_ssize_t size = 0, i = 0;
     double thr = bound;
+    for (; i + 16 <= n; i += 16) {
+        if (!any_above16(x + i, below(thr))) continue;
+        for (Py_ssize_t j = i; j < i + 16; j++)
+            scan_offer((double)x[j], (int64_t)j, &thr, hk, hs, k, &size);
+    }
     for (; i < n; i++) scan_offer((double)x[i], (int64_t)i, &thr, hk, hs, k, &size);
     return size;
 }
