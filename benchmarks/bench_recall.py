@@ -3,6 +3,7 @@
     python benchmarks/bench_recall.py                  # every figure below (full sizes)
     python benchmarks/bench_recall.py --quick          # 10k memories, smaller batches: a smoke run
     python benchmarks/bench_recall.py targets --only locomo,single
+    python benchmarks/bench_recall.py compare          # issue 36's table: this tree vs 100e5d0
     python benchmarks/bench_recall.py gpu --memories 1000000 # all relays on CUDA (gpu_check.sh)
     python benchmarks/bench_recall.py dense -- --n 1000000   # kernel benchmark (bench_dense.py)
     python benchmarks/bench_recall.py bm25 -- --docs 100000  # kernel benchmark (bench_bm25.py)
@@ -23,11 +24,21 @@ is printed because other processes skew 2-core timings):
 * ``busy`` — the single recall again beside one busy process (``while 1: pass``);
 * ``scan threads`` — the single recall with the dense scan's helper thread and without
   (``[dense] scan_threads`` 2 vs 1, the store reopened alternately), wall and thread time.
+
+``compare`` builds the baseline commit (``--baseline``, default 100e5d0) once in a git
+worktree beside this checkout (in the temp folder, or ``--baseline-dir``) with its native
+kernels built in place, then runs the same figures in a fresh interpreter for each tree — the
+baseline first — and prints both and their ratios: LoCoMo throughput, ``recall_batch`` against
+a loop of ``recall`` idle and in five runs beside two CPU-bound processes the benchmark starts,
+single-recall p50s, and dense / lexical against FAISS / bm25s (``--only`` picks figures;
+``--repeat N`` alternates the trees N times and prints each pair and the medians). Build
+this checkout's kernels first (``python setup.py build_ext --inplace``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import runpy
@@ -124,14 +135,14 @@ def row(name: str, value: str, target: str) -> None:
     print(f"  {name:<58s} {value:<34s} target {target}")
 
 
-def bench_locomo(rounds: int) -> None:
+def bench_locomo(rounds: int) -> float | None:
     from spector_gpu.eval.locomo import load_locomo
     from spector_gpu.eval.runner import evaluate
 
     path = HERE.parent.parent / "shared" / "data" / "locomo10" / "locomo10-dev.json"
     if not path.exists():
         print(f"  locomo: {path} not found, skipped")
-        return
+        return None
     ds = load_locomo(path)
     rates = []
     for _ in range(rounds):
@@ -143,9 +154,10 @@ def bench_locomo(rounds: int) -> None:
         f"{statistics.median(rates):,.0f} q/s (recall@10 {r10:.4f})",
         ">= 5,000 q/s",
     )
+    return float(statistics.median(rates))
 
 
-def bench_dense(n: int, n_queries: int, rounds: int) -> None:
+def bench_dense(n: int, n_queries: int, rounds: int) -> float:
     import faiss
 
     from spector_gpu import RecallOptions
@@ -168,9 +180,10 @@ def bench_dense(n: int, n_queries: int, rounds: int) -> None:
         ">= 1.0x",
     )
     mem.close()
+    return med["faiss"] / med["ours"]
 
 
-def bench_lexical(n: int, n_queries: int, rounds: int) -> None:
+def bench_lexical(n: int, n_queries: int, rounds: int) -> float:
     import bm25s
     import Stemmer
 
@@ -212,6 +225,7 @@ def bench_lexical(n: int, n_queries: int, rounds: int) -> None:
         ">= 3x",
     )
     mem.close()
+    return best / med["ours"]
 
 
 def bench_batch_and_single(n: int, n_queries: int, rounds: int, busy: bool) -> None:
@@ -338,6 +352,188 @@ def bench_gpu(n: int, n_queries: int, rounds: int) -> None:
     print(f"  CPU == CUDA ids and scores on {len(sample)} queries: {same}")
 
 
+BASELINE = "100e5d0"  # the build issue 36's targets are measured against
+COMPARE_FIGURES = ("locomo", "batch", "busy", "single", "dense", "lexical")
+
+
+def _hogs(n: int) -> list[subprocess.Popen[bytes]]:
+    """``n`` CPU-bound processes (``while 1: pass``), started now."""
+    return [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(n)]
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+def measure(a: argparse.Namespace) -> dict[str, Any]:
+    """The figures of one build (the ``spector_gpu`` this interpreter imports), as numbers:
+    what ``compare`` runs in each tree."""
+    from spector_gpu import RecallOptions
+
+    only = set(a.only.split(",")) if a.only else set(COMPARE_FIGURES)
+    got: dict[str, Any] = {}
+    if "locomo" in only:
+        got["locomo_qps"] = bench_locomo(a.rounds)
+    if "dense" in only:
+        got["dense_vs_faiss"] = bench_dense(a.dense_memories, a.dense_queries, a.rounds)
+    if "lexical" in only:
+        got["lexical_vs_bm25s"] = bench_lexical(a.memories, a.lexical_queries, a.rounds)
+    opts = RecallOptions(k=10, mode="observe")
+    if only & {"batch", "busy", "single"}:
+        items, queries = zipf_corpus(a.memories, a.batch_queries)
+        mem = open_store(items)
+        methods = {
+            "batch": lambda: mem.recall_batch(queries, opts),
+            "loop": lambda: [mem.recall(q, opts) for q in queries],
+        }
+        same = [[r.id for r in res] for res in mem.recall_batch(queries, opts)] == [
+            [r.id for r in mem.recall(q, opts)] for q in queries
+        ]
+        got["batch_equals_loop"] = same
+        if "batch" in only:
+            med = interleaved(methods, a.rounds)
+            got["batch_vs_loop_idle"] = med["loop"] / med["batch"]
+            got["batch_ms_per_query_idle"] = med["batch"] / len(queries) * 1e3
+        if "busy" in only:
+            hogs = _hogs(2)
+            try:
+                time.sleep(0.5)
+                runs = [interleaved(methods, 1) for _ in range(5)]
+            finally:
+                _stop(hogs)
+            got["batch_vs_loop_busy"] = [r["loop"] / r["batch"] for r in runs]
+        if "single" in only:
+            got["single_p50_zipf_ms"] = p50_recall(mem, queries, opts) * 1e3
+        mem.close()
+        if "single" in only:
+            items, queries = team_corpus(a.memories, a.batch_queries)
+            mem = open_store(items)
+            got["single_p50_team_ms"] = p50_recall(mem, queries, opts) * 1e3
+            mem.close()
+    return got
+
+
+def baseline_tree(commit: str, where: Path | None) -> Path:
+    """A git worktree of ``commit`` beside this checkout with its native kernels built in
+    place (made once, then reused). The editable install's finder maps ``spector_gpu.kernels``
+    to this checkout's ``kernels/``, so the tree gets its own ``spector_gpu/kernels`` link."""
+    root = HERE.parent
+    tree = where or Path(tempfile.gettempdir()) / f"spector-gpu-baseline-{commit}"
+    if not (tree / "kernels").is_dir():
+        subprocess.run(
+            ["git", "-C", str(root), "worktree", "add", "--detach", str(tree), commit], check=True
+        )
+    link = tree / "spector_gpu" / "kernels"
+    if not link.exists():
+        link.symlink_to(Path("..") / "kernels")
+    if not list((tree / "kernels").glob("_native*.so")):
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import setuptools; setuptools.setup()",
+                "build_ext",
+                "--inplace",
+            ],
+            cwd=tree,
+            check=True,
+        )
+    return tree
+
+
+def _worker(tree: Path, a: argparse.Namespace) -> dict[str, Any]:
+    """:func:`measure` in a fresh interpreter importing ``spector_gpu`` from ``tree``."""
+    argv = [sys.executable, str(Path(__file__).resolve()), "_measure", "--only", a.only]
+    argv += ["--memories", str(a.memories), "--batch-queries", str(a.batch_queries)]
+    argv += ["--dense-memories", str(a.dense_memories), "--dense-queries", str(a.dense_queries)]
+    argv += ["--lexical-queries", str(a.lexical_queries), "--rounds", str(a.rounds)]
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True, cwd=tree)
+    line = [x for x in out.stdout.splitlines() if x.startswith("JSON ")][-1]
+    return dict(json.loads(line[5:]))
+
+
+def compare(a: argparse.Namespace) -> None:
+    """Each figure of issue 36's target table for this checkout and the ``--baseline`` build,
+    measured in the same run (baseline first, then this tree), and their ratios."""
+    import torch
+
+    flags = _cpu_flags()
+    print(
+        f"compare with {a.baseline}: {os.cpu_count()} CPUs ({flags}), torch threads "
+        f"{torch.get_num_threads()}, load average {os.getloadavg()[0]:.2f} at start"
+    )
+    tree = baseline_tree(a.baseline, a.baseline_dir)
+    bases, ourses = [], []
+    for _ in range(a.repeat):  # baseline, this tree, baseline, ...: load drifts hit both
+        bases.append(_worker(tree, a))
+        ourses.append(_worker(HERE.parent, a))
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
+    if a.repeat > 1:
+        for i, (b, o) in enumerate(zip(bases, ourses, strict=True)):
+            print(f"pair {i + 1}:")
+            _print_compare(a.baseline, b, o)
+        print(f"medians of {a.repeat} pairs:")
+    _print_compare(a.baseline, _median(bases), _median(ourses))
+
+
+def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per figure, the median over runs (lists element-wise; anything else from the first)."""
+    out: dict[str, Any] = {}
+    for key, first in runs[0].items():
+        values = [r[key] for r in runs]
+        if isinstance(first, float):
+            out[key] = statistics.median(values)
+        elif isinstance(first, list):
+            out[key] = [statistics.median(col) for col in zip(*values, strict=True)]
+        else:
+            out[key] = first if all(v == first for v in values) else values
+    return out
+
+
+def _cpu_flags() -> str:
+    """The SIMD instruction sets of this host (``/proc/cpuinfo``), for the record."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "flags unknown"
+    flags = next(
+        (ln.split(":", 1)[1].split() for ln in text.splitlines() if ln.startswith("flags")), []
+    )
+    keep = [f for f in flags if f.startswith(("avx", "sse4", "fma", "amx"))]
+    return " ".join(sorted(keep)) or "no AVX"
+
+
+def _print_compare(name: str, base: dict[str, Any], ours: dict[str, Any]) -> None:
+    def fmt(v: Any) -> str:
+        if isinstance(v, list):
+            return "[" + ", ".join(f"{x:.2f}" for x in v) + "]"
+        return f"{v:,.2f}" if isinstance(v, float) else str(v)
+
+    rows = [
+        ("locomo_qps", "LoCoMo dev evaluate() q/s", ">= 1.5x and >= 5,000"),
+        ("batch_vs_loop_idle", "batch vs loop, idle (x)", ">= 4"),
+        ("batch_vs_loop_busy", "batch vs loop, 2 busy processes, 5 runs (x)", "every run >= 2"),
+        ("single_p50_team_ms", "single recall p50, team (ms)", "<= 1.2x baseline"),
+        ("single_p50_zipf_ms", "single recall p50, Zipf (ms)", "<= 1.2x baseline"),
+        ("dense_vs_faiss", "dense-only batch vs FAISS flat (x)", "no lower than baseline"),
+        ("lexical_vs_bm25s", "lexical-only batch vs bm25s (x)", "no lower than baseline"),
+        ("batch_ms_per_query_idle", "batch ms per query, idle", "-"),
+        ("batch_equals_loop", "batch ids and order equal the loop's", "True"),
+    ]
+    print(f"  {'figure':<46s} {name:>22s} {'this tree':>22s} {'ratio':>7s}  target")
+    for key, label, target in rows:
+        if key not in ours:
+            continue
+        b, o = base.get(key), ours[key]
+        ratio = ""
+        if isinstance(b, float) and isinstance(o, float) and b:
+            ratio = f"{o / b:.2f}"
+        print(f"  {label:<46s} {fmt(b):>22s} {fmt(o):>22s} {ratio:>7s}  {target}")
+
+
 def _run_script(name: str, argv: list[str]) -> None:
     saved = sys.argv
     sys.argv = [name, *argv]
@@ -379,7 +575,15 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument(
-        "what", nargs="?", default="all", choices=("all", "targets", "gpu", "dense", "bm25")
+        "what",
+        nargs="?",
+        default="all",
+        choices=("all", "targets", "compare", "_measure", "gpu", "dense", "bm25"),
+    )
+    ap.add_argument("--baseline", default=BASELINE, help="commit that compare measures against")
+    ap.add_argument("--repeat", type=int, default=1, help="compare: pairs of runs (medians)")
+    ap.add_argument(
+        "--baseline-dir", type=Path, default=None, help="where compare keeps the baseline tree"
     )
     ap.add_argument("--only", default="", help="comma list of locomo,dense,lexical,batch,single")
     ap.add_argument("--memories", type=int, default=100_000)
@@ -400,6 +604,12 @@ def main() -> None:
     if a.quick:
         a.memories, a.dense_memories, a.lexical_queries, a.rounds = 10_000, 20_000, 200, 1
         extra = extra or ["--quick"]
+    if a.what == "_measure":
+        print("JSON " + json.dumps(measure(a)))
+        return
+    if a.what == "compare":
+        compare(a)
+        return
     if a.what in ("all", "targets"):
         targets(a)
     if a.what == "gpu":

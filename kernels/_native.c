@@ -16,17 +16,19 @@
  *                  scratch row per thread (no (m, N) block)
  * bm25_row         bm25_select of one query into a caller's row, left written until
  *                  bm25_row_release has scored any slots from it
- * spread_pool      max-product spreading over sparse pool rows (positions by a table)
- * fuse_rows        fusion after its base and association: relevance, the MF-001 factor
- *                  with its tag term, the fused score, one pass per pool row
- * relevance_rows   absolute relevance of pool rows (relevance.absolute_relevance)
+ * pool_columns     the columns recall reads for pool members and their D now, one pass
+ * minmax_rows, fuse_rows, relevance_rows   fusion's normalisation, the fused score and the
+ *                  absolute relevance of pool rows, one pass per row
+ * spread_pool, spread_dense, spread_tables   max-product spreading over pool rows
+ * pool_expand      one query's seeds and their allowed neighbours (the association pool)
+ * token_rescore    the token relay's MaxSim and order over each query's fused top list
  *
  * Order everywhere: key descending, then row (slot) ascending; padding is (-inf, -1). Integer
  * dots are exact (int32); each key is one IEEE float32 multiply, each decayed value the float64
  * operations of cortex.strength.decayed in its order (build with -ffp-contract=off), so the
- * results equal the torch and numpy paths bit for bit. The dot product uses AVX-512 VNNI or
- * AVX2 where the CPU has them (chosen at import by CPUID; `dot_impl()` says which; tests pin
- * each with `set_dot_impl`), else a portable loop. The GIL is released while computing.
+ * results equal the torch and numpy paths bit for bit. There are no hand-written intrinsics:
+ * the dot product is a plain loop the compiler vectorises ("dot products" below). The GIL is
+ * released while computing.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -37,207 +39,61 @@
 #include <string.h>
 
 /* ------------------------------------------------------------------ dot products */
+/* The INT8 dot products of one row with m queries: a plain loop the compiler vectorises
+ * (int8 widened to int16, pairwise int32 sums). On x86-64 GCC and clang build it twice
+ * (target_clones): an AVX2 clone, taken where the CPU has AVX2 (every machine this project
+ * tests on), and the baseline SSE2 clone; the loader picks one at import. No hand-written
+ * intrinsics: every line is the same C on every CPU, and the sums are exact integers. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define VECTOR_CLONES
+#endif
 
-typedef void (*dots_fn)(const int8_t *row, const int8_t *qs, Py_ssize_t m, Py_ssize_t d,
-                        int32_t *out);
-typedef void (*dots8_fn)(const int8_t *rows, Py_ssize_t stride, const int8_t *q, Py_ssize_t d32,
-                         int32_t *out);
-
-static void dots_scalar(const int8_t *row, const int8_t *qs, Py_ssize_t m, Py_ssize_t d,
-                        int32_t *out) {
+VECTOR_CLONES static void dots(const int8_t *row, const int8_t *qs, Py_ssize_t m, Py_ssize_t d,
+                               int32_t *out) {
     for (Py_ssize_t j = 0; j < m; j++) {
         const int8_t *q = qs + j * d;
         int32_t acc = 0;
-        for (Py_ssize_t i = 0; i < d; i++) acc += (int32_t)row[i] * (int32_t)q[i];
+        for (Py_ssize_t i = 0; i < d; i++) acc += (int16_t)row[i] * (int16_t)q[i];
         out[j] = acc;
     }
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define HAVE_X86 1
+/* The scan's forms take the query widened to int16 once per call (scan_widen), so that each
+ * step reads 16 row codes, widens them and multiplies-adds them in pairs against the query
+ * with no work spent on it: dots16 for m queries against one row, dots_rows for one query
+ * against ROWS_BLOCK rows `stride` bytes apart (a sum per row, each query step loaded once). */
+#define ROWS_BLOCK 4
 
-/* |q| * (c * sign(q)) == q * c: the unsigned x signed byte products both instructions take. */
-/* One step of 32 codes: acc += the four-byte groups' sums of x * c. */
-#define DOT32(acc, c, q, i, ones)                                                          \
-    do {                                                                                 \
-        __m256i x_ = _mm256_loadu_si256((const __m256i *)((q) + (i)));                   \
-        __m256i p_ = _mm256_maddubs_epi16(_mm256_abs_epi8(x_), _mm256_sign_epi8(c, x_)); \
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p_, ones));                        \
-    } while (0)
-
-/* Four queries at a time (the row's 32 codes loaded once for the four, the four sums reduced
- * together by a horizontal-add tree), then one at a time. |x| <= 127 and |c| <= 127: pair
- * sums stay below 2^15, no saturation; every sum is the exact integer. */
-__attribute__((target("avx2"))) static void dots_avx2(const int8_t *row, const int8_t *qs,
-                                                      Py_ssize_t m, Py_ssize_t d, int32_t *out) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    Py_ssize_t full = d & ~(Py_ssize_t)31, j = 0;
-    for (; j + 4 <= m; j += 4) {
-        const int8_t *q0 = qs + j * d, *q1 = q0 + d, *q2 = q1 + d, *q3 = q2 + d;
-        __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-        for (Py_ssize_t i = 0; i < full; i += 32) {
-            __m256i c = _mm256_loadu_si256((const __m256i *)(row + i));
-            DOT32(a0, c, q0, i, ones);
-            DOT32(a1, c, q1, i, ones);
-            DOT32(a2, c, q2, i, ones);
-            DOT32(a3, c, q3, i, ones);
-        }
-        __m256i s = _mm256_hadd_epi32(_mm256_hadd_epi32(a0, a1), _mm256_hadd_epi32(a2, a3));
-        int32_t sum[4];
-        _mm_storeu_si128((__m128i *)sum, _mm_add_epi32(_mm256_castsi256_si128(s),
-                                                       _mm256_extracti128_si256(s, 1)));
-        const int8_t *q[4] = {q0, q1, q2, q3};
-        for (int l = 0; l < 4; l++) {
-            for (Py_ssize_t i = full; i < d; i++) sum[l] += (int32_t)row[i] * (int32_t)q[l][i];
-            out[j + l] = sum[l];
-        }
-    }
-    for (; j < m; j++) {
-        const int8_t *q = qs + j * d;
-        __m256i acc = _mm256_setzero_si256();
-        for (Py_ssize_t i = 0; i < full; i += 32) {
-            __m256i c = _mm256_loadu_si256((const __m256i *)(row + i));
-            DOT32(acc, c, q, i, ones);
-        }
-        __m128i s = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
-        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-        s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-        int32_t total = _mm_cvtsi128_si32(s);
-        for (Py_ssize_t i = full; i < d; i++) total += (int32_t)row[i] * (int32_t)q[i];
-        out[j] = total;
-    }
-}
-
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void dots_vnni(
-    const int8_t *row, const int8_t *qs, Py_ssize_t m, Py_ssize_t d, int32_t *out) {
-    const __m512i zero = _mm512_setzero_si512();
+VECTOR_CLONES static void dots16(const int8_t *row, const int16_t *qs, Py_ssize_t m,
+                                 Py_ssize_t d, int32_t *out) {
     for (Py_ssize_t j = 0; j < m; j++) {
-        const int8_t *q = qs + j * d;
-        __m512i acc = _mm512_setzero_si512();
-        for (Py_ssize_t i = 0; i < d; i += 64) {
-            Py_ssize_t left = d - i;
-            __mmask64 live = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
-            __m512i c = _mm512_maskz_loadu_epi8(live, row + i);
-            __m512i x = _mm512_maskz_loadu_epi8(live, q + i);
-            __mmask64 neg = _mm512_cmplt_epi8_mask(x, zero);
-            c = _mm512_mask_sub_epi8(c, neg, zero, c); /* c is never -128: negation is exact */
-            acc = _mm512_dpbusd_epi32(acc, _mm512_abs_epi8(x), c);
-        }
-        out[j] = _mm512_reduce_add_epi32(acc);
+        const int16_t *q = qs + j * d;
+        int32_t acc = 0;
+        for (Py_ssize_t i = 0; i < d; i++) acc += (int16_t)row[i] * q[i];
+        out[j] = acc;
     }
 }
-/* Eight consecutive rows against one query, the eight sums reduced together (a horizontal-add
- * tree instead of eight reductions): the single-query scan's inner loop. 32-byte steps, each
- * query step loaded once for the eight rows; the dim % 32 tail is added per row by the
- * caller. */
 
-#define REDUCE8(a, out)                                                                 \
-    do {                                                                                \
-        __m256i b0 = _mm256_hadd_epi32(a[0], a[1]), b1 = _mm256_hadd_epi32(a[2], a[3]); \
-        __m256i b2 = _mm256_hadd_epi32(a[4], a[5]), b3 = _mm256_hadd_epi32(a[6], a[7]); \
-        __m256i c0 = _mm256_hadd_epi32(b0, b1), c1 = _mm256_hadd_epi32(b2, b3);         \
-        __m256i lo = _mm256_permute2x128_si256(c0, c1, 0x20);                           \
-        __m256i hi = _mm256_permute2x128_si256(c0, c1, 0x31);                           \
-        _mm256_storeu_si256((__m256i *)(out), _mm256_add_epi32(lo, hi));                \
-    } while (0)
-
-__attribute__((target("avx2"))) static void dots8_avx2(const int8_t *rows, Py_ssize_t stride,
-                                                       const int8_t *q, Py_ssize_t d32,
-                                                       int32_t *out) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i a[8];
-    for (int j = 0; j < 8; j++) a[j] = _mm256_setzero_si256();
-    for (Py_ssize_t i = 0; i < d32; i += 32) {
-        __m256i x = _mm256_loadu_si256((const __m256i *)(q + i));
-        __m256i ax = _mm256_abs_epi8(x);
-        for (int j = 0; j < 8; j++) {
-            __m256i c = _mm256_loadu_si256((const __m256i *)(rows + j * stride + i));
-            __m256i p = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(c, x));
-            a[j] = _mm256_add_epi32(a[j], _mm256_madd_epi16(p, ones));
-        }
+VECTOR_CLONES static void dots_rows(const int8_t *rows, Py_ssize_t stride, const int16_t *q,
+                                    Py_ssize_t d, int32_t *out) {
+    const int8_t *r0 = rows, *r1 = r0 + stride, *r2 = r1 + stride, *r3 = r2 + stride;
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    for (Py_ssize_t i = 0; i < d; i++) {
+        a0 += (int16_t)r0[i] * q[i];
+        a1 += (int16_t)r1[i] * q[i];
+        a2 += (int16_t)r2[i] * q[i];
+        a3 += (int16_t)r3[i] * q[i];
     }
-    REDUCE8(a, out);
+    out[0] = a0, out[1] = a1, out[2] = a2, out[3] = a3;
 }
 
-__attribute__((target("avx2,avx512f,avx512vl,avx512vnni"))) static void dots8_vnni(
-    const int8_t *rows, Py_ssize_t stride, const int8_t *q, Py_ssize_t d32, int32_t *out) {
-    __m256i a[8];
-    for (int j = 0; j < 8; j++) a[j] = _mm256_setzero_si256();
-    for (Py_ssize_t i = 0; i < d32; i += 32) {
-        __m256i x = _mm256_loadu_si256((const __m256i *)(q + i));
-        __m256i ax = _mm256_abs_epi8(x);
-        for (int j = 0; j < 8; j++) {
-            __m256i c = _mm256_loadu_si256((const __m256i *)(rows + j * stride + i));
-            a[j] = _mm256_dpbusd_epi32(a[j], ax, _mm256_sign_epi8(c, x));
-        }
-    }
-    REDUCE8(a, out);
-}
-/* The eight keys float32(dot) * scale of a dots8 block (no dim % 32 tail), -inf where the gate
- * (if any) refuses the row: the scalar epilogue's values, eight at a time (cvtdq2ps rounds as
- * the scalar conversion does, one float32 multiply each). Returns the mask of gated rows. */
-__attribute__((target("avx2"))) static int keys8_avx2(const int32_t *d8, const float *sp,
-                                                      const uint8_t *ap, float *out) {
-    __m256 k = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)d8)),
-                             _mm256_loadu_ps(sp));
-    int gated = 0;
-    if (ap) {
-        __m256i a = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)ap));
-        __m256 off = _mm256_castsi256_ps(_mm256_cmpeq_epi32(a, _mm256_setzero_si256()));
-        k = _mm256_blendv_ps(k, _mm256_set1_ps(-INFINITY), off);
-        gated = _mm256_movemask_ps(off);
-    }
-    _mm256_storeu_ps(out, k);
-    return gated;
-}
-#endif
-
-enum { IMPL_SCALAR = 0, IMPL_AVX2 = 1, IMPL_VNNI = 2 };
-static const char *IMPL_NAMES[] = {"scalar", "avx2", "avx512vnni"};
-static int impl_best = IMPL_SCALAR;
-static int impl_now = IMPL_SCALAR;
-static int simd512 = 0; /* AVX-512F for the float32 selection scans */
-
-/* The float32 selection scans' width follows the dot implementation in use (tests switch it
- * with set_dot_impl to reach every variant this CPU has): scalar, AVX2 (8 lanes), or AVX-512
- * (16 lanes) with VNNI. Every variant selects the same values: the vector compare only skips
- * lanes that cannot enter, and each candidate is then tested as the scalar loop tests it. */
-enum { SEL_SCALAR = 0, SEL_AVX2 = 1, SEL_AVX512 = 2 };
-static int sel_level(void) {
-    if (impl_now == IMPL_SCALAR) return SEL_SCALAR;
-    return impl_now == IMPL_VNNI && simd512 ? SEL_AVX512 : SEL_AVX2;
-}
-
-static dots8_fn dots8_for(int impl) {
-#ifdef HAVE_X86
-    if (impl == IMPL_VNNI) return dots8_vnni;
-    if (impl == IMPL_AVX2) return dots8_avx2;
-#endif
-    (void)impl;
-    return NULL;
-}
-
-static dots_fn dots_for(int impl) {
-#ifdef HAVE_X86
-    if (impl == IMPL_VNNI) return dots_vnni;
-    if (impl == IMPL_AVX2) return dots_avx2;
-#endif
-    (void)impl;
-    return dots_scalar;
-}
-
-static void detect_impl(void) {
-#ifdef HAVE_X86
-    __builtin_cpu_init();
-    simd512 = __builtin_cpu_supports("avx512f");
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vnni"))
-        impl_best = IMPL_VNNI;
-    else if (__builtin_cpu_supports("avx2"))
-        impl_best = IMPL_AVX2;
-#endif
-    impl_now = impl_best;
+/* The m queries' codes widened to int16 (m, d); NULL when out of memory. */
+static int16_t *scan_widen(const int8_t *q, Py_ssize_t m, Py_ssize_t d) {
+    int16_t *w = malloc(sizeof(int16_t) * (size_t)(m * d));
+    for (Py_ssize_t i = 0; w && i < m * d; i++) w[i] = q[i];
+    return w;
 }
 
 /* ------------------------------------------------------------------ top-k heaps */
@@ -418,53 +274,29 @@ static Py_ssize_t select_f64(const double *x, Py_ssize_t n, double bound, double
     return cand_finish(buf, size, k, hk, hs);
 }
 
-#ifdef HAVE_X86
-/* 16 values at a time against the threshold (as a float32 bound rounded down); returns where
- * the scalar tail starts. */
-__attribute__((target("avx512f"))) static Py_ssize_t gather_avx512(
-    const float *x, Py_ssize_t n, double *thr, Cand *buf, Py_ssize_t *size, Py_ssize_t k) {
-    Py_ssize_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        float t32 = below(*thr); /* keeps every value > thr in the mask */
-        __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), _mm512_set1_ps(t32), _CMP_GT_OQ);
-        while (m) {
-            int lane = __builtin_ctz(m);
-            m &= m - 1;
-            if ((double)x[i + lane] > *thr) cand_push(buf, size, k, thr, x[i + lane], i + lane);
-        }
-    }
-    return i;
-}
-
-/* gather_avx512 in 8 lanes. */
-__attribute__((target("avx2"))) static Py_ssize_t gather_avx2(
-    const float *x, Py_ssize_t n, double *thr, Cand *buf, Py_ssize_t *size, Py_ssize_t k) {
-    Py_ssize_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        float t32 = below(*thr); /* keeps every value > thr in the mask */
-        __m256 gt = _mm256_cmp_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(t32), _CMP_GT_OQ);
-        int m = _mm256_movemask_ps(gt);
-        while (m) {
-            int lane = __builtin_ctz(m);
-            m &= m - 1;
-            if ((double)x[i + lane] > *thr) cand_push(buf, size, k, thr, x[i + lane], i + lane);
-        }
-    }
-    return i;
-}
-#endif
 
 /* The k best x[i] > bound of one float32 row into (hk, hs), best first; returns the count. */
-static Py_ssize_t select_f32(const float *x, Py_ssize_t n, double bound, double *hk, int64_t *hs,
-                             Py_ssize_t k, Cand *buf) {
+/* Whether any of x[0..16) is > t (a float32 bound at or below the threshold): a loop the
+ * compiler vectorises, so a block of 16 keys that cannot enter costs one vector compare. */
+static inline int any_above16(const float *x, float t) {
+    int any = 0;
+    for (int l = 0; l < 16; l++) any |= x[l] > t;
+    return any;
+}
+
+/* The k best x[i] > bound of one float32 row into (hk, hs), best first; returns the count.
+ * Blocks of 16 with nothing above the threshold are skipped; the rest are tested one by one
+ * as the plain loop tests them, so the same candidates enter in the same order. */
+VECTOR_CLONES static Py_ssize_t select_f32(const float *x, Py_ssize_t n, double bound,
+                                           double *hk, int64_t *hs, Py_ssize_t k, Cand *buf) {
     Py_ssize_t size = 0;
     double thr = bound;
     Py_ssize_t i = 0;
-#ifdef HAVE_X86
-    int level = sel_level();
-    if (level == SEL_AVX512) i = gather_avx512(x, n, &thr, buf, &size, k);
-    if (level == SEL_AVX2) i = gather_avx2(x, n, &thr, buf, &size, k);
-#endif
+    for (; i + 16 <= n; i += 16) {
+        if (!any_above16(x + i, below(thr))) continue;
+        for (Py_ssize_t j = i; j < i + 16; j++)
+            if ((double)x[j] > thr) cand_push(buf, &size, k, &thr, x[j], j);
+    }
     for (; i < n; i++) {
         if (!((double)x[i] > thr)) continue; /* NaN never enters */
         cand_push(buf, &size, k, &thr, x[i], i);
@@ -483,50 +315,16 @@ static inline void scan_offer(double v, int64_t i, double *thr, double *hk, int6
     if (*size == k) *thr = hk[0];
 }
 
-#ifdef HAVE_X86
-__attribute__((target("avx512f"))) static Py_ssize_t scan_f32_avx512(
-    const float *x, Py_ssize_t n, double *thr, double *hk, int64_t *hs, Py_ssize_t k,
-    Py_ssize_t *size) {
-    Py_ssize_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        float t32 = below(*thr); /* keeps every value > thr in the mask */
-        __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + i), _mm512_set1_ps(t32), _CMP_GT_OQ);
-        while (m) {
-            int lane = __builtin_ctz(m);
-            m &= m - 1;
-            scan_offer((double)x[i + lane], (int64_t)(i + lane), thr, hk, hs, k, size);
-        }
-    }
-    return i;
-}
 
-__attribute__((target("avx2"))) static Py_ssize_t scan_f32_avx2(
-    const float *x, Py_ssize_t n, double *thr, double *hk, int64_t *hs, Py_ssize_t k,
-    Py_ssize_t *size) {
-    Py_ssize_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        float t32 = below(*thr); /* keeps every value > thr in the mask */
-        __m256 gt = _mm256_cmp_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(t32), _CMP_GT_OQ);
-        int m = _mm256_movemask_ps(gt);
-        while (m) {
-            int lane = __builtin_ctz(m);
-            m &= m - 1;
-            scan_offer((double)x[i + lane], (int64_t)(i + lane), thr, hk, hs, k, size);
-        }
-    }
-    return i;
-}
-#endif
-
-static Py_ssize_t scan_f32(const float *x, Py_ssize_t n, double bound, double *hk, int64_t *hs,
-                           Py_ssize_t k) {
+VECTOR_CLONES static Py_ssize_t scan_f32(const float *x, Py_ssize_t n, double bound,
+                                         double *hk, int64_t *hs, Py_ssize_t k) {
     Py_ssize_t size = 0, i = 0;
     double thr = bound;
-#ifdef HAVE_X86
-    int level = sel_level();
-    if (level == SEL_AVX512) i = scan_f32_avx512(x, n, &thr, hk, hs, k, &size);
-    if (level == SEL_AVX2) i = scan_f32_avx2(x, n, &thr, hk, hs, k, &size);
-#endif
+    for (; i + 16 <= n; i += 16) {
+        if (!any_above16(x + i, below(thr))) continue;
+        for (Py_ssize_t j = i; j < i + 16; j++)
+            scan_offer((double)x[j], (int64_t)j, &thr, hk, hs, k, &size);
+    }
     for (; i < n; i++) scan_offer((double)x[i], (int64_t)i, &thr, hk, hs, k, &size);
     return size;
 }
@@ -616,48 +414,32 @@ static int get_strided(PyObject *obj, Buf *b, const char *fmt, Py_ssize_t itemsi
 typedef struct {
     const int8_t *codes;
     const float *scales;
-    const int8_t *q;        /* (m, dim) */
+    const int16_t *q;       /* (m, dim), widened (scan_widen) */
     const uint8_t *allowed; /* (n_rows,) or NULL */
     Py_ssize_t n_rows, dim, stride, m;
-    int impl;
 } Scan;
 
 /* Keys of rows [lo, hi) for every query into out[j * n_rows + r]. */
 static void scan_keys(const Scan *s, Py_ssize_t lo, Py_ssize_t hi, float *out) {
-    const int8_t *cp = s->codes, *qp = s->q;
+    const int8_t *cp = s->codes;
+    const int16_t *qp = s->q;
     const float *sp = s->scales;
     const uint8_t *ap = s->allowed;
     Py_ssize_t n = s->n_rows, dim = s->dim, stride = s->stride, m = s->m;
-    dots8_fn dots8 = m == 1 ? dots8_for(s->impl) : NULL;
     Py_ssize_t r = lo;
-    if (dots8) {
-        Py_ssize_t d32 = dim & ~(Py_ssize_t)31;
-        int32_t d8[8];
-        for (; r + 8 <= hi; r += 8) {
-            dots8(cp + r * stride, stride, qp, d32, d8);
-#ifdef HAVE_X86
-            if (d32 == dim) { /* dots8 exists only where AVX2 does */
-                keys8_avx2(d8, sp + r, ap ? ap + r : NULL, out + r);
-                continue;
-            }
-#endif
-            for (int i = 0; i < 8; i++) {
-                int32_t dot = d8[i];
-                for (Py_ssize_t t = d32; t < dim; t++)
-                    dot += (int32_t)cp[(r + i) * stride + t] * (int32_t)qp[t];
-                out[r + i] = ap && !ap[r + i] ? -INFINITY : (float)dot * sp[r + i];
-            }
-        }
+    int32_t d8[SCAN_MAX_QUERIES > ROWS_BLOCK ? SCAN_MAX_QUERIES : ROWS_BLOCK];
+    for (; m == 1 && r + ROWS_BLOCK <= hi; r += ROWS_BLOCK) {
+        dots_rows(cp + r * stride, stride, qp, dim, d8);
+        for (Py_ssize_t i = 0; i < ROWS_BLOCK; i++)
+            out[r + i] = ap && !ap[r + i] ? -INFINITY : (float)d8[i] * sp[r + i];
     }
-    dots_fn dots_of = dots_for(s->impl);
-    int32_t dots[SCAN_MAX_QUERIES];
     for (; r < hi; r++) {
         if (ap && !ap[r]) {
             for (Py_ssize_t j = 0; j < m; j++) out[j * n + r] = -INFINITY;
             continue;
         }
-        dots_of(cp + r * stride, qp, m, dim, dots);
-        for (Py_ssize_t j = 0; j < m; j++) out[j * n + r] = (float)dots[j] * sp[r];
+        dots16(cp + r * stride, qp, m, dim, d8);
+        for (Py_ssize_t j = 0; j < m; j++) out[j * n + r] = (float)d8[j] * sp[r];
     }
 }
 
@@ -909,48 +691,30 @@ static int topk_fused(const Scan *s, Py_ssize_t k, float *kall, float *ok, int64
     double *hk = malloc(sizeof(double) * m * k);
     int64_t *hs = malloc(sizeof(int64_t) * m * k);
     Py_ssize_t *size = calloc(m, sizeof(Py_ssize_t));
-    int32_t *dots = malloc(sizeof(int32_t) * m);
+    int32_t *dotv = malloc(sizeof(int32_t) * m);
     float *thr = malloc(sizeof(float) * m); /* float32 bound below which a key cannot enter */
-    if (!hk || !hs || !size || !dots || !thr) {
-        free(hk); free(hs); free(size); free(dots); free(thr);
+    if (!hk || !hs || !size || !dotv || !thr) {
+        free(hk); free(hs); free(size); free(dotv); free(thr);
         return -1;
     }
-    const int8_t *cp = s->codes, *qp = s->q;
+    const int8_t *cp = s->codes;
+    const int16_t *qp = s->q;
     const float *sp = s->scales;
     const uint8_t *ap = s->allowed;
-    dots_fn dots_of = dots_for(s->impl);
     for (Py_ssize_t j = 0; j < m; j++) thr[j] = -INFINITY;
     Py_BEGIN_ALLOW_THREADS
-    dots8_fn dots8 = m == 1 ? dots8_for(s->impl) : NULL;
     Py_ssize_t r = 0;
-    if (dots8) {
-        Py_ssize_t d32 = dim & ~(Py_ssize_t)31;
-        int32_t d8[8];
-        float k8[8];
-        for (; r + 8 <= n_rows; r += 8) {
-            dots8(cp + r * stride, stride, qp, d32, d8);
-#ifdef HAVE_X86
-            if (d32 == dim) { /* dots8 exists only where AVX2 does */
-                int gated = keys8_avx2(d8, sp + r, ap ? ap + r : NULL, kall ? kall + r : k8);
-                const float *kr = kall ? kall + r : k8;
-                for (int i = 0; i < 8; i++)
-                    if (!(gated >> i & 1) && kr[i] >= thr[0])
-                        offer_key(kr[i], 0, k, (int64_t)(r + i), thr, hk, hs, size);
+    int32_t blk[ROWS_BLOCK];
+    for (; m == 1 && r + ROWS_BLOCK <= n_rows; r += ROWS_BLOCK) {
+        dots_rows(cp + r * stride, stride, qp, dim, blk);
+        for (Py_ssize_t i = 0; i < ROWS_BLOCK; i++) {
+            if (ap && !ap[r + i]) {
+                if (kall) kall[r + i] = -INFINITY;
                 continue;
             }
-#endif
-            for (int i = 0; i < 8; i++) {
-                if (ap && !ap[r + i]) {
-                    if (kall) kall[r + i] = -INFINITY;
-                    continue;
-                }
-                int32_t dot = d8[i];
-                for (Py_ssize_t t = d32; t < dim; t++)
-                    dot += (int32_t)cp[(r + i) * stride + t] * (int32_t)qp[t];
-                float key = (float)dot * sp[r + i];
-                if (kall) kall[r + i] = key;
-                if (key >= thr[0]) offer_key(key, 0, k, (int64_t)(r + i), thr, hk, hs, size);
-            }
+            float key = (float)blk[i] * sp[r + i];
+            if (kall) kall[r + i] = key;
+            if (key >= thr[0]) offer_key(key, 0, k, (int64_t)(r + i), thr, hk, hs, size);
         }
     }
     for (; r < n_rows; r++) {
@@ -958,9 +722,9 @@ static int topk_fused(const Scan *s, Py_ssize_t k, float *kall, float *ok, int64
             for (Py_ssize_t j = 0; kall && j < m; j++) kall[j * n_rows + r] = -INFINITY;
             continue;
         }
-        dots_of(cp + r * stride, qp, m, dim, dots);
+        dots16(cp + r * stride, qp, m, dim, dotv);
         for (Py_ssize_t j = 0; j < m; j++) {
-            float key = (float)dots[j] * sp[r];
+            float key = (float)dotv[j] * sp[r];
             if (kall) kall[j * n_rows + r] = key;
             if (key >= thr[j]) offer_key(key, j, k, (int64_t)r, thr, hk, hs, size);
         }
@@ -973,7 +737,7 @@ static int topk_fused(const Scan *s, Py_ssize_t k, float *kall, float *ok, int64
         }
     }
     Py_END_ALLOW_THREADS
-    free(hk); free(hs); free(size); free(dots); free(thr);
+    free(hk); free(hs); free(size); free(dotv); free(thr);
     return 0;
 }
 
@@ -1045,8 +809,13 @@ static PyObject *py_int8_topk(PyObject *self, PyObject *args) {
     }
     if (o_all != Py_None && get_buf(o_all, &all, "f", 4, m * n_rows, 1, "out_all") < 0) goto done;
     {
-        Scan s = {codes.view.buf, scales.view.buf, q.view.buf,
-                  allowed.held ? allowed.view.buf : NULL, n_rows, dim, stride, m, impl_now};
+        int16_t *q16 = scan_widen(q.view.buf, m, dim);
+        if (!q16) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        Scan s = {codes.view.buf, scales.view.buf, q16,
+                  allowed.held ? allowed.view.buf : NULL, n_rows, dim, stride, m};
         Buf *in[4] = {&codes, &scales, &q, &allowed};
         int rc;
         if (all.held && threads >= 2 && m <= SCAN_MAX_QUERIES) /* keys, then selection */
@@ -1055,6 +824,7 @@ static PyObject *py_int8_topk(PyObject *self, PyObject *args) {
         else
             rc = topk_fused(&s, k, all.held ? all.view.buf : NULL, keys.view.buf,
                             slots.view.buf);
+        free(q16);
         if (rc < 0) {
             PyErr_NoMemory();
             goto done;
@@ -1114,7 +884,6 @@ static PyObject *py_int8_score_rows(PyObject *self, PyObject *args) {
         const float *sp = scales.view.buf;
         const int8_t *qp = q.view.buf;
         float *op = out.view.buf;
-        dots_fn dots_of = dots_for(impl_now);
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t j = 0; j < m; j++) {
             for (Py_ssize_t i = 0; i < c; i++) {
@@ -1124,7 +893,7 @@ static PyObject *py_int8_score_rows(PyObject *self, PyObject *args) {
                     op[j * c + i] = -INFINITY;
                     continue;
                 }
-                dots_of(cp + r * stride, qp + j * dim, 1, dim, &dot);
+                dots(cp + r * stride, qp + j * dim, 1, dim, &dot);
                 op[j * c + i] = (float)dot * sp[r];
             }
         }
@@ -1205,76 +974,8 @@ static void cand_tile_scalar(CandRows *c, const TileRows *tr) {
     }
 }
 
-#ifdef HAVE_X86
-/* The vector variants loop over the tile's rows themselves and clear the upper register
- * halves before the scalar code they call and before returning: a row per call, with the
- * upper halves left dirty, stalled every SSE instruction of the caller (measured on an AVX2
- * host: 1.5 ns per key, 0.6 without). */
-__attribute__((target("avx2"))) static void cand_tile_avx2(CandRows *c, const TileRows *tr) {
-    for (Py_ssize_t r = 0; r < tr->t; r++) {
-        if (tr->gate && !tr->gate[r]) continue;
-        const char *row = tr->dots + r * c->n * 4;
-        int64_t slot = tile_slot(tr, r);
-        __m256 s = _mm256_set1_ps(tr->scales[r]);
-        Py_ssize_t j = 0;
-        for (; j + 8 <= c->n; j += 8) {
-            __m256 dot = tr->f32 ? _mm256_loadu_ps((const float *)row + j)
-                                 : _mm256_cvtepi32_ps(_mm256_loadu_si256(
-                                       (const __m256i *)((const int32_t *)row + j)));
-            __m256 key = _mm256_mul_ps(dot, s);
-            int m = _mm256_movemask_ps(
-                _mm256_cmp_ps(key, _mm256_loadu_ps(c->thr32 + j), _CMP_GT_OQ));
-            if (!m) continue;
-            float one[8];
-            _mm256_storeu_ps(one, key);
-            _mm256_zeroupper();
-            cand_offer_lanes(c, j, one, m, slot);
-        }
-        _mm256_zeroupper();
-        cand_row_scalar(c, row, tr->f32, tr->scales[r], j, slot);
-    }
-    _mm256_zeroupper();
-}
-
-__attribute__((target("avx512f"))) static void cand_tile_avx512(CandRows *c,
-                                                                const TileRows *tr) {
-    for (Py_ssize_t r = 0; r < tr->t; r++) {
-        if (tr->gate && !tr->gate[r]) continue;
-        const char *row = tr->dots + r * c->n * 4;
-        int64_t slot = tile_slot(tr, r);
-        __m512 s = _mm512_set1_ps(tr->scales[r]);
-        Py_ssize_t j = 0;
-        for (; j + 16 <= c->n; j += 16) {
-            __m512 dot = tr->f32
-                             ? _mm512_loadu_ps((const float *)row + j)
-                             : _mm512_cvtepi32_ps(_mm512_loadu_si512((const int32_t *)row + j));
-            __m512 key = _mm512_mul_ps(dot, s);
-            __mmask16 m = _mm512_cmp_ps_mask(key, _mm512_loadu_ps(c->thr32 + j), _CMP_GT_OQ);
-            if (!m) continue;
-            float one[16];
-            _mm512_storeu_ps(one, key);
-            _mm256_zeroupper();
-            cand_offer_lanes(c, j, one, m, slot);
-        }
-        _mm256_zeroupper();
-        cand_row_scalar(c, row, tr->f32, tr->scales[r], j, slot);
-    }
-    _mm256_zeroupper();
-}
-#endif
 
 static void cand_tile(CandRows *c, const TileRows *tr) {
-#ifdef HAVE_X86
-    int level = sel_level();
-    if (level == SEL_AVX512) {
-        cand_tile_avx512(c, tr);
-        return;
-    }
-    if (level == SEL_AVX2) {
-        cand_tile_avx2(c, tr);
-        return;
-    }
-#endif
     cand_tile_scalar(c, tr);
 }
 
@@ -2974,7 +2675,7 @@ done:
 /* ------------------------------------------------------------------ token relay: MaxSim */
 
 /* The token relay's cosines are exact up to one rounding: two tokens' int8 rows' integer dot
- * product (dots_for: every implementation gives the same int32) over the product of their
+ * product (dots) over the product of their
  * lengths, in float64 -- what TokenVocab.cosines computes in numpy, bit for bit. The int8
  * rows are a quarter of float32 rows' memory traffic (the dense scan has just evicted the
  * table from the caches). Query tokens are meaningful ones (TokenVocab.ids: a length above 0). */
@@ -2983,7 +2684,7 @@ typedef struct {
     int32_t *keys;   /* open addressing: token id, -1 empty */
     int32_t *slot;   /* its row in sims */
     double *sims;    /* (distinct, t rounded up to 4): the token's cosine with each query token */
-    int8_t *qcodes;  /* (t, dim): the query tokens' rows, contiguous for dots_for */
+    int8_t *qcodes;  /* (t, dim): the query tokens' rows, contiguous for dots */
     int32_t *idots;  /* (t,) */
     int32_t *uniq;   /* (postings,): the distinct token ids in order of first sight */
     int32_t *pslot;  /* (postings,): each posting's row in sims */
@@ -3095,7 +2796,6 @@ static int tok_maxsim(const TokJob *j, TokScratch *s, const int64_t *ord, Py_ssi
             s->pslot[n_post++] = s->slot[h];
         }
     }
-    dots_fn dots = dots_for(impl_now);
     size_t stride = (t + 3) & ~(size_t)3;
     for (size_t d = 0; d < distinct; d++) {
         int32_t u = s->uniq[d];
@@ -3360,40 +3060,6 @@ static PyObject *py_scan_pool_testing(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* ------------------------------------------------------------------ implementation choice */
-
-static PyObject *py_dot_impl(PyObject *self, PyObject *noargs) {
-    return PyUnicode_FromString(IMPL_NAMES[impl_now]);
-}
-
-static PyObject *py_dot_impls(PyObject *self, PyObject *noargs) {
-    PyObject *out = PyList_New(0);
-    if (!out) return NULL;
-    for (int i = 0; i <= impl_best; i++) {
-        PyObject *s = PyUnicode_FromString(IMPL_NAMES[i]);
-        if (!s || PyList_Append(out, s) < 0) {
-            Py_XDECREF(s);
-            Py_DECREF(out);
-            return NULL;
-        }
-        Py_DECREF(s);
-    }
-    return out;
-}
-
-static PyObject *py_set_dot_impl(PyObject *self, PyObject *args) {
-    const char *name;
-    if (!PyArg_ParseTuple(args, "s", &name)) return NULL;
-    for (int i = 0; i <= impl_best; i++) {
-        if (strcmp(name, IMPL_NAMES[i]) == 0) {
-            impl_now = i;
-            Py_RETURN_NONE;
-        }
-    }
-    PyErr_Format(PyExc_ValueError, "dot implementation %s is not available here", name);
-    return NULL;
-}
-
 static PyMethodDef methods[] = {
     {"int8_topk", py_int8_topk, METH_VARARGS,
      "int8_topk(codes, n_rows, dim, stride, scales, queries, allowed, out_keys, out_slots"
@@ -3411,10 +3077,6 @@ static PyMethodDef methods[] = {
      "decay_topk(n, now, w_div, weight, flags, arousal, d_event, last_ms, allowed, freeze_set, "
      "need_set, edges, factors, out_keys, out_slots[, horizon]) -> count, or (count, next "
      "change ms) with horizon"},
-    {"pool_columns", py_pool_columns, METH_VARARGS,
-     "pool_columns(n, now, ordinals, importance, flags, arousal, formed_ms, d_event, last_ms, "
-     "storage, freeze_set, need_set, edges, factors, <8 outputs: importance, flags, arousal, "
-     "d_event, last_ms, storage, formed_ms, D now (float64)>)"},
     {"bm25_dense", py_bm25_dense, METH_VARARGS,
      "bm25_dense(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, main_tf, "
      "tail_indptr, tail_doc, tail_tf, doc_len, allowed, k1, b, avgdl, okapi, out)"},
@@ -3431,6 +3093,10 @@ static PyMethodDef methods[] = {
     {"pool_expand", py_pool_expand, METH_VARARGS,
      "pool_expand(seeds, chain, row_of, extra, allowed, out) -> (distinct seeds, count): one "
      "query's seeds and their allowed neighbours, ascending"},
+    {"pool_columns", py_pool_columns, METH_VARARGS,
+     "pool_columns(n, now, ordinals, importance, flags, arousal, formed_ms, d_event, last_ms, "
+     "storage, freeze_set, need_set, edges, factors, <8 outputs: importance, flags, arousal, "
+     "d_event, last_ms, storage, formed_ms, D now (float64)>)"},
     {"minmax_rows", py_minmax_rows, METH_VARARGS,
      "minmax_rows(x float64 (n, W), valid bool (n, W), out float32 (n, W)): rows min-max "
      "normalised over valid finite entries"},
@@ -3462,15 +3128,11 @@ static PyMethodDef methods[] = {
      "scan_pool_testing(worker_us, caller_us, normal_priority): tests only; pause the helper "
      "after each claim and the caller before its first, run the helper at normal priority "
      "from its next job ((0, 0, False): as in use)"},
-    {"dot_impl", py_dot_impl, METH_NOARGS, "name of the dot-product implementation in use"},
-    {"dot_impls", py_dot_impls, METH_NOARGS, "implementations this CPU can run"},
-    {"set_dot_impl", py_set_dot_impl, METH_VARARGS, "pin the dot-product implementation"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__native(void) {
-    detect_impl();
     return PyModule_Create(&module);
 }

@@ -18,8 +18,9 @@ than ``k`` results come back only when fewer than ``k`` rows are allowed. Paddin
 ``(-inf, -1)``.
 
 **Kernels.** :class:`DenseIndex` holds the rows and picks a path, each in its module: the CPU
-(:mod:`.dense_cpu`: a native fused scan for one or two queries, else GEMM tiles — int8 or exact
-float32, whichever this host runs faster — with native or threshold selection), CUDA
+(:mod:`.dense_cpu`: a native fused scan for fewer than 8 queries, else GEMM tiles on one
+thread — int8 on CPUs with INT8 matrix units, else exact float32: a rule, not a timing — with
+native or threshold selection), CUDA
 (:mod:`.dense_cuda`: torch block-max loop, Triton glue and :mod:`.fused`; the CPU runs the
 block-max loop when the CUDA layout is emulated, which is how the tests check it), FAISS
 (:mod:`.dense_faiss`, CPU only), numpy twins (:mod:`.dense_reference`). :meth:`DenseIndex.topk`
@@ -60,11 +61,9 @@ _CPU_BLOCK = 1 << 21  # score elements per CPU tile (8 MiB of int32: stays in L2
 _CUDA_BLOCK = 1 << 28  # score elements per CUDA tile (1 GiB of int32)
 _DEVICE_QUANTISE_MIN = 64  # queries per batch from which CUDA quantises them on the device
 _SPARSE_GATE = 8  # gather allowed rows when at most 1/8 of the corpus is allowed
-# Queries per batch up to which the CPU runs the native fused scan instead of GEMM tiles: one
-# or two queries read the rows once either way, and the scan writes nothing of size N (1 query
-# over 100k x 384: 1.6 ms against 7.7 ms through torch._int_mm on the shared dev box; 3
-# queries: 4.3 ms, where the GEMM starts to pay for its packing; benchmarks/bench_dense.py).
-NATIVE_SCAN_MAX = 2
+# Queries per batch up to which the CPU runs the native fused scan instead of GEMM tiles (one
+# thread): the measured rule of dense_cpu's docstring (the GEMM wins from 5 to 10 queries).
+NATIVE_SCAN_MAX = 7
 _NATIVE_ROWS_PER_K = 8  # native heaps pay off from 8 k rows (else half the rows enter them)
 
 

@@ -1,26 +1,42 @@
 """The CPU paths of :class:`~.dense.DenseIndex` (torch backend, row-major layout).
 
+**Route per call shape** (:data:`.dense.NATIVE_SCAN_MAX`, measured on a 2-core AVX2 +
+AVX-512 host with other processes running, 100k rows, CPU ms per query): fewer than 8 queries
+take the native scan, 8 or more the GEMM tiles on one thread.
+
+=========  ====================  ======================  ======================
+ d, n       native scan           float32 GEMM, 1 thread  float32 GEMM, 2 threads
+=========  ====================  ======================  ======================
+ 128, 8     1.83                  1.11                    8.95 (wall 26.9)
+ 128, 32    1.56                  0.41                    1.65 (wall 3.9)
+ 128, 200   1.14                  0.33                    3.42 (wall 5.3)
+ 384, 8     3.65                  3.06                    6.73
+ 384, 32    3.80                  1.02                    3.52
+=========  ====================  ======================  ======================
+
+The GEMM's cost per query is ``rows * d * (c / n + g)`` (``c``: converting a tile to float32,
+paid once for every query; ``g``: the multiply-add), the scan's ``rows * d * s``; fitted on the
+rows above, the GEMM wins from 5 to 10 queries at both widths, hence 8. The tiles run on one
+thread: beside busy processes torch's two-thread GEMM waited at its barriers (wall 5.3 against
+0.37 ms per query on one thread), which made a batch no faster than a loop of single recalls.
+
 **Native scan** (:func:`scan_topk`, a few queries): one pass over the rows in :mod:`._native`
-— the INT8 dot product (AVX-512 VNNI / AVX2), the row scale and the gate — writing every row's
-key, with an exact top-k heap fused in. A single query over 100k × 384 rows measured 1.6 ms
-against 7.7 ms for ``torch._int_mm`` + top-k (which packs the corpus before a matrix-vector
-product) on the shared 2-core dev box; rows are read once for every query. With
-``threads=2`` the keys come first and each query's top-k is selected from them after (same
-results, bit for bit), and a persistent native helper thread, at idle priority, computes
-keys of row chunks beside the caller: 1.27 → 0.70 ms for that scan on an idle 2-core box.
-The caller never waits for the helper (it computes an unfinished chunk of the helper's
-itself), and the helper takes only an idle core, so beside busy processes the scan costs
-what one thread's does.
+— the INT8 dot product (a plain loop the compiler vectorises), the row scale and the gate —
+writing every row's key, with an exact top-k heap fused in; rows are read once for every
+query. With ``threads=2`` the keys come first and each query's top-k is selected from them
+after (same results, bit for bit), and a persistent native helper thread, at idle priority,
+computes keys of row chunks beside the caller. The caller never waits for the helper (it
+computes an unfinished chunk of the helper's itself), and the helper takes only an idle core,
+so beside busy processes the scan costs what one thread's does.
 
 **Tile loop** (:func:`topk_tiles`, batches): the corpus is scanned in tiles of rows; each
-tile's exact int32 dots ``(T, d) @ (d, n)`` come from one of two GEMMs (:func:`gemm_kind`,
-chosen once per process and dimension by timing both on a small tile): ``torch._int_mm`` with
-the corpus tile as the left operand, which lets oneDNN use VNNI over the row-major codes
-without repacking them, or float32 BLAS over the tile converted in chunks — exact too, since
-every partial sum of int8 products is an integer below 2**24 when ``d`` ≤ 1040. Which one is
-fast depends on the host: on a 2-core AVX2 host without VNNI the int8 GEMM ran at ~1.5 GMAC/s,
-float32 BLAS 23x faster (256 queries x 200k x 384: 16.9 s against 0.73 s); on VNNI hosts the
-int8 GEMM led. The tile's dots (int32, or float32 integers: the same keys) then go to the
+tile's exact dots ``(T, d) @ (d, n)`` come from ``torch._int_mm`` on CPUs with INT8 matrix
+units (AVX-512 VNNI, AMX) or float32 BLAS over the tile converted in chunks elsewhere — exact,
+since every partial sum of int8 products is an integer below 2**24 when ``d`` ≤ 1040 (past
+that width always ``_int_mm``; :func:`gemm_kind`). On a 2-core AVX2 host without VNNI the
+int8 GEMM ran at ~1.5 GMAC/s, float32 BLAS 23x faster (256 queries x 200k x 384: 16.9 s
+against 0.73 s); on this VNNI + AMX host the int8 GEMM leads (0.56 against 1.02 ms per query at
+d = 384, 32 queries, one thread) and needs no conversion. The tile's dots then go to the
 native selection (:func:`_native.topk_update`: scale, gate, an exact buffer of 2k candidates
 per query, one read of the tile) or, without the native module, to the torch threshold path:
 once every query holds k candidates only keys at or above its k-th key leave a tile (ties
@@ -32,12 +48,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-import time
 from collections.abc import Iterator
 
 import numpy as np
 import torch
 
+from spector_gpu.device import single_threaded
 from spector_gpu.errors import ValidationError
 
 from .native import native
@@ -47,6 +63,7 @@ __all__ = [
     "check_cpu_options",
     "forced_gemm",
     "gemm_kind",
+    "int8_units",
     "keys_all_cpu",
     "scan_topk",
     "score_rows",
@@ -108,12 +125,32 @@ def scratch_buffers(scratch: threading.local, rows: int, cols: int, dim: int) ->
 
 
 def gemm_kind(dim: int) -> str:
-    """The tile GEMM of this process for ``dim``-wide codes: ``"int8"`` (``torch._int_mm``) or
-    ``"float32"`` (BLAS over converted chunks; only up to :data:`F32_EXACT_DIM`). Both give the
-    same exact integers; the faster one on a small tile is kept (module docstring)."""
+    """The tile GEMM for ``dim``-wide codes, by a fixed rule (no timing): ``"int8"``
+    (``torch._int_mm``) on a CPU with INT8 matrix units (:func:`int8_units`: AVX-512 VNNI or
+    AMX, which oneDNN's int8 GEMM uses) or past :data:`F32_EXACT_DIM`, else ``"float32"``
+    (BLAS over converted chunks, exact up to that width). Without those units the int8 GEMM
+    ran 23x slower than BLAS (module docstring); :func:`forced_gemm` overrides the rule for
+    tests and benchmarks."""
     if dim > F32_EXACT_DIM:
         return "int8"
-    return _forced[-1] if _forced else _measured_kind(dim)
+    if _forced:
+        return _forced[-1]
+    return "int8" if int8_units() else "float32"
+
+
+@functools.cache
+def int8_units() -> bool:
+    """Whether this CPU has AVX-512 VNNI or AMX-INT8 (``/proc/cpuinfo`` flags; False where
+    they cannot be read)."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool(flags & {"avx512_vnni", "amx_int8"})
+    except OSError:
+        pass
+    return False
 
 
 @contextlib.contextmanager
@@ -126,26 +163,6 @@ def forced_gemm(kind: str) -> Iterator[None]:
         yield
     finally:
         _forced.pop()
-
-
-@functools.cache
-def _measured_kind(dim: int) -> str:
-    """Time both GEMMs on a 1024-row tile and 32 queries (best of three, interleaved)."""
-    best = {kind: float("inf") for kind in _GEMM_KINDS}
-    with torch.inference_mode(False):  # normal tensors, whichever mode the first caller is in
-        gen = torch.Generator().manual_seed(dim)
-        codes = torch.randint(-127, 128, (1024, dim), dtype=torch.int8, generator=gen)
-        xt = torch.randint(-127, 128, (dim, 32), dtype=torch.int8, generator=gen)
-        out = torch.empty((1024, 32), dtype=torch.int32)
-        conv = torch.empty((_F32_CHUNK, dim), dtype=torch.float32)
-        fbuf = torch.empty((1024, 32), dtype=torch.float32)
-        for _ in range(3):
-            for kind in _GEMM_KINDS:
-                t0 = time.perf_counter()
-                xf = xt.float() if kind == "float32" else None
-                tile_dots(codes, xt, xf, out, conv, fbuf)
-                best[kind] = min(best[kind], time.perf_counter() - t0)
-    return min(_GEMM_KINDS, key=lambda kind: best[kind])
 
 
 def tile_dots(
@@ -179,6 +196,8 @@ def scan_topk(
     k: int,
     gate: np.ndarray | None,
     threads: int = 1,
+    *,
+    per_query: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Native scan: float32 (n, k) keys and int64 (n, k) slots, ``(-inf, -1)`` padding,
     and the key of every row, float32 (n, n_rows) (``-inf`` for gated rows): written as the
@@ -188,25 +207,32 @@ def scan_topk(
     Args:
         codes: int8 (capacity, stride) CPU corpus codes, the first ``n_rows`` live; scales:
             float32 (capacity,); xq: int8 (n, dim) query codes; gate: bool (n_rows,) or None;
-        threads: 2 lets the native helper thread share a large scan (module docstring).
+        threads: 2 lets the native helper thread share a large scan (module docstring);
+        per_query: one pass per query (the faster loop over large corpora), else one pass
+            for all (fewer calls, for many queries over a small corpus).
     """
     n = xq.shape[0]
     keys = np.empty((n, k), dtype=np.float32)
     slots = np.empty((n, k), dtype=np.int64)
     every = np.empty((n, n_rows), dtype=np.float32)  # every row written, gated ones -inf
-    native.int8_topk(
-        codes.numpy(),
-        n_rows,
-        dim,
-        codes.shape[1],
-        scales.numpy(),
-        np.ascontiguousarray(xq),
-        gate,
-        keys,
-        slots,
-        every,
-        threads,
-    )
+    xq = np.ascontiguousarray(xq)
+    # One query per pass: the single-query loop scores four rows at a time (0.65 ms per 100k x
+    # 128 rows here), a pass of two queries one row at a time (2.33 ms for the two).
+    step = 1 if per_query else max(n, 1)
+    for i in range(0, n, step):
+        native.int8_topk(
+            codes.numpy(),
+            n_rows,
+            dim,
+            codes.shape[1],
+            scales.numpy(),
+            xq[i : i + step],
+            gate,
+            keys[i : i + step],
+            slots[i : i + step],
+            every[i : i + step],
+            threads,
+        )
     return torch.from_numpy(keys), torch.from_numpy(slots), torch.from_numpy(every)
 
 
@@ -218,7 +244,7 @@ def keys_all_cpu(
     600 rows on a 2-core AVX2 host), else the GEMM of :func:`gemm_kind`."""
     dim = xq.shape[1]
     if native:
-        return scan_topk(codes, scales, n_rows, dim, xq, 1, None)[2]
+        return scan_topk(codes, scales, n_rows, dim, xq, 1, None, per_query=False)[2]
     xt = torch.from_numpy(xq).t()
     if gemm_kind(dim) == "float32":
         dots = torch.mm(codes[:n_rows].float(), xt.float())
@@ -308,9 +334,26 @@ def topk_tiles(
         bufs: :func:`scratch_buffers` of at least ``min(tile, n_rows)`` rows and n columns;
         use_native: select with the native heaps (needs the native module).
     """
-    xf = xt.float() if gemm_kind(xt.shape[0]) == "float32" else None
-    if use_native:
-        return _tiles_native(codes, scales, n_rows, (xt, xf), k, tile, gate, sparse, bufs)
+    with single_threaded(codes.device.type == "cpu"):
+        xf = xt.float() if gemm_kind(xt.shape[0]) == "float32" else None
+        if use_native:
+            return _tiles_native(codes, scales, n_rows, (xt, xf), k, tile, gate, sparse, bufs)
+        return _tiles_torch(codes, scales, n_rows, (xt, xf), k, tile, gate, sparse, bufs)
+
+
+def _tiles_torch(
+    codes: torch.Tensor,
+    scales: torch.Tensor,
+    n_rows: int,
+    queries: tuple[torch.Tensor, torch.Tensor | None],
+    k: int,
+    tile: int,
+    gate: np.ndarray | None,
+    sparse: bool,
+    bufs: Scratch,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The tile loop with the torch threshold selection (:func:`topk_tiles`)."""
+    xt, xf = queries
     n = xt.shape[1]
     best_v = torch.full((n, k), _NEG_INF, dtype=torch.float32, device=codes.device)
     best_i = torch.full((n, k), -1, dtype=torch.int64, device=codes.device)

@@ -1,13 +1,15 @@
 """The CPU tile GEMMs (kernels/dense_cpu.py): int8 (``torch._int_mm``) and exact float32 BLAS
-give the same results as the numpy reference, whichever one a host's probe picks."""
+give the same results as the numpy reference; the batch's route by query count."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
 from spector_gpu.kernels import dense_cpu
-from spector_gpu.kernels.dense import DenseIndex, search_reference
+from spector_gpu.kernels.dense import NATIVE_SCAN_MAX, DenseIndex, search_reference
 from spector_gpu.kernels.dense_cpu import F32_EXACT_DIM, forced_gemm, gemm_kind, tile_dots
 from spector_gpu.kernels.native import native
 from spector_gpu.kernels.quant import l2_normalize, quantize_int8
@@ -76,23 +78,61 @@ def test_float32_dots_are_exact_at_the_largest_dimension_it_takes() -> None:
     assert int(got[0, 0]) == d * 127 * 127
 
 
-def test_gemm_kind_answers_int8_past_the_exact_dimension_and_checks_its_input() -> None:
+@pytest.mark.parametrize("units", [False, True])
+def test_gemm_kind_is_a_rule_of_the_cpu_and_the_width(
+    units: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """int8 where the CPU has INT8 matrix units or float32 sums would not be exact, else
+    float32; forced_gemm overrides it only where float32 stays exact."""
+    monkeypatch.setattr(dense_cpu, "int8_units", lambda: units)
+    want = "int8" if units else "float32"
+    assert gemm_kind(64) == gemm_kind(F32_EXACT_DIM) == want
+    assert gemm_kind(F32_EXACT_DIM + 1) == "int8"
+    with forced_gemm("int8"):
+        assert gemm_kind(64) == "int8"
     with forced_gemm("float32"):
-        assert gemm_kind(F32_EXACT_DIM) == "float32"
-        assert gemm_kind(F32_EXACT_DIM + 1) == "int8"
-    assert gemm_kind(64) in KINDS  # the measured choice
-    assert dense_cpu._measured_kind(64) == gemm_kind(64)  # chosen once, then kept
+        assert gemm_kind(64) == "float32"
+        assert gemm_kind(F32_EXACT_DIM + 1) == "int8"  # never an inexact float32 sum
     with pytest.raises(ValidationError, match="gemm kind"), forced_gemm("int4"):
         pass
 
 
-def test_the_probe_runs_inside_inference_mode() -> None:
-    """Recall runs under ``torch.inference_mode``: the first batch there measures the GEMMs
-    (a dimension no other test used), and the search answers as the reference does."""
+def test_int8_units_reads_the_cpu_flags() -> None:
+    assert isinstance(dense_cpu.int8_units(), bool)
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        assert dense_cpu.int8_units() is False
+        return
+    flags = {w for ln in text.splitlines() if ln.startswith("flags") for w in ln.split()}
+    assert dense_cpu.int8_units() == bool(flags & {"avx512_vnni", "amx_int8"})
+
+
+@pytest.mark.parametrize("n", [1, NATIVE_SCAN_MAX, NATIVE_SCAN_MAX + 1, 40])
+def test_the_batch_route_follows_the_query_count(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Up to NATIVE_SCAN_MAX queries take the native scan, more the GEMM tiles, whose GEMMs
+    run on one torch thread (the caller's count is restored after); results are the
+    reference's either way, inside inference mode too (as recall calls it)."""
     x, q, s = corpus(3000, 41, 41)
     index = DenseIndex(41, device="cpu", tile_rows=512)
     index.add(q, s)
+    threads: list[int] = []
+    real = dense_cpu.tile_dots
+
+    def spy(*args: Any) -> torch.Tensor:
+        threads.append(torch.get_num_threads())
+        return real(*args)
+
+    monkeypatch.setattr(dense_cpu, "tile_dots", spy)
+    queries = np.vstack([x[: n // 2], np.random.default_rng(n).standard_normal((n - n // 2, 41))])
+    before = torch.get_num_threads()
     with torch.inference_mode():
-        got = index.search(x[:6], 5)
-    assert dense_cpu._measured_kind(41) in KINDS
-    np.testing.assert_array_equal(got[1], search_reference(q, s, x[:6], 5)[1])
+        got = index.search(queries.astype(np.float32), 5)
+    assert torch.get_num_threads() == before
+    tiled = n > NATIVE_SCAN_MAX or native is None
+    assert bool(threads) == tiled
+    assert set(threads) <= {1}
+    want = search_reference(q, s, queries.astype(np.float32), 5)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])

@@ -1,5 +1,4 @@
-"""The native CPU kernels (kernels/_native.c) against their numpy twins, on every dot-product
-implementation this CPU offers (AVX-512 VNNI, AVX2, portable)."""
+"""The native CPU kernels (kernels/_native.c) against their numpy twins."""
 
 from __future__ import annotations
 
@@ -10,17 +9,16 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from spector_gpu.device import single_threaded
 from spector_gpu.kernels.dense import DenseIndex
 from spector_gpu.kernels.dense_reference import score_slots_reference, search_reference
-from spector_gpu.kernels.native import dot_impl, native
+from spector_gpu.kernels.native import native
 from spector_gpu.kernels.quant import l2_normalize, quantize_int8
 from spector_gpu.kernels.selection import rows_topk
 from spector_gpu.kernels.topk import topk_stable
 
-from spector_gpu.device import single_threaded
-
 pytestmark = pytest.mark.skipif(native is None, reason="native kernels not built")
-IMPLS = native.dot_impls() if native is not None else []
 
 
 def corpus(n: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -32,28 +30,25 @@ def corpus(n: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return x, q, s
 
 
-@pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("d", [1, 7, 63, 64, 65, 130, 384])
 @pytest.mark.parametrize("nq", [1, 2])
-def test_scan_equals_reference(impl: str, d: int, nq: int) -> None:
+def test_scan_equals_reference(d: int, nq: int) -> None:
     x, q, s = corpus(700, d, d)
     rng = np.random.default_rng(nq)
     queries = np.vstack([x[1], rng.standard_normal((nq - 1, d))]).astype(np.float32)
     for allowed in (None, rng.random(700) < 0.4, np.zeros(700, dtype=bool)):
         index = DenseIndex(d, device="cpu", cpu_kernel="native")
         index.add(q, s)
-        with dot_impl(impl):
-            got = index.search(queries, 25, allowed=allowed)
-            slots = rng.integers(-1, 700, (nq, 40))
-            scored = index.score_slots(queries, slots)
+        got = index.search(queries, 25, allowed=allowed)
+        slots = rng.integers(-1, 700, (nq, 40))
+        scored = index.score_slots(queries, slots)
         want = search_reference(q, s, queries, 25, allowed)
         np.testing.assert_array_equal(got[1], want[1])
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(scored, score_slots_reference(q, s, queries, slots))
 
 
-@pytest.mark.parametrize("impl", IMPLS)
-def test_gemm_tiles_with_native_selection_equal_torch_and_reference(impl: str) -> None:
+def test_gemm_tiles_with_native_selection_equal_torch_and_reference() -> None:
     x, q, s = corpus(3000, 48, 3)
     queries = np.vstack([x[:5], np.random.default_rng(0).standard_normal((9, 48))]).astype(
         np.float32
@@ -65,17 +60,15 @@ def test_gemm_tiles_with_native_selection_equal_torch_and_reference(impl: str) -
     allowed = np.random.default_rng(1).random(3000) < 0.5
     for gate in (None, allowed, allowed & (np.arange(3000) < 200)):
         for k in (1, 10, 300):
-            with dot_impl(impl):
-                got = fast.search(queries, k, allowed=gate)
+            got = fast.search(queries, k, allowed=gate)
             want = search_reference(q, s, queries, k, gate)
             for a, b, c in zip(got, slow.search(queries, k, allowed=gate), want):
                 np.testing.assert_array_equal(a, c)
                 np.testing.assert_array_equal(b, c)
 
 
-@pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("d", [5, 40, 128, 384])
-def test_keys_all_native_equals_torch(impl: str, d: int) -> None:
+def test_keys_all_native_equals_torch(d: int) -> None:
     """Every row's key for every query: the native scan (any number of queries) gives the
     torch GEMM's float32(dot) * s bit for bit."""
     x, q, s = corpus(613, d, d)
@@ -86,8 +79,7 @@ def test_keys_all_native_equals_torch(impl: str, d: int) -> None:
         index.add(q, s)
     for n in (1, 2, 40):
         dq = fast.queries(queries[:n].astype(np.float32))
-        with dot_impl(impl):
-            got = fast.keys_all(dq)
+        got = fast.keys_all(dq)
         want = slow.keys_all(dq)
         assert got.shape == (n, 613) and got.dtype == torch.float32
         np.testing.assert_array_equal(got.numpy(), want.numpy())
@@ -112,9 +104,8 @@ def test_rows_topk_equals_stable_topk(
     keep = x > 0 if positive else np.isfinite(x)
     want = topk_stable(np.where(keep, x, -np.inf), k)
     t = torch.from_numpy(x)
-    for use_native, impl in [(False, None)] + [(True, impl) for impl in IMPLS]:
-        with dot_impl(impl or IMPLS[0]):  # the selection scans' width follows the dot impl
-            got = rows_topk(t, k, positive=positive, use_native=use_native)
+    for use_native in (False, True):
+        got = rows_topk(t, k, positive=positive, use_native=use_native)
         np.testing.assert_array_equal(got[0].numpy(), want[0])
         np.testing.assert_array_equal(got[1].numpy(), want[1])
 
@@ -144,21 +135,19 @@ def test_topk_update_equals_stable_topk_over_tiles(
     full[:, slots[gate]] = keys[:, gate]
     want = topk_stable(full, k)
     cut = sorted({0, rows, *rng.integers(0, rows, 3).tolist()})
-    for impl in IMPLS:
-        cands = np.empty((n, 4 * k), np.int64)
-        sizes, thr = np.zeros(n, np.int64), np.full(n, -np.inf)
-        with dot_impl(impl):
-            for lo, hi in itertools.pairwise(cut):
-                tile = dots[lo:hi].astype(np.float32) if as_float else dots[lo:hi]
-                mapped = slots[lo:hi] if gathered else None
-                native.topk_update(
-                    np.ascontiguousarray(tile), scales[lo:hi], lo, mapped, gate[lo:hi],
-                    cands, sizes, thr,
-                )  # fmt: skip
-        got_keys, got_slots = np.empty((n, k), np.float32), np.empty((n, k), np.int64)
-        native.topk_finish(cands, sizes, thr, got_keys, got_slots)
-        np.testing.assert_array_equal(got_keys, want[0])
-        np.testing.assert_array_equal(got_slots, np.where(want[1] < 0, -1, want[1]))
+    cands = np.empty((n, 4 * k), np.int64)
+    sizes, thr = np.zeros(n, np.int64), np.full(n, -np.inf)
+    for lo, hi in itertools.pairwise(cut):
+        tile = dots[lo:hi].astype(np.float32) if as_float else dots[lo:hi]
+        mapped = slots[lo:hi] if gathered else None
+        native.topk_update(
+            np.ascontiguousarray(tile), scales[lo:hi], lo, mapped, gate[lo:hi],
+            cands, sizes, thr,
+        )  # fmt: skip
+    got_keys, got_slots = np.empty((n, k), np.float32), np.empty((n, k), np.int64)
+    native.topk_finish(cands, sizes, thr, got_keys, got_slots)
+    np.testing.assert_array_equal(got_keys, want[0])
+    np.testing.assert_array_equal(got_slots, np.where(want[1] < 0, -1, want[1]))
 
 
 def test_topk_update_refuses_bad_state() -> None:
@@ -186,8 +175,6 @@ def test_native_entry_points_refuse_bad_buffers() -> None:
         native.int8_score_rows(
             codes, 4, 8, 8, scales, codes[0], np.array([[4]]), np.empty((1, 1), np.float32)
         )
-    with pytest.raises(ValueError, match="not available"):
-        native.set_dot_impl("quantum")
 
 
 def test_single_threaded_restores_the_callers_setting() -> None:
@@ -209,9 +196,8 @@ def test_single_threaded_restores_the_callers_setting() -> None:
         torch.set_num_threads(before)
 
 
-@pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("d", [32, 128, 160, 200])
-def test_single_query_scan_with_and_without_every_key_equals_reference(impl: str, d: int) -> None:
+def test_single_query_scan_with_and_without_every_key_equals_reference(d: int) -> None:
     """One query, dims with and without a tail past the 32-byte steps: the keys of eight rows
     at a time (and their gate) give the twin's top-k whether or not every row's key is kept,
     and the kept keys are the twin's float32(dot) * s of every row (-inf where gated)."""
@@ -225,12 +211,11 @@ def test_single_query_scan_with_and_without_every_key_equals_reference(impl: str
         gate = None if allowed is None else allowed.astype(np.uint8)
         for k in (1, 30, 1003):
             want_scores, want_slots = search_reference(q, s, query, k, allowed)
-            with dot_impl(impl):
-                keys, slots = np.empty((1, k), np.float32), np.empty((1, k), np.int64)
-                native.int8_topk(q, 1003, d, d, s, xq, gate, keys, slots)
-                every = np.empty((1, 1003), np.float32)
-                keys2, slots2 = np.empty((1, k), np.float32), np.empty((1, k), np.int64)
-                native.int8_topk(q, 1003, d, d, s, xq, gate, keys2, slots2, every, 1)
+            keys, slots = np.empty((1, k), np.float32), np.empty((1, k), np.int64)
+            native.int8_topk(q, 1003, d, d, s, xq, gate, keys, slots)
+            every = np.empty((1, 1003), np.float32)
+            keys2, slots2 = np.empty((1, k), np.float32), np.empty((1, k), np.int64)
+            native.int8_topk(q, 1003, d, d, s, xq, gate, keys2, slots2, every, 1)
             for got_keys, got_slots in ((keys, slots), (keys2, slots2)):
                 np.testing.assert_array_equal(got_slots, want_slots)
                 rescaled = np.where(got_keys == -np.inf, got_keys, got_keys * qs[:, None])

@@ -11,13 +11,13 @@ import threading
 
 import numpy as np
 import pytest
+
 from spector_gpu.kernels.dense import DenseIndex
 from spector_gpu.kernels.dense_reference import search_reference
-from spector_gpu.kernels.native import dot_impl, native
+from spector_gpu.kernels.native import native
 from spector_gpu.kernels.quant import l2_normalize, quantize_int8
 
 pytestmark = pytest.mark.skipif(native is None, reason="native kernels not built")
-IMPLS = native.dot_impls() if native is not None else []
 N, D = 6_000, 384  # 2.3 MB of codes: above the size from which the helper is asked
 
 
@@ -57,18 +57,16 @@ def gates(rng: np.random.Generator) -> list[np.ndarray | None]:
     return [None, rng.random(N) < 0.4, few, np.zeros(N, bool)]
 
 
-@pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("m", [1, 2, 3])
-def test_shared_scan_equals_the_single_thread_scan_and_the_twin(impl: str, m: int) -> None:
+def test_shared_scan_equals_the_single_thread_scan_and_the_twin(m: int) -> None:
     x, codes, scales = rows(m)
     rng = np.random.default_rng(10 + m)
     queries = np.vstack([x[3], rng.standard_normal((m - 1, D))]).astype(np.float32)
     xq, qs = quantize_int8(queries)
     for gate in gates(rng):
         for k in (1, 10, 200):
-            with dot_impl(impl):
-                one = scan(codes, scales, xq, k, gate, 1)
-                two = scan(codes, scales, xq, k, gate, 2)
+            one = scan(codes, scales, xq, k, gate, 1)
+            two = scan(codes, scales, xq, k, gate, 2)
             assert_same(one, two)
             want_scores, want_slots = search_reference(codes, scales, queries, k, gate)
             np.testing.assert_array_equal(two[1], want_slots)
