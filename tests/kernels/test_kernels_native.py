@@ -9,14 +9,14 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from spector_gpu.device import single_threaded
 from spector_gpu.kernels.dense import DenseIndex
 from spector_gpu.kernels.dense_reference import score_slots_reference, search_reference
 from spector_gpu.kernels.native import native
 from spector_gpu.kernels.quant import l2_normalize, quantize_int8
 from spector_gpu.kernels.selection import rows_topk
 from spector_gpu.kernels.topk import topk_stable
+
+from spector_gpu.device import single_threaded
 
 pytestmark = pytest.mark.skipif(native is None, reason="native kernels not built")
 

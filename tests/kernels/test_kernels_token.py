@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from spector_gpu.kernels.native import native
 
 from spector_gpu.cortex.payload import Payload
 from spector_gpu.cortex.token_rows import TokenRows, token_vocab
-from spector_gpu.kernels.native import native
 from spector_gpu.pathways.recall.scorer import Scored
 from spector_gpu.pathways.recall.token_relay import _native_rescore, _numpy_rescore
 

@@ -11,7 +11,6 @@ import threading
 
 import numpy as np
 import pytest
-
 from spector_gpu.kernels.dense import DenseIndex
 from spector_gpu.kernels.dense_reference import search_reference
 from spector_gpu.kernels.native import native
