@@ -1,46 +1,25 @@
 """The CPU paths of :class:`~.dense.DenseIndex` (torch backend, row-major layout).
 
-**Route per call shape** (:data:`.dense.NATIVE_SCAN_MAX`, measured on a 2-core AVX2 +
-AVX-512 host with other processes running, 100k rows, CPU ms per query): fewer than 8 queries
-take the native scan, 8 or more the GEMM tiles on one thread.
-
-=========  ====================  ======================  ======================
- d, n       native scan           float32 GEMM, 1 thread  float32 GEMM, 2 threads
-=========  ====================  ======================  ======================
- 128, 8     1.83                  1.11                    8.95 (wall 26.9)
- 128, 32    1.56                  0.41                    1.65 (wall 3.9)
- 128, 200   1.14                  0.33                    3.42 (wall 5.3)
- 384, 8     3.65                  3.06                    6.73
- 384, 32    3.80                  1.02                    3.52
-=========  ====================  ======================  ======================
-
-The GEMM's cost per query is ``rows * d * (c / n + g)`` (``c``: converting a tile to float32,
-paid once for every query; ``g``: the multiply-add), the scan's ``rows * d * s``; fitted on the
-rows above, the GEMM wins from 5 to 10 queries at both widths, hence 8. The tiles run on one
-thread: beside busy processes torch's two-thread GEMM waited at its barriers (wall 5.3 against
-0.37 ms per query on one thread), which made a batch no faster than a loop of single recalls.
+**Route per call shape** (:data:`.dense.NATIVE_SCAN_MAX`): fewer than 8 queries take the
+native scan, 8 or more the GEMM tiles on one thread. The GEMM's cost per query is
+``rows * d * (c / n + g)`` (``c``: converting a tile to float32, paid once for every query;
+``g``: the multiply-add), the scan's ``rows * d * s``; fitted on the measurements in
+docs/architecture.md ("a batch's dense GEMM"), the GEMM wins from 5 to 10 queries at d = 128
+and 384, hence 8. One thread: beside busy processes torch's two-thread GEMM waited at its
+barriers (wall 5.3 against 0.37 ms per query), which made a batch no faster than a loop.
 
 **Native scan** (:func:`scan_topk`, a few queries): one pass over the rows in :mod:`._native`
-— the INT8 dot product (a plain loop the compiler vectorises), the row scale and the gate —
-writing every row's key, with an exact top-k heap fused in; rows are read once for every
-query. With ``threads=2`` the keys come first and each query's top-k is selected from them
-after (same results, bit for bit), and a persistent native helper thread, at idle priority,
-computes keys of row chunks beside the caller. The caller never waits for the helper (it
-computes an unfinished chunk of the helper's itself), and the helper takes only an idle core,
-so beside busy processes the scan costs what one thread's does.
+(INT8 dot, row scale, gate, an exact top-k heap fused in). With ``threads=2`` a native helper
+thread at idle priority computes keys of row chunks beside the caller, which never waits for it
+(same results, bit for bit; docs/architecture.md, "the scan helper thread").
 
 **Tile loop** (:func:`topk_tiles`, batches): the corpus is scanned in tiles of rows; each
 tile's exact dots ``(T, d) @ (d, n)`` come from ``torch._int_mm`` on CPUs with INT8 matrix
 units (AVX-512 VNNI, AMX) or float32 BLAS over the tile converted in chunks elsewhere — exact,
 since every partial sum of int8 products is an integer below 2**24 when ``d`` ≤ 1040 (past
-that width always ``_int_mm``; :func:`gemm_kind`). On a 2-core AVX2 host without VNNI the
-int8 GEMM ran at ~1.5 GMAC/s, float32 BLAS 23x faster (256 queries x 200k x 384: 16.9 s
-against 0.73 s); on this VNNI + AMX host the int8 GEMM leads (0.56 against 1.02 ms per query at
-d = 384, 32 queries, one thread) and needs no conversion. The tile's dots then go to the
-native selection (:func:`_native.topk_update`: scale, gate, an exact buffer of 2k candidates
-per query, one read of the tile) or, without the native module, to the torch threshold path:
-once every query holds k candidates only keys at or above its k-th key leave a tile (ties
-included), merged exactly (:mod:`.topk`). Scratch buffers are reused across tiles.
+that width always ``_int_mm``; :func:`gemm_kind`). The dots go to the native selection
+(:func:`_native.topk_update`: an exact buffer of 2k candidates per query) or, without the
+native module, the exact torch threshold path (:mod:`.topk`).
 """
 
 from __future__ import annotations

@@ -13,10 +13,13 @@ Switching from mem0 changes one import::
 The methods, arguments and return shapes are mem0 2.x's (see :mod:`.mem0_shapes`), with
 these deliberate differences:
 
-* ``add`` stores every message verbatim, one memory each (system messages skipped), with or
-  without ``infer``: there is no LLM to extract facts, so ``infer`` is accepted and ignored.
-  The returned items are mem0's ``infer=False`` shape. Each is a SEMANTIC memory, embedded
-  alone: an episode would be embedded with the turns stored before it, whatever their scope.
+* ``add(..., infer=True)`` extracts facts with the configured language model (``[llm]``,
+  :mod:`.mem0_infer`) and reconciles them with the scope's known facts (ADD / UPDATE /
+  NONE events, a contradicted fact superseded); with no model configured it logs a warning
+  once per handle and stores every message verbatim, as ``infer=False`` does: one memory
+  each (system messages skipped), in mem0's ``infer=False`` shape. Each is a SEMANTIC
+  memory, embedded alone: an episode would be embedded with the turns stored before it,
+  whatever their scope.
 * ``score`` is the engine's one score (``CognitiveResult.score``: in [0, 1], non-increasing
   down the list) and ``threshold`` its floor (``RecallOptions.min_score``).
 * filters are mem0's language (:mod:`.mem0_filters`: plain values, ``eq ne gt gte lt lte
