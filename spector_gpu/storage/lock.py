@@ -98,7 +98,8 @@ def _lock_once(directory: Path) -> int:
 
 
 def track_writer(handle: Any) -> None:
-    """Remember a writer handle (with a ``_lock_fd`` attribute) for the after-fork cleanup."""
+    """Remember a writer handle (its public ``lock_fd``: the writer lock's descriptor, None
+    when not held) for the after-fork cleanup."""
     global _at_fork_registered
     if not _at_fork_registered and hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_drop_inherited_locks)
@@ -110,7 +111,7 @@ def _drop_inherited_locks() -> None:
     """In a forked child: close inherited lock descriptors. The parent keeps its lock (same
     open file description); the child's handle is unusable anyway (``StoreClosedError``)."""
     for handle in list(_WRITERS):
-        if handle._lock_fd is not None:
+        if handle.lock_fd is not None:
             with contextlib.suppress(OSError):
-                os.close(handle._lock_fd)
-            handle._lock_fd = None
+                os.close(handle.lock_fd)
+            handle.lock_fd = None

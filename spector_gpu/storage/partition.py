@@ -83,7 +83,7 @@ class Partition:
         self.writable, self.durability = settings.writable, settings.durability
         self.checkpoint_bytes = settings.checkpoint_bytes
         self.store_id = store_id  # None only while a format-1 store awaits its upgrade
-        self._lock_fd = lock_fd
+        self.lock_fd = lock_fd
         self._pid, self._closed = os.getpid(), False
         self.failed: BaseException | None = None
         self.damage: list[CorruptionError] = []  # found at open: identity, generation, missing
@@ -164,7 +164,7 @@ class Partition:
         except BaseException as exc:
             opened.close()
             if part is not None:
-                part._lock_fd = None  # closed below: the after-fork hook must not close it again
+                part.lock_fd = None  # closed below: the after-fork hook must not close it again
             if lock_fd is not None:
                 os.close(lock_fd)
             if isinstance(exc, OSError) and not isinstance(exc, SpectorError):
@@ -185,7 +185,7 @@ class Partition:
         swap (:func:`.swap.recover`); a reader's stays open until its caller closes it."""
         if not self.writable:
             return Partition._open(self.directory, self.settings, None)
-        lock_fd, self._lock_fd = self._lock_fd, None
+        lock_fd, self.lock_fd = self.lock_fd, None
         self.close(checkpoint=False)
         return Partition._open(self.directory, self.settings, lock_fd)
 
@@ -217,8 +217,8 @@ class Partition:
 
     def check_writable(self) -> None:
         self.check_usable()
-        if self.failed is None and self._lock_fd is not None:  # another file under LOCK's name
-            self.failed = lost_lock(self.directory, self._lock_fd)
+        if self.failed is None and self.lock_fd is not None:  # another file under LOCK's name
+            self.failed = lost_lock(self.directory, self.lock_fd)
         if isinstance(self.failed, CorruptionError):
             raise StoreFailedError(
                 f"{self.directory}: the store is read-only: it was opened point-in-time over "
@@ -390,9 +390,9 @@ class Partition:
             self._closed = True
             for r in self.regions.values():
                 r.close()
-            if self._lock_fd is not None:
-                os.close(self._lock_fd)
-                self._lock_fd = None
+            if self.lock_fd is not None:
+                os.close(self.lock_fd)
+                self.lock_fd = None
 
     @property
     def closed(self) -> bool:

@@ -224,9 +224,9 @@ def test_recovery_never_shows_a_reader_an_older_value(tmp_path: Path) -> None:
     for k in range(40):
         commit(p, w, k)
     assert p.regions[0].count == 0 and p._journal_end > 64  # everything is still in the journal
-    assert p._lock_fd is not None
-    os.close(p._lock_fd)  # the process "dies": lock gone, no checkpoint, nothing else written
-    p._lock_fd, p._closed = None, True
+    assert p.lock_fd is not None
+    os.close(p.lock_fd)  # the process "dies": lock gone, no checkpoint, nothing else written
+    p.lock_fd, p._closed = None, True
     paths = {name: str(tmp_path / name) for name in (STRENGTH, INDEX)}
 
     def view() -> tuple[int, int, np.ndarray]:

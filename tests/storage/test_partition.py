@@ -69,8 +69,8 @@ def test_unapplied_journal_record_is_replayed(tmp_path):
     rec = encode_record(p._next_seq, writes)
     p.regions[0].ensure_bytes(p._journal_end + len(rec))
     p.regions[0].file.pwrite(rec, p._journal_end)
-    os.close(p._lock_fd)  # the process "died": its lock goes with it
-    p._lock_fd = None
+    os.close(p.lock_fd)  # the process "died": its lock goes with it
+    p.lock_fd = None
     p._closed = True
     q = Partition.open(tmp_path, SPECS, writable=True)
     assert q.replayed_records == 1
