@@ -38,7 +38,9 @@ _REACTION = re.compile(
     r"(?:so|such|sounds|looks|seems|glad|sorry|congrats|congratulations|thanks|thank|awesome|"
     r"amazing|great|cool|nice|wonderful|lovely|good|happy|hope|take care|talk|see|bye|same|"
     r"agreed|exactly|true|right|indeed|haha|lol|wishing|cheers|welcome|definitely|absolutely|"
-    r"totally|can't wait|keep|let's|let me|enjoy|have fun|good luck|best)\b)",
+    r"totally|can't wait|keep|let's|let me|enjoy|have fun|good luck|best)\b|"
+    # agreement with what the other speaker said: "I totally agree", "Me too", "I know, right"
+    r"(?:I|we)\s+(?:\w+\s+)?agree\b|me\s+too\b|I\s+know,?\s+right\b)",
     re.IGNORECASE,
 )
 _SPEAKER_FIRST = re.compile(r"^(?:I|I'm|I've|I'd|I'll|My|We|We're|We've|Our)\b")

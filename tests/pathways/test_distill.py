@@ -124,6 +124,24 @@ def test_facts_come_only_from_statements() -> None:
     assert len(ExtractiveDistiller(max_facts=1)(1, turns, [])) == 1
 
 
+def test_agreement_is_a_reaction_and_the_speakers_own_statement_ranks_first() -> None:
+    turns = _turns(
+        [
+            ("Ann", "I moved to Lisbon in May."),
+            ("Bo", "How is the new flat?"),
+            ("Ann", "Small, but it has a view of the Tagus and a balcony for my cello practice."),
+            ("Bo", "I totally agree, Ann! Me too, Ann."),
+        ]
+    )
+    # one fact for four turns: the statement whose subject is its speaker beats the longer
+    # fragment that only mentions her; agreeing with the other speaker states nothing
+    assert [f.text for f in ExtractiveDistiller(max_facts_per_turn=0.25)(1, turns, [])] == [
+        "Ann moved to Lisbon in May."
+    ]
+    every = ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, [])
+    assert all(f.parents != ("t3",) for f in every)
+
+
 def test_a_speakerless_single_sentence_turn_is_not_copied() -> None:
     turns = _turns(
         [
