@@ -37,6 +37,14 @@ def _shape(output: str) -> tuple[list[str], list[float]]:
 
 def test_the_readme_has_its_examples() -> None:
     assert len(_examples()) >= 2
+    # the adapter sections' examples are among those run below (LangGraph, LangChain, mem0)
+    firsts = {code.splitlines()[0] for code, _ in _examples()}
+    for adapter in (
+        "from spector_gpu.integrations.langgraph import SpectorStore",
+        "from spector_gpu.integrations.langchain import SpectorVectorStore",
+        "from spector_gpu.integrations.mem0 import Memory",
+    ):
+        assert adapter in firsts
 
 
 @pytest.mark.parametrize("index", range(len(_examples())))
