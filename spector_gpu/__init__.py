@@ -40,6 +40,7 @@ from .errors import (
     StoreFailedError,
     StoreFormatError,
     StoreLockedError,
+    StoreNotFoundError,
     UnknownIdError,
     ValidationError,
 )
@@ -146,6 +147,7 @@ __all__ = [
     "StoreFailedError",
     "StoreFormatError",
     "StoreLockedError",
+    "StoreNotFoundError",
     "StrengthConfig",
     "TurnView",
     "UnknownIdError",

@@ -27,6 +27,7 @@ __all__ = [
     "StoreFailedError",
     "StoreFormatError",
     "StoreLockedError",
+    "StoreNotFoundError",
     "UnknownIdError",
     "ValidationError",
 ]
@@ -61,6 +62,10 @@ class UnknownIdError(SpectorError, KeyError):
 
 class StoreError(SpectorError):
     """A problem with a store directory or one of its region files."""
+
+
+class StoreNotFoundError(StoreError, FileNotFoundError):
+    """A path opened with ``create=False`` holds no store (no ``store.json``)."""
 
 
 class StoreLockedError(StoreError, BlockingIOError):

@@ -93,7 +93,7 @@ class SpectorMemory:
             read_only: open without the writer lock (many processes may do this at once).
             signing_key: 32-byte Ed25519 private key to sign every event (extra ``sign``).
             create_in_nonempty: create a store in a non-empty directory (else ``StoreError``).
-            create: ``False``: only an existing store (else ``StoreError`` naming the path).
+            create: ``False``: only an existing store (else ``StoreNotFoundError`` naming the path).
         """
         read_only = checks.boolean(read_only, "read_only")
         create_in_nonempty = checks.boolean(create_in_nonempty, "create_in_nonempty")

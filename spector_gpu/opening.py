@@ -18,7 +18,7 @@ from typing import Any
 
 from .config import Config, load_config
 from .cortex.cortex import Cortex
-from .errors import CorruptionError, StoreError, ValidationError
+from .errors import CorruptionError, StoreNotFoundError, ValidationError
 from .provenance.chain import GENESIS_HASH, Ed25519Signer, EventChain, decode_event, event_hash
 
 __all__ = ["ConfigArg", "open_chain", "refuse_missing_store", "resolve_config", "store_path"]
@@ -44,9 +44,9 @@ def store_path(path: object) -> str:
 
 
 def refuse_missing_store(path: str) -> None:
-    """Raise ``StoreError`` unless ``path`` holds a store (its ``store.json``)."""
+    """Raise ``StoreNotFoundError`` unless ``path`` holds a store (its ``store.json``)."""
     if not os.path.lexists(os.path.join(path, "store.json")):
-        raise StoreError(
+        raise StoreNotFoundError(
             f"{path}: no spector_gpu store here (no store.json); open it with create=True "
             "(the default) to make one"
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import StoreError
+from ..errors import StoreNotFoundError
 from .arguments import PROG
 
 if TYPE_CHECKING:
@@ -20,8 +20,8 @@ def open_store(
     """Open an existing store (``SpectorMemory.open(..., create=False)``: the configuration
     saved in it, read as the engine reads it).
 
-    Raises ``StoreError`` naming the directory, in the command line's terms, when it holds no
-    store; ``ConfigError`` when its ``config.json`` is unreadable.
+    Raises ``StoreNotFoundError`` naming the directory, in the command line's terms, when it
+    holds no store; ``ConfigError`` when its ``config.json`` is unreadable.
     """
     from ..memory import SpectorMemory
 
@@ -29,10 +29,8 @@ def open_store(
         return SpectorMemory.open(
             path, embedder=embedder, device=device, read_only=read_only, create=False
         )
-    except StoreError as exc:
-        if "no store.json" not in str(exc):
-            raise
-        raise StoreError(
+    except StoreNotFoundError:
+        raise StoreNotFoundError(
             f"{path}: no spector_gpu store here (no store.json); create one with "
             f"`{PROG} remember {path} TEXT` or `{PROG} ingest DATASET --store DIR`"
         ) from None

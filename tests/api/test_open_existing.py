@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from spector_gpu import SpectorMemory, StoreError, ValidationError
+from spector_gpu import SpectorMemory, StoreError, StoreNotFoundError, ValidationError
 
 CONFIG = {"store": {"durability": "none"}}
 
@@ -14,8 +14,9 @@ CONFIG = {"store": {"durability": "none"}}
 @pytest.mark.parametrize("read_only", [False, True])
 def test_a_path_without_a_store_is_refused_and_left_alone(tmp_path: Path, read_only: bool) -> None:
     missing = tmp_path / "nothing-here"
-    with pytest.raises(StoreError, match="no spector_gpu store here"):
+    with pytest.raises(StoreNotFoundError, match="no spector_gpu store here") as caught:
         SpectorMemory.open(missing, create=False, read_only=read_only)
+    assert isinstance(caught.value, StoreError) and isinstance(caught.value, FileNotFoundError)
     assert not missing.exists()
     empty = tmp_path / "empty"
     empty.mkdir()
