@@ -1,16 +1,37 @@
-"""The optional compiled CPU kernels (``_native.c``), or None when the build skipped them.
+"""The optional compiled CPU kernels, or None when the build skipped them.
 
-Every caller keeps a numpy or torch twin with identical results; the tests compare them.
+The kernels are plain C over caller-owned arrays (``kernels/csrc/*.c``, one file per
+concern), each bound to Python by a small Cython module (``kernels/_<concern>.pyx``: argument
+types, shapes and the GIL are Cython's, not hand-parsed). ``native`` gathers their functions in
+one namespace, so callers write ``native.int8_topk(...)`` whatever module holds it. It is None
+unless every module was built (``optional = true`` in pyproject.toml: an install without a
+compiler still works); every caller keeps a numpy or torch twin with identical results, and
+the tests compare them.
+
+``_legacy`` is the hand-bound C module the kernels are moving out of, one concern at a time.
 """
 
 from __future__ import annotations
 
 import importlib
+from types import SimpleNamespace
 from typing import Any
 
-__all__ = ["native"]
+__all__ = ["MODULES", "native"]
 
-try:
-    native: Any = importlib.import_module("spector_gpu.kernels._native")
-except ImportError:  # pragma: no cover - no compiler at install time
-    native = None
+# the compiled modules, in lookup order (a name found in an earlier one wins)
+MODULES = ("_fusion", "_legacy")
+
+
+def _load() -> Any:
+    names: dict[str, Any] = {}
+    for module in reversed(MODULES):
+        try:
+            loaded = importlib.import_module(f"spector_gpu.kernels.{module}")
+        except ImportError:  # pragma: no cover - no compiler (or no Cython) at install time
+            return None
+        names.update({k: v for k, v in vars(loaded).items() if not k.startswith("__")})
+    return SimpleNamespace(**names)
+
+
+native: Any = _load()

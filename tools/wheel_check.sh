@@ -48,6 +48,13 @@ import pathlib, spector_gpu
 where = pathlib.Path(spector_gpu.__file__).resolve()
 assert "site-packages" in where.parts, f"imported from {where}, not the installed wheel"
 print("wheel-check: import spector_gpu from", where.parent)
+# the compiled kernels are optional for an install without a compiler, but this machine has
+# one: the wheel must carry them (C sources and headers in the sdist, Cython at build time)
+from spector_gpu.kernels.native import MODULES, native
+from spector_gpu.storage.native import native as codecs
+assert native is not None, f"wheel-check: the native kernels ({MODULES}) are not in the wheel"
+assert codecs is not None, "wheel-check: the native storage codecs are not in the wheel"
+print("wheel-check: native kernels", ", ".join(MODULES), "and the storage codecs load")
 PY
 # The README's first example, extracted from the README of the sdist the wheel was built from.
 tar -xzf "$sdist" -C "$work"

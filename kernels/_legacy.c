@@ -1,4 +1,5 @@
-/* spector_gpu.kernels._native: CPU kernels of the recall pathway (optional: every function has
+/* spector_gpu.kernels._legacy (being split into kernels/csrc/ files bound by Cython, see
+ * kernels/native.py): CPU kernels of the recall pathway (optional: every function has
  * a numpy/torch twin in spector_gpu.kernels, used when this is not built). All run on the
  * calling thread, except that int8_topk may share a large scan with one helper thread.
  *
@@ -17,8 +18,8 @@
  * bm25_row         bm25_select of one query into a caller's row, left written until
  *                  bm25_row_release has scored any slots from it
  * pool_columns     the columns recall reads for pool members and their D now, one pass
- * minmax_rows, fuse_rows, relevance_rows   fusion's normalisation, the fused score and the
- *                  absolute relevance of pool rows, one pass per row
+ * minmax_rows, fuse_rows   fusion's normalisation and the fused score of pool rows, one pass
+ *                  per row (relevance_rows moved to csrc/fusion.c)
  * spread_pool, spread_dense, spread_tables   max-product spreading over pool rows
  * pool_expand      one query's seeds and their allowed neighbours (the association pool)
  * token_rescore    the token relay's MaxSim and order over each query's fused top list
@@ -2534,62 +2535,6 @@ done:
     return result;
 }
 
-/* relevance_rows(lex float64 (n, W) | None, dense float64 (n, W) | None, ceiling float64 (n,)
- * | None, out float64 (n, W)): relevance.absolute_relevance with the tensor operations'
- * arithmetic in their order: 1 - (1 - unit(lex / ceiling)) * (1 - unit(dense)), unit(x) = x
- * clipped to [0, 1] (0 when not finite), lex / ceiling = 0 where the ceiling is not > 0; a
- * relay without scores contributes nothing (neither: zeros). */
-static PyObject *py_relevance_rows(PyObject *self, PyObject *args) {
-    PyObject *o_lex, *o_dense, *o_ceil, *o_out;
-    if (!PyArg_ParseTuple(args, "OOOO", &o_lex, &o_dense, &o_ceil, &o_out)) return NULL;
-    Buf lex = {0}, dense = {0}, ceil_ = {0}, out = {0};
-    PyObject *result = NULL;
-    if (get_buf(o_out, &out, "d", 8, -1, 1, "out") < 0) goto done;
-    if (out.view.ndim != 2) {
-        PyErr_SetString(PyExc_ValueError, "relevance_rows: out must be (n, W) float64");
-        goto done;
-    }
-    Py_ssize_t n = out.view.shape[0], width = out.view.shape[1];
-    int use_lex = o_lex != Py_None && o_ceil != Py_None;
-    if (use_lex && (get_buf(o_lex, &lex, "d", 8, n * width, 0, "lex") < 0 ||
-                    get_buf(o_ceil, &ceil_, "d", 8, n, 0, "ceiling") < 0))
-        goto done;
-    if (o_dense != Py_None && get_buf(o_dense, &dense, "d", 8, n * width, 0, "dense") < 0)
-        goto done;
-    {
-        const double *lp = use_lex ? lex.view.buf : NULL, *cp = use_lex ? ceil_.view.buf : NULL;
-        const double *dp = dense.held ? dense.view.buf : NULL;
-        double *op = out.view.buf;
-        Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) {
-            double c = cp ? cp[i] : 0.0;
-            for (Py_ssize_t j = i * width; j < (i + 1) * width; j++) {
-                double miss = 1.0;
-                int any = 0;
-                if (lp) {
-                    double x = c > 0.0 ? lp[j] / c : 0.0;
-                    x = isfinite(x) ? (x < 0.0 ? 0.0 : (x > 1.0 ? 1.0 : x)) : 0.0;
-                    miss = 1.0 - x;
-                    any = 1;
-                }
-                if (dp) {
-                    double x = dp[j];
-                    x = isfinite(x) ? (x < 0.0 ? 0.0 : (x > 1.0 ? 1.0 : x)) : 0.0;
-                    miss = any ? miss * (1.0 - x) : 1.0 - x;
-                    any = 1;
-                }
-                op[j] = any ? 1.0 - miss : 0.0;
-            }
-        }
-        Py_END_ALLOW_THREADS
-    }
-    result = Py_None;
-    Py_INCREF(result);
-done:
-    release(&lex); release(&dense); release(&ceil_); release(&out);
-    return result;
-}
-
 /* spread_tables(pool int64 (n, W), chain int64 (N, C), row_of int64 (N,) | None,
  * extra int64 (R, D) | None, extra_w float64 (R, D) | None, temporal_weight, base float64
  * (n, W), hops, decay, table int32 (size,), out float64 (n, W)) -> bool: spread_pool with each
@@ -3104,9 +3049,6 @@ static PyMethodDef methods[] = {
      "fuse_rows(base, assoc, w_assoc, sal, w_sal, valid, cognitive, importance, d, s_term, "
      "beta, tau, match, k, out_rel, out_factor, out_fused) -> False when it declines: fusion "
      "after the base and the association, one native pass per row"},
-    {"relevance_rows", py_relevance_rows, METH_VARARGS,
-     "relevance_rows(lex, dense, ceiling, out): absolute relevance of pool rows from the raw "
-     "lexical and dense scores"},
     {"spread_tables", py_spread_tables, METH_VARARGS,
      "spread_tables(pool, chain, row_of, extra, extra_w, temporal_weight, base, hops, decay, "
      "table, out) -> bool: spread_pool reading each member's neighbours from the link tables"},
@@ -3131,8 +3073,8 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_legacy", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__native(void) {
+PyMODINIT_FUNC PyInit__legacy(void) {
     return PyModule_Create(&module);
 }
