@@ -213,6 +213,15 @@ def cuda_times(fn: Callable[[], Any], repeats: int) -> tuple[list[float], list[f
     return gpu_ms, wall
 
 
+# Dense (no sparsity) INT8 tensor-core peaks, TOPS, from NVIDIA's data sheets.
+INT8_PEAK_TOPS = {"H200": 1979.0, "H100 PCIe": 1513.0, "H100": 1979.0, "A100": 624.0, "L4": 242.0}
+
+
+def int8_peak_tops(name: str) -> float | None:
+    """The data-sheet dense INT8 peak of the card ``name`` (``torch.cuda.get_device_name``)."""
+    return next((tops for key, tops in INT8_PEAK_TOPS.items() if key in name), None)
+
+
 def bench_cuda(args: argparse.Namespace, x: np.ndarray, q: np.ndarray, s: np.ndarray) -> None:
     rng = np.random.default_rng(1)
     queries = l2_normalize(rng.standard_normal((args.queries, args.dim), dtype=np.float32))
@@ -229,6 +238,13 @@ def bench_cuda(args: argparse.Namespace, x: np.ndarray, q: np.ndarray, s: np.nda
         f"wall {statistics.median(wall) * 1e3:8.2f} ms  "
         f"({args.queries / statistics.median(wall):,.0f} q/s); target <= 10 ms"
     )
+    ops = 2.0 * args.queries * args.n * args.dim  # one multiply-add = 2 integer operations
+    peak = int8_peak_tops(torch.cuda.get_device_name())
+    reached = ops / (statistics.median(gpu_ms) / 1e3) / 1e12
+    share = "peak unknown"
+    if peak:
+        share = f"{reached / peak:.1%} of the card's {peak:,.0f} dense INT8 TOPS"
+    print(f"  {reached:,.1f} INT8 TOPS reached: {share}")
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
