@@ -39,27 +39,8 @@
 #include <limits.h>
 #include <string.h>
 
-/* ------------------------------------------------------------------ dot products */
-/* The INT8 dot products of one row with m queries: a plain loop the compiler vectorises
- * (int8 widened to int16, pairwise int32 sums). On x86-64 GCC and clang build it twice
- * (target_clones): an AVX2 clone, taken where the CPU has AVX2 (every machine this project
- * tests on), and the baseline SSE2 clone; the loader picks one at import. No hand-written
- * intrinsics: every line is the same C on every CPU, and the sums are exact integers. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define VECTOR_CLONES
-#endif
-
-VECTOR_CLONES static void dots(const int8_t *row, const int8_t *qs, Py_ssize_t m, Py_ssize_t d,
-                               int32_t *out) {
-    for (Py_ssize_t j = 0; j < m; j++) {
-        const int8_t *q = qs + j * d;
-        int32_t acc = 0;
-        for (Py_ssize_t i = 0; i < d; i++) acc += (int16_t)row[i] * (int16_t)q[i];
-        out[j] = acc;
-    }
-}
+#include "csrc/select.h" /* dots, VECTOR_CLONES, the top-k heaps and selections */
+#define scan_f32(x, n, bound, hk, hs, k) select_f32(x, n, bound, hk, hs, k, NULL)
 
 /* The scan's forms take the query widened to int16 once per call (scan_widen), so that each
  * step reads 16 row codes, widens them and multiplies-adds them in pairs against the query
@@ -97,237 +78,14 @@ static int16_t *scan_widen(const int8_t *q, Py_ssize_t m, Py_ssize_t d) {
     return w;
 }
 
-/* ------------------------------------------------------------------ top-k heaps */
-/* A heap of k (key, slot) pairs with the *worst* pair at its root: worse = lower key, or the
- * same key and a higher slot. A candidate enters when it is better than the root. */
-
-static inline int worse(double ka, int64_t sa, double kb, int64_t sb) {
-    return ka < kb || (ka == kb && sa > sb);
-}
-
-static void sift_down(double *key, int64_t *slot, Py_ssize_t size, Py_ssize_t i) {
-    for (;;) {
-        Py_ssize_t l = 2 * i + 1, r = l + 1, w = i;
-        if (l < size && worse(key[l], slot[l], key[w], slot[w])) w = l;
-        if (r < size && worse(key[r], slot[r], key[w], slot[w])) w = r;
-        if (w == i) return;
-        double tk = key[i]; key[i] = key[w]; key[w] = tk;
-        int64_t ts = slot[i]; slot[i] = slot[w]; slot[w] = ts;
-        i = w;
-    }
-}
-
-static void sift_up(double *key, int64_t *slot, Py_ssize_t i) {
-    while (i > 0) {
-        Py_ssize_t p = (i - 1) / 2;
-        if (!worse(key[i], slot[i], key[p], slot[p])) return;
-        double tk = key[i]; key[i] = key[p]; key[p] = tk;
-        int64_t ts = slot[i]; slot[i] = slot[p]; slot[p] = ts;
-        i = p;
-    }
-}
-
-/* Offer (k, s) to a heap of capacity cap holding *size pairs. */
-static inline void offer(double *key, int64_t *slot, Py_ssize_t cap, Py_ssize_t *size, double k,
-                         int64_t s) {
-    if (*size < cap) {
-        key[*size] = k;
-        slot[*size] = s;
-        sift_up(key, slot, (*size)++);
-    } else if (worse(key[0], slot[0], k, s)) {
-        key[0] = k;
-        slot[0] = s;
-        sift_down(key, slot, cap, 0);
-    }
-}
-
-/* Sort a heap best first in place (heapsort: repeatedly move the worst to the end). */
-static void heap_sort(double *key, int64_t *slot, Py_ssize_t size) {
-    for (Py_ssize_t end = size - 1; end > 0; end--) {
-        double tk = key[0]; key[0] = key[end]; key[end] = tk;
-        int64_t ts = slot[0]; slot[0] = slot[end]; slot[end] = ts;
-        sift_down(key, slot, end, 0);
-    }
-}
-
-/* float32 value <= x (x a float32 value stored as double, or -inf) */
-static inline float below(double x) {
-    float f = (float)x;
-    return (double)f > x ? nextafterf(f, -INFINITY) : f;
-}
-
-/* Offer one tile row's keys (n queries) to the heaps; thr[j] is a float32 bound below which a
- * key cannot enter heap j (a heap not yet full has -inf). */
+/* Offer one row's key for query j to its heap (capacity k); thr[j] is a float32 bound below
+ * which a key cannot enter heap j (a heap not yet full has -inf). */
 static inline void offer_key(float key, Py_ssize_t j, Py_ssize_t k, int64_t slot, float *thr,
                              double *kp, int64_t *lp, Py_ssize_t *zp) {
     double *hk = kp + j * k;
     if (zp[j] == k && !((double)key > hk[0])) return; /* equal keys: the lower slot stays */
     offer(hk, lp + j * k, k, &zp[j], (double)key, slot);
     if (zp[j] == k) thr[j] = below(hk[0]);
-}
-
-/* ------------------------------------------------------------------ buffered selection */
-/* Candidates above a running threshold are appended to a buffer of 2k; when it fills, a
- * quickselect keeps the k best and the threshold rises to the k-th. About log(P/k) selections
- * of 2k items instead of a heap update per insertion: the row top-k of large k. Order: value
- * descending, then index ascending (a total order, so ties at the threshold stay exact). */
-typedef struct {
-    double v; /* float32 keys exactly, float64 rows as they are (16 bytes either way) */
-    int64_t i;
-} Cand;
-
-static inline int cand_better(const Cand *a, const Cand *b) {
-    return a->v > b->v || (a->v == b->v && a->i < b->i);
-}
-
-/* Hoare partition of c[lo..hi] around its middle candidate: afterwards every candidate in
- * c[lo..*pb] is no worse and every one in c[*pa..hi] no better than the pivot (*pb < *pa). */
-static void cand_partition(Cand *c, Py_ssize_t lo, Py_ssize_t hi, Py_ssize_t *pa,
-                           Py_ssize_t *pb) {
-    Cand pivot = c[lo + (hi - lo) / 2];
-    Py_ssize_t a = lo, b = hi;
-    while (a <= b) {
-        while (cand_better(&c[a], &pivot)) a++;
-        while (cand_better(&pivot, &c[b])) b--;
-        if (a <= b) {
-            Cand t = c[a]; c[a] = c[b]; c[b] = t;
-            a++;
-            b--;
-        }
-    }
-    *pa = a;
-    *pb = b;
-}
-
-/* Rearrange c[0..n) so that c[0..k) are the k best (in no order). */
-static void cand_select(Cand *c, Py_ssize_t n, Py_ssize_t k) {
-    Py_ssize_t lo = 0, hi = n - 1, a, b;
-    while (lo < hi) {
-        cand_partition(c, lo, hi, &a, &b);
-        if (k - 1 <= b) hi = b;
-        else if (k - 1 >= a) lo = a;
-        else return;
-    }
-}
-
-/* Sort candidates best first (value descending, index ascending): a quicksort with the
- * comparison inlined, insertion sort below 16. */
-static void cand_sort(Cand *c, Py_ssize_t n) {
-    Py_ssize_t a, b;
-    while (n > 16) {
-        cand_partition(c, 0, n - 1, &a, &b);
-        if (b + 1 < n - a) { /* recurse into the smaller side */
-            cand_sort(c, b + 1);
-            c += a;
-            n -= a;
-        } else {
-            cand_sort(c + a, n - a);
-            n = b + 1;
-        }
-    }
-    for (Py_ssize_t i = 1; i < n; i++) {
-        Cand x = c[i];
-        Py_ssize_t j = i;
-        for (; j > 0 && cand_better(&x, &c[j - 1]); j--) c[j] = c[j - 1];
-        c[j] = x;
-    }
-}
-
-/* Append one candidate; a full buffer (2k) keeps its k best and raises the threshold to the
- * k-th (a later equal value has a higher index: never better). */
-static inline void cand_push(Cand *buf, Py_ssize_t *size, Py_ssize_t k, double *thr, double v,
-                             int64_t i) {
-    buf[*size].v = v;
-    buf[*size].i = i;
-    if (++*size == 2 * k) {
-        cand_select(buf, *size, k);
-        *size = k;
-        double worst = buf[0].v;
-        for (Py_ssize_t t = 1; t < k; t++) worst = buf[t].v < worst ? buf[t].v : worst;
-        *thr = worst;
-    }
-}
-
-/* The k best of `size` candidates, best first, into (hk, hs); returns the count. */
-static Py_ssize_t cand_finish(Cand *buf, Py_ssize_t size, Py_ssize_t k, double *hk,
-                              int64_t *hs) {
-    if (size > k) {
-        cand_select(buf, size, k);
-        size = k;
-    }
-    cand_sort(buf, size);
-    for (Py_ssize_t t = 0; t < size; t++) {
-        hk[t] = buf[t].v;
-        hs[t] = buf[t].i;
-    }
-    return size;
-}
-
-/* The k best x[i] > bound of one float64 row into (hk, hs), best first; returns the count. */
-static Py_ssize_t select_f64(const double *x, Py_ssize_t n, double bound, double *hk,
-                             int64_t *hs, Py_ssize_t k, Cand *buf) {
-    Py_ssize_t size = 0;
-    double thr = bound;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (!(x[i] > thr)) continue; /* NaN never enters */
-        cand_push(buf, &size, k, &thr, x[i], i);
-    }
-    return cand_finish(buf, size, k, hk, hs);
-}
-
-
-/* The k best x[i] > bound of one float32 row into (hk, hs), best first; returns the count. */
-/* Whether any of x[0..16) is > t (a float32 bound at or below the threshold): a loop the
- * compiler vectorises, so a block of 16 keys that cannot enter costs one vector compare. */
-static inline int any_above16(const float *x, float t) {
-    int any = 0;
-    for (int l = 0; l < 16; l++) any |= x[l] > t;
-    return any;
-}
-
-/* The k best x[i] > bound of one float32 row into (hk, hs), best first; returns the count.
- * Blocks of 16 with nothing above the threshold are skipped; the rest are tested one by one
- * as the plain loop tests them, so the same candidates enter in the same order. */
-VECTOR_CLONES static Py_ssize_t select_f32(const float *x, Py_ssize_t n, double bound,
-                                           double *hk, int64_t *hs, Py_ssize_t k, Cand *buf) {
-    Py_ssize_t size = 0;
-    double thr = bound;
-    Py_ssize_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        if (!any_above16(x + i, below(thr))) continue;
-        for (Py_ssize_t j = i; j < i + 16; j++)
-            if ((double)x[j] > thr) cand_push(buf, &size, k, &thr, x[j], j);
-    }
-    for (; i < n; i++) {
-        if (!((double)x[i] > thr)) continue; /* NaN never enters */
-        cand_push(buf, &size, k, &thr, x[i], i);
-    }
-    return cand_finish(buf, size, k, hk, hs);
-}
-
-/* Offer every x[i] > bound (columns i ascending) to an empty heap of capacity k; returns
- * the heap size. Once the heap is full a candidate must beat its root, and since columns
- * rise an equal value never does: one compare against a running threshold, which the vector
- * variants make 8 or 16 values at a time (returning where the scalar tail starts). */
-static inline void scan_offer(double v, int64_t i, double *thr, double *hk, int64_t *hs,
-                              Py_ssize_t k, Py_ssize_t *size) {
-    if (!(v > *thr)) return; /* NaN never enters */
-    offer(hk, hs, k, size, v, i);
-    if (*size == k) *thr = hk[0];
-}
-
-
-VECTOR_CLONES static Py_ssize_t scan_f32(const float *x, Py_ssize_t n, double bound,
-                                         double *hk, int64_t *hs, Py_ssize_t k) {
-    Py_ssize_t size = 0, i = 0;
-    double thr = bound;
-    for (; i + 16 <= n; i += 16) {
-        if (!any_above16(x + i, below(thr))) continue;
-        for (Py_ssize_t j = i; j < i + 16; j++)
-            scan_offer((double)x[j], (int64_t)j, &thr, hk, hs, k, &size);
-    }
-    for (; i < n; i++) scan_offer((double)x[i], (int64_t)i, &thr, hk, hs, k, &size);
-    return size;
 }
 
 /* ------------------------------------------------------------------ buffer helpers */
@@ -441,23 +199,6 @@ static void scan_keys(const Scan *s, Py_ssize_t lo, Py_ssize_t hi, float *out) {
         }
         dots16(cp + r * stride, qp, m, dim, d8);
         for (Py_ssize_t j = 0; j < m; j++) out[j * n + r] = (float)d8[j] * sp[r];
-    }
-}
-
-/* The k best (key, slot) of one query's keys x (n,), best first, into (ok, os), padded with
- * (-inf, -1); buf holds 2k candidates. */
-static void select_keys(const float *x, Py_ssize_t n, const uint8_t *ap, Py_ssize_t k,
-                        double *hk, int64_t *hs, Cand *buf, float *ok, int64_t *os) {
-    Py_ssize_t size = select_f32(x, n, -INFINITY, hk, hs, k, buf);
-    for (Py_ssize_t r = 0; r < n && size < k; r++) {
-        if (x[r] == -INFINITY && (!ap || ap[r])) {
-            hk[size] = -INFINITY;
-            hs[size++] = r;
-        }
-    }
-    for (Py_ssize_t i = 0; i < k; i++) {
-        ok[i] = i < size ? (float)hk[i] : -INFINITY;
-        os[i] = i < size ? hs[i] : -1;
     }
 }
 
