@@ -23,7 +23,7 @@ cdef extern from "csrc/scan.h" nogil:
     void c_int8_score_rows "int8_score_rows"(
         const int8_t *codes, const float *scales, Py_ssize_t dim, Py_ssize_t stride,
         const int8_t *q, Py_ssize_t m, const int64_t *rows, Py_ssize_t c, float *out)
-    int c_topk_update "topk_update"(
+    void c_topk_update "topk_update"(
         TopkState *st, const void *dots, int f32, const float *scales, Py_ssize_t t,
         Py_ssize_t first, const int64_t *slotmap, const uint8_t *gate)
     void c_topk_finish "topk_finish"(TopkState *st, float *keys, int64_t *slots)
@@ -176,11 +176,8 @@ def topk_update(
         return
     cdef const int64_t *sp = &slotmap[0] if slotmap is not None else NULL
     cdef const uint8_t *gp = &gv[0] if gv is not None else NULL
-    cdef int rc
     with nogil:
-        rc = c_topk_update(&st, &raw[0, 0], f32, &scales[0], t, first, sp, gp)
-    if rc < 0:
-        raise MemoryError("topk_update: out of memory")
+        c_topk_update(&st, &raw[0, 0], f32, &scales[0], t, first, sp, gp)
 
 
 def topk_finish(

@@ -6,10 +6,8 @@
 
 #include "select.h"
 
-/* The scan takes the queries widened to int16 once, so that each step reads 16 row codes,
- * widens them and multiply-adds them in pairs against the query with no work spent on it:
- * dots16 for m queries against one row, dots_rows for one query against ROWS_BLOCK rows
- * `stride` bytes apart (each query step loaded once for the four). */
+/* The queries are widened to int16 once, so each step widens 16 row codes and multiply-adds
+ * them in pairs: dots16 for m queries and one row, dots_rows for one query and four rows. */
 #define ROWS_BLOCK 4
 
 VECTOR_CLONES static void dots16(const int8_t *row, const int16_t *qs, ptrdiff_t m, ptrdiff_t d,
@@ -70,15 +68,12 @@ int int8_topk(const int8_t *codes, const float *scales, ptrdiff_t n_rows, ptrdif
         }
     }
     for (; r < n_rows; r++) {
-        if (allowed && !allowed[r]) {
-            for (ptrdiff_t j = 0; all && j < m; j++) all[j * n_rows + r] = -INFINITY;
-            continue;
-        }
-        dots16(codes + r * stride, q16, m, dim, dotv);
+        int ok = !allowed || allowed[r];
+        if (ok) dots16(codes + r * stride, q16, m, dim, dotv);
         for (ptrdiff_t j = 0; j < m; j++) {
-            float key = (float)dotv[j] * scales[r];
+            float key = ok ? (float)dotv[j] * scales[r] : -INFINITY;
             if (all) all[j * n_rows + r] = key;
-            scan_offer(key, j, k, r, thr, hk, hs, size);
+            if (ok) scan_offer(key, j, k, r, thr, hk, hs, size);
         }
     }
     for (ptrdiff_t j = 0; j < m; j++) {
@@ -99,26 +94,18 @@ void int8_score_rows(const int8_t *codes, const float *scales, ptrdiff_t dim, pt
     for (ptrdiff_t j = 0; j < m; j++) {
         for (ptrdiff_t i = 0; i < c; i++) {
             int64_t r = rows[j * c + i];
-            int32_t dot;
-            if (r < 0) {
-                out[j * c + i] = -INFINITY;
-                continue;
-            }
-            dots(codes + r * stride, q + j * dim, 1, dim, &dot);
-            out[j * c + i] = (float)dot * scales[r];
+            int32_t dot = 0;
+            if (r >= 0) dots(codes + r * stride, q + j * dim, 1, dim, &dot);
+            out[j * c + i] = r < 0 ? -INFINITY : (float)dot * scales[r];
         }
     }
 }
 
-/* The tile loop's selection: a tile's keys are compared against each query's threshold as
- * float32 (every key is one, so the compare is exact) and only those above it enter the
- * buffer. Slots rise from tile to tile: a key equal to the threshold never beats the k-th. */
-int topk_update(TopkState *st, const void *dots, int f32, const float *scales, ptrdiff_t t,
-                ptrdiff_t first, const int64_t *slotmap, const uint8_t *gate) {
+/* A key enters when above its query's threshold; slots rise, so a key equal to the
+ * threshold never beats the k-th. */
+void topk_update(TopkState *st, const void *dots, int f32, const float *scales, ptrdiff_t t,
+                 ptrdiff_t first, const int64_t *slotmap, const uint8_t *gate) {
     ptrdiff_t n = st->n, k = st->k;
-    float *thr32 = malloc(sizeof(float) * (n ? n : 1));
-    if (!thr32) return -1;
-    for (ptrdiff_t j = 0; j < n; j++) thr32[j] = (float)st->thr[j]; /* exact: a key or -inf */
     for (ptrdiff_t r = 0; r < t; r++) {
         if (gate && !gate[r]) continue;
         int64_t slot = slotmap ? slotmap[r] : (int64_t)(first + r);
@@ -126,15 +113,12 @@ int topk_update(TopkState *st, const void *dots, int f32, const float *scales, p
             float dot = f32 ? ((const float *)dots)[r * n + j]
                             : (float)((const int32_t *)dots)[r * n + j];
             float key = dot * scales[r];
-            if (!(key > thr32[j]) || !((double)key > st->thr[j])) continue;
+            if (!((double)key > st->thr[j])) continue;
             ptrdiff_t size = (ptrdiff_t)st->size[j];
             cand_push((Cand *)st->buf + j * 2 * k, &size, k, &st->thr[j], key, slot);
             st->size[j] = size;
-            thr32[j] = (float)st->thr[j];
         }
     }
-    free(thr32);
-    return 0;
 }
 
 void topk_finish(TopkState *st, float *keys, int64_t *slots) {
@@ -154,8 +138,8 @@ void topk_finish(TopkState *st, float *keys, int64_t *slots) {
     }
 }
 
-/* Large k takes the buffered selection (a heap update per entry costs more there: k = 100 of
- * 600 float64 columns, 21 -> 5 us a row); float32 rows skip blocks below the threshold. */
+/* Large k: the buffered selection (a heap update per entry costs more there: k = 100 of 600
+ * float64 columns, 21 -> 5 us a row). */
 void rows_topk(const void *x, int f32, ptrdiff_t n, ptrdiff_t width, double bound, int strict,
                ptrdiff_t k, double *keys, int64_t *slots, int64_t *count) {
     Cand *cand = strict && k >= 32 ? malloc(sizeof(Cand) * 2 * (size_t)k) : NULL;
