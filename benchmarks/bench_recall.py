@@ -227,7 +227,7 @@ def bench_lexical(n: int, n_queries: int, rounds: int) -> float:
 
 
 def bench_batch_and_single(n: int, n_queries: int, rounds: int, busy: bool) -> None:
-    from spector_gpu import RecallOptions, SpectorMemory
+    from spector_gpu import RecallOptions
 
     opts = RecallOptions(k=10, mode="observe")
     zipf_items, zipf_queries = zipf_corpus(n, n_queries)
@@ -256,9 +256,6 @@ def bench_batch_and_single(n: int, n_queries: int, rounds: int, busy: bool) -> N
         f"(thread time {team_cpu * 1e3:.2f} / {zipf_cpu * 1e3:.2f})",
         "<= 2 ms",
     )
-    path = mem.path
-    mem.close()
-    mem = SpectorMemory.open(path, config=FAST)
     if busy:
         idle = p50_recall(mem, team_queries, opts)
         hog = subprocess.Popen([sys.executable, "-c", "while 1: pass"])
