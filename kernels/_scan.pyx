@@ -36,14 +36,17 @@ cdef object _flags(object a, Py_ssize_t n, str name):
     """A bool / int8 / uint8 array of n flags as uint8 (None stays None)."""
     if a is None:
         return None
-    arr = np.asarray(a)
-    if arr.dtype.itemsize != 1 or arr.dtype.kind not in "biu" or arr.size != n:
+    arr = a if isinstance(a, np.ndarray) else np.asarray(a)
+    kind = arr.dtype
+    if kind.itemsize != 1 or kind.kind not in "biu" or arr.size != n:
         raise ValueError(f"{name}: expected {n} bool flags, got {arr.dtype} {arr.shape}")
-    return arr.reshape(-1).view(np.uint8)
+    return (arr if arr.ndim == 1 else arr.reshape(-1)).view(np.uint8)
 
 
 cdef object _queries(object q, Py_ssize_t dim, str fn):
     """Query codes (m, dim), m >= 1, from an (m, dim) or flat array."""
+    if isinstance(q, np.ndarray) and q.ndim == 2 and q.shape[1] == dim and q.shape[0]:
+        return q
     arr = np.asarray(q)
     if arr.size == 0 or arr.size % dim:
         raise ValueError(f"{fn}: queries must be (m, dim) int8, m >= 1")
@@ -211,21 +214,30 @@ def rows_topk(
     (``> bound`` when ``strict``, else ``>=``; NaN never enters): values into ``out_keys``
     float64 and columns into ``out_slots`` int64 (n, k), padded, and each row's count into
     ``out_count`` int64 (n,)."""
-    arr = np.asarray(x)
-    if arr.dtype not in (np.float32, np.float64):
-        raise ValueError(f"x: expected a float32 or float64 array, got {arr.dtype}")
+    arr = x if isinstance(x, np.ndarray) else np.asarray(x)
     if width < 1 or arr.size % width:
         raise ValueError("rows_topk: x must be (n, width), width >= 1")
-    cdef const unsigned char[:, ::1] raw = np.ascontiguousarray(arr).reshape(-1, width).view(
-        np.uint8)
-    cdef Py_ssize_t n = raw.shape[0], k = out_keys.shape[1]
+    if arr.ndim != 2 or arr.shape[1] != width:
+        arr = arr.reshape(-1, width)
+    cdef const float[:, ::1] xf
+    cdef const double[:, ::1] xd
+    cdef const void *xp
+    cdef int f32 = arr.dtype.char == "f"
+    if f32:
+        xf = arr
+        xp = &xf[0, 0] if xf.shape[0] else NULL
+    elif arr.dtype.char == "d":
+        xd = arr
+        xp = &xd[0, 0] if xd.shape[0] else NULL
+    else:
+        raise ValueError(f"x: expected a float32 or float64 array, got {arr.dtype}")
+    cdef Py_ssize_t n = arr.shape[0], k = out_keys.shape[1]
     if n == 0 or out_keys.shape[0] != n:
         raise ValueError("rows_topk: out_keys must be (n, k) float64, n >= 1")
     if k < 1:
         raise ValueError("rows_topk: k must be >= 1")
     if out_slots.shape[0] != n or out_slots.shape[1] != k or out_count.shape[0] != n:
         raise ValueError("rows_topk: out_slots must be (n, k) int64 and out_count (n,) int64")
-    cdef int f32 = arr.dtype == np.float32
     with nogil:
-        c_rows_topk(&raw[0, 0], f32, n, width, bound, strict, k, &out_keys[0, 0],
-                    &out_slots[0, 0], &out_count[0])
+        c_rows_topk(xp, f32, n, width, bound, strict, k, &out_keys[0, 0], &out_slots[0, 0],
+                    &out_count[0])
