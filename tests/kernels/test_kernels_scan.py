@@ -162,3 +162,34 @@ def test_dense_index_scan_threads_is_deprecated_and_ignored() -> None:
     for q in (queries[:1], queries):
         for u, v in zip(plain.search(q, 30), old.search(q, 30)):
             np.testing.assert_array_equal(u, v)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("strict", [True, False])
+def test_rows_topk_equals_a_stable_sort_above_the_bound(dtype: type, strict: bool) -> None:
+    """Each row's k best values above the bound (``>`` when strict, else ``>=``), value
+    descending then column ascending, NaN never entering, padded; heap (small k) and
+    buffered (k >= 32) paths alike, rows given flat or (n, width)."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(-4, 5, (6, 300)).astype(dtype)  # ties everywhere
+    x[1, ::7] = np.nan
+    x[2, ::5] = -np.inf
+    x[3] = 0.0  # every value on the bound
+    for bound in (-np.inf, 0.0):
+        for k in (1, 10, 40, 300):
+            keys, slots = np.empty((6, k)), np.empty((6, k), np.int64)
+            count = np.empty(6, np.int64)
+            native.rows_topk(x.reshape(-1), 300, bound, strict, keys, slots, count)
+            for j, row in enumerate(x.astype(np.float64)):
+                ok = ~np.isnan(row) & ((row > bound) if strict else (row >= bound))
+                idx = np.flatnonzero(ok)
+                want = idx[np.lexsort((idx, -row[idx]))][:k]
+                assert count[j] == want.size
+                np.testing.assert_array_equal(slots[j, : want.size], want)
+                np.testing.assert_array_equal(keys[j, : want.size], row[want])
+                assert (slots[j, want.size :] == -1).all()
+                assert np.isneginf(keys[j, want.size :]).all()
+    with pytest.raises(ValueError, match="float32 or float64"):
+        native.rows_topk(np.zeros((6, 300), np.int32), 300, 0.0, True, keys, slots, count)
+    with pytest.raises(ValueError, match="width"):
+        native.rows_topk(x, 299, 0.0, True, keys, slots, count)
