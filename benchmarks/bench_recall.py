@@ -22,8 +22,6 @@ is printed because other processes skew 2-core timings):
 * ``single`` — single ``recall`` p50 over 100k memories: the team's corpus (content words only)
   and the Zipf-like corpus with common words;
 * ``busy`` — the single recall again beside one busy process (``while 1: pass``);
-* ``scan threads`` — the single recall with the dense scan's helper thread and without
-  (``[dense] scan_threads`` 2 vs 1, the store reopened alternately), wall and thread time.
 
 ``compare`` builds the baseline commit (``--baseline``, default 100e5d0) once in a git
 worktree beside this checkout (in the temp folder, or ``--baseline-dir``) with its native
@@ -258,10 +256,6 @@ def bench_batch_and_single(n: int, n_queries: int, rounds: int, busy: bool) -> N
         f"(thread time {team_cpu * 1e3:.2f} / {zipf_cpu * 1e3:.2f})",
         "<= 2 ms",
     )
-    path = mem.path
-    mem.close()
-    bench_scan_threads(path, team_queries, opts, rounds)
-    mem = _reopen(path, 2)
     if busy:
         idle = p50_recall(mem, team_queries, opts)
         hog = subprocess.Popen([sys.executable, "-c", "while 1: pass"])
@@ -277,29 +271,6 @@ def bench_batch_and_single(n: int, n_queries: int, rounds: int, busy: bool) -> N
             "<= 2x idle",
         )
     mem.close()
-
-
-def _reopen(path: Any, threads: int) -> Any:
-    from spector_gpu import SpectorMemory
-
-    return SpectorMemory.open(path, config={**FAST, "dense": {"scan_threads": threads}})
-
-
-def bench_scan_threads(path: Any, queries: list[str], opts: Any, rounds: int) -> None:
-    """Single recall p50 with ``[dense] scan_threads`` 1 and 2, the store reopened
-    alternately (rounds of each), wall and thread time."""
-    got: dict[int, list[tuple[float, float]]] = {1: [], 2: []}
-    for _ in range(max(rounds, 2)):
-        for threads in (1, 2):
-            with _reopen(path, threads) as mem:
-                got[threads].append(p50_recall_times(mem, queries, opts))
-    one, two = ([statistics.median(x) for x in zip(*got[t])] for t in (1, 2))
-    row(
-        "single recall p50, dense scan helper thread off / on",
-        f"{one[0] * 1e3:.2f} / {two[0] * 1e3:.2f} ms "
-        f"(thread time {one[1] * 1e3:.2f} / {two[1] * 1e3:.2f})",
-        "on <= off",
-    )
 
 
 def bench_gpu(n: int, n_queries: int, rounds: int) -> None:

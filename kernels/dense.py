@@ -31,6 +31,7 @@ and :meth:`DenseIndex.score` keep results on the device; :meth:`DenseIndex.searc
 from __future__ import annotations
 
 import threading
+import warnings
 from typing import Literal
 
 import numpy as np
@@ -80,8 +81,8 @@ class DenseIndex:
         cpu_kernel: on the CPU, ``"auto"`` uses the native kernels (:mod:`.dense_cpu`) when
             they are built, ``"torch"`` never does (the twin the tests compare against),
             ``"native"`` insists on them.
-        scan_threads: threads of the native scan for one or two queries (:func:`.scan_topk`):
-            2 lets a helper thread share it, 1 keeps it on the calling thread; same results.
+        scan_threads: deprecated and ignored (a DeprecationWarning): the native scan runs
+            on the calling thread; leave it out.
         first_pass: a :class:`~.dense_ivf.FirstPass` (IVF) that answers :meth:`topk` on the
             CPU from its ``min_rows`` on, or None (always the exact scan).
     """
@@ -95,15 +96,21 @@ class DenseIndex:
         tile_rows: int | None = None,
         cpu_kernel: Literal["auto", "native", "torch"] = "auto",
         first_pass: FirstPass | None = None,
-        scan_threads: int = 2,
+        scan_threads: int | None = None,
     ) -> None:
         if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
             raise ValidationError(f"dim must be a positive int, got {dim!r}")
         if backend not in ("torch", "faiss"):
             raise ValidationError(f'backend must be "torch" or "faiss", got {backend!r}')
-        check_cpu_options(tile_rows, cpu_kernel, scan_threads)
+        check_cpu_options(tile_rows, cpu_kernel)
+        if scan_threads is not None:
+            warnings.warn(
+                "DenseIndex(scan_threads=...) is deprecated and ignored: the native scan runs "
+                "on the calling thread (its helper thread was removed); leave the argument out",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         self._native, self.first_pass = cpu_kernel != "torch" and native is not None, first_pass
-        self.scan_threads = scan_threads
         self._dim = dim
         self._backend: Literal["torch", "faiss"] = backend
         self._tile_rows = tile_rows
@@ -370,7 +377,7 @@ class DenseIndex:
             return fp.topk(self._codes, self._scales, self._n, self._dim, xq, k, gate)
         if self._native and xq.shape[0] <= NATIVE_SCAN_MAX:
             keys, slots, every = scan_topk(
-                self._codes, self._scales, self._n, self._dim, xq, k, gate, self.scan_threads
+                self._codes, self._scales, self._n, self._dim, xq, k, gate
             )
             self._scanned = (xq, every)
             return keys, slots

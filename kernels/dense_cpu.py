@@ -8,17 +8,16 @@ docs/architecture.md ("a batch's dense GEMM"), the GEMM wins from 5 to 10 querie
 and 384, hence 8. One thread: beside busy processes torch's two-thread GEMM waited at its
 barriers (wall 5.3 against 0.37 ms per query), which made a batch no faster than a loop.
 
-**Native scan** (:func:`scan_topk`, a few queries): one pass over the rows in :mod:`._native`
-(INT8 dot, row scale, gate, an exact top-k heap fused in). With ``threads=2`` a native helper
-thread at idle priority computes keys of row chunks beside the caller, which never waits for it
-(same results, bit for bit; docs/architecture.md, "the scan helper thread").
+**Native scan** (:func:`scan_topk`, a few queries): one pass over the rows on the calling
+thread (``native.int8_topk``, ``kernels/csrc/scan.c``: INT8 dot, row scale, gate, an exact
+top-k heap fused in).
 
 **Tile loop** (:func:`topk_tiles`, batches): the corpus is scanned in tiles of rows; each
 tile's exact dots ``(T, d) @ (d, n)`` come from ``torch._int_mm`` on CPUs with INT8 matrix
 units (AVX-512 VNNI, AMX) or float32 BLAS over the tile converted in chunks elsewhere — exact,
 since every partial sum of int8 products is an integer below 2**24 when ``d`` ≤ 1040 (past
 that width always ``_int_mm``; :func:`gemm_kind`). The dots go to the native selection
-(:func:`_native.topk_update`: an exact buffer of 2k candidates per query) or, without the
+(``native.topk_update``: an exact buffer of 2k candidates per query) or, without the
 native module, the exact torch threshold path (:mod:`.topk`).
 """
 
@@ -61,7 +60,7 @@ _forced: list[str] = []  # forced_gemm's stack (tests and benchmarks)
 Tile = tuple[torch.Tensor, torch.Tensor, "torch.Tensor | int", int, "torch.Tensor | None"]
 
 
-def check_cpu_options(tile_rows: int | None, cpu_kernel: str, scan_threads: int) -> None:
+def check_cpu_options(tile_rows: int | None, cpu_kernel: str) -> None:
     """Raise ``ValidationError`` for a bad CPU setting of :class:`~.dense.DenseIndex`."""
     if tile_rows is not None and (
         isinstance(tile_rows, bool) or not isinstance(tile_rows, int) or tile_rows < 1
@@ -71,8 +70,6 @@ def check_cpu_options(tile_rows: int | None, cpu_kernel: str, scan_threads: int)
         raise ValidationError(f'cpu_kernel must be "auto", "native" or "torch": {cpu_kernel!r}')
     if cpu_kernel == "native" and native is None:
         raise ValidationError('cpu_kernel="native": the native kernels are not built here')
-    if scan_threads not in (1, 2) or isinstance(scan_threads, bool):
-        raise ValidationError(f"scan_threads must be 1 or 2, got {scan_threads!r}")
 
 
 Scratch = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
@@ -174,7 +171,6 @@ def scan_topk(
     xq: np.ndarray,
     k: int,
     gate: np.ndarray | None,
-    threads: int = 1,
     *,
     per_query: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -186,7 +182,6 @@ def scan_topk(
     Args:
         codes: int8 (capacity, stride) CPU corpus codes, the first ``n_rows`` live; scales:
             float32 (capacity,); xq: int8 (n, dim) query codes; gate: bool (n_rows,) or None;
-        threads: 2 lets the native helper thread share a large scan (module docstring);
         per_query: one pass per query (the faster loop over large corpora), else one pass
             for all (fewer calls, for many queries over a small corpus).
     """
@@ -210,7 +205,6 @@ def scan_topk(
             keys[i : i + step],
             slots[i : i + step],
             every[i : i + step],
-            threads,
         )
     return torch.from_numpy(keys), torch.from_numpy(slots), torch.from_numpy(every)
 
@@ -375,7 +369,7 @@ def _tiles_native(
     bufs: Scratch,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The tile loop with native selection: each query's candidates (a buffer of 2k and a
-    threshold, ``_native.topk_update``) carried across all tiles; ``queries`` = (xt, xt as
+    threshold, ``native.topk_update``) carried across all tiles; ``queries`` = (xt, xt as
     float32 or None: :func:`tile_dots`)."""
     xt, xf = queries
     n = xt.shape[1]

@@ -13,12 +13,13 @@ import logging
 import math
 import os
 import tomllib
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .config_rules import CHOICES, MAXIMUM, POSITIVE, RETIRED
+from .config_rules import CHOICES, DEPRECATED, MAXIMUM, POSITIVE, RETIRED
 from .errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,6 @@ class DenseConfig:
     ivf_min_rows: int = 0  # rows from which the CPU dense relay's first pass is an IVF (0: never)
     ivf_nprobe: int = 32  # IVF lists scanned per query
     ivf_lists: int = 0  # IVF lists (0: sqrt(rows))
-    scan_threads: int = 2  # threads of the CPU's exact scan for one or two queries (1: no helper)
 
 
 @dataclass(frozen=True)
@@ -241,6 +241,7 @@ class Config:
 
 
 _SECTIONS = {f.name: f.type for f in fields(Config)}
+_SAVED = "saved store config"
 
 
 def _section_class(name: str) -> type:
@@ -320,6 +321,16 @@ def _apply(config: Config, overrides: Mapping[str, Mapping[str, Any]], *, origin
                     RETIRED[(section, key)],
                 )
                 continue
+            if (section, key) in DEPRECATED:
+                # a store's saved config.json carries every key it had: only the user is told
+                if origin != _SAVED:
+                    warnings.warn(
+                        f"{origin}: {section}.{key} is deprecated and ignored: "
+                        f"{DEPRECATED[(section, key)]}",
+                        DeprecationWarning,
+                        stacklevel=2,
+                    )
+                continue
             if key not in names:
                 raise ConfigError(
                     f"{origin}: unknown setting {section}.{key}; known: {sorted(names)}"
@@ -362,7 +373,7 @@ def load_config(
     then environment, then ``overrides``."""
     config = Config()
     if base:
-        config = _apply(config, base, origin="saved store config")
+        config = _apply(config, base, origin=_SAVED)
     if path is not None:
         p = Path(path)
         try:

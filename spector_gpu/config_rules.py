@@ -1,17 +1,17 @@
 """The value rules of configuration keys: allowed choices, keys that must be positive, upper
-bounds of keys that size a per-recall loop, and retired keys (read with a note, never an error).
+bounds of keys that size a per-recall loop, deprecated keys (ignored with a DeprecationWarning)
+and retired keys (read with a note, never an error).
 ``config.py`` applies them to every override (TOML, environment, arguments, a saved store)."""
 
 from __future__ import annotations
 
 from .metadata.filter_limits import CEILING
 
-__all__ = ["CHOICES", "MAXIMUM", "POSITIVE", "RETIRED"]
+__all__ = ["CHOICES", "DEPRECATED", "MAXIMUM", "POSITIVE", "RETIRED"]
 
 CHOICES = {
     ("store", "durability"): ("none", "flush", "fsync"),
     ("dense", "backend"): ("torch", "faiss"),
-    ("dense", "scan_threads"): (1, 2),
     ("lexical", "method"): ("lucene", "okapi"),
     ("recall", "fusion"): ("cognitive", "weighted", "rrf"),
     ("reflect", "distiller"): ("extractive", "llm"),
@@ -85,6 +85,12 @@ MAXIMUM = {
 }
 # Settings that existed once and mean nothing now: a saved config.json (or a user's TOML) that
 # still names them opens with a logged note instead of an error.
+# keys a user may still set, with a DeprecationWarning saying what to do (a saved store's
+# config.json, which lists every key, is read without one)
+DEPRECATED = {
+    ("dense", "scan_threads"): "the dense scan runs on the calling thread (its helper thread "
+    "was removed: no measured win); delete the setting",
+}
 RETIRED = {
     ("store", "events"): "the hash-chained event log is always kept (provenance needs it)",
     ("association", "seeds"): "spreading activation starts from every pool member",

@@ -11,10 +11,6 @@ pool workers then work (one torch thread each, which is also what N worker proce
 cores want). A worker that wants several torch threads must start its processes with
 ``spawn`` or ``forkserver``, which begin with a fresh OpenMP runtime.
 
-The native dense scan's helper thread (``kernels/_native.c``) is not copied by ``fork``
-either; the extension marks it gone in the child (``pthread_atfork``) and the child's first
-large scan starts its own, so nothing here needs to be done for it.
-
 CUDA cannot be used in a forked child of a process that initialised it;
 :func:`forked_cuda_error` is the error naming ``spawn`` that the device resolver raises.
 """

@@ -77,7 +77,6 @@ class DerivedIndexes:
             device=device,
             backend=config.dense.backend,
             first_pass=_first_pass(config),
-            scan_threads=config.dense.scan_threads,
         )
         self.snapshot_covers = 0  # memories the snapshot on disk covers
         self._cue_cache: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}

@@ -62,7 +62,7 @@ class EpisodicMemory:
     ) -> tuple[bytes, list[int]]:
         """Encode records back to back; returns the bytes and each record's relative offset.
 
-        Uses the native batch encoder when it was built (``spector_gpu.storage._native``), else
+        Uses the native batch encoder when it was built (``spector_gpu.storage._codec``), else
         the Python twin below; both produce identical bytes (tested)."""
         data, rel = EpisodicMemory._encode(ids, headers, payloads, sequences)
         offsets: list[int] = np.asarray(rel).tolist()

@@ -215,7 +215,7 @@ def test_single_query_scan_with_and_without_every_key_equals_reference(d: int) -
             native.int8_topk(q, 1003, d, d, s, xq, gate, keys, slots)
             every = np.empty((1, 1003), np.float32)
             keys2, slots2 = np.empty((1, k), np.float32), np.empty((1, k), np.int64)
-            native.int8_topk(q, 1003, d, d, s, xq, gate, keys2, slots2, every, 1)
+            native.int8_topk(q, 1003, d, d, s, xq, gate, keys2, slots2, every)
             for got_keys, got_slots in ((keys, slots), (keys2, slots2)):
                 np.testing.assert_array_equal(got_slots, want_slots)
                 rescaled = np.where(got_keys == -np.inf, got_keys, got_keys * qs[:, None])

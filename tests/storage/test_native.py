@@ -26,7 +26,7 @@ def test_python_twins_hold_without_the_native_module(monkeypatch) -> None:
     assert rel == [0, 104, 224] and len(data) == 320  # 96 + payload padded to 8 each
 
 
-native = pytest.importorskip("spector_gpu.storage._native", reason="native codecs were not built")
+native = pytest.importorskip("spector_gpu.storage._codec", reason="native codecs were not built")
 
 
 @settings(max_examples=60, deadline=None)
