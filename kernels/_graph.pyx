@@ -48,12 +48,19 @@ cdef extern from "csrc/graph.h" nogil:
         double decay, double *out)
 
 
-cdef Field _field(const char *p, Py_ssize_t stride, Py_ssize_t rows, Py_ssize_t n, str name) except *:
-    if rows != n:
-        raise ValueError(f"{name} must have n = {n} rows, got {rows}")
+ctypedef fused item:
+    float
+    uint8_t
+    int64_t
+
+
+cdef Field _field(const item[:] x, Py_ssize_t n, str name) except *:
+    """One (strided) column of n values."""
+    if x.shape[0] != n:
+        raise ValueError(f"{name} must have n = {n} rows, got {x.shape[0]}")
     cdef Field f
-    f.p = p
-    f.stride = stride
+    f.p = <const char *>&x[0]
+    f.stride = x.strides[0]
     return f
 
 
@@ -111,11 +118,11 @@ def decay_topk(
     of the records); allowed: bool (n,) or None. Returns the count, and with ``horizon`` also
     the earliest ms at which a row may change bucket: ``(count, ms)``."""
     cdef Records r
-    r.weight = _field(<const char *>&weight[0] if n else NULL, weight.strides[0], weight.shape[0], n, "weight")
-    r.flags = _field(<const char *>&flags[0] if n else NULL, flags.strides[0], flags.shape[0], n, "flags")
-    r.arousal = _field(<const char *>&arousal[0] if n else NULL, arousal.strides[0], arousal.shape[0], n, "arousal")
-    r.d = _field(<const char *>&d_event[0] if n else NULL, d_event.strides[0], d_event.shape[0], n, "d_event")
-    r.last = _field(<const char *>&last_ms[0] if n else NULL, last_ms.strides[0], last_ms.shape[0], n, "last_ms")
+    r.weight = _field(weight, n, "weight")
+    r.flags = _field(flags, n, "flags")
+    r.arousal = _field(arousal, n, "arousal")
+    r.d = _field(d_event, n, "d_event")
+    r.last = _field(last_ms, n, "last_ms")
     cdef Law law = _law(edges, factors, freeze_set, need_set)
     cdef Py_ssize_t k = out_keys.shape[0]
     if k < 1 or out_slots.shape[0] != k:
@@ -164,13 +171,13 @@ def pool_columns(
     C-contiguous) and their D now (float64), each member's record read once, into the eight
     outputs shaped like ``ordinals`` (see ``csrc/decay.h``)."""
     cdef Records r
-    r.weight = _field(<const char *>&importance[0] if n else NULL, importance.strides[0], importance.shape[0], n, "importance")
-    r.flags = _field(<const char *>&flags[0] if n else NULL, flags.strides[0], flags.shape[0], n, "flags")
-    r.arousal = _field(<const char *>&arousal[0] if n else NULL, arousal.strides[0], arousal.shape[0], n, "arousal")
-    r.formed = _field(<const char *>&formed_ms[0] if n else NULL, formed_ms.strides[0], formed_ms.shape[0], n, "formed_ms")
-    r.d = _field(<const char *>&d_event[0] if n else NULL, d_event.strides[0], d_event.shape[0], n, "d_event")
-    r.last = _field(<const char *>&last_ms[0] if n else NULL, last_ms.strides[0], last_ms.shape[0], n, "last_ms")
-    r.storage = _field(<const char *>&storage[0] if n else NULL, storage.strides[0], storage.shape[0], n, "storage")
+    r.weight = _field(importance, n, "importance")
+    r.flags = _field(flags, n, "flags")
+    r.arousal = _field(arousal, n, "arousal")
+    r.formed = _field(formed_ms, n, "formed_ms")
+    r.d = _field(d_event, n, "d_event")
+    r.last = _field(last_ms, n, "last_ms")
+    r.storage = _field(storage, n, "storage")
     cdef Law law = _law(edges, factors, freeze_set, need_set)
     cdef const int64_t[::1] idx = _flat(ordinals, "ordinals")
     cdef Py_ssize_t m = idx.shape[0], j

@@ -38,7 +38,8 @@ ptrdiff_t pool_expand(const int64_t *seeds, ptrdiff_t c, const Links *l, const u
         for (ptrdiff_t k = 0; d >= 0 && d < n && k < e; k++) {
             double w;
             int64_t j = link_at(l, d, k, &w);
-            if (j >= 0 && j < n && (!allowed || allowed[j])) bits[j >> 6] |= (uint64_t)1 << (j & 63);
+            if (j >= 0 && j < n && (!allowed || allowed[j]))
+                bits[j >> 6] |= (uint64_t)1 << (j & 63);
         }
     }
     for (ptrdiff_t w = 0; w <= n / 64 && count >= 0; w++) /* the bits in order: ascending */
@@ -96,15 +97,16 @@ int spread_rows(const Links *l, const int64_t *pool, const uint8_t *valid, int32
             for (ptrdiff_t k = 0; k < e; k++) {
                 double w = 0.0;
                 int64_t j = d >= 0 && d < l->n ? link_at(l, d, k, &w) : -1;
-                int32_t p = j < 0 ? -1 : row ? (j < size ? table[j] : -1) : (member[j] ? (int32_t)j : -1);
-                pos[c * e + k] = p;
+                int32_t p = j < 0 ? -1 : row ? (j < size ? table[j] : -1) : (int32_t)j;
+                pos[c * e + k] = p = row || p < 0 || member[p] ? p : -1;
                 wts[c * e + k] = w;
                 if (p >= 0 && !unsigned_finite(w)) ok = 0;
             }
         }
         for (ptrdiff_t c = 0; row && c < width; c++)
             if (row[c] >= 0 && row[c] < size) table[row[c]] = -1;
-        if (ok == 1) spread_row(pos, wts, b, width, e, hops > 1 ? hops : 1, decay, src, out + i * width);
+        if (ok == 1)
+            spread_row(pos, wts, b, width, e, hops > 1 ? hops : 1, decay, src, out + i * width);
     }
     free(pos), free(wts), free(src);
     return ok;

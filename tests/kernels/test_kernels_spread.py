@@ -7,6 +7,8 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from spector_gpu.errors import ValidationError
 from spector_gpu.kernels.native import native
 from spector_gpu.kernels.spread import (
     member_positions,
@@ -14,8 +16,6 @@ from spector_gpu.kernels.spread import (
     spread_max,
     spread_max_reference,
 )
-
-from spector_gpu.errors import ValidationError
 
 PAD = 1 << 62
 
@@ -214,3 +214,58 @@ def test_native_dense_spreading_declines_what_torch_must_decide() -> None:
     assert spread_dense(nbr, weight, valid, ok, hops=1, decay=float("inf")) is None
     with pytest.raises(ValueError, match="outside"):
         spread_dense(torch.tensor([[2], [0]]), weight, valid, ok, hops=1, decay=0.5)
+
+
+@pytest.mark.skipif(native is None, reason="native kernels not built")
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 2**31 - 1),
+    st.integers(1, 4),
+    st.integers(0, 30),
+    st.integers(0, 4),
+    st.integers(0, 3),
+    st.integers(0, 3),
+)
+def test_native_link_table_spreading_equals_the_torch_steps(
+    seed: int, rows: int, width: int, chain_w: int, extra_w: int, hops: int
+) -> None:
+    """spread_links (each member's slots read from the link tables: its chain row, then its
+    extra-edge row) against the same slots gathered into (n, W, E) arrays and spread by torch,
+    bit for bit: neighbours outside the pool, -1 slots, memories without extra edges, and
+    padding whose base holds values that must not leak (NaN, -inf, negative)."""
+    from spector_gpu.kernels.spread import spread_links
+    from spector_gpu.pathways.recall.tables import HostLinks
+
+    rng = np.random.default_rng(seed)
+    n = 90
+    chain = rng.integers(-1, n, (n, chain_w))
+    row_of = rng.integers(-1, 6, n)
+    extra = rng.integers(-1, n, (6, extra_w))
+    weights = rng.choice([0.0, 0.25, 0.5, 1.0, 0.7], (6, extra_w))
+    links = HostLinks(chain, row_of, extra, weights, extra_w) if extra_w else None
+    links = links or HostLinks(chain, None, None, None, 0)
+    pool = np.full((rows, width), PAD, np.int64)
+    for i in range(rows):
+        members = np.unique(rng.integers(0, n, rng.integers(0, width + 1)))
+        pool[i, : len(members)] = members
+    member = pool < PAD
+    base = np.where(member, rng.choice([0.0, 0.1, 0.5, 1.0], pool.shape), np.nan)
+    base[~member] = rng.choice([np.nan, -np.inf, -2.0], int((~member).sum()))
+    # the gathered route: chain slots at the temporal weight, then the extra row's slots
+    node = np.where(member, pool, 0)
+    nbr = np.where(member[..., None], chain[node], -1)
+    w = np.full(nbr.shape, 0.6)
+    if extra_w:
+        r = row_of[node]
+        has = member & (r >= 0)
+        nbr = np.concatenate([nbr, np.where(has[..., None], extra[r], -1)], axis=2)
+        w = np.concatenate([w, np.where(has[..., None], weights[r], 0.0)], axis=2)
+    p, b = torch.from_numpy(pool), torch.from_numpy(base)
+    got = spread_links(p, links, 0.6, b, hops=hops, decay=0.5)
+    assert got is not None
+    pos = member_positions(p, torch.from_numpy(nbr))
+    want = spread_max(b, pos, torch.from_numpy(w), hops=hops, decay=0.5)
+    np.testing.assert_array_equal(got.numpy().view(np.int64), want.numpy().view(np.int64))
+    if extra_w and bool((pos[..., chain_w:] >= 0).any()):  # a live extra slot
+        bad = HostLinks(chain, row_of, extra, -weights - 1.0, extra_w)  # negative weights
+        assert spread_links(p, bad, 0.6, b, hops=hops, decay=0.5) is None  # left to torch
