@@ -16,7 +16,7 @@ cdef extern from "csrc/decay.h" nogil:
         const char *p
         Py_ssize_t stride
     ctypedef struct Records:
-        Field weight, flags, arousal, formed, d, last, storage
+        Field weight, flags, arousal, d, last
     ctypedef struct Law:
         const double *edges
         const double *factors
@@ -26,9 +26,6 @@ cdef extern from "csrc/decay.h" nogil:
         const Records *r, Py_ssize_t n, const uint8_t *allowed, const Law *law, int64_t now,
         double w_div, int horizon, double *keys, int64_t *slots, Py_ssize_t k,
         int64_t *next_change)
-    void c_pool_columns "pool_columns"(
-        const Records *r, const int64_t *idx, Py_ssize_t m, const Law *law, int64_t now,
-        void **out)
 
 cdef extern from "csrc/graph.h" nogil:
     ctypedef struct Links:
@@ -87,28 +84,20 @@ def _bytes(a, str name):
     return a.view(np.uint8)
 
 
-def _flat(a, str name):
-    """A C-contiguous array of any shape as its 1-D view (writes reach the array)."""
-    a = np.asarray(a)
-    if not a.flags.c_contiguous:
-        raise ValueError(f"{name} must be C-contiguous")
-    return a.reshape(-1)
-
-
 def decay_topk(
     Py_ssize_t n,
     int64_t now,
     double w_div,
-    const float[:] weight,
-    const uint8_t[:] flags,
-    const uint8_t[:] arousal,
-    const float[:] d_event,
-    const int64_t[:] last_ms,
+    const float[:] weight not None,
+    const uint8_t[:] flags not None,
+    const uint8_t[:] arousal not None,
+    const float[:] d_event not None,
+    const int64_t[:] last_ms not None,
     allowed,
     int freeze_set,
     int need_set,
-    const double[::1] edges,
-    const double[::1] factors,
+    const double[::1] edges not None,
+    const double[::1] factors not None,
     double[::1] out_keys not None,
     int64_t[::1] out_slots not None,
     bint horizon=False,
@@ -143,75 +132,6 @@ def decay_topk(
     return count
 
 
-def pool_columns(
-    Py_ssize_t n,
-    int64_t now,
-    ordinals,
-    const float[:] importance,
-    const uint8_t[:] flags,
-    const uint8_t[:] arousal,
-    const int64_t[:] formed_ms,
-    const float[:] d_event,
-    const int64_t[:] last_ms,
-    const float[:] storage,
-    int freeze_set,
-    int need_set,
-    const double[::1] edges,
-    const double[::1] factors,
-    out_importance,
-    out_flags,
-    out_arousal,
-    out_d_event,
-    out_last_ms,
-    out_storage,
-    out_formed_ms,
-    out_d_now,
-) -> None:
-    """The columns recall reads for pool members (int64 ordinals in [0, n), any shape,
-    C-contiguous) and their D now (float64), each member's record read once, into the eight
-    outputs shaped like ``ordinals`` (see ``csrc/decay.h``)."""
-    cdef Records r
-    r.weight = _field(importance, n, "importance")
-    r.flags = _field(flags, n, "flags")
-    r.arousal = _field(arousal, n, "arousal")
-    r.formed = _field(formed_ms, n, "formed_ms")
-    r.d = _field(d_event, n, "d_event")
-    r.last = _field(last_ms, n, "last_ms")
-    r.storage = _field(storage, n, "storage")
-    cdef Law law = _law(edges, factors, freeze_set, need_set)
-    cdef const int64_t[::1] idx = _flat(ordinals, "ordinals")
-    cdef Py_ssize_t m = idx.shape[0], j
-    cdef float[::1] o_imp = _flat(out_importance, "out_importance")
-    cdef uint8_t[::1] o_fl = _flat(out_flags, "out_flags")
-    cdef uint8_t[::1] o_ar = _flat(out_arousal, "out_arousal")
-    cdef float[::1] o_d = _flat(out_d_event, "out_d_event")
-    cdef int64_t[::1] o_last = _flat(out_last_ms, "out_last_ms")
-    cdef float[::1] o_st = _flat(out_storage, "out_storage")
-    cdef int64_t[::1] o_formed = _flat(out_formed_ms, "out_formed_ms")
-    cdef double[::1] o_now = _flat(out_d_now, "out_d_now")
-    for name, o in (("out_importance", o_imp), ("out_flags", o_fl), ("out_arousal", o_ar),
-                    ("out_d_event", o_d), ("out_last_ms", o_last), ("out_storage", o_st),
-                    ("out_formed_ms", o_formed), ("out_d_now", o_now)):
-        if o.shape[0] != m:
-            raise ValueError(f"pool_columns: {name} must have {m} elements like ordinals")
-    for j in range(m):
-        if idx[j] < 0 or idx[j] >= n:
-            raise ValueError(f"pool_columns: ordinal {idx[j]} is outside [0, {n})")
-    if not m:
-        return
-    cdef void *out[8]
-    out[0] = &o_imp[0]
-    out[1] = &o_fl[0]
-    out[2] = &o_ar[0]
-    out[3] = &o_d[0]
-    out[4] = &o_last[0]
-    out[5] = &o_st[0]
-    out[6] = &o_formed[0]
-    out[7] = &o_now[0]
-    with nogil:
-        c_pool_columns(&r, &idx[0], m, &law, now, out)
-
-
 cdef Links _links(const int64_t[:, ::1] chain, row_of, extra, extra_w, double tw) except *:
     """The link tables (row_of None: no extra edges; extra_w None: their weights unread)."""
     cdef Links l
@@ -226,6 +146,8 @@ cdef Links _links(const int64_t[:, ::1] chain, row_of, extra, extra_w, double tw
     l.rows = l.dw = 0
     if row_of is None:
         return l
+    if extra is None:
+        raise ValueError("extra (R, D) comes with row_of")
     cdef const int64_t[::1] ro = row_of
     cdef const int64_t[:, ::1] ex = extra
     if ro.shape[0] != l.n:
@@ -246,8 +168,8 @@ cdef Links _links(const int64_t[:, ::1] chain, row_of, extra, extra_w, double tw
 
 
 def pool_expand(
-    const int64_t[::1] seeds,
-    const int64_t[:, ::1] chain,
+    const int64_t[::1] seeds not None,
+    const int64_t[:, ::1] chain not None,
     row_of,
     extra,
     allowed,
@@ -295,8 +217,8 @@ cdef int _spread(const Links *l, const int64_t *pool, const uint8_t *valid, int3
 
 
 def spread_dense(
-    const int64_t[:, ::1] nbr,
-    const double[:, ::1] weight,
+    const int64_t[:, ::1] nbr not None,
+    const double[:, ::1] weight not None,
     valid,
     const double[:, ::1] base not None,
     int hops,
@@ -309,6 +231,8 @@ def spread_dense(
     cdef Py_ssize_t n = base.shape[1], t, r
     if nbr.shape[0] != n or weight.shape[0] != n or weight.shape[1] != nbr.shape[1]:
         raise ValueError("spread_dense: nbr and weight must be (N, E) for base (m, N)")
+    if valid is None:
+        raise ValueError("spread_dense: valid (m, N) is required")
     cdef const uint8_t[:, ::1] member = _bytes(valid, "valid")
     if member.shape[0] != base.shape[0] or member.shape[1] != n:
         raise ValueError("spread_dense: valid must be (m, N) like base")
@@ -323,8 +247,8 @@ def spread_dense(
 
 
 def spread_tables(
-    const int64_t[:, ::1] pool,
-    const int64_t[:, ::1] chain,
+    const int64_t[:, ::1] pool not None,
+    const int64_t[:, ::1] chain not None,
     row_of,
     extra,
     extra_w,

@@ -15,10 +15,9 @@ typedef struct {
 
 #define FIELD(f, type, i) (*(const type *)((f).p + (ptrdiff_t)(i) * (f).stride))
 
-/* The columns read (weight: float32, importance for recall; flags, arousal: uint8;
- * formed, last: int64 ms; d, storage: float32). */
+/* The columns read (weight, d: float32; flags, arousal: uint8; last: int64 ms). */
 typedef struct {
-    Field weight, flags, arousal, formed, d, last, storage;
+    Field weight, flags, arousal, d, last;
 } Records;
 
 /* nb ascending bucket edges in seconds (edges[0] == 0) and their factors; decay is frozen
@@ -36,11 +35,5 @@ typedef struct {
 ptrdiff_t decay_topk(const Records *r, ptrdiff_t n, const uint8_t *allowed, const Law *law,
                      int64_t now, double w_div, int horizon, double *keys, int64_t *slots,
                      ptrdiff_t k, int64_t *next_change);
-
-/* The columns recall reads for m members (ordinals idx, each in [0, n)), each member's record
- * read once: weight (importance), flags, arousal, d, last, storage, formed, and D now widened
- * to float64, into the eight arrays of out (in that order, m each). */
-void pool_columns(const Records *r, const int64_t *idx, ptrdiff_t m, const Law *law,
-                  int64_t now, void *const out[8]);
 
 #endif

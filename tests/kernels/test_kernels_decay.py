@@ -14,7 +14,6 @@ from spector_gpu.kernels.decay import (
     decayed_numpy,
     decayed_torch,
 )
-from spector_gpu.kernels.native import native
 
 from spector_gpu.config import StrengthConfig
 from spector_gpu.cortex.layouts import FLAG_PINNED, FLAG_RESOLVED, HEADER_DTYPE
@@ -101,51 +100,3 @@ def test_the_horizon_is_a_lower_bound_on_every_change() -> None:
         np.testing.assert_array_equal(same, before)  # nothing changed before the horizon
     after = decayed_numpy(law, until + 3, r["d"], r["last"], h["flags"], h["arousal"])
     assert not np.array_equal(after, before)  # ... and something does right after it
-
-
-@pytest.mark.skipif(native is None, reason="native kernels not built")
-@settings(max_examples=30, deadline=None)
-@given(st.integers(0, 2**31 - 1), st.integers(1, 300), st.integers(0, 40))
-def test_pool_columns_equal_numpy_gathers_and_the_law(seed: int, n: int, m: int) -> None:
-    # One native pass gathers every column recall reads for pool members (header fields are
-    # strided views of the records) and their D now: the same values as a numpy gather per
-    # field and decayed_numpy, bit for bit — ages on every bucket edge, pinned and unresolved
-    # rows, every arousal, events after the clock.
-    r = rows(seed, n)
-    rng = np.random.default_rng(seed)
-    h = r["h"]
-    h["timestamp_ms"] = rng.integers(-(2**40), 2**41, n)
-    storage = rng.choice([0.0, 1.0, 3.5, 1e9], n).astype(np.float32)
-    law = decay_law(StrengthConfig(0.4, 0.3, 60.0) if seed % 2 else StrengthConfig())
-    idx = rng.integers(0, n, (m, 3)).astype(np.int64)  # repeats and any order
-    cols = (h["importance"], h["flags"], h["arousal"], h["timestamp_ms"])
-    sources = (h["importance"], h["flags"], h["arousal"], r["d"], r["last"], storage)
-    outs = [np.empty(idx.shape, dtype=a.dtype) for a in (*sources, h["timestamp_ms"])]
-    d_now = np.full(idx.shape, np.nan)
-    native.pool_columns(
-        n, NOW, idx, *cols, r["d"], r["last"], storage, law.freeze_set, law.need_set,
-        law.edges, law.factors, *outs, d_now,
-    )  # fmt: skip
-    for got, src in zip(outs, (*sources, h["timestamp_ms"]), strict=True):
-        np.testing.assert_array_equal(got, src[idx])
-    want = decayed_numpy(law, NOW, r["d"][idx], r["last"][idx], h["flags"][idx], h["arousal"][idx])
-    np.testing.assert_array_equal(d_now, want.astype(np.float64))
-
-
-@pytest.mark.skipif(native is None, reason="native kernels not built")
-def test_pool_columns_refuses_an_ordinal_outside_the_store() -> None:
-    r = rows(3, 10)
-    h, law = r["h"], decay_law(StrengthConfig())
-    storage = np.ones(10, dtype=np.float32)
-    for bad in (10, -1):
-        idx = np.array([[0, bad]], dtype=np.int64)
-        outs = [np.empty(idx.shape, dtype=a.dtype) for a in (h["importance"], h["flags"])]
-        outs += [np.empty(idx.shape, dtype=np.uint8), np.empty(idx.shape, dtype=np.float32)]
-        outs += [np.empty(idx.shape, dtype=np.int64), np.empty(idx.shape, dtype=np.float32)]
-        outs += [np.empty(idx.shape, dtype=np.int64), np.empty(idx.shape, dtype=np.float64)]
-        with pytest.raises(ValueError, match="outside"):
-            native.pool_columns(
-                10, NOW, idx, h["importance"], h["flags"], h["arousal"], h["timestamp_ms"],
-                r["d"], r["last"], storage, law.freeze_set, law.need_set, law.edges,
-                law.factors, *outs,
-            )  # fmt: skip

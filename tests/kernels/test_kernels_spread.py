@@ -7,15 +7,16 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from spector_gpu.errors import ValidationError
 from spector_gpu.kernels.native import native
 from spector_gpu.kernels.spread import (
     member_positions,
     spread_dense,
+    spread_links,
     spread_max,
     spread_max_reference,
 )
+
+from spector_gpu.errors import ValidationError
 
 PAD = 1 << 62
 
@@ -233,7 +234,6 @@ def test_native_link_table_spreading_equals_the_torch_steps(
     extra-edge row) against the same slots gathered into (n, W, E) arrays and spread by torch,
     bit for bit: neighbours outside the pool, -1 slots, memories without extra edges, and
     padding whose base holds values that must not leak (NaN, -inf, negative)."""
-    from spector_gpu.kernels.spread import spread_links
     from spector_gpu.pathways.recall.tables import HostLinks
 
     rng = np.random.default_rng(seed)
