@@ -14,16 +14,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* On x86-64 GCC, loops the compiler vectorises are built twice (target_clones): an AVX2
- * clone where the CPU has it and the baseline SSE2 one; the loader picks one at import. */
+/* x86-64 GCC builds vectorised loops twice: AVX2 and baseline (picked at import). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define VECTOR_CLONES
 #endif
 
-/* The INT8 dot products of one row with m queries (m, d) into out: a plain loop the compiler
- * vectorises (int8 widened to int16, pairwise int32 sums: exact integers). */
+/* The exact INT8 dot products of one row with m queries (m, d): a vectorised plain loop. */
 VECTOR_CLONES static inline void dots(const int8_t *row, const int8_t *qs, ptrdiff_t m,
                                       ptrdiff_t d, int32_t *out) {
     for (ptrdiff_t j = 0; j < m; j++) {
@@ -62,8 +60,7 @@ static inline void sift_up(double *key, int64_t *slot, ptrdiff_t i) {
     }
 }
 
-/* Offer (k, s) to a heap of capacity cap holding *size pairs: it enters while the heap is
- * not full, or when it is better than the root. */
+/* Offer (k, s) to a heap of capacity cap holding *size: it enters if better than the root. */
 static inline void offer(double *key, int64_t *slot, ptrdiff_t cap, ptrdiff_t *size, double k,
                          int64_t s) {
     if (*size < cap) {
@@ -133,8 +130,7 @@ static inline void cand_select(Cand *c, ptrdiff_t n, ptrdiff_t k) {
     }
 }
 
-/* Sort candidates best first: a quicksort (recursing into the smaller side), insertion sort
- * below 16. */
+/* Sort candidates best first: quicksort, insertion sort below 16. */
 static inline void cand_sort(Cand *c, ptrdiff_t n) {
     ptrdiff_t a, b;
     while (n > 16) {
@@ -188,16 +184,14 @@ static inline ptrdiff_t cand_finish(Cand *buf, ptrdiff_t size, ptrdiff_t k, doub
 
 /* ------------------------------------------------------------------ one row's top-k */
 
-/* Whether any of x[0..16) is > t: a loop the compiler vectorises, so a block of 16 values
- * that cannot enter costs one vector compare. */
+/* Whether any of x[0..16) is > t: one vector compare for 16 values. */
 static inline int any_above16(const float *x, float t) {
     int any = 0;
     for (int l = 0; l < 16; l++) any |= x[l] > t;
     return any;
 }
 
-/* The k best x[i] > bound of one float64 row into (hk, hs), best first, with a buffer of 2k
- * candidates; returns the count (NaN never enters). */
+/* The k best x[i] > bound (NaN never enters) of a float64 row, best first; buf: 2k. */
 static inline ptrdiff_t select_f64(const double *x, ptrdiff_t n, double bound, double *hk,
                                    int64_t *hs, ptrdiff_t k, Cand *buf) {
     ptrdiff_t size = 0;
@@ -207,20 +201,17 @@ static inline ptrdiff_t select_f64(const double *x, ptrdiff_t n, double bound, d
     return cand_finish(buf, size, k, hk, hs);
 }
 
-/* The k best x[i] > bound of one float32 row into (hk, hs), best first; returns the count.
- * With buf (2k candidates) a buffered selection, sorted; without, a heap of capacity k, NOT
- * sorted (heap_sort it). Blocks of 16 with nothing above the threshold are skipped; the rest
- * are tested one by one, so the same candidates enter in the same order. Columns rise, so
- * once the heap is full an equal value never enters: one compare against a threshold. */
+/* The k best x[i] > bound of a float32 row; with buf (2k) sorted, without a heap to sort.
+ * Blocks of 16 with nothing above the threshold are skipped (the same entries, in order). */
 static inline void take_f32(double v, int64_t i, double *thr, double *hk, int64_t *hs,
                             ptrdiff_t k, Cand *buf, ptrdiff_t *size) {
     if (!(v > *thr)) return;
     if (buf) {
         cand_push(buf, size, k, thr, v, i);
-    } else {
-        offer(hk, hs, k, size, v, i);
-        if (*size == k) *thr = hk[0];
+        return;
     }
+    offer(hk, hs, k, size, v, i); /* columns rise: an equal value never enters a full heap */
+    if (*size == k) *thr = hk[0];
 }
 
 VECTOR_CLONES static inline ptrdiff_t select_f32(const float *x, ptrdiff_t n, double bound,
@@ -234,24 +225,6 @@ VECTOR_CLONES static inline ptrdiff_t select_f32(const float *x, ptrdiff_t n, do
     }
     for (; i < n; i++) take_f32(x[i], i, &thr, hk, hs, k, buf, &size);
     return buf ? cand_finish(buf, size, k, hk, hs) : size;
-}
-
-/* The k best (key, slot) of one query's keys x (n,), best first, into (ok, os) padded with
- * (-inf, -1): the keys > -inf, then (as a heap takes them while not full) the slots allowed
- * (ap NULL: every slot) whose key is -inf, ascending. hk, hs hold k, buf 2k. */
-static inline void select_keys(const float *x, ptrdiff_t n, const uint8_t *ap, ptrdiff_t k,
-                               double *hk, int64_t *hs, Cand *buf, float *ok, int64_t *os) {
-    ptrdiff_t size = select_f32(x, n, -INFINITY, hk, hs, k, buf);
-    for (ptrdiff_t r = 0; r < n && size < k; r++) {
-        if (x[r] == -INFINITY && (!ap || ap[r])) {
-            hk[size] = -INFINITY;
-            hs[size++] = r;
-        }
-    }
-    for (ptrdiff_t i = 0; i < k; i++) {
-        ok[i] = i < size ? (float)hk[i] : -INFINITY;
-        os[i] = i < size ? hs[i] : -1;
-    }
 }
 
 #endif
