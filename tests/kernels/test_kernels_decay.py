@@ -14,6 +14,7 @@ from spector_gpu.kernels.decay import (
     decayed_numpy,
     decayed_torch,
 )
+from spector_gpu.kernels.native import native
 
 from spector_gpu.config import StrengthConfig
 from spector_gpu.cortex.layouts import FLAG_PINNED, FLAG_RESOLVED, HEADER_DTYPE
@@ -100,3 +101,26 @@ def test_the_horizon_is_a_lower_bound_on_every_change() -> None:
         np.testing.assert_array_equal(same, before)  # nothing changed before the horizon
     after = decayed_numpy(law, until + 3, r["d"], r["last"], h["flags"], h["arousal"])
     assert not np.array_equal(after, before)  # ... and something does right after it
+
+
+@pytest.mark.skipif(native is None, reason="native kernels not built")
+def test_native_decay_topk_refuses_bad_columns_by_name() -> None:
+    r = rows(2, 10)
+    h, law = r["h"], decay_law(StrengthConfig())
+    keys, slots = np.empty(3), np.empty(3, np.int64)
+    cols = [h["importance"], h["flags"], h["arousal"], r["d"], r["last"]]
+
+    def call(*columns: np.ndarray, n: int = 10, allowed: np.ndarray | None = None) -> int:
+        got: int = native.decay_topk(
+            n, NOW, 10.0, *columns, allowed, law.freeze_set, law.need_set, law.edges,
+            law.factors, keys, slots,
+        )  # fmt: skip
+        return got
+
+    assert call(*cols) == 3  # strided header fields are read in place
+    with pytest.raises(ValueError, match="dtype"):
+        call(h["importance"].astype(np.float64), *cols[1:])
+    with pytest.raises(ValueError, match="weight must have n = 11"):
+        call(*cols, n=11)
+    with pytest.raises(ValueError, match="allowed"):
+        call(*cols, allowed=np.ones(9, bool))

@@ -266,3 +266,35 @@ def test_native_link_table_spreading_equals_the_torch_steps(
     if extra_w and bool((pos[..., chain_w:] >= 0).any()):  # a live extra slot
         bad = HostLinks(chain, row_of, extra, -weights - 1.0, extra_w)  # negative weights
         assert spread_links(p, bad, 0.6, b, hops=hops, decay=0.5) is None  # left to torch
+
+
+@pytest.mark.skipif(native is None, reason="native kernels not built")
+def test_native_graph_kernels_refuse_bad_arrays_by_name() -> None:
+    """Wrong dtypes, shapes and missing companions raise ValueError naming the argument, and
+    an output too small for the pool is refused rather than overrun."""
+    chain = np.full((5, 2), -1, np.int64)
+    chain[0] = [1, 2]
+    row_of = np.full(5, -1, np.int64)
+    pool, base = np.array([[0, 1, 2]], np.int64), np.zeros((1, 3))
+    table, out = np.full(8, -1, np.int32), np.empty((1, 3))
+    with pytest.raises(ValueError, match="extra_w"):
+        native.spread_tables(pool, chain, row_of, chain, None, 0.5, base, 1, 0.5, table, out)
+    with pytest.raises(ValueError, match="extra"):
+        native.spread_tables(pool, chain, row_of, None, base, 0.5, base, 1, 0.5, table, out)
+    with pytest.raises(ValueError, match="dtype"):
+        native.spread_tables(pool, chain, None, None, None, 0.5, base.astype(np.float32), 1,
+                             0.5, table, out)  # fmt: skip
+    with pytest.raises(ValueError, match="pool must be"):
+        native.spread_tables(pool[:, :2], chain, None, None, None, 0.5, base, 1, 0.5, table, out)
+    with pytest.raises(ValueError, match="valid"):
+        native.spread_dense(chain, np.ones((5, 2)), np.ones((1, 5), np.float32), np.zeros((1, 5)),
+                            1, 0.5, np.empty((1, 5)))  # fmt: skip
+    seeds = np.array([0], np.int64)
+    with pytest.raises(ValueError, match="too small"):
+        native.pool_expand(seeds, chain, None, None, None, np.empty(2, np.int64))
+    with pytest.raises(ValueError, match="allowed"):
+        native.pool_expand(seeds, chain, None, None, np.ones(4, bool), np.empty(3, np.int64))
+    assert native.pool_expand(seeds, chain, None, None, None, np.empty(3, np.int64)) == (1, 3)
+    assert native.spread_tables(pool, chain, None, None, None, 0.5, base + 1, 1, 0.5, table, out)
+    assert out.tolist() == [[0.5, 0.0, 0.0]]  # ordinal 0 reaches 1 and 2 at weight 0.5
+    assert (table == -1).all()  # the position table is left clean
