@@ -6,10 +6,21 @@ raises ``ValueError`` on a mismatch; the shapes are checked here. The GIL is rel
 computing.
 """
 
+from libc.stdint cimport uint8_t
+
+import numpy as np
+
 cdef extern from "csrc/fusion.h" nogil:
     void c_relevance_rows "relevance_rows"(
         const double *lex, const double *dense, const double *ceiling, double *out,
         Py_ssize_t n, Py_ssize_t width)
+    void c_minmax_rows "minmax_rows"(
+        const double *x, const uint8_t *valid, float *out, Py_ssize_t n, Py_ssize_t width)
+    int c_fuse_rows "fuse_rows"(
+        const double *base, const double *assoc, double w_assoc, const float *sal,
+        double w_sal, const uint8_t *valid, const double *importance, const double *d,
+        const double *s_term, double beta, double tau, const uint8_t *match, Py_ssize_t k,
+        double *rel, float *factor, double *fused, Py_ssize_t n, Py_ssize_t width)
 
 
 def relevance_rows(
@@ -40,3 +51,91 @@ def relevance_rows(
         return
     with nogil:
         c_relevance_rows(lp, dp, cp, &out[0, 0], n, width)
+
+
+def _mask(a, str name, Py_ssize_t n, Py_ssize_t width):
+    """A bool (n, W) array as its bytes; None stays None."""
+    if a is None:
+        return None
+    a = np.asarray(a)
+    if a.dtype != np.bool_ or a.shape != (n, width):
+        raise ValueError(f"{name} must be bool ({n}, {width}), got {a.dtype} {a.shape}")
+    return a.view(np.uint8)
+
+
+def _rows(const double[:, ::1] a, str name, Py_ssize_t n, Py_ssize_t width):
+    if a is not None and (a.shape[0] != n or a.shape[1] != width):
+        raise ValueError(f"{name} must be ({n}, {width}) like base")
+
+
+def minmax_rows(const double[:, ::1] x not None, valid, float[:, ::1] out not None) -> None:
+    """Each row of ``x`` (n, W) float64 min-max normalised over its ``valid`` (bool (n, W))
+    finite entries into ``out`` (n, W) float32 (see ``csrc/fusion.h``)."""
+    cdef Py_ssize_t n = x.shape[0], width = x.shape[1]
+    cdef const uint8_t[:, ::1] ok = _mask(valid, "valid", n, width)
+    if ok is None or out.shape[0] != n or out.shape[1] != width:
+        raise ValueError("minmax_rows: valid and out must be (n, W) like x")
+    if not (n and width):
+        return
+    with nogil:
+        c_minmax_rows(&x[0, 0], &ok[0, 0], &out[0, 0], n, width)
+
+
+def fuse_rows(
+    const double[:, ::1] base not None,
+    const double[:, ::1] assoc,
+    double w_assoc,
+    const float[:, ::1] sal,
+    double w_sal,
+    valid,
+    bint cognitive,
+    const double[:, ::1] importance,
+    const double[:, ::1] d,
+    const double[:, ::1] s_term,
+    double beta,
+    double tau,
+    match,
+    Py_ssize_t k,
+    double[:, ::1] out_rel not None,
+    float[:, ::1] out_factor not None,
+    double[:, ::1] out_fused not None,
+) -> bool:
+    """Fusion after the base and the association, one pass per row (``csrc/fusion.h``):
+    every array (n, W) like ``base``; ``assoc``, ``sal`` (float32) and ``match`` (bool) may be
+    None, ``importance``, ``d``, ``s_term`` are read in ``cognitive`` mode only. False where
+    it declines (a NaN that the k-th value needs: the caller takes the tensors)."""
+    cdef Py_ssize_t n = base.shape[0], width = base.shape[1]
+    if k < 1:
+        raise ValueError("fuse_rows: k must be >= 1")
+    _rows(assoc, "assoc", n, width)
+    if sal is not None and (sal.shape[0] != n or sal.shape[1] != width):
+        raise ValueError(f"sal must be ({n}, {width}) like base")
+    for name, a in (("out_rel", out_rel), ("out_fused", out_fused)):
+        _rows(a, name, n, width)
+    if out_factor.shape[0] != n or out_factor.shape[1] != width:
+        raise ValueError(f"out_factor must be ({n}, {width}) like base")
+    cdef const uint8_t[:, ::1] ok = _mask(valid, "valid", n, width)
+    cdef const uint8_t[:, ::1] mk = _mask(match, "match", n, width)
+    if ok is None:
+        raise ValueError("fuse_rows: valid is required")
+    if cognitive:
+        if importance is None or d is None or s_term is None:
+            raise ValueError("fuse_rows: cognitive mode needs importance, d and s_term")
+        _rows(importance, "importance", n, width)
+        _rows(d, "d", n, width)
+        _rows(s_term, "s_term", n, width)
+    if not (n and width):
+        return True
+    cdef const double *ap = &assoc[0, 0] if assoc is not None else NULL
+    cdef const float *sp = &sal[0, 0] if sal is not None else NULL
+    cdef const uint8_t *mp = &mk[0, 0] if mk is not None else NULL
+    cdef const double *ip = &importance[0, 0] if cognitive else NULL
+    cdef const double *dp = &d[0, 0] if cognitive else NULL
+    cdef const double *tp = &s_term[0, 0] if cognitive else NULL
+    cdef int done
+    with nogil:
+        done = c_fuse_rows(&base[0, 0], ap, w_assoc, sp, w_sal, &ok[0, 0], ip, dp, tp, beta, tau,
+                           mp, k, &out_rel[0, 0], &out_factor[0, 0], &out_fused[0, 0], n, width)
+    if done < 0:
+        raise MemoryError()
+    return done == 1

@@ -20,7 +20,7 @@ from typing import Any
 __all__ = ["MODULES", "native"]
 
 # the compiled modules, in lookup order (a name found in an earlier one wins)
-MODULES = ("_scan", "_fusion", "_legacy")
+MODULES = ("_scan", "_fusion", "_graph", "_legacy")
 
 
 def _load() -> Any:

@@ -144,35 +144,16 @@ def spread_pool(
     hops: int,
     decay: float,
 ) -> torch.Tensor:
-    """``spread_max(base, member_positions(pool, nbr), weight, ...)`` for CPU pool rows, by one
-    native pass per row (positions through the thread's table, then the hops): the same
-    float64 operations in the same order, so the same bits; 2,000 members with 8,000
-    neighbours in 0.03 ms against 0.17 ms for the two torch steps. Every product is then a
-    +0 or positive number, so the maxima have one answer; a base, weight or decay that is
-    non-finite (the max-product would propagate a NaN the native max skips) or carries a sign
-    bit (whose -0.0 products torch's maxima may keep) takes the torch steps, as does any tensor
-    off the CPU or a build without the native module.
+    """``spread_max(base, member_positions(pool, nbr), weight, ...)``: the association relay's
+    spreading over gathered (n, W, E) neighbour arrays. The relay's CPU code path reads the
+    neighbours from the link tables natively instead (:func:`spread_links`), and falls back
+    here only where that pass declines, which a native pass over these arrays would as well
+    (docs/architecture.md, "Native kernels"); so this is the torch steps alone.
 
     Args: pool int64 (n, W) ascending; nbr int64 (n, W, E), -1 for none; weight float64
         (n, W, E); base float64 (n, W). Returns float64 (n, W).
     """
-    if native is None or base.device.type != "cpu" or base.ndim != 2 or nbr.numel() == 0:
-        return spread_max(base, member_positions(pool, nbr), weight, hops=hops, decay=decay)
-    table = _table(max(int(nbr.max()), 0))
-    out = np.empty(tuple(base.shape), dtype=np.float64)
-    done = native.spread_pool(
-        np.ascontiguousarray(pool.numpy()),
-        np.ascontiguousarray(nbr.numpy()),
-        np.ascontiguousarray(weight.expand(nbr.shape).numpy(), dtype=np.float64),
-        np.ascontiguousarray(base.numpy(), dtype=np.float64),
-        int(hops),
-        float(decay),
-        table.numpy(),
-        out,
-    )
-    if not done:  # a value the native pass leaves to torch (the docstring)
-        return spread_max(base, member_positions(pool, nbr), weight, hops=hops, decay=decay)
-    return torch.from_numpy(out)
+    return spread_max(base, member_positions(pool, nbr), weight, hops=hops, decay=decay)
 
 
 def spread_dense(

@@ -2,7 +2,11 @@
  * torch operations' bits. */
 #include "fusion.h"
 
+#include "select.h"
+
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 static double unit(double x) { return isfinite(x) ? (x < 0.0 ? 0.0 : (x > 1.0 ? 1.0 : x)) : 0.0; }
 
@@ -25,4 +29,65 @@ void relevance_rows(const double *lex, const double *dense, const double *ceilin
             out[j] = any ? 1.0 - miss : 0.0;
         }
     }
+}
+
+void minmax_rows(const double *x, const uint8_t *valid, float *out, ptrdiff_t n, ptrdiff_t width) {
+    for (ptrdiff_t i = 0; i < n; i++) {
+        const double *row = x + i * width;
+        const uint8_t *ok = valid + i * width;
+        float *dst = out + i * width;
+        double lo = INFINITY, hi = -INFINITY;
+        for (ptrdiff_t c = 0; c < width; c++) {
+            if (!ok[c] || !isfinite(row[c])) continue;
+            lo = row[c] < lo ? row[c] : lo;
+            hi = row[c] > hi ? row[c] : hi;
+        }
+        double span = hi - lo;
+        for (ptrdiff_t c = 0; c < width; c++)
+            dst[c] = hi > lo && ok[c] && isfinite(row[c]) ? (float)((row[c] - lo) / span) : 0.0f;
+    }
+}
+
+int fuse_rows(const double *base, const double *assoc, double w_assoc, const float *sal,
+              double w_sal, const uint8_t *valid, const double *importance, const double *d,
+              const double *s_term, double beta, double tau, const uint8_t *match, ptrdiff_t k,
+              double *rel, float *factor, double *fused, ptrdiff_t n, ptrdiff_t width) {
+    /* a row's members' relevance * factor, for its k-th value */
+    Cand *kept = match ? malloc(sizeof(Cand) * (size_t)(width + 1)) : NULL;
+    int ok = match && !kept ? -1 : 1;
+    float ws = (float)w_sal;
+    for (ptrdiff_t i = 0; ok == 1 && i < n; i++) {
+        ptrdiff_t o = i * width, size = 0;
+        double kth = -INFINITY;
+        for (ptrdiff_t c = o; c < o + width; c++) {
+            double r = base[c];
+            if (assoc) r = r + w_assoc * assoc[c];
+            if (sal) r = r + (double)(sal[c] * ws);
+            rel[c] = r;
+            factor[c] = 1.0f;
+            if (!importance) continue;
+            double im = importance[c], dc = d[c];
+            im = im < 0.0 ? 0.0 : (im > 10.0 ? 10.0 : im);
+            dc = dc < 0.0 ? 0.0 : (dc > 1.0 ? 1.0 : dc);
+            factor[c] = (float)(1.0 + beta * im / 10.0 * dc * s_term[c]);
+            if (match && valid[c]) {
+                kept[size] = (Cand){r * (double)factor[c], size};
+                ok = isnan(kept[size++].v) ? 0 : ok;
+            }
+        }
+        if (size && ok == 1) { /* kept[top - 1] is then the top-th best */
+            ptrdiff_t top = k < size ? k : size;
+            cand_select(kept, size, top);
+            kth = kept[top - 1].v;
+        }
+        for (ptrdiff_t c = o; importance && c < o + width; c++) {
+            double bf = (double)factor[c], lift = 0.0;
+            if (match && match[c] && valid[c] && rel[c] * bf * (1.0 + tau) >= kth) lift = 1.0;
+            factor[c] = (float)(bf * (1.0 + tau * lift));
+        }
+        for (ptrdiff_t c = o; c < o + width; c++)
+            fused[c] = valid[c] ? rel[c] * (double)factor[c] : -INFINITY;
+    }
+    free(kept);
+    return ok;
 }

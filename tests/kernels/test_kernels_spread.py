@@ -11,6 +11,7 @@ from spector_gpu.kernels.native import native
 from spector_gpu.kernels.spread import (
     member_positions,
     spread_dense,
+    spread_links,
     spread_max,
     spread_max_reference,
 )
@@ -126,13 +127,13 @@ def test_member_positions_by_table_equal_a_binary_search(
     st.integers(0, 3),
     st.sampled_from([0.0, 0.5, 1.0, 0.3]),
 )
-def test_native_pool_spreading_equals_the_torch_steps(
+def test_pool_spreading_equals_the_numpy_twin_row_by_row(
     seed: int, rows: int, width: int, degree: int, hops: int, decay: float
 ) -> None:
-    """spread_pool (one native pass per row) against member_positions + spread_max, bit for
-    bit: rows of different lengths padded above every ordinal, neighbours outside the pool,
-    -1 slots, repeated neighbours, zero weights; negative or non-finite bases or weights take
-    the torch steps."""
+    """spread_pool (positions through the thread's table, then the torch hops) against the
+    per-pool numpy twin on each row, bit for bit: rows of different lengths padded above
+    every ordinal, neighbours outside the pool, -1 slots, repeated neighbours, zero weights
+    (the table is left clean: each call finds its own row's members)."""
     from spector_gpu.kernels.spread import spread_pool
 
     rng = np.random.default_rng(seed)
@@ -143,18 +144,15 @@ def test_native_pool_spreading_equals_the_torch_steps(
     nbr = rng.integers(-1, 100, (rows, width, degree))
     weight = rng.choice([0.25, 0.5, 1.0, 0.6, 0.0], (rows, width, degree))
     base = rng.random((rows, width)) * (rng.random((rows, width)) < 0.8)
-    odd = rng.random() < 0.25 and base.size and weight.size
-    if odd:  # one value the native pass leaves to torch
-        bad = rng.choice([np.inf, np.nan, -0.5, -0.0])
-        (base if rng.random() < 0.5 else weight).flat[0] = bad
     p, n, w, b = (torch.from_numpy(a) for a in (pool, nbr, weight, base))
-    want = spread_max(b, member_positions(p, n), w, hops=hops, decay=decay)
     got = spread_pool(p, n, w, b, hops=hops, decay=decay)
-    np.testing.assert_array_equal(got.numpy(), want.numpy())
-    if not odd:  # the same bits (a -0.0 would compare equal above)
-        np.testing.assert_array_equal(got.numpy().view(np.int64), want.numpy().view(np.int64))
-    again = spread_pool(p, n, w, b, hops=hops, decay=decay)  # the table was left clean
-    np.testing.assert_array_equal(again.numpy(), got.numpy())
+    pos = member_positions(p, n).numpy()
+    for i in range(rows):
+        src, slot = np.nonzero(pos[i] >= 0)
+        want = spread_max_reference(
+            width, base[i], src, pos[i][src, slot], weight[i][src, slot], hops=hops, decay=decay
+        )
+        np.testing.assert_array_equal(got[i].numpy().view(np.int64), want.view(np.int64))
 
 
 def _gathered(
@@ -214,3 +212,89 @@ def test_native_dense_spreading_declines_what_torch_must_decide() -> None:
     assert spread_dense(nbr, weight, valid, ok, hops=1, decay=float("inf")) is None
     with pytest.raises(ValueError, match="outside"):
         spread_dense(torch.tensor([[2], [0]]), weight, valid, ok, hops=1, decay=0.5)
+
+
+@pytest.mark.skipif(native is None, reason="native kernels not built")
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 2**31 - 1),
+    st.integers(1, 4),
+    st.integers(0, 30),
+    st.integers(0, 4),
+    st.integers(0, 3),
+    st.integers(0, 3),
+)
+def test_native_link_table_spreading_equals_the_torch_steps(
+    seed: int, rows: int, width: int, chain_w: int, extra_w: int, hops: int
+) -> None:
+    """spread_links (each member's slots read from the link tables: its chain row, then its
+    extra-edge row) against the same slots gathered into (n, W, E) arrays and spread by torch,
+    bit for bit: neighbours outside the pool, -1 slots, memories without extra edges, and
+    padding whose base holds values that must not leak (NaN, -inf, negative)."""
+    from spector_gpu.pathways.recall.tables import HostLinks
+
+    rng = np.random.default_rng(seed)
+    n = 90
+    chain = rng.integers(-1, n, (n, chain_w))
+    row_of = rng.integers(-1, 6, n)
+    extra = rng.integers(-1, n, (6, extra_w))
+    weights = rng.choice([0.0, 0.25, 0.5, 1.0, 0.7], (6, extra_w))
+    links = HostLinks(chain, row_of, extra, weights, extra_w) if extra_w else None
+    links = links or HostLinks(chain, None, None, None, 0)
+    pool = np.full((rows, width), PAD, np.int64)
+    for i in range(rows):
+        members = np.unique(rng.integers(0, n, rng.integers(0, width + 1)))
+        pool[i, : len(members)] = members
+    member = pool < PAD
+    base = np.where(member, rng.choice([0.0, 0.1, 0.5, 1.0], pool.shape), np.nan)
+    base[~member] = rng.choice([np.nan, -np.inf, -2.0], int((~member).sum()))
+    # the gathered route: chain slots at the temporal weight, then the extra row's slots
+    node = np.where(member, pool, 0)
+    nbr = np.where(member[..., None], chain[node], -1)
+    w = np.full(nbr.shape, 0.6)
+    if extra_w:
+        r = row_of[node]
+        has = member & (r >= 0)
+        nbr = np.concatenate([nbr, np.where(has[..., None], extra[r], -1)], axis=2)
+        w = np.concatenate([w, np.where(has[..., None], weights[r], 0.0)], axis=2)
+    p, b = torch.from_numpy(pool), torch.from_numpy(base)
+    got = spread_links(p, links, 0.6, b, hops=hops, decay=0.5)
+    assert got is not None
+    pos = member_positions(p, torch.from_numpy(nbr))
+    want = spread_max(b, pos, torch.from_numpy(w), hops=hops, decay=0.5)
+    np.testing.assert_array_equal(got.numpy().view(np.int64), want.numpy().view(np.int64))
+    if extra_w and bool((pos[..., chain_w:] >= 0).any()):  # a live extra slot
+        bad = HostLinks(chain, row_of, extra, -weights - 1.0, extra_w)  # negative weights
+        assert spread_links(p, bad, 0.6, b, hops=hops, decay=0.5) is None  # left to torch
+
+
+@pytest.mark.skipif(native is None, reason="native kernels not built")
+def test_native_graph_kernels_refuse_bad_arrays_by_name() -> None:
+    """Wrong dtypes, shapes and missing companions raise ValueError naming the argument, and
+    an output too small for the pool is refused rather than overrun."""
+    chain = np.full((5, 2), -1, np.int64)
+    chain[0] = [1, 2]
+    row_of = np.full(5, -1, np.int64)
+    pool, base = np.array([[0, 1, 2]], np.int64), np.zeros((1, 3))
+    table, out = np.full(8, -1, np.int32), np.empty((1, 3))
+    with pytest.raises(ValueError, match="extra_w"):
+        native.spread_tables(pool, chain, row_of, chain, None, 0.5, base, 1, 0.5, table, out)
+    with pytest.raises(ValueError, match="extra"):
+        native.spread_tables(pool, chain, row_of, None, base, 0.5, base, 1, 0.5, table, out)
+    with pytest.raises(ValueError, match="dtype"):
+        native.spread_tables(pool, chain, None, None, None, 0.5, base.astype(np.float32), 1,
+                             0.5, table, out)  # fmt: skip
+    with pytest.raises(ValueError, match="pool must be"):
+        native.spread_tables(pool[:, :2], chain, None, None, None, 0.5, base, 1, 0.5, table, out)
+    with pytest.raises(ValueError, match="valid"):
+        native.spread_dense(chain, np.ones((5, 2)), np.ones((1, 5), np.float32), np.zeros((1, 5)),
+                            1, 0.5, np.empty((1, 5)))  # fmt: skip
+    seeds = np.array([0], np.int64)
+    with pytest.raises(ValueError, match="too small"):
+        native.pool_expand(seeds, chain, None, None, None, np.empty(2, np.int64))
+    with pytest.raises(ValueError, match="allowed"):
+        native.pool_expand(seeds, chain, None, None, np.ones(4, bool), np.empty(3, np.int64))
+    assert native.pool_expand(seeds, chain, None, None, None, np.empty(3, np.int64)) == (1, 3)
+    assert native.spread_tables(pool, chain, None, None, None, 0.5, base + 1, 1, 0.5, table, out)
+    assert out.tolist() == [[0.5, 0.0, 0.0]]  # ordinal 0 reaches 1 and 2 at weight 0.5
+    assert (table == -1).all()  # the position table is left clean

@@ -176,3 +176,26 @@ def test_native_relevance_has_the_tensor_operations_bits(seed: int, n: int, widt
                 want = absolute_relevance(tensors, c, torch.Size((n, width)))
             assert got.dtype == want.dtype == torch.float64
             assert got.numpy().tobytes() == want.numpy().tobytes()
+
+
+@pytest.mark.skipif(native is None, reason="native kernels not built")
+def test_native_fusion_rows_refuse_bad_arrays_by_name() -> None:
+    x, valid = np.zeros((2, 3)), np.ones((2, 3), dtype=bool)
+    outs = (np.empty((2, 3)), np.empty((2, 3), np.float32), np.empty((2, 3)))
+    with pytest.raises(ValueError, match="valid"):
+        native.minmax_rows(x, valid.astype(np.uint8), np.empty((2, 3), np.float32))
+    with pytest.raises(ValueError, match="dtype"):
+        native.minmax_rows(x, valid, np.empty((2, 3)))  # out must be float32
+    with pytest.raises(ValueError, match="k must be"):
+        native.fuse_rows(x, None, 0.0, None, 0.0, valid, False, None, None, None, 0.0, 0.0,
+                         None, 0, *outs)  # fmt: skip
+    with pytest.raises(ValueError, match="cognitive mode needs"):
+        native.fuse_rows(x, None, 0.0, None, 0.0, valid, True, None, None, None, 0.0, 0.0,
+                         None, 1, *outs)  # fmt: skip
+    with pytest.raises(ValueError, match="assoc"):
+        native.fuse_rows(x, x[:1], 1.0, None, 0.0, valid, False, None, None, None, 0.0, 0.0,
+                         None, 1, *outs)  # fmt: skip
+    x[0, 1] = 2.0
+    assert native.fuse_rows(x, x, 0.5, None, 0.0, valid, False, None, None, None, 0.0, 0.0,
+                            None, 1, *outs)  # fmt: skip
+    assert outs[2].tolist() == [[0.0, 3.0, 0.0], [0.0, 0.0, 0.0]]  # base + 0.5 * assoc

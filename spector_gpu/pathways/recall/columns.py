@@ -19,8 +19,6 @@ import numpy as np
 import torch
 
 from ...cortex.cortex import Cortex
-from ...kernels.decay import DecayLaw
-from ...kernels.native import native
 from .state import StoreVersion
 
 __all__ = ["PoolColumns", "RecallColumns", "host_columns", "s_term"]
@@ -135,39 +133,9 @@ class RecallColumns:
         if self.mirror:
             got = {name: self._cols[name][idx] for name in _FIELDS}
             return PoolColumns(s_term=self._cols["s_term"][idx], **got)
-        # numpy gathers from the strided header fields (torch's strided gather is slow)
+        # numpy gathers from the strided header fields (torch's strided gather is slow; a
+        # native pass reading each record once was no faster through recall: docs/architecture.md)
         at = idx.numpy()
         host = {name: self._host[name][at] for name in _FIELDS}
         got = {name: torch.from_numpy(v) for name, v in host.items()}
         return PoolColumns(s_term=torch.from_numpy(s_term(host["storage"])), **got)
-
-    def gather_host(
-        self, idx: torch.Tensor, law: DecayLaw, now_ms: int
-    ) -> tuple[PoolColumns, torch.Tensor] | None:
-        """:meth:`gather` and the members' float64 retrieval strength D at ``now_ms`` (what
-        ``salience.pool_strength`` computes from it, the same bits) in one native pass that
-        reads each member's header once, where a numpy gather per field reads it once per
-        field; None where that pass does not apply (device mirrors, no native kernels)."""
-        if self.mirror or native is None:
-            return None
-        at = np.ascontiguousarray(idx.numpy(), dtype=np.int64)
-        h = self._host
-        out = {name: np.empty(at.shape, dtype=h[name].dtype) for name in _FIELDS}
-        d_now = np.empty(at.shape, dtype=np.float64)
-        native.pool_columns(
-            self._n,
-            now_ms,
-            at,
-            *(h[name] for name in ("importance", "flags", "arousal", "formed_ms")),
-            *(h[name] for name in ("d_event", "last_ms", "storage")),
-            law.freeze_set,
-            law.need_set,
-            law.edges,
-            law.factors,
-            *(out[name] for name in _FIELDS[:-1]),
-            out["formed_ms"],
-            d_now,
-        )
-        got = {name: torch.from_numpy(v) for name, v in out.items()}
-        cols = PoolColumns(s_term=torch.from_numpy(s_term(out["storage"])), **got)
-        return cols, torch.from_numpy(d_now)

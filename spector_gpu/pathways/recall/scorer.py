@@ -294,10 +294,6 @@ class Scorer:
         and nothing reads them."""
         m = pool.ordinals.shape[0]
         if not pool.dense or m < 2:
-            if plan.native and plan.trim and isinstance(plan.now_ms, int):
-                got = self.columns.gather_host(idx, plan.law, plan.now_ms)
-                if got is not None:
-                    return got
             cols = self.columns.gather(idx)
             return cols, pool_strength(cols, plan)
         one = self.columns.gather(pool.ordinals[:1])

@@ -115,7 +115,8 @@ def association_score(
     cfg: AssociationConfig,
 ) -> torch.Tensor:
     """float64 (m, W) activation of every member from the base of its neighbours in the pool
-    (on the CPU code path, sparse pools in one native pass: :func:`spread_pool`)."""
+    (:func:`~spector_gpu.kernels.spread.spread_pool`; the CPU code path reads the neighbours
+    from the link tables natively first: :func:`spread_host`)."""
     if pool.host_reads and not pool.dense:
         got: torch.Tensor = spread_pool(
             pool.ordinals, nbr, weight, base, hops=cfg.hops, decay=cfg.decay

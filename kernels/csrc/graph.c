@@ -1,0 +1,113 @@
+/* The association graph's kernels (see graph.h). Built with -ffp-contract=off: every product
+ * is the torch operations' bits. */
+#include "graph.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Neighbour slot k (< cw + dw) of memory d (in [0, n)), its weight in *w; -1 for none. */
+static inline int64_t link_at(const Links *l, int64_t d, ptrdiff_t k, double *w) {
+    if (k < l->cw) {
+        *w = l->chain_w ? l->chain_w[d * l->cw + k] : l->tw;
+        return l->chain[d * l->cw + k];
+    }
+    *w = l->tw;
+    int64_t r = l->row_of ? l->row_of[d] : -1;
+    if (r < 0 || r >= l->rows) return -1;
+    ptrdiff_t at = r * l->dw + (k - l->cw);
+    if (l->extra_w) *w = l->extra_w[at];
+    return l->extra[at];
+}
+
+ptrdiff_t pool_expand(const int64_t *seeds, ptrdiff_t c, const Links *l, const uint8_t *allowed,
+                      int64_t *out, ptrdiff_t cap, ptrdiff_t *distinct) {
+    ptrdiff_t n = l->n, e = l->cw + (l->row_of ? l->dw : 0), count = 0;
+    uint64_t *bits = calloc((size_t)(n / 64 + 1), sizeof(uint64_t)); /* one bit per memory */
+    if (!bits) return -2;
+    *distinct = 0;
+    for (ptrdiff_t i = 0; i < c; i++) {
+        int64_t d = seeds[i];
+        if (d < 0 || d >= n) continue;
+        uint64_t bit = (uint64_t)1 << (d & 63);
+        *distinct += !(bits[d >> 6] & bit);
+        bits[d >> 6] |= bit;
+    }
+    for (ptrdiff_t i = 0; i < c; i++) {
+        int64_t d = seeds[i];
+        for (ptrdiff_t k = 0; d >= 0 && d < n && k < e; k++) {
+            double w;
+            int64_t j = link_at(l, d, k, &w);
+            if (j >= 0 && j < n && (!allowed || allowed[j]))
+                bits[j >> 6] |= (uint64_t)1 << (j & 63);
+        }
+    }
+    for (ptrdiff_t w = 0; w <= n / 64 && count >= 0; w++) /* the bits in order: ascending */
+        for (uint64_t word = bits[w]; word && count >= 0; word &= word - 1)
+            out[count == cap ? (count = -1, 0) : count++] = (int64_t)w * 64 + __builtin_ctzll(word);
+    free(bits);
+    return count;
+}
+
+static inline int unsigned_finite(double x) { return isfinite(x) && !signbit(x); }
+
+/* One row's spreading: member c's slots k at positions pos[c·e + k] (-1 for none), weights
+ * w[c·e + k]; src holds 2·width doubles of scratch. */
+static void spread_row(const int32_t *pos, const double *w, const double *base, ptrdiff_t width,
+                       ptrdiff_t e, int steps, double decay, double *src, double *act) {
+    double *step = src + width;
+    memcpy(src, base, sizeof(double) * (size_t)width);
+    for (ptrdiff_t c = 0; c < width; c++) act[c] = 0.0;
+    for (int h = 0; h < steps; h++) {
+        double dec = pow(decay, (double)h);
+        for (ptrdiff_t c = 0; c < width; c++) {
+            double best = 0.0;
+            for (ptrdiff_t k = 0; k < e; k++) {
+                int32_t j = pos[c * e + k];
+                if (j < 0) continue;
+                double v = (w[c * e + k] * src[j]) * dec;
+                if (v > best) best = v;
+            }
+            step[c] = best;
+            if (best > act[c]) act[c] = best;
+        }
+        memcpy(src, step, sizeof(double) * (size_t)width);
+    }
+}
+
+int spread_rows(const Links *l, const int64_t *pool, const uint8_t *valid, int32_t *table,
+                int64_t size, const double *base, ptrdiff_t m, ptrdiff_t width, int hops,
+                double decay, double *out) {
+    ptrdiff_t e = l->cw + (l->row_of ? l->dw : 0), slots = width * e > 0 ? width * e : 1;
+    int32_t *pos = malloc(sizeof(int32_t) * (size_t)slots);
+    double *wts = malloc(sizeof(double) * (size_t)slots);
+    double *src = malloc(sizeof(double) * (size_t)(2 * width + 1));
+    int ok = pos && wts && src ? unsigned_finite(decay) : -1;
+    for (ptrdiff_t i = 0; i < m && ok == 1; i++) {
+        const int64_t *row = pool ? pool + i * width : NULL;
+        const uint8_t *member = valid ? valid + i * width : NULL;
+        const double *b = base + i * width;
+        for (ptrdiff_t c = 0; c < width; c++) {
+            int64_t d = row ? row[c] : (member[c] ? c : -1);
+            if (row && d >= 0 && d < size) table[d] = (int32_t)c;
+            if (d >= 0 && (!row || d < size) && !unsigned_finite(b[c])) ok = 0;
+        }
+        for (ptrdiff_t c = 0; c < width; c++) {
+            int64_t d = row ? row[c] : (member[c] ? c : -1);
+            for (ptrdiff_t k = 0; k < e; k++) {
+                double w = 0.0;
+                int64_t j = d >= 0 && d < l->n ? link_at(l, d, k, &w) : -1;
+                int32_t p = j < 0 ? -1 : row ? (j < size ? table[j] : -1) : (int32_t)j;
+                pos[c * e + k] = p = row || p < 0 || member[p] ? p : -1;
+                wts[c * e + k] = w;
+                if (p >= 0 && !unsigned_finite(w)) ok = 0;
+            }
+        }
+        for (ptrdiff_t c = 0; row && c < width; c++)
+            if (row[c] >= 0 && row[c] < size) table[row[c]] = -1;
+        if (ok == 1)
+            spread_row(pos, wts, b, width, e, hops > 1 ? hops : 1, decay, src, out + i * width);
+    }
+    free(pos), free(wts), free(src);
+    return ok;
+}
