@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from .. import checks
 from ..errors import ValidationError
-from .restatement import restate, strip_fillers
+from .restatement import restate, restate_question, strip_fillers
 
 __all__ = ["Distiller", "ExtractiveDistiller", "FactDraft", "TurnView", "normalise_drafts"]
 
@@ -97,6 +97,13 @@ class _Candidate:
     keys: frozenset[str]  # its numbers and capitalised words (names, places, dates)
 
 
+@dataclass(frozen=True)
+class _Question:
+    turn_id: str
+    text: str  # restated: "Bo asked: what got Ann into running?"
+    words: tuple[str, ...]  # its content words
+
+
 class ExtractiveDistiller:
     """Deterministic extractive distiller: compact third-person facts, no model.
 
@@ -155,15 +162,16 @@ class ExtractiveDistiller:
     def _content(self, sentence: str) -> list[str]:
         return [w for w in _WORD.findall(sentence) if w.lower() not in self._stop]
 
-    def _score(self, sentence: str, listener: str = "") -> int:
-        """The salience of ``sentence``; 0 when it is not a statement."""
+    def _score(self, sentence: str, listener: str = "", answer: bool = False) -> int:
+        """The salience of ``sentence``; 0 when it is not a statement. In an ``answer`` to the
+        other speaker's question, a sentence whose subject is in the question ("It's my
+        favourite", "The store is doing great") is a statement too."""
         body = strip_fillers(sentence)
         if (
             len(body) < self.min_chars
             or body.endswith("?")
             or (_SECOND_PERSON.search(body) and not (listener and _SPEAKER_FIRST.match(body)))
-            or _REACTION.match(body)
-            or _EVALUATION.match(body)
+            or (not answer and (_REACTION.match(body) or _EVALUATION.match(body)))
         ):
             return 0
         words = _WORD.findall(body)
@@ -174,15 +182,21 @@ class ExtractiveDistiller:
             2 for w in words if any(ch.isdigit() for ch in w)
         )
         person = 2 if _FIRST_PERSON.search(body) else 0
-        if not (bonus or person):
+        if not (bonus or person or answer):
             return 0  # about no one and nothing named: a generic remark, not a fact
         # the speaker as the sentence's subject ("I moved to Lisbon", "My sister plays"): a
         # statement about a person, ahead of a longer fragment that only mentions them
         subject = _SUBJECT_BONUS if _SPEAKER_FIRST.match(body) else 0
         return len(content) + bonus + person + subject
 
-    def _statement(self, order: int, turn: TurnView, listener: str = "") -> _Candidate | None:
-        """The turn's most salient statement as a fact candidate (None: it states nothing)."""
+    def _statement(
+        self, order: int, turn: TurnView, listener: str = "", asked: _Question | None = None
+    ) -> _Candidate | None:
+        """The turn's most salient statements as a fact candidate (None: it states nothing).
+
+        ``asked``: the other speaker's question this turn answers; the fact reports it first
+        and names its turn as a parent too. A turn that states nothing but shares an image is
+        the fact that its speaker shared it."""
         body = turn.text
         if turn.speaker and body.startswith(turn.speaker + ":"):
             body = body[len(turn.speaker) + 1 :]  # the attribution is not content
@@ -190,9 +204,11 @@ class ExtractiveDistiller:
         if image:  # a shared image's caption: said by no one, kept as what was shared
             body = body[: image.start()]
         sentences = [(m.start(), m.end(), m.group(0)) for m in _SENTENCE.finditer(body)]
-        scores = [self._score(s, listener) for _, _, s in sentences]
-        if not scores or max(scores) < max(self.min_score, 1):
-            return None
+        scores = [self._score(s, listener, asked is not None) for _, _, s in sentences]
+        need = max(self.min_score, 1)
+        lift = len(asked.words) if asked else 0  # what the question adds to an answer
+        if not scores or not max(scores) or max(scores) + lift < need:
+            return self._shared(order, turn, image.group(1) if image else "")
         # the turn's statements, the most salient first, at most max_sentences, kept in order
         # as one contiguous quote from the first to the last
         best = sorted(range(len(scores)), key=lambda k: (-scores[k], k))
@@ -205,11 +221,54 @@ class ExtractiveDistiller:
             text += f" {turn.speaker} shared {image.group(1).strip().rstrip('.')}."
         if not text or (not turn.speaker and text.strip() == turn.text.strip()):
             return None  # a document restated whole adds nothing it does not already hold
+        parents: tuple[str, ...] = (turn.id,)
+        if asked:
+            text = f"{asked.text} {text}"
+            parents += (asked.turn_id,)
         own = {turn.speaker.lower(), turn.speaker.lower() + "'s", turn.speaker.lower() + "'"}
         words = frozenset(_stem(w) for w in self._content(text) if w.lower() not in own)
         keys = frozenset(w for w in _WORD.findall(text)[1:] if w[:1].isupper() or w[:1].isdigit())
-        score = sum(scores[k] for k in chosen)
-        return _Candidate(score, order, FactDraft(text, (turn.id,), quote=quote), words, keys)
+        score = sum(scores[k] for k in chosen) + lift
+        return _Candidate(score, order, FactDraft(text, parents, quote=quote), words, keys)
+
+    def _shared(self, order: int, turn: TurnView, caption: str) -> _Candidate | None:
+        """``turn``'s shared image as a fact ("Ann shared a photo of a lake"), quoting its
+        caption; None without an image, a speaker or a caption of ``min_words`` content words."""
+        caption = caption.strip().rstrip(".")
+        content = self._content(caption)
+        if not (turn.speaker and caption) or len(content) < max(self.min_words, 1):
+            return None
+        text = f"{turn.speaker} shared {caption}."
+        words = frozenset(_stem(w) for w in content)
+        keys = frozenset(w for w in _WORD.findall(caption) if w[:1].isupper() or w[:1].isdigit())
+        # as salient as a statement of its content words about its speaker
+        score = len(content) + 2
+        if score < self.min_score:
+            return None
+        draft = FactDraft(text, (turn.id,), quote=caption)
+        return _Candidate(score, order, draft, words, keys)
+
+    def _question(self, turn: TurnView, listener: str) -> _Question | None:
+        """``turn``'s closing question (its last sentences ending with "?", at most two),
+        restated; None when it closes with no question or one of no content word ("How about
+        you?")."""
+        body = turn.text
+        if turn.speaker and body.startswith(turn.speaker + ":"):
+            body = body[len(turn.speaker) + 1 :]
+        image = _IMAGE.search(body)
+        if image:
+            body = body[: image.start()]
+        sentences = [m.group(0).strip() for m in _SENTENCE.finditer(body)]
+        sentences = [x for x in sentences if x]
+        asked: list[str] = []
+        while sentences and sentences[-1].endswith("?") and len(asked) < 2:
+            asked.insert(0, sentences.pop())
+        said = " ".join(asked)
+        content = [w for w in self._content(strip_fillers(said)) if not _SECOND_PERSON.match(w)]
+        if not asked or not content:
+            return None
+        text = restate_question(turn.speaker, said, turn.timestamp_ms, listener)
+        return _Question(turn.id, text, tuple(content)) if text else None
 
     def _merged(self, found: list[_Candidate], speakers: dict[str, str]) -> list[_Candidate]:
         """``found`` with each statement that repeats an earlier, stronger one of the same
@@ -223,7 +282,7 @@ class ExtractiveDistiller:
                     and cand.keys <= into.keys  # a repeat names nothing new
                     and _overlap(cand.words, into.words) >= self.merge_overlap
                 ):
-                    parents = into.draft.parents + cand.draft.parents
+                    parents = _union(into.draft.parents, cand.draft.parents)
                     kept[k] = replace(into, draft=replace(into.draft, parents=parents))
                     break
             else:
@@ -252,7 +311,7 @@ class ExtractiveDistiller:
                     draft = replace(
                         into.draft,
                         text=f"{into.draft.text} {cand.draft.text}",
-                        parents=into.draft.parents + cand.draft.parents,
+                        parents=_union(into.draft.parents, cand.draft.parents),
                     )
                     out[k] = _Candidate(
                         max(
@@ -275,7 +334,9 @@ class ExtractiveDistiller:
     ) -> list[FactDraft]:
         listeners = _listeners(turns)
         found = [
-            c for k, t in enumerate(turns) if (c := self._statement(k, t, listeners[k])) is not None
+            c
+            for k, t in enumerate(turns)
+            if (c := self._statement(k, t, listeners[k], self._asked(turns, k))) is not None
         ]
         merged = self._merged(found, {t.id: t.speaker for t in turns})
         merged = self._threads(
@@ -284,6 +345,15 @@ class ExtractiveDistiller:
         budget = min(self.max_facts, max(1, round(self.max_facts_per_turn * len(turns))))
         best = sorted(merged, key=lambda c: (-c.score, c.order))[:budget]
         return [c.draft for c in sorted(best, key=lambda c: c.order)]
+
+    def _asked(self, turns: Sequence[TurnView], k: int) -> _Question | None:
+        """The question that turn ``k`` answers: the one the previous turn, by another
+        speaker, closes with (None if it does not)."""
+        if k == 0 or not turns[k].speaker or not turns[k - 1].speaker:
+            return None
+        if turns[k - 1].speaker == turns[k].speaker:
+            return None
+        return self._question(turns[k - 1], turns[k].speaker)
 
 
 def _listeners(turns: Sequence[TurnView]) -> list[str]:
@@ -295,6 +365,11 @@ def _listeners(turns: Sequence[TurnView]) -> list[str]:
         others = [s for s in others if s != t.speaker]
         out.append(others[0] if t.speaker and others else "")
     return out
+
+
+def _union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
+    """The parents of ``a`` then those of ``b`` that ``a`` lacks."""
+    return a + tuple(p for p in b if p not in a)
 
 
 def _stem(word: str) -> str:
