@@ -249,9 +249,9 @@ class ExtractiveDistiller:
         return _Candidate(score, order, draft, words, keys)
 
     def _question(self, turn: TurnView, listener: str) -> _Question | None:
-        """``turn``'s closing question (its last sentences ending with "?", at most two),
-        restated; None when it closes with no question or one of no content word ("How about
-        you?")."""
+        """``turn``'s closing question (its last sentences ending with "?", at most two; with
+        the sentence before them when they have no content word: "I love jazz. How about
+        you?"), restated; None when it closes with no question of some content word."""
         body = turn.text
         if turn.speaker and body.startswith(turn.speaker + ":"):
             body = body[len(turn.speaker) + 1 :]
@@ -263,11 +263,19 @@ class ExtractiveDistiller:
         asked: list[str] = []
         while sentences and sentences[-1].endswith("?") and len(asked) < 2:
             asked.insert(0, sentences.pop())
+        if not asked:
+            return None
         said = " ".join(asked)
-        content = [w for w in self._content(strip_fillers(said)) if not _SECOND_PERSON.match(w)]
-        if not asked or not content:
+        lead = ""
+        if not self._asks(said) and sentences:
+            # "I love jazz. How about you?": the question's subject is the sentence before it
+            lead = sentences[-1]
+        content = self._asks(f"{lead} {said}")
+        if not content:
             return None
         text = restate_question(turn.speaker, said, turn.timestamp_ms, listener)
+        if lead and text:
+            text = f"{restate(turn.speaker, lead, turn.timestamp_ms, listener)} {text}"
         return _Question(turn.id, text, tuple(content)) if text else None
 
     def _merged(self, found: list[_Candidate], speakers: dict[str, str]) -> list[_Candidate]:
@@ -345,6 +353,10 @@ class ExtractiveDistiller:
         budget = min(self.max_facts, max(1, round(self.max_facts_per_turn * len(turns))))
         best = sorted(merged, key=lambda c: (-c.score, c.order))[:budget]
         return [c.draft for c in sorted(best, key=lambda c: c.order)]
+
+    def _asks(self, said: str) -> list[str]:
+        """The content words of ``said`` that are not the listener ("you")."""
+        return [w for w in self._content(strip_fillers(said)) if not _SECOND_PERSON.match(w)]
 
     def _asked(self, turns: Sequence[TurnView], k: int) -> _Question | None:
         """The question that turn ``k`` answers: the one the previous turn, by another

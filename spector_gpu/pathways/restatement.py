@@ -349,6 +349,21 @@ _INVERTED_I = re.compile(
     re.IGNORECASE,
 )
 
+_INVERTED_YOU = re.compile(
+    r"\b(are|were|have|do|aren't|weren't|haven't|don't)\s+you\b(?!'|\s+(?:are|were|have)\b)",
+    re.IGNORECASE,
+)
+_AS_THIRD = {
+    "are": "is",
+    "were": "was",
+    "have": "has",
+    "do": "does",
+    "aren't": "isn't",
+    "weren't": "wasn't",
+    "haven't": "hasn't",
+    "don't": "doesn't",
+}
+
 
 def restate_question(speaker: str, question: str, timestamp_ms: int = 0, listener: str = "") -> str:
     """``question`` (one or more sentences ending with "?", asked by ``speaker`` of
@@ -358,7 +373,10 @@ def restate_question(speaker: str, question: str, timestamp_ms: int = 0, listene
     if speaker:  # "Can I see it?": the verb after an inverted "I" keeps its form
         body = _INVERTED_I.sub(lambda m: f"{m.group(1)} {speaker}", body)
     body = _resolve_person(speaker, body)
-    if listener:
+    if listener:  # "Are you coming?" → "is Ann coming?"
+        body = _INVERTED_YOU.sub(
+            lambda m: f"{_AS_THIRD.get(m.group(1).lower(), m.group(1))} {listener}", body
+        )
         body = _resolve_listener(listener, body)
     if timestamp_ms > 0:
         body = resolve_relative_time(body, timestamp_ms)
@@ -368,4 +386,5 @@ def restate_question(speaker: str, question: str, timestamp_ms: int = 0, listene
     first = body.split(" ", 1)[0].lower()
     if first != "i" and (first in ENGLISH_STOPWORDS or first.split("'")[0] in ENGLISH_STOPWORDS):
         body = body[:1].lower() + body[1:]  # "What's up?" → "asked: what's up?"
+    body = re.sub(r"([.!?]\s+)([a-z])", lambda m: m.group(1) + m.group(2).upper(), body)
     return f"{speaker or 'Someone'} asked: {body}"
