@@ -50,6 +50,11 @@ _EVALUATION = re.compile(
     r"^(?:that|this|it|those|these|what|how)\b[^.!?]{0,40}\b(?:sounds?|looks?|seems?)\b",
     re.IGNORECASE,
 )
+_YES_NO = re.compile(
+    r"^\W*(?:yes|yeah|yep|yup|yea|no|nope|nah|sure|of course|definitely|absolutely|totally)\b",
+    re.IGNORECASE,
+)
+_WH = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|we|our|us)\b")
 _SUBJECT_BONUS = 4  # a statement whose subject is its speaker (see _score)
 
@@ -102,6 +107,7 @@ class _Question:
     turn_id: str
     text: str  # restated: "Bo asked: what got Ann into running?"
     words: tuple[str, ...]  # its content words
+    open: bool = False  # a wh-question ("What got you into it?"), not a yes-no one
 
 
 class ExtractiveDistiller:
@@ -216,6 +222,8 @@ class ExtractiveDistiller:
         kept = [sentences[k][2].strip() for k in chosen]
         quote = body[sentences[chosen[0]][0] : sentences[chosen[-1]][1]].strip()
         said = " ".join(kept)
+        if asked and not self._answers(asked, said, body, chosen, sentences, listener):
+            return self._statement(order, turn, listener)  # a new topic, not an answer
         text = restate(turn.speaker, said, turn.timestamp_ms, listener)
         if image and turn.speaker:
             text += f" {turn.speaker} shared {image.group(1).strip().rstrip('.')}."
@@ -230,6 +238,24 @@ class ExtractiveDistiller:
         keys = frozenset(w for w in _WORD.findall(text)[1:] if w[:1].isupper() or w[:1].isdigit())
         score = sum(scores[k] for k in chosen) + lift
         return _Candidate(score, order, FactDraft(text, parents, quote=quote), words, keys)
+
+    def _answers(
+        self,
+        asked: _Question,
+        said: str,
+        body: str,
+        chosen: list[int],
+        sentences: list[tuple[int, int, str]],
+        listener: str,
+    ) -> bool:
+        """Whether the statements ``said`` (sentences ``chosen`` of the turn's ``body``) answer
+        ``asked``: an open question ("How is work?") or an opening yes or no, a statement that
+        is one only as an answer ("It's my favourite"), or a content word of the question."""
+        if asked.open or _YES_NO.match(body):
+            return True
+        if any(not self._score(sentences[k][2], listener) for k in chosen):
+            return True
+        return bool({_stem(w) for w in asked.words} & {_stem(w) for w in self._content(said)})
 
     def _shared(self, order: int, turn: TurnView, caption: str) -> _Candidate | None:
         """``turn``'s shared image as a fact ("Ann shared a photo of a lake"), quoting its
@@ -276,7 +302,8 @@ class ExtractiveDistiller:
         text = restate_question(turn.speaker, said, turn.timestamp_ms, listener)
         if lead and text:
             text = f"{restate(turn.speaker, lead, turn.timestamp_ms, listener)} {text}"
-        return _Question(turn.id, text, tuple(content)) if text else None
+        wh = any(_WH.match(strip_fillers(q)) for q in asked)
+        return _Question(turn.id, text, tuple(content), wh) if text else None
 
     def _merged(self, found: list[_Candidate], speakers: dict[str, str]) -> list[_Candidate]:
         """``found`` with each statement that repeats an earlier, stronger one of the same

@@ -248,6 +248,27 @@ def test_a_question_without_content_is_asked_about_the_sentence_before_it() -> N
     assert ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, []) == []
 
 
+@pytest.mark.parametrize(
+    ("answer", "joined"),
+    [
+        ("Yes, I took two hundred photos of the fjords.", True),  # an opening yes
+        ("I took two hundred pictures of the fjords.", False),  # nothing of the question
+        ("I printed the best photos of the fjords.", True),  # a word of the question
+    ],
+)
+def test_a_yes_no_question_is_answered_by_a_yes_a_no_or_its_topic(
+    answer: str, joined: bool
+) -> None:
+    turns = _turns([("Bo", "Did you take lots of photos?"), ("Ann", answer)])
+    (fact,) = ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, [])
+    assert (fact.parents == ("t1", "t0")) is joined
+    assert fact.text.startswith("Bo asked: did Ann take lots of photos? ") is joined
+    # an open question is answered by whatever follows it
+    turns = _turns([("Bo", "How was the trip?"), ("Ann", answer)])
+    (fact,) = ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, [])
+    assert fact.parents == ("t1", "t0")
+
+
 def test_a_shared_image_is_a_fact_and_joins_its_speakers_thread() -> None:
     turns = _turns(
         [
