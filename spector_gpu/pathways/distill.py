@@ -127,7 +127,17 @@ class ExtractiveDistiller:
     first to the last (its source span) and restated as a clean third-person fact
     (:func:`~.restatement.restate`: fillers dropped, the first and second person resolved to
     the speakers, relative dates resolved against the turn's time); a shared image's caption is
-    added as what the speaker shared. Statements of one speaker that repeat one another across
+    added as what the speaker shared, and a turn that states nothing but shares an image (a
+    caption of ``min_words`` content words) is the fact that its speaker shared it.
+
+    A turn that answers the question the previous turn (another speaker's) closes with is an
+    *answer*: a sentence whose subject is in the question ("It's my favourite") is a statement
+    there, the question's content words add to its salience, and its fact reports the question
+    first ("Bo asked: what got Ann into running? …") with the question's turn as a second
+    parent. An open question (what, how, …) is answered by whatever follows it; a yes-no
+    question by a yes or a no, a sentence that is a statement only as an answer, or one that
+    shares a content word with it. A question of no content word ("How about you?") is asked
+    about the sentence before it. Statements of one speaker that repeat one another across
     the pass (at least ``merge_overlap`` of their content words shared, and no name or number in
     the weaker one that the stronger lacks) become one fact whose parents are all their turns;
     a speaker's statements that continue one topic (a content word in common, at most
