@@ -133,18 +133,20 @@ class ExtractiveDistiller:
     A turn that answers the question the previous turn (another speaker's) closes with is an
     *answer*: a sentence whose subject is in the question ("It's my favourite") is a statement
     there, the question's content words add to its salience, and its fact reports the question
-    first ("Bo asked: what got Ann into running? …") with the question's turn as a second
-    parent. An open question (what, how, …) is answered by whatever follows it; a yes-no
-    question by a yes or a no, a sentence that is a statement only as an answer, or one that
-    shares a content word with it. A question of no content word ("How about you?") is asked
-    about the sentence before it. Statements of one speaker that repeat one another across
-    the pass (at least ``merge_overlap`` of their content words shared, and no name or number in
-    the weaker one that the stronger lacks) become one fact whose parents are all their turns;
-    a speaker's statements that continue one topic (a content word in common, at most
-    ``thread_window`` turns apart, at most ``thread_turns`` turns) are joined into one fact
-    with all their turns as parents. A pass keeps its ``round(max_facts_per_turn × turns)`` (at
-    least one) most salient facts, at most ``max_facts``, in conversation order; statements
-    scoring under ``min_score`` are never kept.
+    after the answer ("It's Ann's favourite way to unwind. (Bo asked: what got Ann into
+    running?)") with the question's turn as a second parent. An open question (what, how, …) is
+    answered by whatever follows it; a yes-no question by a yes or a no, a sentence that is a
+    statement only as an answer, or one that shares a content word with it. A question of no
+    content word ("How about you?") is asked about the sentence before it.
+
+    Statements of one speaker that repeat one another across the pass (at least
+    ``merge_overlap`` of their content words shared, and no name or number in the weaker one
+    that the stronger lacks) become one fact whose parents are all their turns; a speaker's
+    statements that continue one topic (a content word in common, at most ``thread_window``
+    turns apart, at most ``thread_turns`` turns) are joined into one fact with all their turns
+    as parents. A pass keeps its ``round(max_facts_per_turn × turns)`` (at least one) most
+    salient facts, at most ``max_facts``, in conversation order; statements scoring under
+    ``min_score`` are never kept.
     """
 
     def __init__(
@@ -210,9 +212,9 @@ class ExtractiveDistiller:
     ) -> _Candidate | None:
         """The turn's most salient statements as a fact candidate (None: it states nothing).
 
-        ``asked``: the other speaker's question this turn answers; the fact reports it first
-        and names its turn as a parent too. A turn that states nothing but shares an image is
-        the fact that its speaker shared it."""
+        ``asked``: the other speaker's question this turn answers; the fact reports it after
+        the answer and names its turn as a parent too. A turn that states nothing but shares an
+        image is the fact that its speaker shared it."""
         body = turn.text
         if turn.speaker and body.startswith(turn.speaker + ":"):
             body = body[len(turn.speaker) + 1 :]  # the attribution is not content
@@ -241,7 +243,9 @@ class ExtractiveDistiller:
             return None  # a document restated whole adds nothing it does not already hold
         parents: tuple[str, ...] = (turn.id,)
         if asked:
-            text = f"{asked.text} {text}"
+            # after the answer, so that the fact still opens with its subject ("Ann lives in
+            # Porto. (Bo asked: …)"), as reconciliation reads a fact's claim
+            text = f"{text} ({asked.text})"
             parents += (asked.turn_id,)
         own = {turn.speaker.lower(), turn.speaker.lower() + "'s", turn.speaker.lower() + "'"}
         words = frozenset(_stem(w) for w in self._content(text) if w.lower() not in own)

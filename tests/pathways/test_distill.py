@@ -219,7 +219,7 @@ def test_an_answer_reports_the_question_and_has_both_turns_as_parents() -> None:
     )
     (fact,) = ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, [])
     assert fact.text == (
-        "Bo asked: what got Ann into climbing? It's Ann's favourite way to unwind after work."
+        "It's Ann's favourite way to unwind after work. (Bo asked: what got Ann into climbing?)"
     )
     assert fact.parents == ("t1", "t0")  # the answer first: the source span quotes it
     assert fact.quote == "It's my favourite way to unwind after work."
@@ -237,7 +237,7 @@ def test_a_question_without_content_is_asked_about_the_sentence_before_it() -> N
     )
     (fact,) = ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, [])
     assert fact.text == (
-        "Bo loves jazz. Bo asked: how about Ann? It's Ann's favourite music for long drives."
+        "It's Ann's favourite music for long drives. (Bo loves jazz. Bo asked: how about Ann?)"
     )
     assert fact.parents == ("t1", "t0")
     # a question of no content at all asks about nothing: the answer stands alone or not at all
@@ -262,7 +262,7 @@ def test_a_yes_no_question_is_answered_by_a_yes_a_no_or_its_topic(
     turns = _turns([("Bo", "Did you take lots of photos?"), ("Ann", answer)])
     (fact,) = ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, [])
     assert (fact.parents == ("t1", "t0")) is joined
-    assert fact.text.startswith("Bo asked: did Ann take lots of photos? ") is joined
+    assert fact.text.endswith(" (Bo asked: did Ann take lots of photos?)") is joined
     # an open question is answered by whatever follows it
     turns = _turns([("Bo", "How was the trip?"), ("Ann", answer)])
     (fact,) = ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, [])
@@ -282,8 +282,8 @@ def test_a_shared_image_is_a_fact_and_joins_its_speakers_thread() -> None:
     facts = ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, [])
     assert [f.text for f in facts] == [
         (
-            "Ann shared a photo of a red kayak on a lake. Bo asked: is that Ann's kayak? "
-            "Ann bought the kayak in Oslo on 7 May 2023."
+            "Ann shared a photo of a red kayak on a lake. "
+            "Ann bought the kayak in Oslo on 7 May 2023. (Bo asked: is that Ann's kayak?)"
         )
     ]
     assert facts[0].parents == ("t0", "t2", "t1")
@@ -309,7 +309,7 @@ def test_an_answered_question_is_a_parent_through_the_public_api(tmp_path: Path)
         fact = mem.get(fid)
         assert fact is not None and fact.metadata is not None
         assert fact.metadata["parents"] == [ids[1], ids[0]]
-        assert "Bo asked: which book is Ann reading these days?" in fact.text
+        assert fact.text.endswith("(Bo asked: which book is Ann reading these days?)")
         assert "Dune" in fact.text and "Frank Herbert" in fact.text
         lineage = mem.explain(fid)
         assert lineage is not None and lineage.session_id == 1
