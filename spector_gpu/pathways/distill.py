@@ -307,7 +307,7 @@ class ExtractiveDistiller:
             return None
         said = " ".join(asked)
         lead = ""
-        if not self._asks(said) and sentences:
+        if not self._asks(said) and sentences and self._topic(sentences[-1]):
             # "I love jazz. How about you?": the question's subject is the sentence before it
             lead = sentences[-1]
         content = self._asks(f"{lead} {said}")
@@ -394,6 +394,19 @@ class ExtractiveDistiller:
         budget = min(self.max_facts, max(1, round(self.max_facts_per_turn * len(turns))))
         best = sorted(merged, key=lambda c: (-c.score, c.order))[:budget]
         return [c.draft for c in sorted(best, key=lambda c: c.order)]
+
+    def _topic(self, sentence: str) -> bool:
+        """Whether ``sentence`` can be what a question of no content word asks about: a
+        statement by its speaker, not a pleasantry or a word to the listener ("Good to see
+        you!")."""
+        body = strip_fillers(sentence)
+        return bool(
+            self._content(body)
+            and not body.endswith("?")
+            and not _SECOND_PERSON.search(body)
+            and not _REACTION.match(body)
+            and not _EVALUATION.match(body)
+        )
 
     def _asks(self, said: str) -> list[str]:
         """The content words of ``said`` that are not the listener ("you")."""

@@ -243,6 +243,11 @@ def test_a_question_without_content_is_asked_about_the_sentence_before_it() -> N
     # a question of no content at all asks about nothing: the answer stands alone or not at all
     turns = _turns([("Bo", "How about you?"), ("Ann", "It's my favourite music for long drives.")])
     assert ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, []) == []
+    # nor does one after a pleasantry
+    turns = _turns(
+        [("Bo", "Good to see you! How are you?"), ("Ann", "It's my favourite music for drives.")]
+    )
+    assert ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, []) == []
     # a turn by the same speaker does not answer their own question
     turns = _turns([("Ann", "What got me into climbing?"), ("Ann", "It's my favourite sport.")])
     assert ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, []) == []
