@@ -11,6 +11,7 @@ import pytest
 from spector_gpu import ExtractiveDistiller, SpectorMemory, TurnView
 from spector_gpu.errors import ValidationError
 from spector_gpu.eval.synthetic import generate_locomo_like
+from spector_gpu.pathways.reconcile import claim
 from spector_gpu.pathways.relative_time import resolve_relative_time
 from spector_gpu.pathways.restatement import restate, restate_question
 
@@ -251,6 +252,19 @@ def test_a_question_without_content_is_asked_about_the_sentence_before_it() -> N
     # a turn by the same speaker does not answer their own question
     turns = _turns([("Ann", "What got me into climbing?"), ("Ann", "It's my favourite sport.")])
     assert ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, []) == []
+
+
+def test_an_answer_fact_opens_with_its_subject_for_reconciliation() -> None:
+    turns = _turns(
+        [("Bo", "Where do you live these days?"), ("Ann", "I live in Porto by the river.")]
+    )
+    (fact,) = ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, [])
+    assert fact.text == (
+        "Ann lives in Porto by the river. (Bo asked: where does Ann live these days?)"
+    )
+    found = claim(fact.text)  # the question after it leaves the claim to the answer
+    assert found is not None and (found.subject, found.attribute) == ("ann", "residence")
+    assert found.value.startswith("porto")
 
 
 @pytest.mark.parametrize(
