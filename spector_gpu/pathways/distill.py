@@ -14,78 +14,32 @@ and writes at most ``max_facts_per_turn`` facts per turn of a pass.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 from .. import checks
 from ..errors import ValidationError
-from .restatement import restate, strip_fillers
+from .drafts import Distiller, FactDraft, TurnView, normalise_drafts
+from .restatement import restate, restate_question, strip_fillers
+from .speech import (
+    EVALUATION,
+    FIRST_PERSON,
+    IMAGE,
+    REACTION,
+    SECOND_PERSON,
+    SENTENCE,
+    SPEAKER_FIRST,
+    WH,
+    WORD,
+    YES_NO,
+    overlap,
+    stem,
+)
 
 __all__ = ["Distiller", "ExtractiveDistiller", "FactDraft", "TurnView", "normalise_drafts"]
 
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
-_WORD = re.compile(r"[A-Za-z0-9']+")
-# the listener addressed: a compliment, advice or a question, not a statement about the speaker
-_SECOND_PERSON = re.compile(
-    r"\b(?:you|your|yours|yourself|you're|you've|you'll|you'd|ya|u)\b", re.IGNORECASE
-)
-# reactions and small talk: what a statement about a person or the world never starts with
-_REACTION = re.compile(
-    r"^(?:(?:that|this|it|which|what|how|there)(?:'s|\s+is|\s+was|\s+sounds?|\s+looks?|"
-    r"\s+seems?|\s+must|\s+a|\s+an|\s+so|\s+really|\s+totally|\s+must)\b|"
-    r"(?:so|such|sounds|looks|seems|glad|sorry|congrats|congratulations|thanks|thank|awesome|"
-    r"amazing|great|cool|nice|wonderful|lovely|good|happy|hope|take care|talk|see|bye|same|"
-    r"agreed|exactly|true|right|indeed|haha|lol|wishing|cheers|welcome|definitely|absolutely|"
-    r"totally|can't wait|keep|let's|let me|enjoy|have fun|good luck|best)\b|"
-    # agreement with what the other speaker said: "I totally agree", "Me too", "I know, right"
-    r"(?:I|we)\s+(?:\w+\s+)?agree\b|me\s+too\b|I\s+know,?\s+right\b)",
-    re.IGNORECASE,
-)
-_SPEAKER_FIRST = re.compile(r"^(?:I|I'm|I've|I'd|I'll|My|We|We're|We've|Our)\b")
-_IMAGE = re.compile(r"\s*\[image: ([^\]]*)\]\s*$")
-# "That charity race sounds great": an evaluation of what the other speaker said
-_EVALUATION = re.compile(
-    r"^(?:that|this|it|those|these|what|how)\b[^.!?]{0,40}\b(?:sounds?|looks?|seems?)\b",
-    re.IGNORECASE,
-)
-_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|we|our|us)\b")
 _SUBJECT_BONUS = 4  # a statement whose subject is its speaker (see _score)
-
-
-@dataclass(frozen=True)
-class TurnView:
-    """A turn as a distiller sees it."""
-
-    id: str
-    sequence: int
-    speaker: str
-    text: str
-    timestamp_ms: int
-    importance: float
-    valence: int
-    arousal: int
-
-
-@dataclass(frozen=True)
-class FactDraft:
-    """A fact proposed by a distiller. ``parents`` are ids of turns it came from (default: all
-    new turns). Affect and importance default to the parents' (max importance, mean valence)."""
-
-    text: str
-    parents: tuple[str, ...] = ()
-    importance: float | None = None
-    valence: int | None = None
-    arousal: int | None = None
-    tags: tuple[str, ...] = field(default_factory=tuple)
-    quote: str | None = None  # the verbatim parent substring, if any (for the source span)
-
-
-class Distiller(Protocol):
-    def __call__(
-        self, session_id: int, turns: Sequence[TurnView], prior: Sequence[TurnView]
-    ) -> Sequence[Any]: ...
 
 
 @dataclass(frozen=True)
@@ -95,6 +49,14 @@ class _Candidate:
     draft: FactDraft
     words: frozenset[str]
     keys: frozenset[str]  # its numbers and capitalised words (names, places, dates)
+
+
+@dataclass(frozen=True)
+class _Question:
+    turn_id: str
+    text: str  # restated: "Bo asked: what got Ann into running?"
+    words: tuple[str, ...]  # its content words
+    open: bool = False  # a wh-question ("What got you into it?"), not a yes-no one
 
 
 class ExtractiveDistiller:
@@ -114,14 +76,26 @@ class ExtractiveDistiller:
     first to the last (its source span) and restated as a clean third-person fact
     (:func:`~.restatement.restate`: fillers dropped, the first and second person resolved to
     the speakers, relative dates resolved against the turn's time); a shared image's caption is
-    added as what the speaker shared. Statements of one speaker that repeat one another across
-    the pass (at least ``merge_overlap`` of their content words shared, and no name or number in
-    the weaker one that the stronger lacks) become one fact whose parents are all their turns;
-    a speaker's statements that continue one topic (a content word in common, at most
-    ``thread_window`` turns apart, at most ``thread_turns`` turns) are joined into one fact
-    with all their turns as parents. A pass keeps its ``round(max_facts_per_turn × turns)`` (at
-    least one) most salient facts, at most ``max_facts``, in conversation order; statements
-    scoring under ``min_score`` are never kept.
+    added as what the speaker shared, and a turn that states nothing but shares an image (a
+    caption of ``min_words`` content words) is the fact that its speaker shared it.
+
+    A turn that answers the question the previous turn (another speaker's) closes with is an
+    *answer*: a sentence whose subject is in the question ("It's my favourite") is a statement
+    there, the question's content words add to its salience, and its fact reports the question
+    after the answer ("It's Ann's favourite way to unwind. (Bo asked: what got Ann into
+    running?)") with the question's turn as a second parent. An open question (what, how, …) is
+    answered by whatever follows it; a yes-no question by a yes or a no, a sentence that is a
+    statement only as an answer, or one that shares a content word with it. A question of no
+    content word ("How about you?") is asked about the sentence before it.
+
+    Statements of one speaker that repeat one another across the pass (at least
+    ``merge_overlap`` of their content words shared, and no name or number in the weaker one
+    that the stronger lacks) become one fact whose parents are all their turns; a speaker's
+    statements that continue one topic (a content word in common, at most ``thread_window``
+    turns apart, at most ``thread_turns`` turns) are joined into one fact with all their turns
+    as parents. A pass keeps its ``round(max_facts_per_turn × turns)`` (at least one) most
+    salient facts, at most ``max_facts``, in conversation order; statements scoring under
+    ``min_score`` are never kept.
     """
 
     def __init__(
@@ -153,46 +127,55 @@ class ExtractiveDistiller:
         self._stop = ENGLISH_STOPWORDS
 
     def _content(self, sentence: str) -> list[str]:
-        return [w for w in _WORD.findall(sentence) if w.lower() not in self._stop]
+        return [w for w in WORD.findall(sentence) if w.lower() not in self._stop]
 
-    def _score(self, sentence: str, listener: str = "") -> int:
-        """The salience of ``sentence``; 0 when it is not a statement."""
+    def _score(self, sentence: str, listener: str = "", answer: bool = False) -> int:
+        """The salience of ``sentence``; 0 when it is not a statement. In an ``answer`` to the
+        other speaker's question, a sentence whose subject is in the question ("It's my
+        favourite", "The store is doing great") is a statement too."""
         body = strip_fillers(sentence)
         if (
             len(body) < self.min_chars
             or body.endswith("?")
-            or (_SECOND_PERSON.search(body) and not (listener and _SPEAKER_FIRST.match(body)))
-            or _REACTION.match(body)
-            or _EVALUATION.match(body)
+            or (SECOND_PERSON.search(body) and not (listener and SPEAKER_FIRST.match(body)))
+            or (not answer and (REACTION.match(body) or EVALUATION.match(body)))
         ):
             return 0
-        words = _WORD.findall(body)
+        words = WORD.findall(body)
         content = self._content(body)
         if len(content) < self.min_words:
             return 0
         bonus = sum(2 for w in words[1:] if w[:1].isupper() and w != "I") + sum(
             2 for w in words if any(ch.isdigit() for ch in w)
         )
-        person = 2 if _FIRST_PERSON.search(body) else 0
-        if not (bonus or person):
+        person = 2 if FIRST_PERSON.search(body) else 0
+        if not (bonus or person or answer):
             return 0  # about no one and nothing named: a generic remark, not a fact
         # the speaker as the sentence's subject ("I moved to Lisbon", "My sister plays"): a
         # statement about a person, ahead of a longer fragment that only mentions them
-        subject = _SUBJECT_BONUS if _SPEAKER_FIRST.match(body) else 0
+        subject = _SUBJECT_BONUS if SPEAKER_FIRST.match(body) else 0
         return len(content) + bonus + person + subject
 
-    def _statement(self, order: int, turn: TurnView, listener: str = "") -> _Candidate | None:
-        """The turn's most salient statement as a fact candidate (None: it states nothing)."""
+    def _statement(
+        self, order: int, turn: TurnView, listener: str = "", asked: _Question | None = None
+    ) -> _Candidate | None:
+        """The turn's most salient statements as a fact candidate (None: it states nothing).
+
+        ``asked``: the other speaker's question this turn answers; the fact reports it after
+        the answer and names its turn as a parent too. A turn that states nothing but shares an
+        image is the fact that its speaker shared it."""
         body = turn.text
         if turn.speaker and body.startswith(turn.speaker + ":"):
             body = body[len(turn.speaker) + 1 :]  # the attribution is not content
-        image = _IMAGE.search(body)
+        image = IMAGE.search(body)
         if image:  # a shared image's caption: said by no one, kept as what was shared
             body = body[: image.start()]
-        sentences = [(m.start(), m.end(), m.group(0)) for m in _SENTENCE.finditer(body)]
-        scores = [self._score(s, listener) for _, _, s in sentences]
-        if not scores or max(scores) < max(self.min_score, 1):
-            return None
+        sentences = [(m.start(), m.end(), m.group(0)) for m in SENTENCE.finditer(body)]
+        scores = [self._score(s, listener, asked is not None) for _, _, s in sentences]
+        need = max(self.min_score, 1)
+        lift = len(asked.words) if asked else 0  # what the question adds to an answer
+        if not scores or not max(scores) or max(scores) + lift < need:
+            return self._shared(order, turn, image.group(1) if image else "")
         # the turn's statements, the most salient first, at most max_sentences, kept in order
         # as one contiguous quote from the first to the last
         best = sorted(range(len(scores)), key=lambda k: (-scores[k], k))
@@ -200,16 +183,90 @@ class ExtractiveDistiller:
         kept = [sentences[k][2].strip() for k in chosen]
         quote = body[sentences[chosen[0]][0] : sentences[chosen[-1]][1]].strip()
         said = " ".join(kept)
+        if asked and not self._answers(asked, said, body, chosen, sentences, listener):
+            return self._statement(order, turn, listener)  # a new topic, not an answer
         text = restate(turn.speaker, said, turn.timestamp_ms, listener)
         if image and turn.speaker:
             text += f" {turn.speaker} shared {image.group(1).strip().rstrip('.')}."
         if not text or (not turn.speaker and text.strip() == turn.text.strip()):
             return None  # a document restated whole adds nothing it does not already hold
+        parents: tuple[str, ...] = (turn.id,)
+        if asked:
+            # after the answer, so that the fact still opens with its subject ("Ann lives in
+            # Porto. (Bo asked: …)"), as reconciliation reads a fact's claim
+            text = f"{text} ({asked.text})"
+            parents += (asked.turn_id,)
         own = {turn.speaker.lower(), turn.speaker.lower() + "'s", turn.speaker.lower() + "'"}
-        words = frozenset(_stem(w) for w in self._content(text) if w.lower() not in own)
-        keys = frozenset(w for w in _WORD.findall(text)[1:] if w[:1].isupper() or w[:1].isdigit())
-        score = sum(scores[k] for k in chosen)
-        return _Candidate(score, order, FactDraft(text, (turn.id,), quote=quote), words, keys)
+        words = frozenset(stem(w) for w in self._content(text) if w.lower() not in own)
+        keys = frozenset(w for w in WORD.findall(text)[1:] if w[:1].isupper() or w[:1].isdigit())
+        score = sum(scores[k] for k in chosen) + lift
+        return _Candidate(score, order, FactDraft(text, parents, quote=quote), words, keys)
+
+    def _answers(
+        self,
+        asked: _Question,
+        said: str,
+        body: str,
+        chosen: list[int],
+        sentences: list[tuple[int, int, str]],
+        listener: str,
+    ) -> bool:
+        """Whether the statements ``said`` (sentences ``chosen`` of the turn's ``body``) answer
+        ``asked``: an open question ("How is work?") or an opening yes or no, a statement that
+        is one only as an answer ("It's my favourite"), or a content word of the question."""
+        if asked.open or YES_NO.match(body):
+            return True
+        if any(not self._score(sentences[k][2], listener) for k in chosen):
+            return True
+        return bool({stem(w) for w in asked.words} & {stem(w) for w in self._content(said)})
+
+    def _shared(self, order: int, turn: TurnView, caption: str) -> _Candidate | None:
+        """``turn``'s shared image as a fact ("Ann shared a photo of a lake"), quoting its
+        caption; None without an image, a speaker or a caption of ``min_words`` content words."""
+        caption = caption.strip().rstrip(".")
+        content = self._content(caption)
+        if not (turn.speaker and caption) or len(content) < max(self.min_words, 1):
+            return None
+        text = f"{turn.speaker} shared {caption}."
+        words = frozenset(stem(w) for w in content)
+        keys = frozenset(w for w in WORD.findall(caption) if w[:1].isupper() or w[:1].isdigit())
+        # as salient as a statement of its content words about its speaker
+        score = len(content) + 2
+        if score < self.min_score:
+            return None
+        draft = FactDraft(text, (turn.id,), quote=caption)
+        return _Candidate(score, order, draft, words, keys)
+
+    def _question(self, turn: TurnView, listener: str) -> _Question | None:
+        """``turn``'s closing question (its last sentences ending with "?", at most two; with
+        the sentence before them when they have no content word: "I love jazz. How about
+        you?"), restated; None when it closes with no question of some content word."""
+        body = turn.text
+        if turn.speaker and body.startswith(turn.speaker + ":"):
+            body = body[len(turn.speaker) + 1 :]
+        image = IMAGE.search(body)
+        if image:
+            body = body[: image.start()]
+        sentences = [m.group(0).strip() for m in SENTENCE.finditer(body)]
+        sentences = [x for x in sentences if x]
+        asked: list[str] = []
+        while sentences and sentences[-1].endswith("?") and len(asked) < 2:
+            asked.insert(0, sentences.pop())
+        if not asked:
+            return None
+        said = " ".join(asked)
+        lead = ""
+        if not self._asks(said) and sentences and self._topic(sentences[-1]):
+            # "I love jazz. How about you?": the question's subject is the sentence before it
+            lead = sentences[-1]
+        content = self._asks(f"{lead} {said}")
+        if not content:
+            return None
+        text = restate_question(turn.speaker, said, turn.timestamp_ms, listener)
+        if lead and text:
+            text = f"{restate(turn.speaker, lead, turn.timestamp_ms, listener)} {text}"
+        wh = any(WH.match(strip_fillers(q)) for q in asked)
+        return _Question(turn.id, text, tuple(content), wh) if text else None
 
     def _merged(self, found: list[_Candidate], speakers: dict[str, str]) -> list[_Candidate]:
         """``found`` with each statement that repeats an earlier, stronger one of the same
@@ -221,9 +278,9 @@ class ExtractiveDistiller:
                 if (
                     speakers[into.draft.parents[0]] == speaker
                     and cand.keys <= into.keys  # a repeat names nothing new
-                    and _overlap(cand.words, into.words) >= self.merge_overlap
+                    and overlap(cand.words, into.words) >= self.merge_overlap
                 ):
-                    parents = into.draft.parents + cand.draft.parents
+                    parents = _union(into.draft.parents, cand.draft.parents)
                     kept[k] = replace(into, draft=replace(into.draft, parents=parents))
                     break
             else:
@@ -252,7 +309,7 @@ class ExtractiveDistiller:
                     draft = replace(
                         into.draft,
                         text=f"{into.draft.text} {cand.draft.text}",
-                        parents=into.draft.parents + cand.draft.parents,
+                        parents=_union(into.draft.parents, cand.draft.parents),
                     )
                     out[k] = _Candidate(
                         max(
@@ -275,7 +332,9 @@ class ExtractiveDistiller:
     ) -> list[FactDraft]:
         listeners = _listeners(turns)
         found = [
-            c for k, t in enumerate(turns) if (c := self._statement(k, t, listeners[k])) is not None
+            c
+            for k, t in enumerate(turns)
+            if (c := self._statement(k, t, listeners[k], self._asked(turns, k))) is not None
         ]
         merged = self._merged(found, {t.id: t.speaker for t in turns})
         merged = self._threads(
@@ -284,6 +343,32 @@ class ExtractiveDistiller:
         budget = min(self.max_facts, max(1, round(self.max_facts_per_turn * len(turns))))
         best = sorted(merged, key=lambda c: (-c.score, c.order))[:budget]
         return [c.draft for c in sorted(best, key=lambda c: c.order)]
+
+    def _topic(self, sentence: str) -> bool:
+        """Whether ``sentence`` can be what a question of no content word asks about: a
+        statement by its speaker, not a pleasantry or a word to the listener ("Good to see
+        you!")."""
+        body = strip_fillers(sentence)
+        return bool(
+            self._content(body)
+            and not body.endswith("?")
+            and not SECOND_PERSON.search(body)
+            and not REACTION.match(body)
+            and not EVALUATION.match(body)
+        )
+
+    def _asks(self, said: str) -> list[str]:
+        """The content words of ``said`` that are not the listener ("you")."""
+        return [w for w in self._content(strip_fillers(said)) if not SECOND_PERSON.match(w)]
+
+    def _asked(self, turns: Sequence[TurnView], k: int) -> _Question | None:
+        """The question that turn ``k`` answers: the one the previous turn, by another
+        speaker, closes with (None if it does not)."""
+        if k == 0 or not turns[k].speaker or not turns[k - 1].speaker:
+            return None
+        if turns[k - 1].speaker == turns[k].speaker:
+            return None
+        return self._question(turns[k - 1], turns[k].speaker)
 
 
 def _listeners(turns: Sequence[TurnView]) -> list[str]:
@@ -297,73 +382,9 @@ def _listeners(turns: Sequence[TurnView]) -> list[str]:
     return out
 
 
-def _stem(word: str) -> str:
-    w = word.lower().replace("'", "")
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(w) > len(suffix) + 2 and w.endswith(suffix):
-            return w[: -len(suffix)]
-    return w
-
-
-def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
-    """Shared content words over the smaller statement's (1.0: one restates the other)."""
-    if not a or not b:
-        return 0.0
-    return len(a & b) / min(len(a), len(b))
-
-
-def normalise_drafts(raw: Sequence[Any], turns: Sequence[TurnView]) -> list[FactDraft]:
-    """Validate a distiller's output into FactDrafts whose parents are among ``turns``."""
-    if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
-        raise ValidationError("a distiller must return a list of facts (str, FactDraft or dict)")
-    ids = {t.id for t in turns}
-    out = []
-    for i, item in enumerate(raw):
-        if isinstance(item, str):
-            item = FactDraft(text=item)
-        elif isinstance(item, Mapping):
-            try:
-                item = FactDraft(**item)  # parents and tags: checked as collections below
-            except TypeError as exc:
-                raise ValidationError(f"distiller fact {i}: {exc}") from None
-        if not isinstance(item, FactDraft):
-            raise ValidationError(
-                f"distiller fact {i} must be a str, FactDraft or dict, got {type(item).__name__}"
-            )
-        if not isinstance(item.text, str) or not item.text.strip():
-            raise ValidationError(f"distiller fact {i} has empty text")
-        item = _checked(item, f"distiller fact {i}")
-        unknown = [p for p in item.parents if p not in ids]
-        if unknown:
-            raise ValidationError(
-                f"distiller fact {i} names parents that are not new turns of the session: {unknown}"
-            )
-        out.append(item)
-    if len(out) > 255:
-        raise ValidationError(
-            f"a distiller returned {len(out)} facts for one session; at most 255 fit a batch"
-        )
-    return out
-
-
-def _checked(d: FactDraft, where: str) -> FactDraft:
-    """``d`` with each field of the right type (ranges are checked where facts are written)."""
-    fields: dict[str, Any] = {
-        "parents": tuple(
-            checks.string(p, f"{where}.parents[]")
-            for p in checks.collection(d.parents, f"{where}.parents")
-        ),
-        "tags": tuple(
-            checks.string(t, f"{where}.tags[]") for t in checks.collection(d.tags, f"{where}.tags")
-        ),
-        "importance": checks.optional(
-            d.importance, lambda v: checks.number(v, f"{where}.importance")
-        ),
-        "valence": checks.optional(d.valence, lambda v: checks.integer(v, f"{where}.valence")),
-        "arousal": checks.optional(d.arousal, lambda v: checks.integer(v, f"{where}.arousal")),
-        "quote": checks.optional(d.quote, lambda v: checks.string(v, f"{where}.quote")),
-    }
-    return replace(d, **fields)
+def _union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
+    """The parents of ``a`` then those of ``b`` that ``a`` lacks."""
+    return a + tuple(p for p in b if p not in a)
 
 
 def as_callable(distiller: Any) -> Callable[..., Sequence[Any]]:

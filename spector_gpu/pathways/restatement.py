@@ -18,6 +18,9 @@
   flat has a view.");
 - the sentence ends with a full stop (an exclamation is a statement once restated).
 
+:func:`restate_question` reports a question the same way: ``restate_question("Bo", "What got
+you into running?", listener="Ann")`` is ``"Bo asked: what got Ann into running?"``.
+
 The result never holds a first-person singular word, so a fact is never a verbatim first-person
 sentence with an attribution in front of it.
 """
@@ -29,7 +32,7 @@ import re
 from ..cortex.analyzer import ENGLISH_STOPWORDS
 from .relative_time import resolve_relative_time
 
-__all__ = ["restate", "strip_fillers"]
+__all__ = ["restate", "restate_question", "strip_fillers"]
 
 _LEAD = re.compile(
     r"^(?:(?:hey|hi|hello|wow|whoa|woah|aww+|oh+|ah+|um+|uh+|hmm+|well|so|anyway|yeah|yep|yup|"
@@ -339,3 +342,49 @@ def restate(speaker: str, sentence: str, timestamp_ms: int = 0, listener: str = 
         body = f"According to {speaker}, {body}"
     body = re.sub(r"([.!?]\s+)([a-z])", lambda m: m.group(1) + m.group(2).upper(), body)
     return body[:1].upper() + body[1:] + "."
+
+
+_INVERTED_I = re.compile(
+    r"\b(can|could|do|did|does|should|would|will|may|might|shall|must|am|was|have|had)\s+I\b",
+    re.IGNORECASE,
+)
+
+_INVERTED_YOU = re.compile(
+    r"\b(are|were|have|do|aren't|weren't|haven't|don't)\s+you\b(?!'|\s+(?:are|were|have)\b)",
+    re.IGNORECASE,
+)
+_AS_THIRD = {
+    "are": "is",
+    "were": "was",
+    "have": "has",
+    "do": "does",
+    "aren't": "isn't",
+    "weren't": "wasn't",
+    "haven't": "hasn't",
+    "don't": "doesn't",
+}
+
+
+def restate_question(speaker: str, question: str, timestamp_ms: int = 0, listener: str = "") -> str:
+    """``question`` (one or more sentences ending with "?", asked by ``speaker`` of
+    ``listener``) reported as ``"<speaker> asked: <question>"``, the first and second person
+    and relative times resolved as :func:`restate` resolves them; "" when nothing is left."""
+    body = strip_fillers(question.replace("’", "'"))
+    if speaker:  # "Can I see it?": the verb after an inverted "I" keeps its form
+        body = _INVERTED_I.sub(lambda m: f"{m.group(1)} {speaker}", body)
+    body = _resolve_person(speaker, body)
+    if listener:  # "Are you coming?" → "is Ann coming?"
+        body = _INVERTED_YOU.sub(
+            lambda m: f"{_AS_THIRD.get(m.group(1).lower(), m.group(1))} {listener}", body
+        )
+        body = _resolve_listener(listener, body)
+    if timestamp_ms > 0:
+        body = resolve_relative_time(body, timestamp_ms)
+    body = re.sub(r"\s+", " ", body).strip()
+    if not body.rstrip("?!. "):
+        return ""
+    first = body.split(" ", 1)[0].lower()
+    if first != "i" and (first in ENGLISH_STOPWORDS or first.split("'")[0] in ENGLISH_STOPWORDS):
+        body = body[:1].lower() + body[1:]  # "What's up?" → "asked: what's up?"
+    body = re.sub(r"([.!?]\s+)([a-z])", lambda m: m.group(1) + m.group(2).upper(), body)
+    return f"{speaker or 'Someone'} asked: {body}"

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from spector_gpu import ExtractiveDistiller, TurnView
+from spector_gpu import ExtractiveDistiller, SpectorMemory, TurnView
 from spector_gpu.errors import ValidationError
 from spector_gpu.eval.synthetic import generate_locomo_like
+from spector_gpu.pathways.reconcile import claim
 from spector_gpu.pathways.relative_time import resolve_relative_time
-from spector_gpu.pathways.restatement import restate
+from spector_gpu.pathways.restatement import restate, restate_question
 
 MAY_8_2023 = 1_683_504_000_000  # 2023-05-08 00:00 UTC
 FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself)\b")
@@ -187,6 +188,150 @@ def test_an_image_caption_is_kept_as_what_was_shared() -> None:
     (fact,) = ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, [])
     assert fact.text == "Mel painted that lake sunrise in 2022. Mel shared a painting of a lake."
     assert fact.quote == "I painted that lake sunrise last year!"
+
+
+@pytest.mark.parametrize(
+    ("asker", "listener", "question", "reported"),
+    [
+        ("Bo", "Ann", "Wow! What got you into running?", "Bo asked: what got Ann into running?"),
+        ("Bo", "Ann", "Can I see your garden?", "Bo asked: can Bo see Ann's garden?"),
+        ("Bo", "Ann", "Is that yours? Where is it?", "Bo asked: is that Ann's? Where is it?"),
+        (
+            "Bo",
+            "Ann",
+            "Are you there? Do you like it?",
+            "Bo asked: is Ann there? Does Ann like it?",
+        ),
+        ("Bo", "", "What's new?", "Bo asked: what's new?"),
+    ],
+)
+def test_a_question_is_reported_with_its_people_resolved(
+    asker: str, listener: str, question: str, reported: str
+) -> None:
+    assert restate_question(asker, question, 0, listener) == reported
+
+
+def test_an_answer_reports_the_question_and_has_both_turns_as_parents() -> None:
+    turns = _turns(
+        [
+            ("Bo", "Oh nice. What got you into climbing?"),
+            ("Ann", "It's my favourite way to unwind after work."),
+        ]
+    )
+    (fact,) = ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, [])
+    assert fact.text == (
+        "It's Ann's favourite way to unwind after work. (Bo asked: what got Ann into climbing?)"
+    )
+    assert fact.parents == ("t1", "t0")  # the answer first: the source span quotes it
+    assert fact.quote == "It's my favourite way to unwind after work."
+    # the same sentence after a statement, not a question, is a reaction: no fact of its own
+    turns = _turns(
+        [("Bo", "Climbing on the north face."), ("Ann", "It's my favourite way to unwind.")]
+    )
+    facts = ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, [])
+    assert all("t1" not in f.parents for f in facts)
+
+
+def test_a_question_without_content_is_asked_about_the_sentence_before_it() -> None:
+    turns = _turns(
+        [("Bo", "I love jazz. How about you?"), ("Ann", "It's my favourite music for long drives.")]
+    )
+    (fact,) = ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, [])
+    assert fact.text == (
+        "It's Ann's favourite music for long drives. (Bo loves jazz. Bo asked: how about Ann?)"
+    )
+    assert fact.parents == ("t1", "t0")
+    # a question of no content at all asks about nothing: the answer stands alone or not at all
+    turns = _turns([("Bo", "How about you?"), ("Ann", "It's my favourite music for long drives.")])
+    assert ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, []) == []
+    # nor does one after a pleasantry
+    turns = _turns(
+        [("Bo", "Good to see you! How are you?"), ("Ann", "It's my favourite music for drives.")]
+    )
+    assert ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, []) == []
+    # a turn by the same speaker does not answer their own question
+    turns = _turns([("Ann", "What got me into climbing?"), ("Ann", "It's my favourite sport.")])
+    assert ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, []) == []
+
+
+def test_an_answer_fact_opens_with_its_subject_for_reconciliation() -> None:
+    turns = _turns(
+        [("Bo", "Where do you live these days?"), ("Ann", "I live in Porto by the river.")]
+    )
+    (fact,) = ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, [])
+    assert fact.text == (
+        "Ann lives in Porto by the river. (Bo asked: where does Ann live these days?)"
+    )
+    found = claim(fact.text)  # the question after it leaves the claim to the answer
+    assert found is not None and (found.subject, found.attribute) == ("ann", "residence")
+    assert found.value.startswith("porto")
+
+
+@pytest.mark.parametrize(
+    ("answer", "joined"),
+    [
+        ("Yes, I took two hundred photos of the fjords.", True),  # an opening yes
+        ("I took two hundred pictures of the fjords.", False),  # nothing of the question
+        ("I printed the best photos of the fjords.", True),  # a word of the question
+    ],
+)
+def test_a_yes_no_question_is_answered_by_a_yes_a_no_or_its_topic(
+    answer: str, joined: bool
+) -> None:
+    turns = _turns([("Bo", "Did you take lots of photos?"), ("Ann", answer)])
+    (fact,) = ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, [])
+    assert (fact.parents == ("t1", "t0")) is joined
+    assert fact.text.endswith(" (Bo asked: did Ann take lots of photos?)") is joined
+    # an open question is answered by whatever follows it
+    turns = _turns([("Bo", "How was the trip?"), ("Ann", answer)])
+    (fact,) = ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, [])
+    assert fact.parents == ("t1", "t0")
+
+
+def test_a_shared_image_is_a_fact_and_joins_its_speakers_thread() -> None:
+    turns = _turns(
+        [
+            ("Ann", "Take a look at this! [image: a photo of a red kayak on a lake]"),
+            ("Bo", "Wow! Is that your kayak?"),
+            ("Ann", "Yes, I bought the kayak in Oslo yesterday."),
+            ("Bo", "Look! [image: a photo]"),  # a caption of too few words is no fact
+        ],
+        MAY_8_2023,
+    )
+    facts = ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, [])
+    assert [f.text for f in facts] == [
+        (
+            "Ann shared a photo of a red kayak on a lake. "
+            "Ann bought the kayak in Oslo on 7 May 2023. (Bo asked: is that Ann's kayak?)"
+        )
+    ]
+    assert facts[0].parents == ("t0", "t2", "t1")
+    assert facts[0].quote == "a photo of a red kayak on a lake"  # the caption, verbatim
+    assert ExtractiveDistiller(max_facts_per_turn=1.0)(1, turns, []) == facts  # deterministic
+
+
+def test_an_answered_question_is_a_parent_through_the_public_api(tmp_path: Path) -> None:
+    with SpectorMemory.open(tmp_path / "s", config={"store": {"durability": "none"}}) as mem:
+        ids = mem.remember_batch(
+            [
+                {"text": t, "speaker": sp, "session_id": 1, "timestamp_ms": MAY_8_2023 + i}
+                for i, (sp, t) in enumerate(
+                    [
+                        ("Bo", "Which book are you reading these days?"),
+                        ("Ann", "It's 'Dune' by Frank Herbert, my favourite novel."),
+                        ("Bo", "Cool."),
+                    ]
+                )
+            ]
+        )
+        (fid,) = mem.consolidate().fact_ids
+        fact = mem.get(fid)
+        assert fact is not None and fact.metadata is not None
+        assert fact.metadata["parents"] == [ids[1], ids[0]]
+        assert fact.text.endswith("(Bo asked: which book is Ann reading these days?)")
+        assert "Dune" in fact.text and "Frank Herbert" in fact.text
+        lineage = mem.explain(fid)
+        assert lineage is not None and lineage.session_id == 1
 
 
 @pytest.mark.parametrize(
