@@ -282,8 +282,16 @@ class ExtractiveDistiller:
             sorted(merged, key=lambda c: c.order), {t.id: t.speaker for t in turns}
         )
         budget = min(self.max_facts, max(1, round(self.max_facts_per_turn * len(turns))))
-        best = sorted(merged, key=lambda c: (-c.score, c.order))[:budget]
+        # a statement in the first person (its speaker's own) ahead of one about no one in the
+        # conversation (recited knowledge, a list of options) whatever their salience: a long
+        # recommendation never crowds out "I just finished my 5th project" of the same pass
+        best = sorted(merged, key=lambda c: (not _personal(c), -c.score, c.order))[:budget]
         return [c.draft for c in sorted(best, key=lambda c: c.order)]
+
+
+def _personal(c: _Candidate) -> bool:
+    """True when the candidate's quote speaks in the first person (about its speaker)."""
+    return bool(c.draft.quote and _FIRST_PERSON.search(c.draft.quote))
 
 
 def _listeners(turns: Sequence[TurnView]) -> list[str]:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .chat_endpoint import ChatEndpoint, SchemaViolationError
+from .frames import changed_value, frames
 
 __all__ = [
     "RECONCILE_PROMPT",
@@ -44,6 +45,7 @@ __all__ = [
     "KnownFact",
     "claim",
     "decide",
+    "known_fact_queries",
 ]
 
 
@@ -201,17 +203,7 @@ def _head(value: str) -> str:
 
 
 def _words(text: str) -> frozenset[str]:
-    out = set()
-    for w in _WORD.findall(_ACCORDING.sub("", text)):
-        low = w.lower()
-        if low in _STOP:
-            continue
-        for suffix in ("'s", "ing", "ed", "es", "s"):
-            if len(low) > len(suffix) + 2 and low.endswith(suffix):
-                low = low[: -len(suffix)]
-                break
-        out.add(low)
-    return frozenset(out)
+    return frozenset(_sequence(text))
 
 
 def decide(
@@ -251,9 +243,21 @@ def decide(
             and timestamp_ms >= k.timestamp_ms
         ):
             return Decision(Action.SUPERSEDE, text, k.id, "the same statement with a new number")
+    clauses = frames(text)
+    for k in known:
+        why = next((w for f in frames(k.text) for n in clauses if (w := changed_value(n, f))), None)
+        if why is not None:
+            if timestamp_ms >= k.timestamp_ms:
+                return Decision(Action.SUPERSEDE, text, k.id, why)
+            return Decision(Action.ADD, text, None, "older than the known value")
+    sequence = _sequence(text)
     for k in known:
         old_words = _words(k.text)
-        if len(old_words) >= 3 and old_words < new_words:
+        if (
+            len(old_words) >= 3
+            and old_words < new_words
+            and _contiguous(_sequence(k.text), sequence)
+        ):
             return Decision(Action.UPDATE, text, k.id, "the same fact with more detail")
     if judge is not None:
         subject = new_claim.subject if new_claim else _subject(text)
@@ -262,6 +266,35 @@ def decide(
         if related:
             return judge(text, timestamp_ms, related)
     return Decision(Action.ADD, text, None, "new")
+
+
+def known_fact_queries(text: str, *, limit: int = 4) -> list[str]:
+    """The queries that find the known facts a new fact may change: the fact itself, then
+    its clauses that state a value (a count, or one said to hold "now"), at most ``limit``."""
+    clauses = [f.text for f in frames(text) if f.quantities or f.current]
+    return [text, *[c for c in clauses if c != text][: max(0, limit - 1)]]
+
+
+def _sequence(text: str) -> list[str]:
+    return [w for w in (_stem(x) for x in _WORD.findall(_ACCORDING.sub("", text))) if w]
+
+
+def _stem(word: str) -> str:
+    low = word.lower()
+    if low in _STOP:
+        return ""
+    for suffix in ("'s", "ing", "ed", "es", "s"):
+        if len(low) > len(suffix) + 2 and low.endswith(suffix):
+            return low[: -len(suffix)]
+    return low
+
+
+def _contiguous(part: list[str], whole: list[str]) -> bool:
+    """True when ``part`` runs unbroken inside ``whole``: the new fact continues the known
+    one ("lives in Lisbon" → "lives in Lisbon with Rui") rather than narrowing a word of it
+    ("likes tea" → "likes green tea in the morning" is another, compatible fact)."""
+    n = len(part)
+    return any(whole[i : i + n] == part for i in range(len(whole) - n + 1))
 
 
 def _subject(text: str) -> str:

@@ -263,7 +263,7 @@ class ReflectPathway:
         from ..types import RecallOptions
         from .chat_endpoint import ChatEndpoint
         from .recall import RecallPathway
-        from .reconcile import ChatJudge, KnownFact, decide
+        from .reconcile import ChatJudge, KnownFact, decide, known_fact_queries
 
         c = self.cortex
         if not (c.cols.index["type"][: c.n] == MemoryType.SEMANTIC).any():
@@ -271,18 +271,23 @@ class ReflectPathway:
         if self._recall is None:
             self._recall = RecallPathway(c, None)
         opts = RecallOptions(k=5, memory_types=frozenset({MemoryType.SEMANTIC}), mode="observe")
-        found = self._recall.recall_batch([f["text"] for f in plan], opts)
+        # each fact, and each of its clauses that states a value, is a query: a stale value
+        # inside a long fact of several statements is found by the clause that changes it
+        queries = [known_fact_queries(f["text"]) for f in plan]
+        found = self._recall.recall_batch([q for qs in queries for q in qs], opts)
         endpoint = ChatEndpoint.from_config(c.config.llm)
         judge = ChatJudge(endpoint) if endpoint is not None else None
         out: list[str | None] = []
         taken: set[str] = set()
-        for q, f in enumerate(plan):
-            known = [
-                KnownFact(h.id, h.text, h.timestamp_ms)
-                for h in found.results(q)
-                if h.id not in taken
-            ]
-            d = decide(f["text"], int(f["timestamp_ms"]), known, judge=judge)
+        row = 0
+        for f, qs in zip(plan, queries, strict=True):
+            known: dict[str, KnownFact] = {}
+            for q in range(row, row + len(qs)):
+                for h in found.results(q):
+                    if h.id not in taken and h.id not in known:
+                        known[h.id] = KnownFact(h.id, h.text, h.timestamp_ms)
+            row += len(qs)
+            d = decide(f["text"], int(f["timestamp_ms"]), list(known.values()), judge=judge)
             target = d.target if d.action != "ADD" else None
             if target is not None:
                 taken.add(target)  # one successor per known fact

@@ -1,0 +1,259 @@
+"""Frames: the clauses of a fact, each read as a subject, its content words and its values, so
+that reconciliation can tell "the same thing with a new value" from two compatible facts.
+
+A fact of several statements ("Ann is taking painting classes. She has completed 4 projects
+since starting, and she feels confident.") is split into clauses at sentence ends, semicolons
+and ", and" / ", but" / ", which" / ", so" joins. Each :class:`Frame` holds:
+
+- ``subject`` — whom the clause is about: the fact's subject (its first name) unless the clause
+  opens with another name ("Bo has 3 kids") or with a relative of the subject ("their sister
+  has 3 kids" → ``"<subject>'s sister"``);
+- ``words`` — its content words, stemmed, without numbers;
+- ``quantities`` — each number with the word it counts ("4 projects" → ``(4, "project")``,
+  "the 5th project" → ``(5, "project")``, "two bikes" → ``(2, "bike")``);
+- ``names`` — its capitalised words other than its subject (names, places, days);
+- ``dated`` — whether it names a date or a day ("on 7 May 2023", "last Tuesday", "in 2022"):
+  a dated clause is an event, and two events with different numbers are two events;
+- ``current`` — whether it says its value holds now ("now", "currently", "these days",
+  "switched to", "no longer", "anymore", "instead").
+
+:func:`changed_value` compares a new clause with an old one: the same subject, the same frame
+and another value (see its docstring).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["Frame", "changed_value", "frames"]
+
+_CLAUSE_END = re.compile(
+    r"(?<!\d)[.!?;]+(?!\d)\s*|,\s+(?=(?:and|but|which|so|while|whereas|though|although)\b)"
+)
+_TOKEN = re.compile(r"\$?\d[\d,]*(?:\.\d+)?(?:st|nd|rd|th|s)?|[A-Za-z][A-Za-z'-]*")
+_NUMBER_WORDS = {
+    w: k
+    for k, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+        "fifteen sixteen seventeen eighteen nineteen twenty".split()
+    )
+}
+_ORDINAL_WORDS = {
+    w: k
+    for k, w in enumerate(
+        # "first" is left out: as often an adverb ("I first met") as a rank
+        "zeroth first second third fourth fifth sixth seventh eighth ninth tenth".split()
+    )
+    if k > 1
+}
+_MONTHS = (
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec"
+).split()
+_DAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
+_DATED = re.compile(
+    r"\b(?:(?:on|last|next|this|every)\s+(?:" + "|".join(_DAYS) + r")s?|"
+    r"\d{1,2}(?:st|nd|rd|th)?\s+(?:" + "|".join(_MONTHS[:12]) + r")|"
+    r"(?:" + "|".join(_MONTHS[:12]) + r")\s+\d{1,2}(?:st|nd|rd|th)?\b|"
+    r"(?:in|since|of)\s+(?:19|20)\d\d|today|tonight|yesterday|tomorrow|"
+    r"this (?:morning|afternoon|evening)|last night)\b",
+    re.IGNORECASE,
+)
+_CURRENT = re.compile(
+    r"\b(?:now|currently|these days|nowadays|at the moment|switched to|changed to|"
+    r"no longer|not anymore|anymore|instead|any more)\b",
+    re.IGNORECASE,
+)
+# an opening aside is not the clause's subject: "By the way, …", "Speaking of bikes, …"
+_ASIDE = re.compile(
+    r"^(?:(?:by the way|speaking of [^,]+|anyway|also|actually|in fact|as for [^,]+|"
+    r"besides|plus|and|but|so)\s*,?\s*)+",
+    re.IGNORECASE,
+)
+_ADDITIVE = re.compile(r"\b(?:also|too|as well|another|more)\b", re.IGNORECASE)
+# a simple past not after "has" / "have": an event, not a state that holds
+_PAST = re.compile(
+    r"(?<!\bhas )(?<!\bhave )(?<!\bhad )\b(?:went|took|saw|met|got|made|did|ate|bought|came|"
+    r"gave|left|ran|spent|told|wore|wrote|won|lost|found|flew|drove|visited|[a-z]{3,}ed)\b",
+    re.IGNORECASE,
+)
+_CONNECTORS = frozenset(
+    "and but which so while whereas though although also then plus since because".split()
+)
+_PRONOUNS = frozenset("they he she them their his her it its we our i".split())
+_POSSESSIVES = frozenset("their his her our its my".split())
+# a relative or acquaintance of the subject: the clause is about them, not the subject
+_RELATIVES = frozenset(
+    (
+        "sister brother mother mom mum father dad parent parents son daughter kid kids child "
+        "children husband wife partner boyfriend girlfriend fiance fiancee friend friends "
+        "colleague coworker boss manager neighbor neighbour cousin aunt uncle grandma "
+        "grandmother grandpa grandfather roommate team teammate family"
+    ).split()
+)
+_STOP = frozenset(
+    (
+        "a an the and or but of to in on at for with from by as is are was were be been being "
+        "am it its this that these those there they them their he she his her him we our you "
+        "your i my me so very really just also now then than too have has had do does did will "
+        "would can could should might may must about into over after before since up out some "
+        "any all more most much many such which who whom what when where while how not no "
+        "currently actually pretty quite still already ever lately recently"
+    ).split()
+)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One clause of a fact (module docstring)."""
+
+    text: str
+    subject: str
+    words: frozenset[str]
+    quantities: tuple[tuple[float, str], ...]
+    names: frozenset[str]
+    dated: bool
+    current: bool
+
+
+def stem(word: str) -> str:
+    """A crude stem: lower case, without a possessive or a plural, -ing or -ed ending."""
+    w = word.lower().replace("'s", "").replace("'", "")
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(w) > len(suffix) + 2 and w.endswith(suffix):
+            return w[: -len(suffix)]
+    return w
+
+
+def _number(token: str) -> float | None:
+    low = token.lower()
+    if low in _NUMBER_WORDS:
+        return float(_NUMBER_WORDS[low])
+    if low in _ORDINAL_WORDS:
+        return float(_ORDINAL_WORDS[low])
+    m = re.fullmatch(r"\$?(\d[\d,]*(?:\.\d+)?)(?:st|nd|rd|th|s)?", low)
+    return float(m.group(1).replace(",", "")) if m else None
+
+
+def fact_subject(text: str) -> str:
+    """The fact's subject: its first word when capitalised ("Ann moved …" → ``"ann"``), the
+    source of an "According to Ann, …" statement, else ``""``."""
+    m = re.match(r"^According to ([A-Z][\w'-]*)", text.strip())
+    if m:
+        return stem(m.group(1))
+    m = re.match(r"^([A-Z][\w'-]*)", text.strip())
+    return stem(m.group(1)) if m else ""
+
+
+def frames(text: str) -> list[Frame]:
+    """The clauses of ``text`` as frames; ``text`` is a fact, its subject its first name."""
+    subject = fact_subject(text)
+    body = re.sub(r"^According to [^,]+,\s*", "", text.strip())
+    out = []
+    for part in _CLAUSE_END.split(body):
+        clause = part.strip(" ,-–—*")
+        if clause:
+            out.append(_frame(clause, subject))
+    return out
+
+
+def _frame(clause: str, subject: str) -> Frame:
+    tokens = _TOKEN.findall(_ASIDE.sub("", clause))
+    lead = 0
+    while lead < len(tokens) and tokens[lead].lower() in _CONNECTORS:
+        lead += 1
+    head = [t.lower() for t in tokens[lead : lead + 2]]
+    who = subject
+    if head and head[0] in _POSSESSIVES and len(head) > 1 and head[1] in _RELATIVES:
+        who = f"{subject}'s {head[1]}"
+    elif head and head[0].endswith("'s") and len(head) > 1 and head[1] in _RELATIVES:
+        who = f"{head[0][:-2]}'s {head[1]}"
+    elif head and head[0] in _RELATIVES:
+        who = f"{subject}'s {head[0]}"
+    elif (
+        lead < len(tokens)
+        and tokens[lead][:1].isupper()
+        and head[0] not in _PRONOUNS
+        and head[0] not in _STOP
+    ):
+        who = stem(tokens[lead])  # another name opens the clause: "Bo has 3 kids"
+    quantities = []
+    words = set()
+    for k, token in enumerate(tokens):
+        value = _number(token)
+        if value is not None:
+            counted = next(
+                (
+                    stem(t)
+                    for t in tokens[k + 1 : k + 4]
+                    if t.lower() not in _STOP and _number(t) is None
+                ),
+                "",
+            )
+            quantities.append((value, counted))
+            continue
+        if token.lower() not in _STOP and stem(token) not in (subject, who):
+            words.add(stem(token))
+    names = frozenset(
+        stem(t) for k, t in enumerate(tokens) if k > lead and t[:1].isupper() and stem(t) != subject
+    )
+    return Frame(
+        text=clause,
+        subject=who,
+        words=frozenset(words),
+        quantities=tuple(quantities),
+        names=names,
+        dated=bool(_DATED.search(clause)),
+        current=bool(_CURRENT.search(clause)),
+    )
+
+
+def changed_value(new: Frame, old: Frame) -> str | None:
+    """Why ``new`` states the frame of ``old`` with another value, or None when it does not.
+
+    Both must be about the same subject; then, in this order:
+
+    - **a count changed**: both count the same thing with different numbers ("4 projects" →
+      "the 5th project"), neither clause is dated (an event on a day is not a state), neither
+      names a name the other lacks while lacking one of the other's (two projects), and they
+      share at least two other content words (the frame: "completed … since starting
+      painting classes") or all of them ("Ann has 3 cats" → "Ann has 4 cats");
+    - **a named value changed**: the same counts, the same content words besides the names
+      (at least three, or two when the new clause says the value holds "now"), in the present
+      (a past event in another place is another event), and no name in common ("a cooking
+      class on Thursdays" → "a cooking class on Fridays");
+    - **a value that holds now**: the new clause says so ("now", "currently", "switched to",
+      "no longer"), is not additive ("also", "too", "as well"), shares at least two content
+      words with the old one and each has at most three the other lacks ("drinks black
+      coffee every morning" → "now drinks green tea every morning").
+    """
+    if not new.subject or new.subject != old.subject:
+        return None
+    clash = bool(new.names - old.names) and bool(old.names - new.names)
+    counted_old = {c: v for v, c in old.quantities if c}
+    for value, thing in new.quantities:
+        if thing and thing in counted_old and counted_old[thing] != value:
+            if clash or new.dated or old.dated:
+                return None
+            frame = (new.words & old.words) - {thing}
+            if len(frame) >= 2 or new.words == old.words:
+                return f"the count of {thing} changed"
+            return None
+    same_counts = sorted(v for v, _ in new.quantities) == sorted(v for v, _ in old.quantities)
+    if clash and same_counts:
+        return _named_value(new, old)
+    if new.current and same_counts and not _ADDITIVE.search(new.text):
+        gone, came = old.words - new.words, new.words - old.words
+        if len(old.words & new.words) >= 2 and gone and came and len(gone | came) <= 6:
+            return "a value that holds now"
+    return None
+
+
+def _named_value(new: Frame, old: Frame) -> str | None:
+    if new.names & old.names or _PAST.search(new.text) or _PAST.search(old.text):
+        return None
+    rest_new, rest_old = new.words - new.names, old.words - old.names
+    if rest_new == rest_old and len(rest_old) >= (2 if new.current else 3):
+        return "the same statement with another name"
+    return None
