@@ -29,33 +29,31 @@ from dataclasses import dataclass
 __all__ = ["Frame", "changed_value", "frames"]
 
 _CLAUSE_END = re.compile(
-    r"(?<!\d)[.!?;]+(?!\d)\s*|,\s+(?=(?:and|but|which|so|while|whereas|though|although)\b)"
+    r"[.!?;]+(?!\d)\s*|,\s+(?=(?:and|but|which|so|while|whereas|though|although)\b)"
 )
 _TOKEN = re.compile(r"\$?\d[\d,]*(?:\.\d+)?(?:st|nd|rd|th|s)?|[A-Za-z][A-Za-z'-]*")
-_NUMBER_WORDS = {
-    w: k
-    for k, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-        "fifteen sixteen seventeen eighteen nineteen twenty".split()
-    )
-}
-_ORDINAL_WORDS = {
-    w: k
-    for k, w in enumerate(
-        # "first" is left out: as often an adverb ("I first met") as a rank
-        "zeroth first second third fourth fifth sixth seventh eighth ninth tenth".split()
-    )
-    if k > 1
-}
-_MONTHS = (
-    "january february march april may june july august september october november december "
-    "jan feb mar apr jun jul aug sep sept oct nov dec"
-).split()
-_DAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
+
+
+def _wordset(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+def _ranks(words: str) -> dict[str, int]:
+    return {w: k for k, w in enumerate(words.split())}
+
+
+_NUMBER_WORDS = _ranks(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty"
+)
+# "first" is left out: as often an adverb ("I first met") as a rank
+_ORDINAL_WORDS = _ranks("zeroth - second third fourth fifth sixth seventh eighth ninth tenth")
+_MONTHS = "january february march april may june july august september october november december"
+_DAYS = "monday tuesday wednesday thursday friday saturday sunday"
 _DATED = re.compile(
-    r"\b(?:(?:on|last|next|this|every)\s+(?:" + "|".join(_DAYS) + r")s?|"
-    r"\d{1,2}(?:st|nd|rd|th)?\s+(?:" + "|".join(_MONTHS[:12]) + r")|"
-    r"(?:" + "|".join(_MONTHS[:12]) + r")\s+\d{1,2}(?:st|nd|rd|th)?\b|"
+    r"\b(?:(?:on|last|next|this|every)\s+(?:" + _DAYS.replace(" ", "|") + r")s?|"
+    r"\d{1,2}(?:st|nd|rd|th)?\s+(?:" + _MONTHS.replace(" ", "|") + r")|"
+    r"(?:" + _MONTHS.replace(" ", "|") + r")\s+\d{1,2}(?:st|nd|rd|th)?\b|"
     r"(?:in|since|of)\s+(?:19|20)\d\d|today|tonight|yesterday|tomorrow|"
     r"this (?:morning|afternoon|evening)|last night)\b",
     re.IGNORECASE,
@@ -78,29 +76,25 @@ _PAST = re.compile(
     r"gave|left|ran|spent|told|wore|wrote|won|lost|found|flew|drove|visited|[a-z]{3,}ed)\b",
     re.IGNORECASE,
 )
-_CONNECTORS = frozenset(
-    "and but which so while whereas though although also then plus since because".split()
+_CONNECTORS = _wordset(
+    "and but which so while whereas though although also then plus since because"
 )
-_PRONOUNS = frozenset("they he she them their his her it its we our i".split())
-_POSSESSIVES = frozenset("their his her our its my".split())
+_PRONOUNS = _wordset("they he she them their his her it its we our i")
+_POSSESSIVES = _wordset("their his her our its my")
 # a relative or acquaintance of the subject: the clause is about them, not the subject
-_RELATIVES = frozenset(
-    (
-        "sister brother mother mom mum father dad parent parents son daughter kid kids child "
-        "children husband wife partner boyfriend girlfriend fiance fiancee friend friends "
-        "colleague coworker boss manager neighbor neighbour cousin aunt uncle grandma "
-        "grandmother grandpa grandfather roommate team teammate family"
-    ).split()
+_RELATIVES = _wordset(
+    "sister brother mother mom mum father dad parent parents son daughter kid kids child "
+    "children husband wife partner boyfriend girlfriend fiance fiancee friend friends "
+    "colleague coworker boss manager neighbor neighbour cousin aunt uncle grandma "
+    "grandmother grandpa grandfather roommate team teammate family"
 )
-_STOP = frozenset(
-    (
-        "a an the and or but of to in on at for with from by as is are was were be been being "
-        "am it its this that these those there they them their he she his her him we our you "
-        "your i my me so very really just also now then than too have has had do does did will "
-        "would can could should might may must about into over after before since up out some "
-        "any all more most much many such which who whom what when where while how not no "
-        "currently actually pretty quite still already ever lately recently"
-    ).split()
+_STOP = _wordset(
+    "a an the and or but of to in on at for with from by as is are was were be been being "
+    "am it its this that these those there they them their he she his her him we our you "
+    "your i my me so very really just also now then than too have has had do does did will "
+    "would can could should might may must about into over after before since up out some "
+    "any all more most much many such which who whom what when where while how not no "
+    "currently actually pretty quite still already ever lately recently"
 )
 
 

@@ -2,10 +2,11 @@
 or NOOP (the mem0 vocabulary).
 
 :func:`decide` takes the new fact, its time and the known facts the engine retrieved for it
-(live, not superseded), and applies rules for the clear cases, in this order:
+(live, not superseded; :func:`known_fact_queries` are the queries that find them), and applies
+rules for the clear cases, in this order:
 
-- **NOOP** — a known fact already says it: every content word, name and number of the new fact
-  is in one known fact;
+- **NOOP** — a known fact of the same subject already says it: every content word, name and
+  number of the new fact is in it;
 - **SUPERSEDE** — same subject, same single-valued attribute, another value (its first word
   differs: "Lisbon with Rui" is still Lisbon), and the new fact
   is not older: "Ann lives in Porto" after "Ann lives in Lisbon" (:func:`claim` reads
@@ -13,8 +14,14 @@ or NOOP (the mem0 vocabulary).
   job, partner, car, name and age, and ``<subject>'s <attribute> is <value>``);
 - **SUPERSEDE** too — the same statement with only its numbers changed, not older ("Ann leads
   5 engineers" after "Ann leads 4 engineers");
+- **SUPERSEDE** too — a clause of the new fact states a clause of the known one with another
+  value (:func:`~.frames.changed_value`: a changed count, a changed name, a value said to hold
+  "now"), not older, however many other statements either fact holds ("They just finished
+  their 5th project since starting painting classes" after "… completed 4 projects since
+  starting painting classes, and feel confident");
 - **UPDATE** — the same fact with more detail: the known fact's words (at least three) are all
-  in the new one;
+  in the new one, in one unbroken run ("lives in Lisbon" → "lives in Lisbon with Rui"; "likes
+  tea" → "likes green tea in the morning" narrows a word, so it is another fact: ADD);
 - **ADD** — anything else.
 
 When a ``judge`` is given (:class:`ChatJudge`, a language model) the cases the rules leave at
@@ -34,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .chat_endpoint import ChatEndpoint, SchemaViolationError
-from .frames import changed_value, frames
+from .frames import changed_value, fact_subject, frames
 
 __all__ = [
     "RECONCILE_PROMPT",
@@ -44,6 +51,7 @@ __all__ = [
     "Decision",
     "KnownFact",
     "claim",
+    "covers",
     "decide",
     "known_fact_queries",
 ]
@@ -217,8 +225,9 @@ def decide(
     (most relevant first); see the module docstring for the rules."""
     new_words = _words(text)
     new_claim = claim(text)
+    subject = fact_subject(text)
     for k in known:
-        if new_words and new_words <= _words(k.text):
+        if new_words and new_words <= _words(k.text) and fact_subject(k.text) == subject:
             return Decision(Action.NOOP, text, k.id, "a known fact already states it")
     if new_claim is not None:
         for k in known:
@@ -245,10 +254,12 @@ def decide(
             return Decision(Action.SUPERSEDE, text, k.id, "the same statement with a new number")
     clauses = frames(text)
     for k in known:
-        why = next((w for f in frames(k.text) for n in clauses if (w := changed_value(n, f))), None)
-        if why is not None:
+        change = next(
+            (w for f in frames(k.text) for n in clauses if (w := changed_value(n, f))), None
+        )
+        if change is not None:
             if timestamp_ms >= k.timestamp_ms:
-                return Decision(Action.SUPERSEDE, text, k.id, why)
+                return Decision(Action.SUPERSEDE, text, k.id, change)
             return Decision(Action.ADD, text, None, "older than the known value")
     sequence = _sequence(text)
     for k in known:
@@ -266,6 +277,11 @@ def decide(
         if related:
             return judge(text, timestamp_ms, related)
     return Decision(Action.ADD, text, None, "new")
+
+
+def covers(text: str, known: str) -> bool:
+    """True when ``text`` holds every content word of ``known`` (it restates it whole)."""
+    return _words(known) <= _words(text)
 
 
 def known_fact_queries(text: str, *, limit: int = 4) -> list[str]:

@@ -20,6 +20,7 @@ rerun consolidation yields exactly the facts of an uninterrupted one: none lost,
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -50,6 +51,8 @@ from .plan import PLAN_EVENT, Plan, find_plans, plan_payloads
 from .remember import RememberPathway
 
 __all__ = ["BackfillReport", "MemoryProvenance", "ReflectPathway", "ReflectReport"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -89,6 +92,13 @@ def _planned(fact_id: str, d: FactDraft, turns: dict[str, TurnView]) -> dict[str
         "timestamp_ms": max(t.timestamp_ms for t in turns.values()),
         "supersedes": None,
     }
+
+
+def _covers(text: str, known: Any) -> bool:
+    """True when ``text`` states everything the known fact does (a NOOP that is a true copy)."""
+    from .reconcile import covers
+
+    return covers(text, known.text)
 
 
 class ReflectPathway:
@@ -289,6 +299,10 @@ class ReflectPathway:
             row += len(qs)
             d = decide(f["text"], int(f["timestamp_ms"]), list(known.values()), judge=judge)
             target = d.target if d.action != "ADD" else None
+            if d.action == "NOOP" and target is not None and not _covers(f["text"], known[target]):
+                target = None  # a shorter restatement never retires the fuller fact from recall
+            if target is not None:
+                log.debug("fact %s %s %s: %s", f["id"], d.action, target, d.reason)
             if target is not None:
                 taken.add(target)  # one successor per known fact
             out.append(target)

@@ -1,0 +1,87 @@
+"""Frames: a fact's clauses read as subject, words, counts and names; a changed value told
+from a compatible fact."""
+
+from __future__ import annotations
+
+import pytest
+
+from spector_gpu.pathways.frames import changed_value, fact_subject, frames
+
+
+def _changed(old: str, new: str) -> str | None:
+    """The first clause pair where ``new`` changes a value of ``old``, as its reason."""
+    return next(
+        (w for n in frames(new) for o in frames(old) if (w := changed_value(n, o))),
+        None,
+    )
+
+
+def test_a_fact_is_split_into_clauses_with_their_counts() -> None:
+    text = (
+        "Ann is taking painting classes. She has completed 4 projects since starting, "
+        "and she feels confident; her sister has two cats."
+    )
+    fs = frames(text)
+    assert [f.text for f in fs] == [
+        "Ann is taking painting classes",
+        "She has completed 4 projects since starting",
+        "and she feels confident",
+        "her sister has two cats",
+    ]
+    assert fs[1].quantities == ((4.0, "project"),)
+    assert fs[1].subject == "ann"
+    assert fs[3].subject == "ann's sister" and fs[3].quantities == ((2.0, "cat"),)
+    assert fact_subject("According to Bo, the flat is small.") == "bo"
+
+
+def test_dates_and_present_values_are_marked() -> None:
+    dated, current = frames("Ann ran 5 miles on 7 May 2023. Ann currently drinks green tea.")
+    assert dated.dated and not dated.current
+    assert current.current and not current.dated
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # a count inside a long statement, the frame shared
+        (
+            (
+                "Ann is glad. She has completed 4 projects since starting painting classes, "
+                "and she feels confident."
+            ),
+            "By the way, Ann just finished her 5th project since starting painting classes.",
+        ),
+        ("Ann has 3 cats.", "Ann now has 4 cats."),
+        ("Ann has lost 5 pounds in the past month.", "Ann has lost 10 pounds since last month."),
+        (
+            "Bo has tried the recipe at home three times.",
+            "Bo has tried the recipe at home 7 times.",
+        ),
+        # a named value in the same frame
+        ("Ann has a pottery class on Thursdays.", "Ann has a pottery class on Fridays now."),
+        # a value said to hold now
+        ("Ann drinks black coffee every morning.", "Ann now drinks green tea every morning."),
+    ],
+)
+def test_a_changed_value_is_found(old: str, new: str) -> None:
+    assert _changed(old, new) is not None
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Ann likes tea.", "Ann likes green tea in the morning."),  # narrower, compatible
+        ("Ann leads 4 engineers on project Atlas.", "Ann leads 6 engineers on project Beacon."),
+        ("Ann has 2 kids.", "Bo has 3 kids."),  # two people
+        ("Ann has 2 kids.", "Ann's sister has 3 kids."),  # a relative's value
+        ("Ann has 2 kids.", "Her sister has 3 kids."),
+        ("Ann ran 5 miles on Monday.", "Ann ran 10 miles on Sunday."),  # two dated events
+        ("Ann went to Paris with her mom.", "Ann went to Rome with her mom."),
+        ("Ann took a cooking class in Paris with her mom.", "Ann took a cooking class in Rome."),
+        ("Ann drinks coffee every morning.", "Ann now also drinks tea every morning."),
+        ("Ann has 3 cats.", "Ann has 3 cats and a dog now."),  # more, not another value
+        ("Ann has 3 cats.", "Ann's shop sells 40 cat toys."),  # another frame
+    ],
+)
+def test_compatible_facts_are_not_a_change(old: str, new: str) -> None:
+    assert _changed(old, new) is None
