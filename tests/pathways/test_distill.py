@@ -169,8 +169,10 @@ def test_a_speakers_own_statement_is_kept_ahead_of_recited_knowledge() -> None:
     recited = [
         (
             "Assistant",
-            f"**Option {i}**: Ticket to Ride, Carcassonne and Azul are Popular Games in Europe "
-            f"with {i} Expansions. **Scythe**: A Game set in Eastern Europe.",
+            (
+                f"**Option {i}**: Ticket to Ride, Carcassonne and Azul are Popular Games in Europe "
+                f"with {i} Expansions. **Scythe**: A Game set in Eastern Europe."
+            ),
         )
         for i in range(5)
     ]
