@@ -26,11 +26,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Frame", "changed_value", "frames"]
+__all__ = ["Frame", "Quantity", "changed_value", "fact_subject", "frames", "stem"]
 
-_CLAUSE_END = re.compile(
-    r"[.!?;]+(?!\d)\s*|,\s+(?=(?:and|but|which|so|while|whereas|though|although)\b)"
-)
+_SENTENCE_END = re.compile(r"[.!?;]+(?!\d)\s*")
+_JOIN = re.compile(r",\s+(?=(?:and|but|which|so|while|whereas|though|although)\b)")
 _TOKEN = re.compile(r"\$?\d[\d,]*(?:\.\d+)?(?:st|nd|rd|th|s)?|[A-Za-z][A-Za-z'-]*")
 
 
@@ -99,13 +98,24 @@ _STOP = _wordset(
 
 
 @dataclass(frozen=True)
+class Quantity:
+    """A number in a clause: its ``value``, the content words it ``counted`` (stemmed: the
+    two after it, else the two before it) and whether its part of the clause is ``dated``."""
+
+    value: float
+    counted: frozenset[str]
+    dated: bool
+
+
+@dataclass(frozen=True)
 class Frame:
-    """One clause of a fact (module docstring)."""
+    """One clause of a fact (module docstring); ``context`` is its sentence's content words."""
 
     text: str
     subject: str
     words: frozenset[str]
-    quantities: tuple[tuple[float, str], ...]
+    context: frozenset[str]
+    quantities: tuple[Quantity, ...]
     names: frozenset[str]
     dated: bool
     current: bool
@@ -131,13 +141,20 @@ def _number(token: str) -> float | None:
 
 
 def fact_subject(text: str) -> str:
-    """The fact's subject: its first word when capitalised ("Ann moved …" → ``"ann"``), the
-    source of an "According to Ann, …" statement, else ``""``."""
+    """The fact's subject: its first capitalised word that is not an aside, a stop word or a
+    date ("Ann moved …", "By the way, Ann …" → ``"ann"``), the source of an "According to
+    Ann, …" statement, else ``""``."""
     m = re.match(r"^According to ([A-Z][\w'-]*)", text.strip())
     if m:
         return stem(m.group(1))
-    m = re.match(r"^([A-Z][\w'-]*)", text.strip())
-    return stem(m.group(1)) if m else ""
+    for token in _TOKEN.findall(_ASIDE.sub("", text.strip())):
+        low = token.lower()
+        if token[:1].isupper() and low not in _STOP and low not in _MONTHS and low not in _DAYS:
+            return stem(token)
+        if token[:1].isupper() or _number(token) is not None or low in _STOP:
+            continue
+        break
+    return ""
 
 
 def frames(text: str) -> list[Frame]:
@@ -145,50 +162,42 @@ def frames(text: str) -> list[Frame]:
     subject = fact_subject(text)
     body = re.sub(r"^According to [^,]+,\s*", "", text.strip())
     out = []
-    for part in _CLAUSE_END.split(body):
-        clause = part.strip(" ,-–—*")
-        if clause:
-            out.append(_frame(clause, subject))
+    for sentence in _SENTENCE_END.split(body):
+        context = frozenset(stem(t) for t in _TOKEN.findall(sentence) if _content(t))
+        for part in _JOIN.split(sentence):
+            clause = part.strip(" ,-–—*")
+            if clause:
+                out.append(_frame(clause, subject, context))
     return out
 
 
-def _frame(clause: str, subject: str) -> Frame:
-    tokens = _TOKEN.findall(_ASIDE.sub("", clause))
+def _frame(clause: str, subject: str, context: frozenset[str]) -> Frame:
+    body = _ASIDE.sub("", clause)
+    spans = list(_TOKEN.finditer(body))
+    tokens = [m.group(0) for m in spans]
     lead = 0
     while lead < len(tokens) and tokens[lead].lower() in _CONNECTORS:
         lead += 1
-    head = [t.lower() for t in tokens[lead : lead + 2]]
-    who = subject
-    if head and head[0] in _POSSESSIVES and len(head) > 1 and head[1] in _RELATIVES:
-        who = f"{subject}'s {head[1]}"
-    elif head and head[0].endswith("'s") and len(head) > 1 and head[1] in _RELATIVES:
-        who = f"{head[0][:-2]}'s {head[1]}"
-    elif head and head[0] in _RELATIVES:
-        who = f"{subject}'s {head[0]}"
-    elif (
-        lead < len(tokens)
-        and tokens[lead][:1].isupper()
-        and head[0] not in _PRONOUNS
-        and head[0] not in _STOP
-    ):
-        who = stem(tokens[lead])  # another name opens the clause: "Bo has 3 kids"
+    who = _clause_subject(tokens[lead : lead + 2], subject)
+    # a date dates the numbers of its own part of the clause ("on 8 May they got a ball -
+    # that's 15 balls": the count is not the event's)
+    parts = [(m.start(), m.end()) for m in re.finditer(r"[^–—]+?(?=\s[-–—]\s|$)", body)]
+    dated_parts = [bool(_DATED.search(body[i:j])) for i, j in parts]
     quantities = []
     words = set()
     for k, token in enumerate(tokens):
         value = _number(token)
-        if value is not None:
-            counted = next(
-                (
-                    stem(t)
-                    for t in tokens[k + 1 : k + 4]
-                    if t.lower() not in _STOP and _number(t) is None
-                ),
-                "",
-            )
-            quantities.append((value, counted))
+        if value is None:
+            if _content(token) and stem(token) not in (subject, who):
+                words.add(stem(token))
             continue
-        if token.lower() not in _STOP and stem(token) not in (subject, who):
-            words.add(stem(token))
+        # what it counts: the content words after it ("27 different species"), else before
+        # it ("the species count is 32")
+        after = [stem(t) for t in tokens[k + 1 : k + 4] if _content(t)][:2]
+        before = [stem(t) for t in tokens[max(0, k - 4) : k] if _content(t)][-2:]
+        where = spans[k].start()
+        dated = any(d for (i, j), d in zip(parts, dated_parts, strict=True) if i <= where < j)
+        quantities.append(Quantity(value, frozenset(after or before), dated))
     names = frozenset(
         stem(t) for k, t in enumerate(tokens) if k > lead and t[:1].isupper() and stem(t) != subject
     )
@@ -196,11 +205,30 @@ def _frame(clause: str, subject: str) -> Frame:
         text=clause,
         subject=who,
         words=frozenset(words),
+        context=context - {subject, who},
         quantities=tuple(quantities),
         names=names,
         dated=bool(_DATED.search(clause)),
         current=bool(_CURRENT.search(clause)),
     )
+
+
+def _content(token: str) -> bool:
+    return token.lower() not in _STOP and stem(token) not in _STOP and _number(token) is None
+
+
+def _clause_subject(head_tokens: list[str], subject: str) -> str:
+    """Whom a clause opening with ``head_tokens`` (its first two words) is about."""
+    head = [t.lower() for t in head_tokens]
+    if len(head) > 1 and head[0] in _POSSESSIVES and head[1] in _RELATIVES:
+        return f"{subject}'s {head[1]}"  # "their sister has 3 kids"
+    if len(head) > 1 and head[0].endswith("'s") and head[1] in _RELATIVES:
+        return f"{stem(head[0])}'s {head[1]}"  # "Ann's sister has 3 kids"
+    if head and head[0] in _RELATIVES:
+        return f"{subject}'s {head[0]}"
+    if head and head_tokens[0][:1].isupper() and head[0] not in _PRONOUNS | _STOP:
+        return stem(head_tokens[0])  # another name opens the clause: "Bo has 3 kids"
+    return subject
 
 
 def changed_value(new: Frame, old: Frame) -> str | None:
@@ -225,16 +253,18 @@ def changed_value(new: Frame, old: Frame) -> str | None:
     if not new.subject or new.subject != old.subject:
         return None
     clash = bool(new.names - old.names) and bool(old.names - new.names)
-    counted_old = {c: v for v, c in old.quantities if c}
-    for value, thing in new.quantities:
-        if thing and thing in counted_old and counted_old[thing] != value:
-            if clash or new.dated or old.dated:
+    for q in new.quantities:
+        for o in old.quantities:
+            thing = q.counted & o.counted
+            if not thing or q.value == o.value:
+                continue
+            if clash or q.dated or o.dated:
                 return None
-            frame = (new.words & old.words) - {thing}
+            frame = (new.context & old.context) - thing
             if len(frame) >= 2 or new.words == old.words:
-                return f"the count of {thing} changed"
+                return f"the count of {min(thing)} changed"
             return None
-    same_counts = sorted(v for v, _ in new.quantities) == sorted(v for v, _ in old.quantities)
+    same_counts = sorted(q.value for q in new.quantities) == sorted(q.value for q in old.quantities)
     if clash and same_counts:
         return _named_value(new, old)
     if new.current and same_counts and not _ADDITIVE.search(new.text):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from spector_gpu.pathways.frames import changed_value, fact_subject, frames
+from spector_gpu.pathways.frames import changed_value, fact_subject, frames, stem
 
 
 def _changed(old: str, new: str) -> str | None:
@@ -28,16 +28,26 @@ def test_a_fact_is_split_into_clauses_with_their_counts() -> None:
         "and she feels confident",
         "her sister has two cats",
     ]
-    assert fs[1].quantities == ((4.0, "project"),)
+    (four,) = fs[1].quantities
+    assert four.value == 4 and "project" in four.counted and not four.dated
     assert fs[1].subject == "ann"
-    assert fs[3].subject == "ann's sister" and fs[3].quantities == ((2.0, "cat"),)
+    assert fs[3].subject == "ann's sister" and fs[3].quantities[0].value == 2
+    assert fs[3].quantities[0].counted == {"cat"}
     assert fact_subject("According to Bo, the flat is small.") == "bo"
+    assert fact_subject("On 8 May 2023 Cy got a ball.") == "cy"
+    assert fact_subject("the flat is small.") == ""
 
 
 def test_dates_and_present_values_are_marked() -> None:
     dated, current = frames("Ann ran 5 miles on 7 May 2023. Ann currently drinks green tea.")
-    assert dated.dated and not dated.current
+    assert dated.dated and not dated.current and dated.quantities[0].dated
     assert current.current and not current.dated
+    # a date dates only its own part of the clause
+    (got,) = frames("On 8 May 2023 Ann got a signed ball - that's 15 signed balls so far.")
+    assert [(q.value, q.dated) for q in got.quantities] == [(8, True), (2023, True), (15, False)]
+    # a number at the end counts what comes before it
+    (count,) = frames("Ann's species count is now 32.")
+    assert count.quantities[0].counted == {stem("species"), "count"}
 
 
 @pytest.mark.parametrize(
@@ -56,6 +66,17 @@ def test_dates_and_present_values_are_marked() -> None:
         (
             "Bo has tried the recipe at home three times.",
             "Bo has tried the recipe at home 7 times.",
+        ),
+        (
+            "Ann has spotted 27 different species in the local park.",
+            "Ann saw a heron in the local park, which brings their species count to 32.",
+        ),
+        (
+            (
+                "On 8 May 2023 Ann got a signed ball - that's 15 signed balls in their collection "
+                "since they started collecting."
+            ),
+            "Ann has added 20 signed balls to their collection since they started collecting.",
         ),
         # a named value in the same frame
         ("Ann has a pottery class on Thursdays.", "Ann has a pottery class on Fridays now."),
