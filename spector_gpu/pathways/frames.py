@@ -54,11 +54,13 @@ _DATED = re.compile(
     r"\d{1,2}(?:st|nd|rd|th)?\s+(?:" + _MONTHS.replace(" ", "|") + r")|"
     r"(?:" + _MONTHS.replace(" ", "|") + r")\s+\d{1,2}(?:st|nd|rd|th)?\b|"
     r"(?:in|since|of)\s+(?:19|20)\d\d|today|tonight|yesterday|tomorrow|"
-    r"this (?:morning|afternoon|evening)|last night)\b",
+    r"this (?:morning|afternoon|evening)|last night|"
+    r"\d{1,2}(?::\d\d)?\s*(?:am|pm|a\.m\.|p\.m\.|o'clock))\b",
     re.IGNORECASE,
 )
 _CURRENT = re.compile(
-    r"\b(?:now|currently|these days|nowadays|at the moment|switched to|changed to|"
+    r"(?<!from )(?<!right )(?<!for )(?<!by )(?<!until )(?<!just )\bnow\b(?! on\b)|"
+    r"\b(?:currently|these days|nowadays|at the moment|switched to|changed to|"
     r"no longer|not anymore|anymore|instead|any more)\b",
     re.IGNORECASE,
 )
@@ -74,6 +76,11 @@ _PAST = re.compile(
     r"(?<!\bhas )(?<!\bhave )(?<!\bhad )\b(?:went|took|saw|met|got|made|did|ate|bought|came|"
     r"gave|left|ran|spent|told|wore|wrote|won|lost|found|flew|drove|visited|[a-z]{3,}ed)\b",
     re.IGNORECASE,
+)
+# adjectives a number may stand before without being what it counts
+_PLAIN = _wordset(
+    "different new more other total whole full extra additional separate unique distinct big "
+    "small great good old young whole entire"
 )
 _CONNECTORS = _wordset(
     "and but which so while whereas though although also then plus since because"
@@ -93,18 +100,20 @@ _STOP = _wordset(
     "your i my me so very really just also now then than too have has had do does did will "
     "would can could should might may must about into over after before since up out some "
     "any all more most much many such which who whom what when where while how not no "
-    "currently actually pretty quite still already ever lately recently"
+    "currently actually pretty quite still already ever lately recently per"
 )
 
 
 @dataclass(frozen=True)
 class Quantity:
     """A number in a clause: its ``value``, the content words it ``counted`` (stemmed: the
-    two after it, else the two before it) and whether its part of the clause is ``dated``."""
+    first after it, else the two before it) and whether its part of the clause is ``dated``
+    (a date, a day or a time of day)."""
 
     value: float
     counted: frozenset[str]
     dated: bool
+    follows: bool = True  # what it counts comes after it ("4 projects"), not before
 
 
 @dataclass(frozen=True)
@@ -191,13 +200,16 @@ def _frame(clause: str, subject: str, context: frozenset[str]) -> Frame:
             if _content(token) and stem(token) not in (subject, who):
                 words.add(stem(token))
             continue
-        # what it counts: the content words after it ("27 different species"), else before
-        # it ("the species count is 32")
-        after = [stem(t) for t in tokens[k + 1 : k + 4] if _content(t)][:2]
+        # what it counts: the first content word after it that is not a plain adjective
+        # ("27 different species"), else the two content words before it ("the species
+        # count is 32")
+        after = [stem(t) for t in tokens[k + 1 : k + 4] if _content(t) and t.lower() not in _PLAIN][
+            :1
+        ]
         before = [stem(t) for t in tokens[max(0, k - 4) : k] if _content(t)][-2:]
         where = spans[k].start()
         dated = any(d for (i, j), d in zip(parts, dated_parts, strict=True) if i <= where < j)
-        quantities.append(Quantity(value, frozenset(after or before), dated))
+        quantities.append(Quantity(value, frozenset(after or before), dated, bool(after)))
     names = frozenset(
         stem(t) for k, t in enumerate(tokens) if k > lead and t[:1].isupper() and stem(t) != subject
     )
@@ -256,7 +268,9 @@ def changed_value(new: Frame, old: Frame) -> str | None:
     for q in new.quantities:
         for o in old.quantities:
             thing = q.counted & o.counted
-            if not thing or q.value == o.value:
+            # two numbers that only follow the same words ("it cost them $12" / "$20") are
+            # two prices or times, not one count
+            if not thing or q.value == o.value or not (q.follows or o.follows):
                 continue
             if clash or q.dated or o.dated:
                 return None
@@ -269,7 +283,7 @@ def changed_value(new: Frame, old: Frame) -> str | None:
         return _named_value(new, old)
     if new.current and same_counts and not _ADDITIVE.search(new.text):
         gone, came = old.words - new.words, new.words - old.words
-        if len(old.words & new.words) >= 2 and gone and came and len(gone | came) <= 6:
+        if len(old.words & new.words) >= 3 and 0 < len(gone) <= 3 and 0 < len(came) <= 3:
             return "a value that holds now"
     return None
 

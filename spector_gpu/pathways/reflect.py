@@ -268,8 +268,10 @@ class ReflectPathway:
 
     def _reconciled(self, plan: list[dict[str, Any]]) -> list[str | None]:
         """For each planned fact, the known fact it supersedes (:mod:`.reconcile`: UPDATE and
-        SUPERSEDE, and NOOP too — the older copy leaves recall, both stay in history), or None.
-        Known facts are the engine's own recall of each fact among live SEMANTIC memories."""
+        SUPERSEDE, and a NOOP that restates the known fact whole — the older copy leaves
+        recall, both stay in history), or None. Known facts are the engine's own recall among
+        live SEMANTIC memories, queried by each fact and by its clauses that state a value
+        (:func:`.reconcile.known_fact_queries`)."""
         from ..types import RecallOptions
         from .chat_endpoint import ChatEndpoint
         from .recall import RecallPathway

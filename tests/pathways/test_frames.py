@@ -102,6 +102,27 @@ def test_a_changed_value_is_found(old: str, new: str) -> None:
         ("Ann drinks coffee every morning.", "Ann now also drinks tea every morning."),
         ("Ann has 3 cats.", "Ann has 3 cats and a dog now."),  # more, not another value
         ("Ann has 3 cats.", "Ann's shop sells 40 cat toys."),  # another frame
+        # what a number counts is the word after it, not a word near it
+        (
+            "Ann has been going to the gym 3 times a week to track progress.",
+            "Ann has been taking gym progress photos every two weeks to track progress.",
+        ),
+        (
+            "Ann burns 2500 calories per week at the gym.",
+            "Ann writes 1,000 words per week at the gym.",
+        ),
+        # two prices that only follow the same words are two events
+        ("Ann took a taxi, and it cost them $12.", "Ann fixed a tire, and it cost them $20."),
+        # a time of day is not a count
+        (
+            "Ann goes to bed around 10:30 PM on weekdays.",
+            "Ann goes to yoga around 12:30 PM on weekdays.",
+        ),
+        # "from now on" is not a value that holds now
+        (
+            "Ann will definitely try some stress management techniques.",
+            "Ann will definitely try making their own croutons from now on.",
+        ),
     ],
 )
 def test_compatible_facts_are_not_a_change(old: str, new: str) -> None:
