@@ -77,6 +77,13 @@ _PAST = re.compile(
     r"gave|left|ran|spent|told|wore|wrote|won|lost|found|flew|drove|visited|[a-z]{3,}ed)\b",
     re.IGNORECASE,
 )
+# "a photo of two children": a picture's content, not the subject's
+_DEPICTION = re.compile(
+    r"\b(?:photo|photograph|photography|picture|pic|image|video|screenshot|drawing|painting)s?"
+    r" (?:of|showing|with)\b",
+    re.IGNORECASE,
+)
+_AGO = re.compile(r"\s+(?:\w+\s+)?(?:seconds?|minutes?|hours?|days?|weeks?|months?|years?)\s+ago\b")
 # adjectives a number may stand before without being what it counts
 _PLAIN = _wordset(
     "different new more other total whole full extra additional separate unique distinct big "
@@ -194,8 +201,11 @@ def _frame(clause: str, subject: str, context: frozenset[str]) -> Frame:
     dated_parts = [bool(_DATED.search(body[i:j])) for i, j in parts]
     quantities = []
     words = set()
+    depicted = bool(_DEPICTION.search(body))
     for k, token in enumerate(tokens):
         value = _number(token)
+        if value is not None and (depicted or _AGO.match(body, spans[k].end())):
+            continue  # what a picture shows, or a time ago, is not a count the subject has
         if value is None:
             if _content(token) and stem(token) not in (subject, who):
                 words.add(stem(token))

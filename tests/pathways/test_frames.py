@@ -118,6 +118,15 @@ def test_a_changed_value_is_found(old: str, new: str) -> None:
             "Ann goes to bed around 10:30 PM on weekdays.",
             "Ann goes to yoga around 12:30 PM on weekdays.",
         ),
+        # what a photo shows, and a time ago, are not counts
+        (
+            "Ann shared a photo of two children playing on the beach.",
+            "Ann shared a photo of three children playing on the beach.",
+        ),
+        (
+            "Ann started painting classes three years ago with friends.",
+            "Ann started pottery classes ten years ago with friends.",
+        ),
         # "from now on" is not a value that holds now
         (
             "Ann will definitely try some stress management techniques.",
