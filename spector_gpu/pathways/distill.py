@@ -51,6 +51,7 @@ _EVALUATION = re.compile(
     re.IGNORECASE,
 )
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|we|our|us)\b")
+_PERSONAL = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|[Mm]y|[Mm]e|[Ww]e|[Oo]ur|[Uu]s)\b")
 _SUBJECT_BONUS = 4  # a statement whose subject is its speaker (see _score)
 
 
@@ -291,7 +292,7 @@ class ExtractiveDistiller:
 
 def _personal(c: _Candidate) -> bool:
     """True when the candidate's quote speaks in the first person (about its speaker)."""
-    return bool(c.draft.quote and _FIRST_PERSON.search(c.draft.quote))
+    return bool(c.draft.quote and _PERSONAL.search(c.draft.quote))
 
 
 def _listeners(turns: Sequence[TurnView]) -> list[str]:

@@ -252,15 +252,9 @@ def decide(
             and timestamp_ms >= k.timestamp_ms
         ):
             return Decision(Action.SUPERSEDE, text, k.id, "the same statement with a new number")
-    clauses = frames(text)
-    for k in known:
-        change = next(
-            (w for f in frames(k.text) for n in clauses if (w := changed_value(n, f))), None
-        )
-        if change is not None:
-            if timestamp_ms >= k.timestamp_ms:
-                return Decision(Action.SUPERSEDE, text, k.id, change)
-            return Decision(Action.ADD, text, None, "older than the known value")
+    changed = _changed_clause(text, timestamp_ms, known)
+    if changed is not None:
+        return changed
     sequence = _sequence(text)
     for k in known:
         old_words = _words(k.text)
@@ -277,6 +271,21 @@ def decide(
         if related:
             return judge(text, timestamp_ms, related)
     return Decision(Action.ADD, text, None, "new")
+
+
+def _changed_clause(text: str, timestamp_ms: int, known: Sequence[KnownFact]) -> Decision | None:
+    """SUPERSEDE of the first known fact a clause of ``text`` gives another value (ADD when
+    ``text`` is older than it), or None (:func:`~.frames.changed_value`)."""
+    clauses = frames(text)
+    for k in known:
+        change = next(
+            (w for f in frames(k.text) for n in clauses if (w := changed_value(n, f))), None
+        )
+        if change is not None:
+            if timestamp_ms >= k.timestamp_ms:
+                return Decision(Action.SUPERSEDE, text, k.id, change)
+            return Decision(Action.ADD, text, None, "older than the known value")
+    return None
 
 
 def covers(text: str, known: str) -> bool:

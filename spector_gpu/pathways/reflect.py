@@ -94,13 +94,6 @@ def _planned(fact_id: str, d: FactDraft, turns: dict[str, TurnView]) -> dict[str
     }
 
 
-def _covers(text: str, known: Any) -> bool:
-    """True when ``text`` states everything the known fact does (a NOOP that is a true copy)."""
-    from .reconcile import covers
-
-    return covers(text, known.text)
-
-
 class ReflectPathway:
     def __init__(self, cortex: Cortex, remember: RememberPathway) -> None:
         self.cortex = cortex
@@ -275,7 +268,7 @@ class ReflectPathway:
         from ..types import RecallOptions
         from .chat_endpoint import ChatEndpoint
         from .recall import RecallPathway
-        from .reconcile import ChatJudge, KnownFact, decide, known_fact_queries
+        from .reconcile import ChatJudge, KnownFact, covers, decide, known_fact_queries
 
         c = self.cortex
         if not (c.cols.index["type"][: c.n] == MemoryType.SEMANTIC).any():
@@ -301,7 +294,7 @@ class ReflectPathway:
             row += len(qs)
             d = decide(f["text"], int(f["timestamp_ms"]), list(known.values()), judge=judge)
             target = d.target if d.action != "ADD" else None
-            if d.action == "NOOP" and target is not None and not _covers(f["text"], known[target]):
+            if d.action == "NOOP" and target and not covers(f["text"], known[target].text):
                 target = None  # a shorter restatement never retires the fuller fact from recall
             if target is not None:
                 log.debug("fact %s %s %s: %s", f["id"], d.action, target, d.reason)
