@@ -8,12 +8,16 @@ and ", and" / ", but" / ", which" / ", so" joins. Each :class:`Frame` holds:
 - ``subject`` — whom the clause is about: the fact's subject (its first name) unless the clause
   opens with another name ("Bo has 3 kids") or with a relative of the subject ("their sister
   has 3 kids" → ``"<subject>'s sister"``);
-- ``words`` — its content words, stemmed, without numbers;
-- ``quantities`` — each number with the word it counts ("4 projects" → ``(4, "project")``,
-  "the 5th project" → ``(5, "project")``, "two bikes" → ``(2, "bike")``);
+- ``words`` — its content words, stemmed, without numbers; ``context`` its sentence's;
+- ``quantities`` — each number (:class:`Quantity`) with what it counts: the first content
+  word after it that is not a plain adjective ("4 projects" → project, "the 5th project" →
+  project, "27 different species" → species), else the two before it ("the species count is
+  32"); a number in a photo's description or a time ago ("3 years ago") is not a count;
 - ``names`` — its capitalised words other than its subject (names, places, days);
-- ``dated`` — whether it names a date or a day ("on 7 May 2023", "last Tuesday", "in 2022"):
-  a dated clause is an event, and two events with different numbers are two events;
+- ``dated`` — whether it names a date, a day or a time of day ("on 7 May 2023", "last
+  Tuesday", "in 2022", "10:30 PM"): a dated count is an event's, and two events with
+  different numbers are two events (a date dates the numbers of its own part of the clause,
+  up to a dash);
 - ``current`` — whether it says its value holds now ("now", "currently", "these days",
   "switched to", "no longer", "anymore", "instead").
 
