@@ -298,7 +298,6 @@ class ReflectPathway:
                 target = None  # a shorter restatement never retires the fuller fact from recall
             if target is not None:
                 log.debug("fact %s %s %s: %s", f["id"], d.action, target, d.reason)
-            if target is not None:
                 taken.add(target)  # one successor per known fact
             out.append(target)
         return out
