@@ -31,7 +31,6 @@ and :meth:`DenseIndex.score` keep results on the device; :meth:`DenseIndex.searc
 from __future__ import annotations
 
 import threading
-import warnings
 from typing import Literal
 
 import numpy as np
@@ -102,14 +101,7 @@ class DenseIndex:
             raise ValidationError(f"dim must be a positive int, got {dim!r}")
         if backend not in ("torch", "faiss"):
             raise ValidationError(f'backend must be "torch" or "faiss", got {backend!r}')
-        check_cpu_options(tile_rows, cpu_kernel)
-        if scan_threads is not None:
-            warnings.warn(
-                "DenseIndex(scan_threads=...) is deprecated and ignored: the native scan runs "
-                "on the calling thread (its helper thread was removed); leave the argument out",
-                DeprecationWarning,
-                stacklevel=2,
-            )
+        check_cpu_options(tile_rows, cpu_kernel, scan_threads)
         self._native, self.first_pass = cpu_kernel != "torch" and native is not None, first_pass
         self._dim = dim
         self._backend: Literal["torch", "faiss"] = backend

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
+import warnings
 from collections.abc import Iterator
 
 import numpy as np
@@ -60,8 +61,11 @@ _forced: list[str] = []  # forced_gemm's stack (tests and benchmarks)
 Tile = tuple[torch.Tensor, torch.Tensor, "torch.Tensor | int", int, "torch.Tensor | None"]
 
 
-def check_cpu_options(tile_rows: int | None, cpu_kernel: str) -> None:
-    """Raise ``ValidationError`` for a bad CPU setting of :class:`~.dense.DenseIndex`."""
+def check_cpu_options(tile_rows: int | None, cpu_kernel: str, scan_threads: object = None) -> None:
+    """Refuse a bad CPU setting of :class:`~.dense.DenseIndex`; warn of ``scan_threads``."""
+    if scan_threads is not None:
+        msg = "DenseIndex(scan_threads=...) is deprecated and ignored (the scan's helper thread"
+        warnings.warn(f"{msg} was removed): leave it out", DeprecationWarning, stacklevel=3)
     if tile_rows is not None and (
         isinstance(tile_rows, bool) or not isinstance(tile_rows, int) or tile_rows < 1
     ):

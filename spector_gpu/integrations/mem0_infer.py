@@ -7,7 +7,8 @@ When the store's config names a chat model (``[llm] base_url`` and ``model``, or
 1. asks the model for the messages' facts (:class:`~spector_gpu.pathways.chat_distiller.
    ChatDistiller`, one request);
 2. for each fact, recalls the known facts of the same scope (the engine's own recall, SEMANTIC
-   memories of exactly this ``user_id`` / ``agent_id`` / ``run_id``) and decides ADD, UPDATE,
+   memories of exactly this ``user_id`` / ``agent_id`` / ``run_id``, queried by the fact and
+   by each of its clauses that states a value, as consolidation does) and decides ADD, UPDATE,
    SUPERSEDE or NOOP (:func:`~spector_gpu.pathways.reconcile.decide`: rules for the clear
    cases, the model for the rest);
 3. only then writes: ADD facts in one commit, an UPDATE as ``update`` of the known fact (mem0's
@@ -32,7 +33,14 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import ChatDistiller, ChatEndpoint, TurnView
-from ..pathways.reconcile import Action, ChatJudge, Decision, KnownFact, decide
+from ..pathways.reconcile import (
+    Action,
+    ChatJudge,
+    Decision,
+    KnownFact,
+    decide,
+    known_fact_queries,
+)
 from ..types import MemoryType, RecallOptions
 
 if TYPE_CHECKING:
@@ -87,11 +95,18 @@ def infer_add(
     )
     if not drafts:
         return {"results": []}
-    found = memory.recall_batch([d.text for d in drafts], opts)
+    # the fact and its value clauses are the queries, as in consolidation's reconciliation
+    queries = [known_fact_queries(d.text) for d in drafts]
+    found = memory.recall_batch([q for qs in queries for q in qs], opts)
     decisions: list[Decision] = []
-    for q, d in enumerate(drafts):
-        known = [KnownFact(h.id, h.text, h.timestamp_ms) for h in found.results(q)]
-        decisions.append(decide(d.text, now, known, judge=judge))
+    row = 0
+    for d, qs in zip(drafts, queries, strict=True):
+        known: dict[str, KnownFact] = {}
+        for q in range(row, row + len(qs)):
+            for h in found.results(q):
+                known.setdefault(h.id, KnownFact(h.id, h.text, h.timestamp_ms))
+        row += len(qs)
+        decisions.append(decide(d.text, now, list(known.values()), judge=judge))
     return {"results": _apply(memory, decisions, scopes, fields)}
 
 

@@ -26,6 +26,7 @@ from .speech import (
     EVALUATION,
     FIRST_PERSON,
     IMAGE,
+    PERSONAL,
     REACTION,
     SECOND_PERSON,
     SENTENCE,
@@ -341,7 +342,9 @@ class ExtractiveDistiller:
             sorted(merged, key=lambda c: c.order), {t.id: t.speaker for t in turns}
         )
         budget = min(self.max_facts, max(1, round(self.max_facts_per_turn * len(turns))))
-        best = sorted(merged, key=lambda c: (-c.score, c.order))[:budget]
+        # the speakers' own (first-person) statements before recited knowledge, then salience
+        mine = {id(c): bool(PERSONAL.search(c.draft.quote or "")) for c in merged}
+        best = sorted(merged, key=lambda c: (not mine[id(c)], -c.score, c.order))[:budget]
         return [c.draft for c in sorted(best, key=lambda c: c.order)]
 
     def _topic(self, sentence: str) -> bool:

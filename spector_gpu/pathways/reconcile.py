@@ -2,10 +2,11 @@
 or NOOP (the mem0 vocabulary).
 
 :func:`decide` takes the new fact, its time and the known facts the engine retrieved for it
-(live, not superseded), and applies rules for the clear cases, in this order:
+(live, not superseded; :func:`known_fact_queries` are the queries that find them), and applies
+rules for the clear cases, in this order:
 
-- **NOOP** — a known fact already says it: every content word, name and number of the new fact
-  is in one known fact;
+- **NOOP** — a known fact of the same subject already says it: every content word, name and
+  number of the new fact is in it;
 - **SUPERSEDE** — same subject, same single-valued attribute, another value (its first word
   differs: "Lisbon with Rui" is still Lisbon), and the new fact
   is not older: "Ann lives in Porto" after "Ann lives in Lisbon" (:func:`claim` reads
@@ -13,8 +14,14 @@ or NOOP (the mem0 vocabulary).
   job, partner, car, name and age, and ``<subject>'s <attribute> is <value>``);
 - **SUPERSEDE** too — the same statement with only its numbers changed, not older ("Ann leads
   5 engineers" after "Ann leads 4 engineers");
+- **SUPERSEDE** too — a clause of the new fact states a clause of the known one with another
+  value (:func:`~.frames.changed_value`: a changed count, a changed name, a value said to hold
+  "now"), not older, however many other statements either fact holds ("They just finished
+  their 5th project since starting painting classes" after "… completed 4 projects since
+  starting painting classes, and feel confident");
 - **UPDATE** — the same fact with more detail: the known fact's words (at least three) are all
-  in the new one;
+  in the new one, in one unbroken run ("lives in Lisbon" → "lives in Lisbon with Rui"; "likes
+  tea" → "likes green tea in the morning" narrows a word, so it is another fact: ADD);
 - **ADD** — anything else.
 
 When a ``judge`` is given (:class:`ChatJudge`, a language model) the cases the rules leave at
@@ -34,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .chat_endpoint import ChatEndpoint, SchemaViolationError
+from .frames import changed_value, fact_subject, frames
 
 __all__ = [
     "RECONCILE_PROMPT",
@@ -43,7 +51,9 @@ __all__ = [
     "Decision",
     "KnownFact",
     "claim",
+    "covers",
     "decide",
+    "known_fact_queries",
 ]
 
 
@@ -201,17 +211,7 @@ def _head(value: str) -> str:
 
 
 def _words(text: str) -> frozenset[str]:
-    out = set()
-    for w in _WORD.findall(_ACCORDING.sub("", text)):
-        low = w.lower()
-        if low in _STOP:
-            continue
-        for suffix in ("'s", "ing", "ed", "es", "s"):
-            if len(low) > len(suffix) + 2 and low.endswith(suffix):
-                low = low[: -len(suffix)]
-                break
-        out.add(low)
-    return frozenset(out)
+    return frozenset(_sequence(text))
 
 
 def decide(
@@ -225,8 +225,9 @@ def decide(
     (most relevant first); see the module docstring for the rules."""
     new_words = _words(text)
     new_claim = claim(text)
+    subject = fact_subject(text)
     for k in known:
-        if new_words and new_words <= _words(k.text):
+        if new_words and new_words <= _words(k.text) and fact_subject(k.text) == subject:
             return Decision(Action.NOOP, text, k.id, "a known fact already states it")
     if new_claim is not None:
         for k in known:
@@ -251,9 +252,17 @@ def decide(
             and timestamp_ms >= k.timestamp_ms
         ):
             return Decision(Action.SUPERSEDE, text, k.id, "the same statement with a new number")
+    changed = _changed_clause(text, timestamp_ms, known)
+    if changed is not None:
+        return changed
+    sequence = _sequence(text)
     for k in known:
         old_words = _words(k.text)
-        if len(old_words) >= 3 and old_words < new_words:
+        if (
+            len(old_words) >= 3
+            and old_words < new_words
+            and _contiguous(_sequence(k.text), sequence)
+        ):
             return Decision(Action.UPDATE, text, k.id, "the same fact with more detail")
     if judge is not None:
         subject = new_claim.subject if new_claim else _subject(text)
@@ -262,6 +271,55 @@ def decide(
         if related:
             return judge(text, timestamp_ms, related)
     return Decision(Action.ADD, text, None, "new")
+
+
+def _changed_clause(text: str, timestamp_ms: int, known: Sequence[KnownFact]) -> Decision | None:
+    """SUPERSEDE of the first known fact a clause of ``text`` gives another value (ADD when
+    ``text`` is older than it), or None (:func:`~.frames.changed_value`)."""
+    clauses = frames(text)
+    for k in known:
+        change = next(
+            (w for f in frames(k.text) for n in clauses if (w := changed_value(n, f))), None
+        )
+        if change is not None:
+            if timestamp_ms >= k.timestamp_ms:
+                return Decision(Action.SUPERSEDE, text, k.id, change)
+            return Decision(Action.ADD, text, None, "older than the known value")
+    return None
+
+
+def covers(text: str, known: str) -> bool:
+    """True when ``text`` holds every content word of ``known`` (it restates it whole)."""
+    return _words(known) <= _words(text)
+
+
+def known_fact_queries(text: str, *, limit: int = 4) -> list[str]:
+    """The queries that find the known facts a new fact may change: the fact itself, then
+    its clauses that state a value (a count, or one said to hold "now"), at most ``limit``."""
+    clauses = [f.text for f in frames(text) if f.quantities or f.current]
+    return [text, *[c for c in clauses if c != text][: max(0, limit - 1)]]
+
+
+def _sequence(text: str) -> list[str]:
+    return [w for w in (_stem(x) for x in _WORD.findall(_ACCORDING.sub("", text))) if w]
+
+
+def _stem(word: str) -> str:
+    low = word.lower()
+    if low in _STOP:
+        return ""
+    for suffix in ("'s", "ing", "ed", "es", "s"):
+        if len(low) > len(suffix) + 2 and low.endswith(suffix):
+            return low[: -len(suffix)]
+    return low
+
+
+def _contiguous(part: list[str], whole: list[str]) -> bool:
+    """True when ``part`` runs unbroken inside ``whole``: the new fact continues the known
+    one ("lives in Lisbon" → "lives in Lisbon with Rui") rather than narrowing a word of it
+    ("likes tea" → "likes green tea in the morning" is another, compatible fact)."""
+    n = len(part)
+    return any(whole[i : i + n] == part for i in range(len(whole) - n + 1))
 
 
 def _subject(text: str) -> str:

@@ -20,6 +20,7 @@ rerun consolidation yields exactly the facts of an uninterrupted one: none lost,
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -50,6 +51,8 @@ from .plan import PLAN_EVENT, Plan, find_plans, plan_payloads
 from .remember import RememberPathway
 
 __all__ = ["BackfillReport", "MemoryProvenance", "ReflectPathway", "ReflectReport"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -258,12 +261,14 @@ class ReflectPathway:
 
     def _reconciled(self, plan: list[dict[str, Any]]) -> list[str | None]:
         """For each planned fact, the known fact it supersedes (:mod:`.reconcile`: UPDATE and
-        SUPERSEDE, and NOOP too — the older copy leaves recall, both stay in history), or None.
-        Known facts are the engine's own recall of each fact among live SEMANTIC memories."""
+        SUPERSEDE, and a NOOP that restates the known fact whole — the older copy leaves
+        recall, both stay in history), or None. Known facts are the engine's own recall among
+        live SEMANTIC memories, queried by each fact and by its clauses that state a value
+        (:func:`.reconcile.known_fact_queries`)."""
         from ..types import RecallOptions
         from .chat_endpoint import ChatEndpoint
         from .recall import RecallPathway
-        from .reconcile import ChatJudge, KnownFact, decide
+        from .reconcile import ChatJudge, KnownFact, covers, decide, known_fact_queries
 
         c = self.cortex
         if not (c.cols.index["type"][: c.n] == MemoryType.SEMANTIC).any():
@@ -271,20 +276,28 @@ class ReflectPathway:
         if self._recall is None:
             self._recall = RecallPathway(c, None)
         opts = RecallOptions(k=5, memory_types=frozenset({MemoryType.SEMANTIC}), mode="observe")
-        found = self._recall.recall_batch([f["text"] for f in plan], opts)
+        # each fact, and each of its clauses that states a value, is a query: a stale value
+        # inside a long fact of several statements is found by the clause that changes it
+        queries = [known_fact_queries(f["text"]) for f in plan]
+        found = self._recall.recall_batch([q for qs in queries for q in qs], opts)
         endpoint = ChatEndpoint.from_config(c.config.llm)
         judge = ChatJudge(endpoint) if endpoint is not None else None
         out: list[str | None] = []
         taken: set[str] = set()
-        for q, f in enumerate(plan):
-            known = [
-                KnownFact(h.id, h.text, h.timestamp_ms)
-                for h in found.results(q)
-                if h.id not in taken
-            ]
-            d = decide(f["text"], int(f["timestamp_ms"]), known, judge=judge)
+        row = 0
+        for f, qs in zip(plan, queries, strict=True):
+            known: dict[str, KnownFact] = {}
+            for q in range(row, row + len(qs)):
+                for h in found.results(q):
+                    if h.id not in taken and h.id not in known:
+                        known[h.id] = KnownFact(h.id, h.text, h.timestamp_ms)
+            row += len(qs)
+            d = decide(f["text"], int(f["timestamp_ms"]), list(known.values()), judge=judge)
             target = d.target if d.action != "ADD" else None
+            if d.action == "NOOP" and target and not covers(f["text"], known[target].text):
+                target = None  # a shorter restatement never retires the fuller fact from recall
             if target is not None:
+                log.debug("fact %s %s %s: %s", f["id"], d.action, target, d.reason)
                 taken.add(target)  # one successor per known fact
             out.append(target)
         return out

@@ -10,6 +10,7 @@ __all__ = [
     "EVALUATION",
     "FIRST_PERSON",
     "IMAGE",
+    "PERSONAL",
     "REACTION",
     "SECOND_PERSON",
     "SENTENCE",
@@ -55,6 +56,8 @@ YES_NO = re.compile(
 WH = re.compile(r"^(?:what|which|who|whom|whose|when|where|why|how)\b", re.IGNORECASE)
 # the speaker or their group, anywhere in a sentence
 FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|we|our|us)\b")
+# the same, also at a sentence start ("My", "We", "Our"): a statement its speaker makes
+PERSONAL = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|[Mm]y|[Mm]e|[Ww]e|[Oo]ur|[Uu]s)\b")
 
 
 def stem(word: str) -> str:

@@ -85,6 +85,23 @@ def test_facts_are_extracted_then_reconciled(m: Memory, stub: ChatStub) -> None:
     )
 
 
+def test_a_value_inside_a_longer_fact_is_reconciled_by_the_rules(m: Memory, stub: ChatStub) -> None:
+    stub.replies = [
+        _facts(
+            "Ann is painting a sunset for her sister. Ann has completed 4 projects since "
+            "starting painting classes, and feels confident."
+        )
+    ]
+    (old,) = m.add("I'm painting a sunset; that's 4 projects so far", user_id="ann")["results"]
+    stub.replies = [_facts("Ann just finished her 5th project since starting painting classes.")]
+    n = len(stub.requests)
+    (new,) = m.add("I just finished my 5th project!", user_id="ann")["results"]
+    assert len(stub.requests) == n + 1  # the extraction only: the rules settled it
+    assert new["event"] == "UPDATE" and new["previous_id"] == old["id"]
+    hits = m.search("how many painting projects", filters={"user_id": "ann"})["results"]
+    assert [h["id"] for h in hits] == [new["id"]]
+
+
 def test_known_facts_come_from_the_same_scope_only(m: Memory, stub: ChatStub) -> None:
     stub.replies = [_facts("Ann lives in Lisbon.")]
     m.add("I live in Lisbon", user_id="ann")

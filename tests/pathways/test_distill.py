@@ -158,12 +158,31 @@ def test_a_pass_keeps_at_most_its_share_of_turns_the_most_salient_first() -> Non
     turns = _turns(
         [("Ann", f"I visited Museum{i} in Porto with {i} friends from Braga.") for i in range(3)]
         + [("Bo", "I like tea a lot these days.")]
-        + [("Cy", f"Rui bought {i} red bikes for the Lisbon race.") for i in range(6)]
+        + [("Cy", f"I bought {i} red bikes for the Lisbon race with Rui.") for i in range(6)]
     )
     facts = ExtractiveDistiller(max_facts_per_turn=0.3)(1, turns, [])
     assert len(facts) == 3  # round(0.3 x 10)
     assert [f.parents[0] for f in facts] == sorted(f.parents[0] for f in facts)  # in order
     assert all("tea" not in f.text for f in facts)  # the least salient goes first
+
+
+def test_a_speakers_own_statement_is_kept_ahead_of_recited_knowledge() -> None:
+    recited = [
+        (
+            "Assistant",
+            (
+                f"**Option {i}**: Ticket to Ride, Carcassonne and Azul are Popular Games in Europe "
+                f"with {i} Expansions. **Scythe**: A Game set in Eastern Europe."
+            ),
+        )
+        for i in range(5)
+    ]
+    turns = _turns([*recited, ("User", "By the way, I just got my 5th win at the club.")])
+    facts = ExtractiveDistiller(max_facts_per_turn=0.2)(1, turns, [])
+    assert len(facts) == 1  # round(0.2 x 6): the budget holds one fact
+    assert facts[0].parents == ("t5",) and "5th win" in facts[0].text
+    # without a first-person statement, the most salient recited one is kept as before
+    assert ExtractiveDistiller(max_facts_per_turn=0.2)(1, _turns(recited[:5]), [])[0].parents
 
 
 def test_repeats_of_one_speaker_become_one_fact_with_several_parents() -> None:

@@ -144,3 +144,119 @@ def test_reconciliation_can_be_turned_off(tmp_path: Path) -> None:
         fact = m.get(new)
         assert fact is not None and fact.supersedes is None
         assert m.count(MemoryType.SEMANTIC) == 2
+
+
+@pytest.mark.parametrize(
+    ("known", "text", "action"),
+    [
+        # a count inside a fact of several statements
+        (
+            (
+                "Ann is painting a sunset for her sister. Ann has completed 4 projects since "
+                "starting painting classes, and they are feeling confident."
+            ),
+            (
+                "Ann is looking for ideas. By the way, they just finished their 5th project since "
+                "starting painting classes."
+            ),
+            Action.SUPERSEDE,
+        ),
+        (
+            "Ann has a pottery class on Thursdays.",
+            "Ann has a pottery class on Fridays now.",
+            Action.SUPERSEDE,
+        ),
+        ("Ann likes tea.", "Ann likes green tea in the morning.", Action.ADD),  # narrower
+        (
+            "Ann leads 4 engineers on project Atlas.",
+            "Ann leads 6 engineers on project Beacon.",
+            Action.ADD,
+        ),
+        ("Bo has 2 kids.", "Ann has 3 kids.", Action.ADD),  # two people's values
+        ("Bo is glad Ann could help with the move.", "Ann is glad.", Action.ADD),  # not Ann's fact
+    ],
+)
+def test_values_inside_statements_and_compatible_facts(
+    known: str, text: str, action: Action
+) -> None:
+    d = decide(text, AUG, [KnownFact("k", known, MAY)])
+    assert d.action == action
+    assert d.target == ("k" if action != Action.ADD else None)
+    if action == Action.SUPERSEDE:
+        assert decide(text, MAY - 1, [KnownFact("k", known, MAY)]).action == Action.ADD
+
+
+def _facts(mem: SpectorMemory, session: int, at: int, *turns: tuple[str, str]) -> list[str]:
+    for k, (speaker, text) in enumerate(turns):
+        mem.remember(text, speaker=speaker, session_id=session, timestamp_ms=at + k * 1000)
+    return mem.consolidate().fact_ids
+
+
+def test_a_new_count_in_a_long_turn_supersedes_the_stale_one(mem: SpectorMemory) -> None:
+    (old,) = _facts(
+        mem,
+        1,
+        MAY,
+        (
+            "Ann",
+            (
+                "I'm working on a sunset painting for my sister. I've completed 4 projects since "
+                "starting painting classes, and I'm feeling pretty confident about my skills."
+            ),
+        ),
+    )
+    (new,) = _facts(
+        mem,
+        2,
+        AUG,
+        (
+            "Ann",
+            (
+                "I'm looking for ideas for my next painting. By the way, I just finished my 5th "
+                "project since starting painting classes, and I'm feeling accomplished!"
+            ),
+        ),
+    )
+    fresh, stale = mem.get(new), mem.get(old)
+    assert fresh is not None and stale is not None
+    assert fresh.supersedes == old and stale.superseded_by == (new,)
+    semantic = RecallOptions(memory_types=[MemoryType.SEMANTIC], mode="observe")
+    assert [h.id for h in mem.recall("how many painting projects has Ann finished", semantic)] == [
+        new
+    ]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (("Ann", "I really like tea a lot."), ("Ann", "I like green tea in the morning a lot.")),
+        (
+            ("Ann", "I lead 4 engineers on project Atlas at work."),
+            ("Ann", "I lead 6 engineers on project Beacon at work."),
+        ),
+        (
+            ("Ann", "I have 2 kids at the village school."),
+            ("Bo", "I have 3 kids at the village school."),
+        ),
+        (
+            ("Ann", "My sister Eva ran 5 miles with me on 3 May 2023."),
+            ("Ann", "My sister Eva ran 10 miles with me on 6 August 2023."),
+        ),
+    ],
+)
+def test_compatible_facts_are_not_superseded(
+    mem: SpectorMemory, first: tuple[str, str], second: tuple[str, str]
+) -> None:
+    (old,) = _facts(mem, 1, MAY, first)
+    (new,) = _facts(mem, 2, AUG, second)
+    fresh, stale = mem.get(new), mem.get(old)
+    assert fresh is not None and stale is not None
+    assert fresh.supersedes is None and not stale.superseded_by
+
+
+def test_a_shorter_restatement_never_retires_the_fuller_fact(mem: SpectorMemory) -> None:
+    (old,) = _facts(mem, 1, MAY, ("Ann", "I adopted a cat named Pixel from the Lisbon shelter."))
+    (new,) = _facts(mem, 2, AUG, ("Ann", "I adopted a cat named Pixel!"))
+    fresh, stale = mem.get(new), mem.get(old)
+    assert fresh is not None and stale is not None
+    assert fresh.supersedes is None and not stale.superseded_by
