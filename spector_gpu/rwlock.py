@@ -3,9 +3,11 @@
 Pure reads hold it shared (any number at once); anything that writes holds it exclusive.
 Rules, all enforced here:
 
-* **Writer preference.** A thread waiting for the exclusive hold blocks new shared holders,
-  so a stream of reads never starves a write. A thread that already holds the lock shared may
-  take it shared again (it would otherwise wait for a writer that waits for it).
+* **Writer preference, phase-fair.** A thread waiting for the exclusive hold blocks new
+  shared holders, so a stream of reads never starves a write; and the readers that were
+  waiting when a write ends go in before the next writer, so a stream of writes never starves
+  a read. A thread that already holds the lock shared may take it shared again (it would
+  otherwise wait for a writer that waits for it).
 * **Reentrant.** The exclusive holder may take the lock again, exclusive or shared (a write
   that reads, or emits an event whose handler reads, keeps its exclusive hold throughout).
 * **No upgrade.** A thread holding the lock only shared that asks for the exclusive hold gets
@@ -60,6 +62,9 @@ class RWLock:
         self._writer: int | None = None  # thread id of the exclusive holder
         self._write_depth = 0  # exclusive and shared holds the writer has taken
         self._waiting_writers = 0
+        self._waiting_readers = 0
+        self._writes_done = 0  # exclusive holds released so far (a reader's "phase")
+        self._reader_pass = 0  # readers that waited through the last write, not yet in
         self._shared = _Hold(self.acquire_read, self.release_read)
         self._exclusive = _Hold(self.acquire_write, self.release_write)
 
@@ -102,10 +107,25 @@ class RWLock:
                 self._write_depth += 1
                 return
             depth = self._readers.get(me, 0)
-            if not depth:  # a thread already reading never waits (no self-deadlock)
-                while self._writer is not None or self._waiting_writers:
-                    self._cond.wait()
+            # a thread already reading never waits (no self-deadlock)
+            if not depth and (self._writer is not None or self._waiting_writers):
+                self._wait_to_read()
             self._readers[me] = depth + 1
+
+    def _wait_to_read(self) -> None:
+        """Wait while a writer holds the lock, or waits for it and no write has ended since
+        this reader came (then the reader goes before the next writer)."""
+        phase = self._writes_done
+        self._waiting_readers += 1
+        try:
+            while self._writer is not None or (
+                self._waiting_writers and phase == self._writes_done
+            ):
+                self._cond.wait()
+        finally:
+            self._waiting_readers -= 1
+        if phase != self._writes_done and self._reader_pass:
+            self._reader_pass -= 1
 
     def release_read(self) -> None:
         me = threading.get_ident()
@@ -136,7 +156,7 @@ class RWLock:
                 )
             self._waiting_writers += 1
             try:
-                while self._writer is not None or self._readers:
+                while self._writer is not None or self._readers or self._reader_pass:
                     self._cond.wait()
             finally:
                 self._waiting_writers -= 1
@@ -153,4 +173,6 @@ class RWLock:
         self._write_depth -= 1
         if not self._write_depth:
             self._writer = None
+            self._writes_done += 1
+            self._reader_pass = self._waiting_readers  # they go before the next writer
             self._cond.notify_all()

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 
 import numpy as np
 
@@ -19,39 +19,42 @@ from ..pathways.recall.stacked import StackPart
 from ..pathways.reinforcement import StrengthUpdater
 from ..pathways.versions import alive
 from ..provenance.record import RecordProvenance
+from ..rwlock import RWLock
 from ..types import CognitiveResult, MemoryType, RecallBatch, RecallOptions
+from ._holds import exclusive, reading
 from ._ids import ordinal_of
 
 __all__ = ["MemoryRecall"]
 
 
 class MemoryRecall:
-    """Read side: recall, recall_batch, get (each under the handle's lock)."""
+    """Read side: recall, recall_batch, get. Each holds the handle's lock shared, except a
+    ``learn`` recall of a writable handle (its onRecall rewrites strength rows): exclusive."""
 
     def __init__(
         self,
         cortex: Cortex,
         strength: StrengthUpdater,
         working: WorkingMemory,
-        lock: threading.RLock,
+        lock: RWLock,
     ) -> None:
         self.cortex = cortex
-        self.pathway = RecallPathway(cortex, strength, lock=lock)
+        self.pathway = RecallPathway(cortex, strength, lock=lock.read())
         self.reader = ReadLayer(cortex, self.pathway.hydrator)  # recall's own hydrator, shared
         self.working = working
         self.lock = lock
 
     def recall(self, query: str, options: RecallOptions | None = None) -> list[CognitiveResult]:
         self._check([query], options, single=True)
-        with self.lock:  # scored and hydrated in one hold: one state of the store
+        with self._hold(options):  # scored and hydrated in one hold: one state of the store
             return self.recall_batch([query], options).results(0)
 
     def recall_batch(
         self, queries: Sequence[str], options: RecallOptions | None = None
     ) -> RecallBatch:
         self._check(queries, options)
-        with self.lock:
-            return self.pathway.recall_batch(queries, options)  # hydrates under self.lock
+        with self._hold(options):
+            return self.pathway.recall_batch(queries, options)  # hydrates under a shared hold
 
     def recall_vectors(self, vectors: object, options: RecallOptions | None = None) -> RecallBatch:
         """Recall by query embeddings (:meth:`.RecallPathway.recall_vectors`), checked here:
@@ -71,7 +74,7 @@ class MemoryRecall:
         if not np.isfinite(arr).all():
             raise ValidationError("vectors hold NaN or inf")
         self._check(["vector"] * len(arr), options)  # the caps of as many queries
-        with self.lock:
+        with self._hold(options):
             return self.pathway.recall_vectors(arr, options)
 
     def stack_part(
@@ -81,10 +84,23 @@ class MemoryRecall:
         vectors: np.ndarray | None = None,
     ) -> StackPart | None:
         """``recall_batch``'s checks and plan as a part of a stacked batch (``MultiStore``:
-        :meth:`.RecallPathway.stack_part`); the caller holds :attr:`lock` until it has the
-        part's batch (:meth:`stacked_batch`)."""
+        :meth:`.RecallPathway.stack_part`); the caller holds :meth:`stacking` until it has
+        the part's batch (:meth:`stacked_batch`)."""
         self._check(queries, options)
         return self.pathway.stack_part(queries, options, vectors)
+
+    def stacking(self) -> AbstractContextManager[None]:
+        """The hold a stacked batch keeps on this store: exclusive (a read-only handle
+        refreshed in it), as the stacked scoring runs outside the pathway's scoring hold."""
+        return exclusive(self.lock, self.cortex)
+
+    def _hold(self, options: RecallOptions | None) -> AbstractContextManager[None]:
+        """Shared, unless this recall strengthens what it returns (``learn`` on a writable
+        handle; a read-only handle's onRecall observes only)."""
+        mode = (options if options is not None else self.pathway.default_options()).mode
+        if mode == "learn" and not self.cortex.read_only:
+            return exclusive(self.lock, self.cortex)
+        return reading(self.lock, self.cortex)
 
     def stacked_batch(self, scored: Scored) -> RecallBatch:
         """The batch of a stacked part's scores, hydrated under this handle's lock."""
@@ -105,11 +121,9 @@ class MemoryRecall:
         check_recall(queries, k, limits, single=single)
 
     def get(self, memory_id: str) -> CognitiveResult | None:
-        with self.lock:
+        with reading(self.lock, self.cortex):
             c = self.cortex
             c.part.check_usable()
-            if c.read_only:
-                c.refresh()
             o = ordinal_of(c, memory_id)
             if o is None:
                 return self._working(memory_id)

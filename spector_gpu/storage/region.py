@@ -203,6 +203,15 @@ class Region:
             self._remap()
         return self.preamble
 
+    def preamble_moved(self) -> bool:
+        """A reader's probe, changing nothing: whether :meth:`reload_preamble` would find a
+        new preamble or a grown file (a preamble read mid-update counts as moved)."""
+        try:
+            now = self._read_preamble_from(self.file, self.path, retries=1)
+        except (StoreFormatError, OSError):
+            return True
+        return now != self.preamble or self.file.size() > self._mapped
+
     @property
     def count(self) -> int:
         return self.preamble.count

@@ -206,3 +206,37 @@ def test_many_threads_mutual_exclusion() -> None:
         t.join(60)
         assert not t.is_alive()
     assert bad == []
+
+
+def test_readers_waiting_through_a_write_go_before_the_next_writer() -> None:
+    """Phase fairness: a stream of writers never starves a reader."""
+    lock = RWLock()
+    order: list[str] = []
+    first_in, release_first = threading.Event(), threading.Event()
+
+    def first_writer() -> None:
+        with lock.write():
+            first_in.set()
+            release_first.wait(WAIT)
+            order.append("writer 1")
+
+    def second_writer() -> None:
+        with lock.write():
+            order.append("writer 2")
+
+    def reader() -> None:
+        with lock.read():
+            order.append("reader")
+
+    w1 = start(first_writer)
+    assert first_in.wait(WAIT)
+    w2 = start(second_writer)
+    while not lock._waiting_writers:
+        threading.Event().wait(0.001)
+    r = start(reader)
+    while not lock._waiting_readers:
+        threading.Event().wait(0.001)
+    release_first.set()
+    for t in (w1, w2, r):
+        t.join(WAIT)
+    assert order == ["writer 1", "reader", "writer 2"]

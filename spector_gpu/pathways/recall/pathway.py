@@ -13,11 +13,19 @@
 6. returns a :class:`~spector_gpu.types.RecallBatch` whose results are hydrated on demand
    (:mod:`.hydration`), under the owner's lock when one was given: by id again when a
    compaction renumbered the rows since the recall, without the memories deleted since.
+
+Concurrency: the caller holds the store's lock — shared for an ``observe`` recall, exclusive
+for ``learn`` (onRecall rewrites strength rows and patches the caches) — and has refreshed a
+read-only cortex before (:mod:`spector_gpu.delegates._holds`); the pathway never refreshes,
+so a recall reads one state. Recalls sharing the lock embed their queries and hydrate beside
+each other and beside every other read; their scoring (steps 2–5, over per-handle caches and
+the BM25 index's scratch state) runs one recall at a time.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -108,6 +116,11 @@ class RecallPathway:
         self._device_path = device_path or device.type == "cuda"
         mirror = self._device_path
         self._tracker = VersionTracker()
+        # Recalls share the owner's lock (the store cannot change under them), but what they
+        # score with is per-handle state updated as they go: the caches below (synced lazily),
+        # the BM25 index's folded tail, scratch row and weight cache. One recall at a time
+        # scores; embedding the queries and hydrating run beside other reads.
+        self._scoring = threading.Lock()
         self._gates = GateCache()
         self._live = LiveRows()
         self._columns = RecallColumns(device, mirror=mirror)
@@ -140,9 +153,7 @@ class RecallPathway:
         self, queries: Sequence[str], opts: RecallOptions, vectors: np.ndarray | None
     ) -> RecallBatch:
         c = self.cortex
-        c.part.check_usable()
-        if c.read_only:
-            c.refresh()
+        c.part.check_usable()  # a read-only cortex was refreshed by the caller (module doc)
         now = recall_clock(opts, self.clock()).now_ms
         n_q, k = len(queries), opts.k
         if not n_q or not c.n:
@@ -161,6 +172,23 @@ class RecallPathway:
             return self._batch(self._scored(list(queries), opts, now, vectors))
 
     def _scored(
+        self, queries: list[str], opts: RecallOptions, now: int, vectors: np.ndarray | None
+    ) -> Scored:
+        c = self.cortex
+        if vectors is None and "dense" in opts.relays:
+            with single_threaded(c.dense.device.type == "cpu"):  # as inside the plan
+                vectors = self._embedded(queries)  # before the scoring hold: beside other reads
+        with self._scoring:
+            return self._scored_held(queries, opts, now, vectors)
+
+    def _embedded(self, queries: list[str]) -> np.ndarray:
+        """float32 (n, dim): ``queries`` as this store's embedder embeds queries (checked)."""
+        c = self.cortex
+        out = embed_queries(c.embedder, queries)
+        name = getattr(c.embedder, "name", "?")
+        return embedding_rows(out, len(queries), c.dim, name, what="queries")
+
+    def _scored_held(
         self, queries: list[str], opts: RecallOptions, now: int, vectors: np.ndarray | None
     ) -> Scored:
         c = self.cortex
@@ -200,12 +228,10 @@ class RecallPathway:
         opts = self._check(queries, options)
         c = self.cortex
         c.part.check_usable()
-        if c.read_only:
-            c.refresh()
         if not queries or not c.n or opts.mode != "observe" or opts.explain:
             return None
         now = recall_clock(opts, self.clock()).now_ms
-        with single_threaded(c.dense.device.type == "cpu"):
+        with self._scoring, single_threaded(c.dense.device.type == "cpu"):
             plan = self._plan(list(queries), opts, now, self._tracker.current(c), vectors)
         return (
             StackPart(self._scorer, plan, self._device_path)
@@ -282,9 +308,7 @@ class RecallPathway:
             ceiling = torch.from_numpy(c.bm25.ceiling(tokens)).to(c.dense.device)
         if "dense" in relays:
             if vectors is None:
-                out = embed_queries(c.embedder, queries)
-                name = getattr(c.embedder, "name", "?")
-                vectors = embedding_rows(out, len(queries), c.dim, name, what="queries")
+                vectors = self._embedded(queries)
             dense = c.dense.queries(vectors)
         return RecallPlan(
             opts=opts,
