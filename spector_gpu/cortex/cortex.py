@@ -266,11 +266,6 @@ class Cortex:
         self.link_lineage()
         self.derived.retire(removed(self.cols.headers), self._payload_or_blank)
 
-    def stale(self) -> bool:
-        """A read-only handle's probe, changing nothing: whether :meth:`refresh` would pick
-        up a commit or a compaction of the writer process (False for a writer)."""
-        return self.read_only and self.part.stale()
-
     def reload_mutable(self, ordinals: np.ndarray) -> None:
         """Re-read headers and strength columns of existing ordinals (after in-place updates)."""
         self._loader.reload_mutable(ordinals)

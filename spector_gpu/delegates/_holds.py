@@ -2,10 +2,10 @@
 
 A pure read holds it shared (:func:`reading`), so reads run beside each other; a write holds it
 exclusive (``with lock:``). A read-only handle catches up with the writer process before it
-reads: when the files moved (a commit or a compaction swap; :meth:`.Cortex.stale`, a probe
-that changes nothing), it refreshes under the exclusive hold — refreshing remaps files and
-rebuilds what other readers are reading — and then reads under the shared hold. Nothing
-refreshes under a shared hold, so every read sees one state of the store from start to end.
+reads: when the files moved (a commit or a compaction swap, seen by a probe that changes
+nothing), it refreshes under the exclusive hold — a refresh remaps files and rebuilds what
+other readers are reading — and then reads under the shared hold. Nothing refreshes under a
+shared hold, so every read sees one state of the store from start to end.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from contextlib import contextmanager
 
 from ..cortex.cortex import Cortex
 from ..rwlock import RWLock
+from ..storage.region import regions_moved
 
 __all__ = ["catch_up", "exclusive", "reading"]
 
@@ -31,11 +32,19 @@ def catch_up(lock: RWLock, cortex: Cortex) -> None:
     if lock.held():
         return
     with lock.read():
-        moved = cortex.stale()  # also refuses a closed handle, as every read does
+        moved = _moved(cortex)
     if moved:
         with lock.write():
             cortex.part.check_usable()
             cortex.refresh()  # a second thread that queued for this finds little left to do
+
+
+def _moved(cortex: Cortex) -> bool:
+    """Whether a compaction swapped the files or a commit moved them since the last refresh
+    (a probe that changes nothing; a closed handle is refused, as by every read)."""
+    part = cortex.part
+    part.check_usable()
+    return part.swapped() or regions_moved(part.regions)
 
 
 @contextmanager

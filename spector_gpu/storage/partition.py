@@ -373,14 +373,6 @@ class Partition:
                 moved = moved or region.torn_preamble or region.preamble != before
         return moved
 
-    def stale(self) -> bool:
-        """A reader's probe, changing nothing (safe beside other readers): whether
-        :meth:`refresh` or a reopen after a swap has anything to pick up."""
-        self.check_usable()
-        if self.swapped():
-            return True
-        return any(r.torn_preamble or r.preamble_moved() for no, r in self.regions.items() if no)
-
     def region(self, filename: str) -> Region:
         return self.by_name[filename]
 

@@ -15,6 +15,7 @@ import contextlib
 import mmap
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -352,3 +353,10 @@ class Region:
 
     def __repr__(self) -> str:
         return f"Region({self.spec.filename!r}, count={self.count}, mapped={self._mapped})"
+
+
+def regions_moved(regions: Mapping[int, Region]) -> bool:
+    """A reader's probe, changing nothing (safe beside other readers): whether any region but
+    file 0 has a new preamble or a grown file since it was last loaded — a refresh would
+    pick something up."""
+    return any(r.torn_preamble or r.preamble_moved() for no, r in regions.items() if no)
