@@ -93,6 +93,11 @@ class RWLock:
         """Whether the calling thread holds the exclusive hold."""
         return self._writer == threading.get_ident()
 
+    def shared_holders(self) -> int:
+        """How many threads hold the lock shared right now (a figure for tests and reports)."""
+        with self._cond:
+            return len(self._readers)
+
     def held(self) -> bool:
         """Whether the calling thread holds the lock at all (shared or exclusive)."""
         me = threading.get_ident()
