@@ -15,7 +15,6 @@ from contextlib import contextmanager
 
 from ..cortex.cortex import Cortex
 from ..rwlock import RWLock
-from ..storage.region import regions_moved
 
 __all__ = ["catch_up", "exclusive", "reading"]
 
@@ -32,19 +31,11 @@ def catch_up(lock: RWLock, cortex: Cortex) -> None:
     if lock.held():
         return
     with lock.read():
-        moved = _moved(cortex)
+        moved = cortex.stores.moved()
     if moved:
         with lock.write():
             cortex.part.check_usable()
             cortex.refresh()  # a second thread that queued for this finds little left to do
-
-
-def _moved(cortex: Cortex) -> bool:
-    """Whether a compaction swapped the files or a commit moved them since the last refresh
-    (a probe that changes nothing; a closed handle is refused, as by every read)."""
-    part = cortex.part
-    part.check_usable()
-    return part.swapped() or regions_moved(part.regions)
 
 
 @contextmanager
