@@ -21,6 +21,7 @@ build through here (:meth:`Engine.open` opens the cortex too), so the wiring exi
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 
@@ -40,6 +41,7 @@ from .delegates import (
     MemorySleep,
 )
 from .embedders import Embedder
+from .errors import StoreFailedError
 from .hub import EventHub
 from .opening import open_chain
 from .pathways.reinforcement import StrengthUpdater
@@ -47,6 +49,8 @@ from .provenance.chain import Ed25519Signer, EventChain
 from .rwlock import RWLock
 
 __all__ = ["Engine", "build_engine"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -91,9 +95,20 @@ class Engine:
             raise
 
     def close(self) -> None:
-        """Close the cortex under the handle's lock, exclusive (it flushes what it owns)."""
+        """Close the cortex under the handle's lock, exclusive (it flushes what it owns). A
+        writer whose ``LOCK`` file was removed or replaced since it took it (another writer
+        may own the store now) writes nothing at close — no deferred rows, snapshot or
+        checkpoint — and logs a warning saying so."""
         with self.lock:
-            self.cortex.close()
+            c = self.cortex
+            part = c.part
+            writer = not c.read_only and not part.closed and part.in_this_process()
+            if writer and part.failed is None:
+                try:
+                    part.check_writable()  # a lost lock marks the handle failed
+                except StoreFailedError as exc:
+                    log.warning("%s: closing without writing anything: %s", c.path, exc)
+            c.close()
 
 
 def build_engine(

@@ -224,3 +224,25 @@ def test_a_writer_whose_lock_was_replaced_writes_nothing_more(store: Path) -> No
         assert mem.count() == 3 and mem.check().ok
         mem.remember("after reopening")
         assert mem.count() == 4
+
+
+def test_closing_a_writer_whose_lock_was_replaced_writes_nothing(
+    store: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """close() of a writer that lost its LOCK (replaced outside the package) neither flushes
+    deferred strength rows, nor saves a snapshot, nor checkpoints: another writer may own the
+    store. It logs why and returns; the store reopens with everything acknowledged."""
+    mem = _open(store)
+    mem.remember("acknowledged before the swap of LOCK")
+    assert mem.recall("acknowledged swap")  # learn mode: deferred strength rows pending
+    files = {p.name: p.read_bytes() for p in store.iterdir() if p.is_file() and p.name != "LOCK"}
+    (store / "LOCK.new").write_text("")
+    os.replace(store / "LOCK.new", store / "LOCK")
+    with caplog.at_level("WARNING", logger="spector_gpu.engine"):
+        mem.close()
+    assert "closing without writing anything" in caplog.text
+    assert "LOCK was removed or replaced" in caplog.text
+    after = {p.name: p.read_bytes() for p in store.iterdir() if p.is_file() and p.name != "LOCK"}
+    assert after == files  # not one byte written, no file added
+    with _open(store) as again:
+        assert again.count() == 3 and again.check().ok
