@@ -246,3 +246,19 @@ def test_closing_a_writer_whose_lock_was_replaced_writes_nothing(
     assert after == files  # not one byte written, no file added
     with _open(store) as again:
         assert again.count() == 3 and again.check().ok
+
+
+@pytest.mark.parametrize("where", [".", "shards/s0", "index.midx"])
+def test_a_ray_shard_is_never_written_into_a_store(store: Path, where: str) -> None:
+    """``save_shard`` writes ``codes.npy`` / ``scales.npy`` / ``shard.json`` into a directory
+    it may create: inside a store directory that is refused before anything is written."""
+    import numpy as np
+
+    from spector_gpu.integrations.ray_shards import save_shard
+
+    before = _snapshot(store)
+    codes, scales = np.zeros((2, 4), np.int8), np.ones(2, np.float32)
+    with pytest.raises(ValidationError, match="resolves into the store directory"):
+        save_shard(store / where, codes, scales, offset=0)
+    assert _snapshot(store) == before and not (store / "shards").exists()
+    assert save_shard(store.parent / "shards" / "s0", codes, scales, offset=0).is_dir()
