@@ -14,6 +14,7 @@ from ..errors import ValidationError
 from ..pathways.limits import check_recall
 from ..pathways.reading import ReadLayer
 from ..pathways.recall import RecallPathway
+from ..pathways.recall.learning import OwedLearning
 from ..pathways.recall.scorer import Scored
 from ..pathways.recall.stacked import StackPart
 from ..pathways.reinforcement import StrengthUpdater
@@ -28,8 +29,9 @@ __all__ = ["MemoryRecall"]
 
 
 class MemoryRecall:
-    """Read side: recall, recall_batch, get. Each holds the handle's lock shared, except a
-    ``learn`` recall of a writable handle (its onRecall rewrites strength rows): exclusive."""
+    """Read side: recall, recall_batch, get, each under the handle's lock shared. A ``learn``
+    recall (onRecall rewrites strength rows) scores and builds its batch under the shared
+    hold, then applies onRecall under the exclusive one (:mod:`.pathways.recall.learning`)."""
 
     def __init__(
         self,
@@ -46,15 +48,20 @@ class MemoryRecall:
 
     def recall(self, query: str, options: RecallOptions | None = None) -> list[CognitiveResult]:
         self._check([query], options, single=True)
-        with self._hold(options):  # scored and hydrated in one hold: one state of the store
-            return self.recall_batch([query], options).results(0)
+        with reading(self.lock, self.cortex):  # scored and hydrated in one hold: one state
+            batch, owed = self.pathway.recall_owing([query], options)
+            hits = batch.results(0)
+        self._learn(owed)
+        return hits
 
     def recall_batch(
         self, queries: Sequence[str], options: RecallOptions | None = None
     ) -> RecallBatch:
         self._check(queries, options)
-        with self._hold(options):
-            return self.pathway.recall_batch(queries, options)  # hydrates under a shared hold
+        with reading(self.lock, self.cortex):
+            batch, owed = self.pathway.recall_owing(queries, options)  # hydrates under one too
+        self._learn(owed)
+        return batch
 
     def recall_vectors(self, vectors: object, options: RecallOptions | None = None) -> RecallBatch:
         """Recall by query embeddings (:meth:`.RecallPathway.recall_vectors`), checked here:
@@ -74,8 +81,10 @@ class MemoryRecall:
         if not np.isfinite(arr).all():
             raise ValidationError("vectors hold NaN or inf")
         self._check(["vector"] * len(arr), options)  # the caps of as many queries
-        with self._hold(options):
-            return self.pathway.recall_vectors(arr, options)
+        with reading(self.lock, self.cortex):
+            batch, owed = self.pathway.recall_owing([], options, arr)
+        self._learn(owed)
+        return batch
 
     def stack_part(
         self,
@@ -94,13 +103,11 @@ class MemoryRecall:
         refreshed in it), as the stacked scoring runs outside the pathway's scoring hold."""
         return exclusive(self.lock, self.cortex)
 
-    def _hold(self, options: RecallOptions | None) -> AbstractContextManager[None]:
-        """Shared, unless this recall strengthens what it returns (``learn`` on a writable
-        handle; a read-only handle's onRecall observes only)."""
-        mode = (options if options is not None else self.pathway.default_options()).mode
-        if mode == "learn" and not self.cortex.read_only:
-            return exclusive(self.lock, self.cortex)
-        return reading(self.lock, self.cortex)
+    def _learn(self, owed: OwedLearning | None) -> None:
+        """Apply a ``learn`` recall's onRecall under the exclusive hold (after its reads)."""
+        if owed is not None:
+            with self.lock.write():
+                self.pathway.learn(owed)
 
     def stacked_batch(self, scored: Scored) -> RecallBatch:
         """The batch of a stacked part's scores, hydrated under this handle's lock."""

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from spector_gpu import RecallOptions, SpectorMemory
@@ -106,27 +107,46 @@ def test_two_reads_hold_at_once_and_a_write_waits_for_both(
     assert mem.get(written[0]) is not None and mem.count() == 31
 
 
-def test_a_learning_recall_waits_for_the_reads_in_progress(
+def test_a_learning_recall_scores_beside_reads_and_strengthens_after_them(
     mem: SpectorMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``learn`` recalls rewrite strength rows: they hold the lock exclusive."""
+    """A ``learn`` recall scores under the shared hold, beside a held read, then waits for
+    the exclusive hold to apply onRecall (it rewrites strength rows): the held read's
+    result is from before, the strengthening lands after."""
     engine = engine_of(mem)
+    observed = {r.id for r in mem.recall("topic1", OBSERVE)}  # the same hits, unstrengthened
+    everyone = np.arange(engine.cortex.n)
+    recalls = engine.strength.rows(everyone)["passive_recall_count"].copy()
     gate = Gate(engine.recall.reader.hydrated)
     monkeypatch.setattr(engine.recall.reader, "hydrated", gate)
     target = mem.list(limit=1)[0]
+    strengthen = engine.recall.pathway.learn
+    owed: list[Any] = []
+
+    def learn(o: Any) -> None:
+        owed.append(o)
+        strengthen(o)
+
+    monkeypatch.setattr(engine.recall.pathway, "learn", learn)
     held: list[Any] = []
     reader = _start(lambda: mem.get(target.id), held)
     gate.wait_inside(1)
     assert mem.recall("topic1", OBSERVE)  # observe: beside the held read
     learned: list[Any] = []
     learner = _start(lambda: mem.recall("topic1", RecallOptions(k=5)), learned)
-    _until(lambda: engine.lock._waiting_writers == 1)
-    assert learned == []
+    _until(lambda: engine.lock._waiting_writers == 1)  # scored; onRecall waits
+    assert learned == [] and owed == []
     gate.release.set()
     reader.join(WAIT)
     learner.join(WAIT)
     assert held[0] is not None and held[0].text == target.text
     assert len(learned) == 1 and isinstance(learned[0], list) and learned[0]
+    assert len(owed) == 1 and {r.id for r in learned[0]} == observed
+    after = engine.strength.rows(everyone)["passive_recall_count"]
+    hit = np.zeros(len(everyone), bool)
+    hit[owed[0].ordinals] = True
+    assert len(owed[0].ordinals) == len(observed)
+    assert (after[hit] == recalls[hit] + 1).all() and (after[~hit] == recalls[~hit]).all()
 
 
 def test_a_batch_hydrates_beside_a_held_read(

@@ -53,6 +53,7 @@ from .columns import RecallColumns
 from .fusion import COEFFICIENT_MAX
 from .gates import GateCache
 from .hydration import Hydrator
+from .learning import OwedLearning
 from .lifecycle_gates import LiveRows
 from .relays import RecallPlan
 from .scorer import Scored, Scorer
@@ -139,7 +140,7 @@ class RecallPathway:
         self, queries: Sequence[str], options: RecallOptions | None = None
     ) -> RecallBatch:
         """Recall every query; struct-of-arrays result, hits hydrated on demand."""
-        return self._recall_batch(queries, self._check(queries, options), None)
+        return self._recall_batch(queries, self._check(queries, options), None, False)[0]
 
     def recall_vectors(
         self, vectors: np.ndarray, options: RecallOptions | None = None
@@ -147,11 +148,53 @@ class RecallPathway:
         """Recall by query embeddings, float32 (n, dim) in this store's embedder space: the
         dense relay alone ranks (the text relays have no text), behind the same gates."""
         opts = dataclasses.replace(self._check([], options), relays=("dense",))
-        return self._recall_batch([""] * len(vectors), opts, vectors)
+        return self._recall_batch([""] * len(vectors), opts, vectors, False)[0]
+
+    def recall_owing(
+        self,
+        queries: Sequence[str],
+        options: RecallOptions | None = None,
+        vectors: np.ndarray | None = None,
+    ) -> tuple[RecallBatch, OwedLearning | None]:
+        """:meth:`recall_batch` (or, with ``vectors``, :meth:`recall_vectors`) that leaves a
+        ``learn`` recall's onRecall owed instead of applying it: for an owner that scores
+        under a shared hold, then applies it with :meth:`learn` under the exclusive one."""
+        if vectors is None:
+            return self._recall_batch(queries, self._check(queries, options), None, True)
+        opts = dataclasses.replace(self._check([], options), relays=("dense",))
+        return self._recall_batch([""] * len(vectors), opts, vectors, True)
+
+    def learn(self, owed: OwedLearning) -> None:
+        """Apply onRecall owed by :meth:`recall_owing` (the caller holds the store's lock
+        exclusive): to the hits still there, found by id (:mod:`.learning`)."""
+        c = self.cortex
+        if self.strength_writer is None or c.part.closed:
+            return
+        rows = self.hydrator.rows_now(owed.raw_ids, owed.ordinals, owed.epoch)
+        hit = np.unique(rows[rows >= 0])
+        if len(hit):
+            same = self._tracker.current(c) == owed.before
+            patch = owed.epoch == c.epoch  # else the caches rebuild over the new rows
+            with torch.inference_mode():  # the cached tensors are inference tensors
+                self._strengthen(hit, owed.now_ms, owed.before if same else None, patch)
+
+    def _strengthen(
+        self, hit: np.ndarray, now: int, before: StoreVersion | None, patch: bool = True
+    ) -> None:
+        """onRecall of int64 ordinals ``hit``; the caches follow the rows changed in place
+        (and take the commit a flush made as their own when the store was at ``before``)."""
+        c = self.cortex
+        assert self.strength_writer is not None
+        self.strength_writer.on_recall(hit, now)
+        if patch:
+            self._columns.patch(c, hit)
+        self._scorer.salience.clear()  # strength rows changed in place
+        if before is not None:
+            self._tracker.absorb(c, before)
 
     def _recall_batch(
-        self, queries: Sequence[str], opts: RecallOptions, vectors: np.ndarray | None
-    ) -> RecallBatch:
+        self, queries: Sequence[str], opts: RecallOptions, vectors: np.ndarray | None, owe: bool
+    ) -> tuple[RecallBatch, OwedLearning | None]:
         c = self.cortex
         c.part.check_usable()  # a read-only cortex was refreshed by the caller (module doc)
         now = recall_clock(opts, self.clock()).now_ms
@@ -165,21 +208,27 @@ class RecallPathway:
                 np.zeros((n_q, k)),
                 [[] for _ in range(n_q)] if opts.explain else None,
             )
-            return self._batch(calibrated(empty, None))
+            return self._batch(calibrated(empty, None)), None
         # No autograd bookkeeping (about a tenth less per small op). Every tensor the recall
         # caches is made and updated in here only; what the store owns is made outside.
         with torch.inference_mode():
-            return self._batch(self._scored(list(queries), opts, now, vectors))
+            scored, owed = self._scored(list(queries), opts, now, vectors, owe)
+            return self._batch(scored), owed
 
     def _scored(
-        self, queries: list[str], opts: RecallOptions, now: int, vectors: np.ndarray | None
-    ) -> Scored:
+        self,
+        queries: list[str],
+        opts: RecallOptions,
+        now: int,
+        vectors: np.ndarray | None,
+        owe: bool = False,
+    ) -> tuple[Scored, OwedLearning | None]:
         c = self.cortex
         if vectors is None and "dense" in opts.relays:
             with single_threaded(c.dense.device.type == "cpu"):  # as inside the plan
                 vectors = self._embedded(queries)  # before the scoring hold: beside other reads
         with self._scoring:
-            return self._scored_held(queries, opts, now, vectors)
+            return self._scored_held(queries, opts, now, vectors, owe)
 
     def _embedded(self, queries: list[str]) -> np.ndarray:
         """float32 (n, dim): ``queries`` as this store's embedder embeds queries (checked)."""
@@ -189,8 +238,13 @@ class RecallPathway:
         return embedding_rows(out, len(queries), c.dim, name, what="queries")
 
     def _scored_held(
-        self, queries: list[str], opts: RecallOptions, now: int, vectors: np.ndarray | None
-    ) -> Scored:
+        self,
+        queries: list[str],
+        opts: RecallOptions,
+        now: int,
+        vectors: np.ndarray | None,
+        owe: bool,
+    ) -> tuple[Scored, OwedLearning | None]:
         c = self.cortex
         cpu = c.dense.device.type == "cpu"
         with single_threaded(cpu):
@@ -203,14 +257,14 @@ class RecallPathway:
             scored = lift_sessions(scored, plan, c)
             scored = rescore(scored, plan, c.derived.tokens.rows(), token_vocab())
             scored = calibrated(scored, opts.min_score)
-        if opts.mode == "learn" and self.strength_writer is not None:
-            hit = np.unique(scored.ordinals[scored.ordinals >= 0]).astype(np.int64)
-            if len(hit):
-                self.strength_writer.on_recall(hit, now)
-                self._columns.patch(c, hit)
-                self._scorer.salience.clear()  # strength rows changed in place
-                self._tracker.absorb(c, before)
-        return scored
+        if opts.mode != "learn" or self.strength_writer is None or c.read_only:
+            return scored, None  # a read-only handle's onRecall observes only
+        if owe:
+            return scored, OwedLearning.of(scored, c.cols.ids, now, before, c.epoch)
+        hit = np.unique(scored.ordinals[scored.ordinals >= 0]).astype(np.int64)
+        if len(hit):
+            self._strengthen(hit, now, before)
+        return scored, None
 
     def stack_part(
         self,
