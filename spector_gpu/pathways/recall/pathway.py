@@ -14,10 +14,12 @@
    (:mod:`.hydration`), under the owner's lock when one was given: by id again when a
    compaction renumbered the rows since the recall, without the memories deleted since.
 
-Concurrency: the caller holds the store's lock — shared for an ``observe`` recall, exclusive
-for ``learn`` (onRecall rewrites strength rows and patches the caches) — and has refreshed a
-read-only cortex before (:mod:`spector_gpu.delegates._holds`); the pathway never refreshes,
-so a recall reads one state. Recalls sharing the lock embed their queries and hydrate beside
+Concurrency: the caller holds the store's lock — shared to score (a ``learn`` recall through
+:meth:`RecallPathway.recall_owing`, its onRecall applied later by :meth:`RecallPathway.learn`
+under the exclusive hold, :mod:`.learning`), exclusive for :meth:`RecallPathway.recall_batch`
+in ``learn`` mode — and has refreshed a read-only cortex before
+(:mod:`spector_gpu.delegates._holds`); the pathway never refreshes, so a recall reads one
+state. Recalls sharing the lock embed their queries and hydrate beside
 each other and beside every other read; their scoring (steps 2–5, over per-handle caches and
 the BM25 index's scratch state) runs one recall at a time.
 """
