@@ -11,13 +11,25 @@ else changed the store (else they re-sync from it).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
+from ...cortex.cortex import Cortex
+from .columns import RecallColumns
+from .hydration import Hydrator
+from .relays.salience import SalienceCache
 from .scorer import Scored
-from .state import StoreVersion
+from .state import StoreVersion, VersionTracker
 
-__all__ = ["OwedLearning"]
+__all__ = ["OwedLearning", "StrengthWriter", "Strengthening"]
+
+
+class StrengthWriter(Protocol):
+    """Applies onRecall to the ordinals a ``learn`` recall returned, at ``now_ms`` (the
+    recall's clock, epoch ms)."""
+
+    def on_recall(self, ordinals: np.ndarray, now_ms: int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -47,3 +59,45 @@ class OwedLearning:
         if not len(hit):
             return None
         return cls(hit, ids[hit].astype(np.int64), now_ms, before, epoch)
+
+
+class Strengthening:
+    """onRecall of a recall's hits, and the recall caches following the strength rows it
+    rewrites in place. ``writer``: the onRecall sink (a ``StrengthWriter``; None: observe)."""
+
+    def __init__(
+        self,
+        cortex: Cortex,
+        writer: StrengthWriter | None,
+        tracker: VersionTracker,
+        columns: RecallColumns,
+        salience: SalienceCache,
+    ) -> None:
+        self.cortex, self.writer, self.tracker = cortex, writer, tracker
+        self.columns, self.salience = columns, salience
+
+    def now(
+        self, hit: np.ndarray, now_ms: int, before: StoreVersion | None, patch: bool = True
+    ) -> None:
+        """onRecall of int64 ordinals ``hit`` at ``now_ms``; the device columns re-read those
+        rows (``patch``), and a commit the onRecall's flush made is the caches' own when the
+        store was at ``before`` (None: other writes came between; the caches re-sync)."""
+        if self.writer is not None:
+            self.writer.on_recall(hit, now_ms)
+        if patch:
+            self.columns.patch(self.cortex, hit)
+        self.salience.clear()  # strength rows changed in place
+        if before is not None:
+            self.tracker.absorb(self.cortex, before)
+
+    def owed(self, owed: OwedLearning) -> None:
+        """Apply ``owed`` to the hits still there (the caller holds the lock exclusive)."""
+        c = self.cortex
+        if self.writer is None or c.part.closed:
+            return
+        rows = Hydrator(c).rows_now(owed.raw_ids, owed.ordinals, owed.epoch)
+        hit = np.unique(rows[rows >= 0])
+        if len(hit):
+            same = self.tracker.current(c) == owed.before
+            # a compaction renumbered the rows: the caches rebuild, nothing to patch
+            self.now(hit, owed.now_ms, owed.before if same else None, owed.epoch == c.epoch)

@@ -14,14 +14,10 @@
    (:mod:`.hydration`), under the owner's lock when one was given: by id again when a
    compaction renumbered the rows since the recall, without the memories deleted since.
 
-Concurrency: the caller holds the store's lock — shared to score (a ``learn`` recall through
-:meth:`RecallPathway.recall_owing`, its onRecall applied later by :meth:`RecallPathway.learn`
-under the exclusive hold, :mod:`.learning`), exclusive for :meth:`RecallPathway.recall_batch`
-in ``learn`` mode — and has refreshed a read-only cortex before
-(:mod:`spector_gpu.delegates._holds`); the pathway never refreshes, so a recall reads one
-state. Recalls sharing the lock embed their queries and hydrate beside
-each other and beside every other read; their scoring (steps 2–5, over per-handle caches and
-the BM25 index's scratch state) runs one recall at a time.
+Concurrency: the caller holds the store's lock, shared (``learn``: :meth:`~RecallPathway.
+recall_owing`, then :meth:`~RecallPathway.learn` exclusive; :mod:`.learning`), and refreshed a
+read-only cortex first (:mod:`spector_gpu.delegates._holds`). Recalls embed and hydrate beside
+other reads; their scoring (steps 2–5: per-handle caches, BM25 scratch) runs one at a time.
 """
 
 from __future__ import annotations
@@ -31,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -55,7 +51,7 @@ from .columns import RecallColumns
 from .fusion import COEFFICIENT_MAX
 from .gates import GateCache
 from .hydration import Hydrator
-from .learning import OwedLearning
+from .learning import OwedLearning, Strengthening, StrengthWriter
 from .lifecycle_gates import LiveRows
 from .relays import RecallPlan
 from .scorer import Scored, Scorer
@@ -73,13 +69,6 @@ __all__ = ["RecallPathway", "StrengthWriter", "decay_law"]
 # (see spector_gpu.device: beside a busy process, every multi-threaded op of a small recall
 # waited at its barrier for a scheduler slice — 20x slower in the pathway's profile).
 PARALLEL_DENSE_WORK = 1 << 23
-
-
-class StrengthWriter(Protocol):
-    """Applies onRecall to the ordinals a ``learn`` recall returned, at ``now_ms`` (the
-    recall's clock, epoch ms)."""
-
-    def on_recall(self, ordinals: np.ndarray, now_ms: int) -> None: ...
 
 
 def decay_law(cfg: StrengthConfig) -> DecayLaw:
@@ -119,10 +108,8 @@ class RecallPathway:
         self._device_path = device_path or device.type == "cuda"
         mirror = self._device_path
         self._tracker = VersionTracker()
-        # Recalls share the owner's lock (the store cannot change under them), but what they
-        # score with is per-handle state updated as they go: the caches below (synced lazily),
-        # the BM25 index's folded tail, scratch row and weight cache. One recall at a time
-        # scores; embedding the queries and hydrating run beside other reads.
+        # shared-lock recalls update per-handle state as they score (the caches below, the
+        # BM25 index's tail, scratch row and weights): one scores at a time
         self._scoring = threading.Lock()
         self._gates = GateCache()
         self._live = LiveRows()
@@ -132,6 +119,9 @@ class RecallPathway:
         self._scorer = Scorer(cortex, self._columns, self._links, self._cues, layout=pool_layout)
         self._law = decay_law(cortex.config.strength)
         self.hydrator = Hydrator(cortex)
+        self._learning = Strengthening(
+            cortex, strength_writer, self._tracker, self._columns, self._scorer.salience
+        )
 
     # ---- public ----------------------------------------------------------------------
     def recall(self, query: str, options: RecallOptions | None = None) -> list[CognitiveResult]:
@@ -169,30 +159,8 @@ class RecallPathway:
     def learn(self, owed: OwedLearning) -> None:
         """Apply onRecall owed by :meth:`recall_owing` (the caller holds the store's lock
         exclusive): to the hits still there, found by id (:mod:`.learning`)."""
-        c = self.cortex
-        if self.strength_writer is None or c.part.closed:
-            return
-        rows = self.hydrator.rows_now(owed.raw_ids, owed.ordinals, owed.epoch)
-        hit = np.unique(rows[rows >= 0])
-        if len(hit):
-            same = self._tracker.current(c) == owed.before
-            patch = owed.epoch == c.epoch  # else the caches rebuild over the new rows
-            with torch.inference_mode():  # the cached tensors are inference tensors
-                self._strengthen(hit, owed.now_ms, owed.before if same else None, patch)
-
-    def _strengthen(
-        self, hit: np.ndarray, now: int, before: StoreVersion | None, patch: bool = True
-    ) -> None:
-        """onRecall of int64 ordinals ``hit``; the caches follow the rows changed in place
-        (and take the commit a flush made as their own when the store was at ``before``)."""
-        c = self.cortex
-        assert self.strength_writer is not None
-        self.strength_writer.on_recall(hit, now)
-        if patch:
-            self._columns.patch(c, hit)
-        self._scorer.salience.clear()  # strength rows changed in place
-        if before is not None:
-            self._tracker.absorb(c, before)
+        with torch.inference_mode():  # the cached tensors are inference tensors
+            self._learning.owed(owed)
 
     def _recall_batch(
         self, queries: Sequence[str], opts: RecallOptions, vectors: np.ndarray | None, owe: bool
@@ -265,7 +233,7 @@ class RecallPathway:
             return scored, OwedLearning.of(scored, c.cols.ids, now, before, c.epoch)
         hit = np.unique(scored.ordinals[scored.ordinals >= 0]).astype(np.int64)
         if len(hit):
-            self._strengthen(hit, now, before)
+            self._learning.now(hit, now, before)
         return scored, None
 
     def stack_part(
