@@ -428,7 +428,8 @@ SECTIONS: tuple[Section, ...] = (
         "test_reader_compaction",
         {
             "reader_compaction": (
-                "- {readers} read-only processes holding a handle (and opening fresh ones) "
+                "- {readers} read-only processes holding a handle, {threads} threads each "
+                "reading through it at once (and opening fresh ones) "
                 "while 1 writer remembered, deleted and compacted {compactions:,} times: "
                 "{steps:,} reader steps (get, count, recall, list), {fresh_opens:,} fresh "
                 "opens, {checks:,} `check()`s, {followed:,} swaps followed by held handles, "
