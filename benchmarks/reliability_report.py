@@ -414,7 +414,8 @@ SECTIONS: tuple[Section, ...] = (
                 "LangGraph `abatch`) on one `SpectorMemory` while a writer remembered and "
                 "updated and a deleter deleted and compacted for {rounds:,} rounds ({deletes:,} "
                 "deletes, {compactions:,} compactions): {reads:,} reads (recall, learn-mode "
-                "recall, batches hydrated later, get, history, explain, list, count) and "
+                "recall, batches hydrated later, get, history, explain, list, count; up to "
+                "{shared_peak} of them seen holding the handle's lock shared at once) and "
                 "{async_calls:,} async calls, {hits:,} results checked against the model ("
                 "{late:,} of them read before the writer's call had returned, judged after): "
                 "**{wrong} wrong texts or deleted memories returned**, {errors} exceptions "
@@ -427,7 +428,8 @@ SECTIONS: tuple[Section, ...] = (
         "test_reader_compaction",
         {
             "reader_compaction": (
-                "- {readers} read-only processes holding a handle (and opening fresh ones) "
+                "- {readers} read-only processes holding a handle, {threads} threads each "
+                "reading through it at once (and opening fresh ones) "
                 "while 1 writer remembered, deleted and compacted {compactions:,} times: "
                 "{steps:,} reader steps (get, count, recall, list), {fresh_opens:,} fresh "
                 "opens, {checks:,} `check()`s, {followed:,} swaps followed by held handles, "

@@ -1,7 +1,8 @@
 """The composition root: the one place the engine's parts are built and wired (STYLE rule 18).
 
 :func:`build_engine` takes an open :class:`~spector_gpu.cortex.cortex.Cortex` (and an optional
-signer) and returns an :class:`Engine`: the shared parts (handle lock, working memory,
+signer) and returns an :class:`Engine`: the shared parts (handle lock — a reader/writer lock,
+:mod:`.rwlock` —, working memory,
 strength updater, TSID generator, event chain, event hub) and the services over them::
 
     cortex ──┬── remember   (write side)          ┐
@@ -20,8 +21,8 @@ build through here (:meth:`Engine.open` opens the cortex too), so the wiring exi
 
 from __future__ import annotations
 
+import logging
 import os
-import threading
 from dataclasses import dataclass
 
 import torch
@@ -40,12 +41,16 @@ from .delegates import (
     MemorySleep,
 )
 from .embedders import Embedder
+from .errors import StoreFailedError
 from .hub import EventHub
 from .opening import open_chain
 from .pathways.reinforcement import StrengthUpdater
 from .provenance.chain import Ed25519Signer, EventChain
+from .rwlock import RWLock
 
 __all__ = ["Engine", "build_engine"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,7 @@ class Engine:
     """One open store's parts and services, wired (see the module docstring)."""
 
     cortex: Cortex
-    lock: threading.RLock
+    lock: RWLock
     events: EventHub
     chain: EventChain
     strength: StrengthUpdater
@@ -90,13 +95,24 @@ class Engine:
             raise
 
     def close(self) -> None:
-        """Close the cortex under the handle's lock (it flushes what it owns)."""
+        """Close the cortex under the handle's lock, exclusive (it flushes what it owns). A
+        writer whose ``LOCK`` file was removed or replaced since it took it (another writer
+        may own the store now) writes nothing at close — no deferred rows, snapshot or
+        checkpoint — and logs a warning saying so."""
         with self.lock:
-            self.cortex.close()
+            c = self.cortex
+            part = c.part
+            writer = not c.read_only and not part.closed and part.in_this_process()
+            if writer and part.failed is None:
+                try:
+                    part.check_writable()  # a lost lock marks the handle failed
+                except StoreFailedError as exc:
+                    log.warning("%s: closing without writing anything: %s", c.path, exc)
+            c.close()
 
 
 def build_engine(
-    cortex: Cortex, *, signer: Ed25519Signer | None = None, lock: threading.RLock | None = None
+    cortex: Cortex, *, signer: Ed25519Signer | None = None, lock: RWLock | None = None
 ) -> Engine:
     """Build every part and service over ``cortex`` and subscribe the hub's handlers.
 
@@ -104,9 +120,10 @@ def build_engine(
         cortex: an open cortex (the engine does not own it until the caller says so).
         signer: signs every event of the chain (extra ``sign``); its public key is the one
             ``verify_chain`` checks by default.
-        lock: the handle's lock every service takes (a new re-entrant lock by default).
+        lock: the handle's reader/writer lock every service takes — shared for pure reads,
+            exclusive for writes (:mod:`spector_gpu.rwlock`; a new one by default).
     """
-    lock = lock if lock is not None else threading.RLock()
+    lock = lock if lock is not None else RWLock()
     events = EventHub()
     working = WorkingMemory(capacity=cortex.config.working.capacity)
     strength = StrengthUpdater(cortex)

@@ -17,6 +17,7 @@ __all__ = [
     "DeviceUnavailableError",
     "DuplicateIdError",
     "EmbedderMismatchError",
+    "LockUpgradeError",
     "MissingExtraError",
     "ModelEndpointError",
     "ReadOnlyStoreError",
@@ -118,6 +119,11 @@ class EmbedderMismatchError(StoreError, ValueError):
     """The store was written with another embedder than the one given: another name or
     dimension, or the same name and dimension with different outputs on the fingerprint
     probe texts (:mod:`spector_gpu.embedders.fingerprint`); the message names both."""
+
+
+class LockUpgradeError(SpectorError, RuntimeError):
+    """A thread holding a store handle's lock for a read asked for the write hold; finish the
+    read first (see :mod:`spector_gpu.rwlock`)."""
 
 
 class DeviceUnavailableError(SpectorError, RuntimeError):

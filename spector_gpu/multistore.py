@@ -194,8 +194,8 @@ class MultiStore:
         if not delegates:
             return {}
         with ExitStack() as held, torch.inference_mode(), single_threaded(True):
-            for lock in sorted({id(d.lock): d.lock for d in delegates.values()}.items()):
-                held.enter_context(lock[1])  # one order for every caller: no lock cycles
+            for _, d in sorted({id(d.lock): d for d in delegates.values()}.items()):
+                held.enter_context(d.stacking())  # one order for every caller: no lock cycles
             vectors = _shared_vectors(delegates, groups, options, queries)
             keys, parts = [], []
             for key, delegate in delegates.items():

@@ -22,6 +22,7 @@ the same float32 sums, in the same order, as scipy's product over the gathered `
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -89,9 +90,15 @@ class WeightCache:
     were computed over (a compaction or a load replaces its arrays). The selection kernels
     read a current term's weights from here and write the others' (the same float32 values
     they would compute: tests compare the cached and uncached routes with scipy's product).
-    Not thread-safe: the index's caller serialises queries (the store's lock)."""
+
+    Queries share it (they hold the store's lock shared): the main segment and generation
+    cannot change under them (only writes, under the exclusive hold, move them), so two
+    kernels filling one term write the same values, and a term is marked only once its
+    weights are written. Replacing the arrays for a new main segment is done once, under
+    ``_swap``, so every query of a segment uses one set of arrays."""
 
     def __init__(self) -> None:
+        self._swap = threading.Lock()
         self._doc: np.ndarray | None = None
         self.weights = np.zeros(0, dtype=np.float32)
         self._stamp = np.zeros(0, dtype=np.int64)  # generation per main term, -1: never
@@ -101,18 +108,22 @@ class WeightCache:
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(weights, cached)``: the cache over ``post``'s main segment and uint8 (u,) flags,
         1 where term ``uterms[j]``'s main weights there are current."""
-        if post.doc is not self._doc:
-            self._doc = post.doc
-            self.weights = np.zeros(len(post.doc), dtype=np.float32)
-            self._stamp = np.full(post.main_terms, -1, dtype=np.int64)
-        in_main = uterms < len(self._stamp)
+        with self._swap:
+            if post.doc is not self._doc:
+                self.weights = np.zeros(len(post.doc), dtype=np.float32)
+                self._stamp = np.full(post.main_terms, -1, dtype=np.int64)
+                self._doc = post.doc
+            weights, stamp = self.weights, self._stamp
+        in_main = uterms < len(stamp)
         cached = np.zeros(len(uterms), dtype=np.uint8)
-        cached[in_main] = self._stamp[uterms[in_main]] == generation
-        return self.weights, cached
+        cached[in_main] = stamp[uterms[in_main]] == generation
+        return weights, cached
 
     def mark(self, uterms: np.ndarray, generation: int) -> None:
         """A kernel call over ``uterms`` returned: their main weights are now current."""
-        self._stamp[uterms[uterms < len(self._stamp)]] = generation
+        with self._swap:
+            stamp = self._stamp
+        stamp[uterms[uterms < len(stamp)]] = generation
 
 
 class KernelInputs(NamedTuple):

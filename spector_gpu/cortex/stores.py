@@ -21,7 +21,7 @@ from ..errors import StoreFormatError
 from ..storage.identity import identity_problem
 from ..storage.partition import Partition, Transaction
 from ..storage.preamble import PREAMBLE_SIZE, SHAPE_APPEND, SHAPE_RECORD, Preamble, RegionId
-from ..storage.region import RegionSpec
+from ..storage.region import RegionSpec, regions_moved
 from ..types import MemoryType
 from .batch import NewMemories
 from .episodic import RECORD_OVERHEAD, EpisodicMemory
@@ -167,6 +167,13 @@ class Stores:
         """Readers: re-read every preamble to see commits made since open; False when nothing
         was committed since the last look."""
         return self.part.refresh()
+
+    def moved(self) -> bool:
+        """Readers: whether a compaction swapped the files or a commit moved them since the
+        last :meth:`refresh` — a probe that changes nothing, safe beside other readers (a
+        closed handle is refused, as by every read)."""
+        self.part.check_usable()
+        return self.part.swapped() or regions_moved(self.part.regions)
 
     def close(self) -> None:
         self.part.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import cast
@@ -19,7 +18,9 @@ from ..pathways.export import export_bundle
 from ..pathways.reinforcement import StrengthUpdater
 from ..provenance.bundle import BundleInfo, BundleReport, verify_bundle
 from ..provenance.chain import ChainBreak, ChainReport, RecordLog, verify_chain
+from ..rwlock import RWLock
 from ..types import MemoryType, Recovery
+from ._holds import reading
 
 __all__ = ["MemoryAdminView", "flush_store"]
 
@@ -60,7 +61,7 @@ class MemoryAdminView:
         cortex: Cortex,
         strength: StrengthUpdater,
         working: WorkingMemory,
-        lock: threading.RLock,
+        lock: RWLock,
         public_key: bytes | None = None,
     ) -> None:
         self.cortex = cortex
@@ -70,11 +71,9 @@ class MemoryAdminView:
         self.public_key = public_key
 
     def count(self, memory_type: MemoryType | str | None = None) -> int:
-        with self.lock:
+        with reading(self.lock, self.cortex):
             c = self.cortex
             c.part.check_usable()
-            if c.read_only:
-                c.refresh()
             if memory_type is None:
                 return c.n
             t = MemoryType.parse(memory_type)
@@ -83,7 +82,7 @@ class MemoryAdminView:
             return int((c.cols.index["type"][: c.n] == t).sum())
 
     def check(self) -> CheckReport:
-        with self.lock:
+        with reading(self.lock, self.cortex):
             self.cortex.part.check_usable()
             return check_store(self.cortex)
 
@@ -94,7 +93,7 @@ class MemoryAdminView:
                 f"public_key must be 32 bytes (an Ed25519 public key) or None, got "
                 f"{type(public_key).__name__}"
             )
-        with self.lock:
+        with reading(self.lock, self.cortex):
             self.cortex.part.check_usable()
             log = _UpToDamage(self.cortex.events)
             report = verify_chain(log, public_key=public_key or self.public_key)
@@ -114,7 +113,7 @@ class MemoryAdminView:
     ) -> BundleInfo:
         where = checks.path(path, "path")
         parents = checks.boolean(include_parents, "include_parents")
-        with self.lock:
+        with reading(self.lock, self.cortex):  # writes a file outside the store, reads it
             return export_bundle(self.cortex, memory_id, where, include_parents=parents)
 
     def verify_bundle(self, path: str | os.PathLike[str]) -> BundleReport:
@@ -129,7 +128,7 @@ class MemoryAdminView:
 
     def external_ids(self) -> dict[str, str]:
         """``{external_id: memory id}`` for every memory that has one."""
-        with self.lock:
+        with reading(self.lock, self.cortex):
             c = self.cortex
             return {
                 e: encode_tsid(int(c.cols.ids[i]))

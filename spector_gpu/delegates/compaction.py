@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 
 from ..cortex.batch import WriteBatch
 from ..cortex.cortex import Cortex
@@ -11,6 +10,7 @@ from ..hub import EventHub
 from ..pathways.compact import CompactionReport, compact_store, dead_share
 from ..pathways.reinforcement import StrengthUpdater
 from ..provenance.chain import Ed25519Signer, EventChain
+from ..rwlock import RWLock
 from .admin import flush_store
 
 __all__ = ["MemoryCompaction"]
@@ -28,7 +28,7 @@ class MemoryCompaction:
         cortex: Cortex,
         chain: EventChain,
         strength: StrengthUpdater,
-        lock: threading.RLock,
+        lock: RWLock,
         events: EventHub,
         signer: Ed25519Signer | None = None,
     ) -> None:

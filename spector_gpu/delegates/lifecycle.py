@@ -1,10 +1,9 @@
 """The lifecycle side of the facade: update, supersede, delete, history, list, count,
-delete_all, get_by_external_id (each under the handle's lock)."""
+delete_all, get_by_external_id (writes hold the handle's lock exclusive, reads shared)."""
 
 from __future__ import annotations
 
 import builtins
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -19,7 +18,9 @@ from ..pathways.lifecycle import LifecyclePathway
 from ..pathways.listing import ListingPathway, scope_options
 from ..pathways.reading import ReadLayer
 from ..pathways.remember import RememberPathway
+from ..rwlock import RWLock
 from ..types import CognitiveResult, MemoryType
+from ._holds import reading
 
 __all__ = ["MemoryLifecycle"]
 
@@ -33,7 +34,7 @@ class MemoryLifecycle:
         cortex: Cortex,
         remember: RememberPathway,
         working: WorkingMemory,
-        lock: threading.RLock,
+        lock: RWLock,
         events: EventHub,
     ) -> None:
         self.cortex = cortex
@@ -82,15 +83,15 @@ class MemoryLifecycle:
             return n
 
     def history(self, memory_id: str) -> list[MemoryEvent]:
-        with self.lock:
+        with reading(self.lock, self.cortex):
             return self.listing.history(memory_id)
 
     def list(self, offset: int, limit: int, **scope: Any) -> list[CognitiveResult]:
-        with self.lock:
+        with reading(self.lock, self.cortex):
             return self.listing.list(scope_options(**scope), offset, limit)
 
     def list_external_ids(self, **scope: Any) -> builtins.list[str]:
-        with self.lock:
+        with reading(self.lock, self.cortex):
             return self.listing.external_ids(scope_options(**scope))
 
     def count(self, **scope: Any) -> int:
@@ -98,7 +99,7 @@ class MemoryLifecycle:
         t = scope.get("memory_type")
         if t is not None and MemoryType.parse(t) == MemoryType.WORKING:
             return len(self.working)
-        with self.lock:
+        with reading(self.lock, self.cortex):
             return self.listing.count(scope_options(**scope))
 
     def get_by_external_id(
@@ -108,7 +109,7 @@ class MemoryLifecycle:
         agent_id: str | None,
         run_id: str | None,
     ) -> CognitiveResult | None:
-        with self.lock:
+        with reading(self.lock, self.cortex):
             return self.listing.by_external_id(external_id, user_id, agent_id, run_id)
 
 

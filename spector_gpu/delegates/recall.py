@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 
 import numpy as np
 
@@ -14,44 +14,54 @@ from ..errors import ValidationError
 from ..pathways.limits import check_recall
 from ..pathways.reading import ReadLayer
 from ..pathways.recall import RecallPathway
+from ..pathways.recall.learning import OwedLearning
 from ..pathways.recall.scorer import Scored
 from ..pathways.recall.stacked import StackPart
 from ..pathways.reinforcement import StrengthUpdater
 from ..pathways.versions import alive
 from ..provenance.record import RecordProvenance
+from ..rwlock import RWLock
 from ..types import CognitiveResult, MemoryType, RecallBatch, RecallOptions
+from ._holds import exclusive, reading
 from ._ids import ordinal_of
 
 __all__ = ["MemoryRecall"]
 
 
 class MemoryRecall:
-    """Read side: recall, recall_batch, get (each under the handle's lock)."""
+    """Read side: recall, recall_batch, get, each under the handle's lock shared. A ``learn``
+    recall (onRecall rewrites strength rows) scores and builds its batch under the shared
+    hold, then applies onRecall under the exclusive one (:mod:`.pathways.recall.learning`)."""
 
     def __init__(
         self,
         cortex: Cortex,
         strength: StrengthUpdater,
         working: WorkingMemory,
-        lock: threading.RLock,
+        lock: RWLock,
     ) -> None:
         self.cortex = cortex
-        self.pathway = RecallPathway(cortex, strength, lock=lock)
+        self.pathway = RecallPathway(cortex, strength, lock=lock.read())
         self.reader = ReadLayer(cortex, self.pathway.hydrator)  # recall's own hydrator, shared
         self.working = working
         self.lock = lock
 
     def recall(self, query: str, options: RecallOptions | None = None) -> list[CognitiveResult]:
         self._check([query], options, single=True)
-        with self.lock:  # scored and hydrated in one hold: one state of the store
-            return self.recall_batch([query], options).results(0)
+        with reading(self.lock, self.cortex):  # scored and hydrated in one hold: one state
+            batch, owed = self.pathway.recall_owing([query], options)
+            hits = batch.results(0)
+        self._learn(owed)
+        return hits
 
     def recall_batch(
         self, queries: Sequence[str], options: RecallOptions | None = None
     ) -> RecallBatch:
         self._check(queries, options)
-        with self.lock:
-            return self.pathway.recall_batch(queries, options)  # hydrates under self.lock
+        with reading(self.lock, self.cortex):
+            batch, owed = self.pathway.recall_owing(queries, options)  # hydrates under one too
+        self._learn(owed)
+        return batch
 
     def recall_vectors(self, vectors: object, options: RecallOptions | None = None) -> RecallBatch:
         """Recall by query embeddings (:meth:`.RecallPathway.recall_vectors`), checked here:
@@ -71,8 +81,10 @@ class MemoryRecall:
         if not np.isfinite(arr).all():
             raise ValidationError("vectors hold NaN or inf")
         self._check(["vector"] * len(arr), options)  # the caps of as many queries
-        with self.lock:
-            return self.pathway.recall_vectors(arr, options)
+        with reading(self.lock, self.cortex):
+            batch, owed = self.pathway.recall_owing([], options, arr)
+        self._learn(owed)
+        return batch
 
     def stack_part(
         self,
@@ -81,10 +93,21 @@ class MemoryRecall:
         vectors: np.ndarray | None = None,
     ) -> StackPart | None:
         """``recall_batch``'s checks and plan as a part of a stacked batch (``MultiStore``:
-        :meth:`.RecallPathway.stack_part`); the caller holds :attr:`lock` until it has the
-        part's batch (:meth:`stacked_batch`)."""
+        :meth:`.RecallPathway.stack_part`); the caller holds :meth:`stacking` until it has
+        the part's batch (:meth:`stacked_batch`)."""
         self._check(queries, options)
         return self.pathway.stack_part(queries, options, vectors)
+
+    def stacking(self) -> AbstractContextManager[None]:
+        """The hold a stacked batch keeps on this store: exclusive (a read-only handle
+        refreshed in it), as the stacked scoring runs outside the pathway's scoring hold."""
+        return exclusive(self.lock, self.cortex)
+
+    def _learn(self, owed: OwedLearning | None) -> None:
+        """Apply a ``learn`` recall's onRecall under the exclusive hold (after its reads)."""
+        if owed is not None:
+            with self.lock.write():
+                self.pathway.learn(owed)
 
     def stacked_batch(self, scored: Scored) -> RecallBatch:
         """The batch of a stacked part's scores, hydrated under this handle's lock."""
@@ -105,11 +128,9 @@ class MemoryRecall:
         check_recall(queries, k, limits, single=single)
 
     def get(self, memory_id: str) -> CognitiveResult | None:
-        with self.lock:
+        with reading(self.lock, self.cortex):
             c = self.cortex
             c.part.check_usable()
-            if c.read_only:
-                c.refresh()
             o = ordinal_of(c, memory_id)
             if o is None:
                 return self._working(memory_id)

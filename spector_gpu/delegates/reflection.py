@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
 from .. import checks
@@ -10,14 +9,17 @@ from ..cortex.cortex import Cortex
 from ..pathways.distill import Distiller
 from ..pathways.reflect import BackfillReport, MemoryProvenance, ReflectPathway, ReflectReport
 from ..pathways.remember import RememberPathway
+from ..rwlock import RWLock
+from ._holds import reading
 
 __all__ = ["MemoryReflection"]
 
 
 class MemoryReflection:
-    """consolidate, explain, session_provenance, backfill_provenance (under the handle's lock)."""
+    """consolidate, explain, session_provenance, backfill_provenance (explain and
+    session_provenance hold the handle's lock shared, the others exclusive)."""
 
-    def __init__(self, cortex: Cortex, remember: RememberPathway, lock: threading.RLock) -> None:
+    def __init__(self, cortex: Cortex, remember: RememberPathway, lock: RWLock) -> None:
         self.cortex = cortex
         self.pathway = ReflectPathway(cortex, remember)
         self.lock = lock
@@ -36,11 +38,11 @@ class MemoryReflection:
 
     def explain(self, memory_id: str, *, include_parents: bool = False) -> MemoryProvenance | None:
         parents = checks.boolean(include_parents, "include_parents")
-        with self.lock:
+        with reading(self.lock, self.cortex):
             return self.pathway.explain(memory_id, include_parents=parents)
 
     def session_provenance(self, session_id: int) -> list[MemoryProvenance]:
-        with self.lock:
+        with reading(self.lock, self.cortex):
             return self.pathway.session_provenance(session_id)
 
     def backfill_provenance(self, *, execute: bool = False) -> BackfillReport:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Mapping, Sequence
 
@@ -16,6 +15,7 @@ from ..errors import ValidationError
 from ..pathways.reinforcement import StrengthUpdater
 from ..pathways.remember import RememberPathway
 from ..provenance.chain import EventChain
+from ..rwlock import RWLock
 from ._ids import writable_ordinal
 
 __all__ = ["MemoryRemember"]
@@ -32,7 +32,7 @@ class MemoryRemember:
         chain: EventChain,
         strength: StrengthUpdater,
         working: WorkingMemory,
-        lock: threading.RLock,
+        lock: RWLock,
         ids: TsidGenerator,
     ) -> None:
         self.cortex = cortex

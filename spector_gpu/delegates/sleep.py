@@ -8,7 +8,6 @@ from the first call.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Literal
 
@@ -21,7 +20,9 @@ from ..pathways.reinforcement import StrengthUpdater
 from ..pathways.remember import RememberPathway
 from ..pathways.sleep import SleepHooks, SleepPathway
 from ..pathways.wander import WanderPathway
+from ..rwlock import RWLock
 from ..types import DreamEntry, DreamReport, SleepReport, WanderStep
+from ._holds import reading
 
 __all__ = ["MemorySleep"]
 
@@ -39,7 +40,7 @@ class MemorySleep:
         remember: RememberPathway,
         reflect: ReflectPathway,
         strength: StrengthUpdater,
-        lock: threading.RLock,
+        lock: RWLock,
         events: EventHub,
     ) -> None:
         self.cortex = cortex
@@ -128,11 +129,11 @@ class MemorySleep:
             )
 
     def dream_journal(self) -> list[DreamEntry]:
-        with self.lock:
+        with reading(self.lock, self.cortex):
             return self.dreaming.journal()
 
     def explain_dream(self, memory_id: str) -> DreamEntry | None:
-        with self.lock:
+        with reading(self.lock, self.cortex):
             return self.dreaming.explain(memory_id)
 
     def associations(self, memory_id: str, *, now_ms: int | None = None) -> list[WanderStep]:

@@ -112,8 +112,8 @@ class HashingEmbedder:
         self.fusion_weight = 0.3
         if (self.word_weight, self.char_weight) != (1.0, 1.0):
             self.name += f"-ww{self.word_weight:g}-cw{self.char_weight:g}"
-        self._ppow = np.ones(1, dtype=np.uint32)
-        self._qpow = np.ones(1, dtype=np.uint32)
+        # one tuple, replaced whole: threads embedding at once never see a mismatched pair
+        self._pows = (np.ones(1, dtype=np.uint32), np.ones(1, dtype=np.uint32))
 
     def __repr__(self) -> str:
         return f"HashingEmbedder({self.name!r})"
@@ -178,15 +178,13 @@ class HashingEmbedder:
                 context = (context + _WORD_RE.findall(piece))[-keep:]
 
     def _powers(self, length: int) -> tuple[np.ndarray, np.ndarray]:
-        if self._ppow.size < length:
-            size = max(length, 2 * self._ppow.size)
-            self._ppow = np.cumprod(
-                np.full(size, _P, dtype=np.uint32), dtype=np.uint32
-            ) * np.uint32(_Q)
-            self._qpow = np.cumprod(
-                np.full(size, _Q, dtype=np.uint32), dtype=np.uint32
-            ) * np.uint32(_P)
-        return self._ppow[:length], self._qpow[:length]
+        ppow, qpow = self._pows
+        if ppow.size < length:
+            size = max(length, 2 * ppow.size)
+            ppow = np.cumprod(np.full(size, _P, dtype=np.uint32), dtype=np.uint32) * np.uint32(_Q)
+            qpow = np.cumprod(np.full(size, _Q, dtype=np.uint32), dtype=np.uint32) * np.uint32(_P)
+            self._pows = (ppow, qpow)
+        return ppow[:length], qpow[:length]
 
     def _count_chunk(
         self, data: list[bytes], skips: list[int], slot: np.ndarray, m: int

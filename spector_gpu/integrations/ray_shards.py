@@ -29,6 +29,7 @@ from ..errors import ValidationError
 from ..kernels.dense import DenseIndex
 from ..kernels.ivf import IVFInt8Index
 from ..kernels.quant import check_codes
+from ..paths import output_path
 
 __all__ = ["DenseShard", "save_shard", "shard_ids"]
 
@@ -47,14 +48,15 @@ def save_shard(
 ) -> Path:
     """Write one shard: int8 (n, d) ``codes``, float32 (n,) ``scales`` (as
     :func:`~spector_gpu.kernels.quant.quantize_int8` makes them), global ordinal of its first
-    row ``offset`` (>= 0). The directory must not hold a shard yet; returns it."""
+    row ``offset`` (>= 0). The directory must not hold a shard yet, nor lie inside a store
+    directory (``ValidationError``: its files could replace the store's); returns it."""
+    path = output_path(directory, "save_shard: directory")
     arr = np.asarray(codes)
     if arr.ndim != 2:
         raise ValidationError(f"save_shard: codes must be int8 (n, d), got shape {arr.shape}")
     q, s = check_codes(arr, scales, dim=int(arr.shape[1]))
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise ValidationError(f"save_shard: offset must be an int >= 0, got {offset!r}")
-    path = Path(directory)
     if (path / "shard.json").exists():
         raise ValidationError(f"save_shard: {path} already holds a shard")
     path.mkdir(parents=True, exist_ok=True)

@@ -12,11 +12,13 @@ Appends are amortised O(1) (a few Python list appends per leaf, moved into the a
 when a filter next reads the column). Deletion is the engine's gate;
 :meth:`MetadataIndex.replace` rewrites one row in place (an update that keeps the ordinal),
 :meth:`MetadataIndex.truncate` and :meth:`MetadataIndex.from_list` cover rollback and
-rebuild. Not thread-safe: the engine serialises writers and readers of one index.
+rebuild. Writes are not thread-safe (the engine runs them alone, under the handle's exclusive
+hold); reads may run at once — :meth:`MetadataIndex.mask` evaluates one filter at a time.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -64,6 +66,9 @@ class MetadataIndex:
     def __init__(self) -> None:
         self._n = 0
         self._columns: dict[tuple[str, ...], Column] = {}
+        # a filter moves queued appends into the columns it reads (and brings string ranks up
+        # to date): reads beside each other evaluate one at a time
+        self._reading = threading.Lock()
 
     def __len__(self) -> int:
         return self._n
@@ -216,7 +221,8 @@ class MetadataIndex:
         _check_rows(n, self._n, "mask(n)")
         if compiled.matches_everything:
             return np.ones(n, dtype=np.bool_)
-        return self._eval(compiled.root, n)
+        with self._reading:
+            return self._eval(compiled.root, n)
 
     def _eval(self, node: Node, n: int) -> Mask:
         if isinstance(node, (Compare, OneOf, Exists)):

@@ -57,17 +57,16 @@ def scope_options(
 
 
 class ListingPathway:
-    """Query-free reads of one cortex (the caller holds the store's lock)."""
+    """Query-free reads of one cortex (the caller holds the store's lock, shared at least,
+    and has refreshed a read-only cortex)."""
 
     def __init__(self, cortex: Cortex, reader: ReadLayer) -> None:
         self.cortex = cortex
         self.reader = reader
 
     def _fresh(self) -> None:
-        c = self.cortex
-        c.part.check_usable()
-        if c.read_only:
-            c.refresh()
+        # a read-only cortex was refreshed by the caller before its hold (delegates/_holds.py)
+        self.cortex.part.check_usable()
 
     def selected(
         self, opts: RecallOptions, now_ms: int, *, quarantined: bool = False

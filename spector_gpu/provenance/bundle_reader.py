@@ -7,11 +7,12 @@ refused; a truncated or non-tar file is reported, never raised.
 
 from __future__ import annotations
 
-import io
+import hashlib
 import os
 import stat
 import tarfile
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 from spector_gpu.errors import CorruptionError
 
@@ -58,65 +59,112 @@ class BundleReport:
     errors: list[str] = field(default_factory=list)
 
 
-def _read(path: str, max_bytes: int) -> tuple[bytes, str | None]:
-    """The bytes of the regular file at ``path``, or the problem that kept them unread: a
+_CHUNK = 1 << 20  # bytes hashed per read: a bundle is streamed, never held whole
+
+
+def _open(path: str, max_bytes: int) -> tuple[BinaryIO | None, str | None]:
+    """The regular file at ``path`` opened for reading, or the problem that kept it closed: a
     file over ``max_bytes`` is refused by its size before a byte is read."""
     too_large = f"{path}: larger than the {max_bytes}-byte cap"
     try:
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read forever
-            return b"", f"{path!r}: not a regular file"
+            return None, f"{path!r}: not a regular file"
         if st.st_size > max_bytes:
-            return b"", too_large
-        with open(path, "rb") as fh:
-            held = os.fstat(fh.fileno())  # the file opened, not the name stat'ed above
-            if not stat.S_ISREG(held.st_mode):
-                return b"", f"{path!r}: not a regular file"
-            if held.st_size > max_bytes:
-                return b"", too_large
-            blob = fh.read(max_bytes + 1)
+            return None, too_large
+        fh = open(path, "rb")  # noqa: SIM115 - the caller closes it
     except (OSError, ValueError) as exc:  # ValueError: a path with NUL in it
-        return b"", f"{path!r}: cannot read ({exc})"
-    return (b"", too_large) if len(blob) > max_bytes else (blob, None)  # grew while read
+        return None, f"{path!r}: cannot read ({exc})"
+    held = os.fstat(fh.fileno())  # the file opened, not the name stat'ed above
+    problem = None
+    if not stat.S_ISREG(held.st_mode):
+        problem = f"{path!r}: not a regular file"
+    elif held.st_size > max_bytes:
+        problem = too_large
+    if problem is not None:
+        fh.close()
+        return None, problem
+    return fh, None
+
+
+def _digest(fh: BinaryIO, max_bytes: int) -> tuple[str, int]:
+    """SHA-256 hex and length of the file from its start, read in chunks; length -1 when it
+    grew past ``max_bytes`` while read."""
+    sha, n = hashlib.sha256(), 0
+    while chunk := fh.read(_CHUNK):
+        n += len(chunk)
+        if n > max_bytes:
+            return "", -1
+        sha.update(chunk)
+    return sha.hexdigest(), n
+
+
+def _members(
+    fh: BinaryIO, max_member_bytes: int, errors: list[str]
+) -> tuple[dict[str, bytes], int]:
+    """Regular, safely named members of the tar open in ``fh``, and where the archive ended."""
+    members: dict[str, bytes] = {}
+    fh.seek(0)
+    with tarfile.open(fileobj=fh, mode="r:", encoding="utf-8") as tf:
+        while (info := tf.next()) is not None:
+            if len(members) + len(errors) >= MAX_MEMBERS:
+                errors.append(f"more than {MAX_MEMBERS} members; stopped reading")
+                break
+            problem = name_problem(info.name)
+            if problem is not None:
+                errors.append(f"member {info.name!r}: unsafe name ({problem})")
+            elif info.type not in _REGULAR:
+                kind = _TYPE_NAMES.get(info.type, f"type {info.type!r}")
+                errors.append(f"member {info.name!r}: {kind} not allowed (regular files only)")
+            elif info.name in members:
+                errors.append(f"member {info.name!r}: duplicate")
+            elif info.size > max_member_bytes:
+                errors.append(f"member {info.name!r}: {info.size} bytes exceeds the cap")
+            else:
+                stream = tf.extractfile(info)
+                members[info.name] = stream.read() if stream is not None else b""
+        return members, tf.offset
+
+
+def _zeros_from(fh: BinaryIO, offset: int) -> bool:
+    """Whether every byte of the file from ``offset`` on is NUL (a tar's end padding)."""
+    fh.seek(offset)
+    while chunk := fh.read(_CHUNK):
+        if chunk.strip(b"\0"):
+            return False
+    return True
 
 
 def _scan(
     path: str, max_bytes: int, max_member_bytes: int
 ) -> tuple[dict[str, bytes], list[str], str]:
     """Regular, safely named members of the tar at ``path``, the problems found, and the
-    SHA-256 hex of the bytes read (one read, so the hash and the members agree)."""
-    members: dict[str, bytes] = {}
+    SHA-256 hex of its bytes. The file is streamed twice (hash, then members): a file whose
+    size or modification time moved in between is reported, as its members and its hash
+    might not agree."""
+    fh, problem = _open(path, max_bytes)
+    if fh is None:
+        return {}, [str(problem)], ""
     errors: list[str] = []
-    blob, problem = _read(path, max_bytes)
-    if problem is not None:
-        return {}, [problem], ""
-    try:
-        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:", encoding="utf-8") as tf:
-            while (info := tf.next()) is not None:
-                if len(members) + len(errors) >= MAX_MEMBERS:
-                    errors.append(f"more than {MAX_MEMBERS} members; stopped reading")
-                    break
-                problem = name_problem(info.name)
-                if problem is not None:
-                    errors.append(f"member {info.name!r}: unsafe name ({problem})")
-                elif info.type not in _REGULAR:
-                    kind = _TYPE_NAMES.get(info.type, f"type {info.type!r}")
-                    errors.append(f"member {info.name!r}: {kind} not allowed (regular files only)")
-                elif info.name in members:
-                    errors.append(f"member {info.name!r}: duplicate")
-                elif info.size > max_member_bytes:
-                    errors.append(f"member {info.name!r}: {info.size} bytes exceeds the cap")
-                else:
-                    stream = tf.extractfile(info)
-                    members[info.name] = stream.read() if stream is not None else b""
-            if blob[tf.offset :].strip(b"\0"):
+    members: dict[str, bytes] = {}
+    with fh:
+        before = os.fstat(fh.fileno())
+        digest, n = _digest(fh, max_bytes)
+        if n < 0:
+            return {}, [f"{path}: larger than the {max_bytes}-byte cap"], ""
+        try:
+            members, end = _members(fh, max_member_bytes, errors)
+            if not _zeros_from(fh, end):
                 errors.append(
-                    f"unreadable data at byte {tf.offset} (damaged header or trailing "
+                    f"unreadable data at byte {end} (damaged header or trailing "
                     "bytes after the end of the archive)"
                 )
-    except (tarfile.TarError, OSError, EOFError, ValueError, UnicodeError) as exc:
-        errors.append(f"{path}: not a readable tar ({type(exc).__name__}: {exc})")
-    return members, errors, sha256_hex(blob)
+        except (tarfile.TarError, OSError, EOFError, ValueError, UnicodeError) as exc:
+            errors.append(f"{path}: not a readable tar ({type(exc).__name__}: {exc})")
+        after = os.fstat(fh.fileno())
+    if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+        errors.append(f"{path}: changed while it was read; verify it again")
+    return members, errors, digest
 
 
 def _verify(

@@ -15,6 +15,7 @@ import contextlib
 import mmap
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -203,6 +204,15 @@ class Region:
             self._remap()
         return self.preamble
 
+    def preamble_moved(self) -> bool:
+        """A reader's probe, changing nothing: whether :meth:`reload_preamble` would find a
+        new preamble or a grown file (a preamble read mid-update counts as moved)."""
+        try:
+            now = self._read_preamble_from(self.file, self.path, retries=1)
+        except (StoreFormatError, OSError):
+            return True
+        return now != self.preamble or self.file.size() > self._mapped
+
     @property
     def count(self) -> int:
         return self.preamble.count
@@ -343,3 +353,10 @@ class Region:
 
     def __repr__(self) -> str:
         return f"Region({self.spec.filename!r}, count={self.count}, mapped={self._mapped})"
+
+
+def regions_moved(regions: Mapping[int, Region]) -> bool:
+    """A reader's probe, changing nothing (safe beside other readers): whether any region but
+    file 0 has a new preamble or a grown file since it was last loaded — a refresh would
+    pick something up."""
+    return any(r.torn_preamble or r.preamble_moved() for no, r in regions.items() if no)

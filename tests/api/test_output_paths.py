@@ -224,3 +224,41 @@ def test_a_writer_whose_lock_was_replaced_writes_nothing_more(store: Path) -> No
         assert mem.count() == 3 and mem.check().ok
         mem.remember("after reopening")
         assert mem.count() == 4
+
+
+def test_closing_a_writer_whose_lock_was_replaced_writes_nothing(
+    store: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """close() of a writer that lost its LOCK (replaced outside the package) neither flushes
+    deferred strength rows, nor saves a snapshot, nor checkpoints: another writer may own the
+    store. It logs why and returns; the store reopens with everything acknowledged."""
+    mem = _open(store)
+    mem.remember("acknowledged before the swap of LOCK")
+    assert mem.recall("acknowledged swap")  # learn mode: deferred strength rows pending
+    files = {p.name: p.read_bytes() for p in store.iterdir() if p.is_file() and p.name != "LOCK"}
+    (store / "LOCK.new").write_text("")
+    os.replace(store / "LOCK.new", store / "LOCK")
+    with caplog.at_level("WARNING", logger="spector_gpu.engine"):
+        mem.close()
+    assert "closing without writing anything" in caplog.text
+    assert "LOCK was removed or replaced" in caplog.text
+    after = {p.name: p.read_bytes() for p in store.iterdir() if p.is_file() and p.name != "LOCK"}
+    assert after == files  # not one byte written, no file added
+    with _open(store) as again:
+        assert again.count() == 3 and again.check().ok
+
+
+@pytest.mark.parametrize("where", [".", "shards/s0", "index.midx"])
+def test_a_ray_shard_is_never_written_into_a_store(store: Path, where: str) -> None:
+    """``save_shard`` writes ``codes.npy`` / ``scales.npy`` / ``shard.json`` into a directory
+    it may create: inside a store directory that is refused before anything is written."""
+    import numpy as np
+
+    from spector_gpu.integrations.ray_shards import save_shard
+
+    before = _snapshot(store)
+    codes, scales = np.zeros((2, 4), np.int8), np.ones(2, np.float32)
+    with pytest.raises(ValidationError, match="resolves into the store directory"):
+        save_shard(store / where, codes, scales, offset=0)
+    assert _snapshot(store) == before and not (store / "shards").exists()
+    assert save_shard(store.parent / "shards" / "s0", codes, scales, offset=0).is_dir()

@@ -1,7 +1,8 @@
 """Read-only handles in other processes while the writer compacts in a loop (issue 39, point 2).
 
 One writer process remembers, deletes and compacts, round after round; reader processes keep a
-read-only handle open across every swap and open fresh ones in between. A reader, whatever it
+read-only handle open across every swap — two threads each, reading through it at once — and
+open fresh ones in between. A reader, whatever it
 was doing when a swap happened, serves the old store whole or the new one whole: the memories
 nobody deletes are always there with their text (``get``, ``count``, ``check``), every text a
 read returns is the one its id was written with (checked against the writer's
@@ -37,6 +38,7 @@ CFG = {"store": {"durability": "flush", "compact_dead_share": 1.0, "snapshot_eve
 STABLE = 120  # memories nobody deletes
 ROUNDS = 24  # the writer's compactions in CI (x the --soak multiplier)
 READERS = 3
+THREADS = 2  # threads per reader process sharing its read-only handle (reads run at once)
 _OBSERVE = RecallOptions(k=6, mode="observe")
 
 
@@ -127,16 +129,40 @@ class _Reader:
         }
 
 
+def _steps(check: _Reader, stop: Any) -> None:
+    while not stop.is_set() and len(check.problems) < 10:
+        try:
+            check.step()
+        except Exception as exc:  # every exception is a finding
+            check.problems.append(f"{type(exc).__name__}: {exc}")
+
+
+def _merged(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """One process's report from its threads' (their handle is one: a second open in a
+    process shares it); two threads reading one id with different texts is a problem too."""
+    seen: dict[str, str] = {}
+    problems = [p for r in reports for p in r["problems"]]
+    for r in reports:
+        for i, text in r["seen"].items():
+            if seen.setdefault(i, text) != text:
+                problems.append(f"threads: {i} read {text!r} and {seen[i]!r}")
+    out = {k: sum(r[k] for r in reports) for k in ("steps", "fresh", "checks")}
+    followed = max(r["followed"] for r in reports)
+    return {**out, "followed": followed, "problems": problems[:10], "seen": seen}
+
+
 def _reader(directory: str, stable: dict[str, str], stop: Any, fd: int, seed: int) -> None:
+    import threading
+
     child_init()
     try:
-        check = _Reader(directory, stable, seed)
-        while not stop.is_set() and len(check.problems) < 10:
-            try:
-                check.step()
-            except Exception as exc:  # every exception is a finding
-                check.problems.append(f"{type(exc).__name__}: {exc}")
-        report = check.report()
+        checks = [_Reader(directory, stable, seed + 1000 * t) for t in range(THREADS)]
+        threads = [threading.Thread(target=_steps, args=(c, stop)) for c in checks]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        report = _merged([c.report() for c in checks])
     except Exception as exc:  # the open itself, or the report
         report = {"steps": 0, "problems": [f"reader: {type(exc).__name__}: {exc}"], "seen": {}}
     os.write(fd, json.dumps(report).encode())
@@ -182,6 +208,7 @@ def test_readers_in_other_processes_follow_a_writer_compacting_in_a_loop(
     record_figure(
         "reader_compaction",
         readers=READERS,
+        threads=THREADS,
         compactions=rounds,
         steps=sum(r["steps"] for r in reports),
         fresh_opens=sum(r.get("fresh", 0) for r in reports),

@@ -1,5 +1,7 @@
 """One ``SpectorMemory`` shared by threads and async tasks while others write, delete and
-compact (issue 39, point 1).
+compact (issue 39, point 1). Reads hold the handle's lock shared, so the reader threads run
+at once beside each other; writes, deletes, compactions and learn-mode recalls hold it
+exclusive (tests/reliability/test_read_overlap.py forces both orderings).
 
 Every text a read returns is checked against a model of the store: an id maps to the texts it
 ever held, so a hit carrying another memory's text is caught whatever the interleaving; a
@@ -21,6 +23,7 @@ from typing import Any
 import pytest
 
 from spector_gpu import RecallOptions, SpectorMemory
+from spector_gpu.memory import engine_of
 
 from .workload import base_seed, record_figure, scale
 
@@ -29,10 +32,10 @@ pytestmark = pytest.mark.crash
 CFG = {"store": {"durability": "none", "compact_dead_share": 1.0}}  # compact when told
 STABLE = 60  # memories no thread deletes
 ROUNDS = 80  # writer rounds in CI (x the --soak multiplier)
-READERS = 4
+READERS = 8  # the handle's reads hold its lock shared: they run at once
 LG_KEYS = tuple(f"k{j}" for j in range(12))  # the LangGraph adapter's items
 _OBSERVE = RecallOptions(k=8, mode="observe")
-_LEARN = RecallOptions(k=8)  # onRecall strength updates under the shared lock
+_LEARN = RecallOptions(k=8)  # onRecall strength updates: the handle's lock held exclusive
 
 
 def _text(k: int, version: int = 0) -> str:
@@ -57,6 +60,7 @@ class Model:
         self.later: list[tuple[str, str, str]] = []  # hits read before their id was added
         self.hits = 0
         self.reads = 0
+        self.shared_peak = 0  # most reads seen holding the handle's lock shared at once
 
     def add(self, ids: Iterable[str], texts: Iterable[str], *, deletable: bool) -> None:
         with self.lock:
@@ -127,9 +131,11 @@ def _deleter(mem: SpectorMemory, model: Model, rounds: int, seed: int) -> None:
 def _reader(mem: SpectorMemory, model: Model, stop: threading.Event, seed: int) -> None:
     rng = random.Random(seed)
     stable = list(model.stable.items())
+    lock = engine_of(mem).lock
     step = 0
     while not stop.is_set():
         step += 1
+        model.shared_peak = max(model.shared_peak, lock.shared_holders())
         before = model.gone()
         kind = step % 6
         if kind == 0:
@@ -257,6 +263,7 @@ def test_threads_sharing_a_handle_read_one_state_across_deletes_and_compactions(
         reads=model.reads,
         async_calls=sum(async_calls),
         hits=model.hits,
+        shared_peak=model.shared_peak,
         late=len(model.later),
         wrong=len(model.problems),
         errors=len(errors),

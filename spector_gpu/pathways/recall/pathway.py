@@ -13,15 +13,21 @@
 6. returns a :class:`~spector_gpu.types.RecallBatch` whose results are hydrated on demand
    (:mod:`.hydration`), under the owner's lock when one was given: by id again when a
    compaction renumbered the rows since the recall, without the memories deleted since.
+
+Concurrency: the caller holds the store's lock, shared (``learn``: :meth:`~RecallPathway.
+recall_owing`, then :meth:`~RecallPathway.learn` exclusive; :mod:`.learning`), and refreshed a
+read-only cortex first (:mod:`spector_gpu.delegates._holds`). Recalls embed and hydrate beside
+other reads; their scoring (steps 2–5: per-handle caches, BM25 scratch) runs one at a time.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -45,6 +51,7 @@ from .columns import RecallColumns
 from .fusion import COEFFICIENT_MAX
 from .gates import GateCache
 from .hydration import Hydrator
+from .learning import OwedLearning, Strengthening, StrengthWriter
 from .lifecycle_gates import LiveRows
 from .relays import RecallPlan
 from .scorer import Scored, Scorer
@@ -62,13 +69,6 @@ __all__ = ["RecallPathway", "StrengthWriter", "decay_law"]
 # (see spector_gpu.device: beside a busy process, every multi-threaded op of a small recall
 # waited at its barrier for a scheduler slice — 20x slower in the pathway's profile).
 PARALLEL_DENSE_WORK = 1 << 23
-
-
-class StrengthWriter(Protocol):
-    """Applies onRecall to the ordinals a ``learn`` recall returned, at ``now_ms`` (the
-    recall's clock, epoch ms)."""
-
-    def on_recall(self, ordinals: np.ndarray, now_ms: int) -> None: ...
 
 
 def decay_law(cfg: StrengthConfig) -> DecayLaw:
@@ -108,6 +108,9 @@ class RecallPathway:
         self._device_path = device_path or device.type == "cuda"
         mirror = self._device_path
         self._tracker = VersionTracker()
+        # shared-lock recalls update per-handle state as they score (the caches below, the
+        # BM25 index's tail, scratch row and weights): one scores at a time
+        self._scoring = threading.Lock()
         self._gates = GateCache()
         self._live = LiveRows()
         self._columns = RecallColumns(device, mirror=mirror)
@@ -116,6 +119,9 @@ class RecallPathway:
         self._scorer = Scorer(cortex, self._columns, self._links, self._cues, layout=pool_layout)
         self._law = decay_law(cortex.config.strength)
         self.hydrator = Hydrator(cortex)
+        self._learning = Strengthening(
+            cortex, strength_writer, self._tracker, self._columns, self._scorer.salience
+        )
 
     # ---- public ----------------------------------------------------------------------
     def recall(self, query: str, options: RecallOptions | None = None) -> list[CognitiveResult]:
@@ -126,7 +132,7 @@ class RecallPathway:
         self, queries: Sequence[str], options: RecallOptions | None = None
     ) -> RecallBatch:
         """Recall every query; struct-of-arrays result, hits hydrated on demand."""
-        return self._recall_batch(queries, self._check(queries, options), None)
+        return self._recall_batch(queries, self._check(queries, options), None, False)[0]
 
     def recall_vectors(
         self, vectors: np.ndarray, options: RecallOptions | None = None
@@ -134,15 +140,33 @@ class RecallPathway:
         """Recall by query embeddings, float32 (n, dim) in this store's embedder space: the
         dense relay alone ranks (the text relays have no text), behind the same gates."""
         opts = dataclasses.replace(self._check([], options), relays=("dense",))
-        return self._recall_batch([""] * len(vectors), opts, vectors)
+        return self._recall_batch([""] * len(vectors), opts, vectors, False)[0]
+
+    def recall_owing(
+        self,
+        queries: Sequence[str],
+        options: RecallOptions | None = None,
+        vectors: np.ndarray | None = None,
+    ) -> tuple[RecallBatch, OwedLearning | None]:
+        """:meth:`recall_batch` (or, with ``vectors``, :meth:`recall_vectors`) that leaves a
+        ``learn`` recall's onRecall owed instead of applying it: for an owner that scores
+        under a shared hold, then applies it with :meth:`learn` under the exclusive one."""
+        if vectors is None:
+            return self._recall_batch(queries, self._check(queries, options), None, True)
+        opts = dataclasses.replace(self._check([], options), relays=("dense",))
+        return self._recall_batch([""] * len(vectors), opts, vectors, True)
+
+    def learn(self, owed: OwedLearning) -> None:
+        """Apply onRecall owed by :meth:`recall_owing` (the caller holds the store's lock
+        exclusive): to the hits still there, found by id (:mod:`.learning`)."""
+        with torch.inference_mode():  # the cached tensors are inference tensors
+            self._learning.owed(owed)
 
     def _recall_batch(
-        self, queries: Sequence[str], opts: RecallOptions, vectors: np.ndarray | None
-    ) -> RecallBatch:
+        self, queries: Sequence[str], opts: RecallOptions, vectors: np.ndarray | None, owe: bool
+    ) -> tuple[RecallBatch, OwedLearning | None]:
         c = self.cortex
-        c.part.check_usable()
-        if c.read_only:
-            c.refresh()
+        c.part.check_usable()  # a read-only cortex was refreshed by the caller (module doc)
         now = recall_clock(opts, self.clock()).now_ms
         n_q, k = len(queries), opts.k
         if not n_q or not c.n:
@@ -154,15 +178,43 @@ class RecallPathway:
                 np.zeros((n_q, k)),
                 [[] for _ in range(n_q)] if opts.explain else None,
             )
-            return self._batch(calibrated(empty, None))
+            return self._batch(calibrated(empty, None)), None
         # No autograd bookkeeping (about a tenth less per small op). Every tensor the recall
         # caches is made and updated in here only; what the store owns is made outside.
         with torch.inference_mode():
-            return self._batch(self._scored(list(queries), opts, now, vectors))
+            scored, owed = self._scored(list(queries), opts, now, vectors, owe)
+            return self._batch(scored), owed
 
     def _scored(
-        self, queries: list[str], opts: RecallOptions, now: int, vectors: np.ndarray | None
-    ) -> Scored:
+        self,
+        queries: list[str],
+        opts: RecallOptions,
+        now: int,
+        vectors: np.ndarray | None,
+        owe: bool = False,
+    ) -> tuple[Scored, OwedLearning | None]:
+        c = self.cortex
+        if vectors is None and "dense" in opts.relays:
+            with single_threaded(c.dense.device.type == "cpu"):  # as inside the plan
+                vectors = self._embedded(queries)  # before the scoring hold: beside other reads
+        with self._scoring:
+            return self._scored_held(queries, opts, now, vectors, owe)
+
+    def _embedded(self, queries: list[str]) -> np.ndarray:
+        """float32 (n, dim): ``queries`` as this store's embedder embeds queries (checked)."""
+        c = self.cortex
+        out = embed_queries(c.embedder, queries)
+        name = getattr(c.embedder, "name", "?")
+        return embedding_rows(out, len(queries), c.dim, name, what="queries")
+
+    def _scored_held(
+        self,
+        queries: list[str],
+        opts: RecallOptions,
+        now: int,
+        vectors: np.ndarray | None,
+        owe: bool,
+    ) -> tuple[Scored, OwedLearning | None]:
         c = self.cortex
         cpu = c.dense.device.type == "cpu"
         with single_threaded(cpu):
@@ -175,14 +227,14 @@ class RecallPathway:
             scored = lift_sessions(scored, plan, c)
             scored = rescore(scored, plan, c.derived.tokens.rows(), token_vocab())
             scored = calibrated(scored, opts.min_score)
-        if opts.mode == "learn" and self.strength_writer is not None:
-            hit = np.unique(scored.ordinals[scored.ordinals >= 0]).astype(np.int64)
-            if len(hit):
-                self.strength_writer.on_recall(hit, now)
-                self._columns.patch(c, hit)
-                self._scorer.salience.clear()  # strength rows changed in place
-                self._tracker.absorb(c, before)
-        return scored
+        if opts.mode != "learn" or self.strength_writer is None or c.read_only:
+            return scored, None  # a read-only handle's onRecall observes only
+        if owe:
+            return scored, OwedLearning.of(scored, c.cols.ids, now, before, c.epoch)
+        hit = np.unique(scored.ordinals[scored.ordinals >= 0]).astype(np.int64)
+        if len(hit):
+            self._learning.now(hit, now, before)
+        return scored, None
 
     def stack_part(
         self,
@@ -200,12 +252,10 @@ class RecallPathway:
         opts = self._check(queries, options)
         c = self.cortex
         c.part.check_usable()
-        if c.read_only:
-            c.refresh()
         if not queries or not c.n or opts.mode != "observe" or opts.explain:
             return None
         now = recall_clock(opts, self.clock()).now_ms
-        with single_threaded(c.dense.device.type == "cpu"):
+        with self._scoring, single_threaded(c.dense.device.type == "cpu"):
             plan = self._plan(list(queries), opts, now, self._tracker.current(c), vectors)
         return (
             StackPart(self._scorer, plan, self._device_path)
@@ -282,9 +332,7 @@ class RecallPathway:
             ceiling = torch.from_numpy(c.bm25.ceiling(tokens)).to(c.dense.device)
         if "dense" in relays:
             if vectors is None:
-                out = embed_queries(c.embedder, queries)
-                name = getattr(c.embedder, "name", "?")
-                vectors = embedding_rows(out, len(queries), c.dim, name, what="queries")
+                vectors = self._embedded(queries)
             dense = c.dense.queries(vectors)
         return RecallPlan(
             opts=opts,
