@@ -8,6 +8,10 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 PYTEST_ARGS ?=
+# `make test` runs pytest in PYTEST_WORKERS pytest-xdist processes (2: CI's two cores), each test
+# module whole in one worker (--dist loadscope: module fixtures are built once);
+# PYTEST_WORKERS=0 runs the suite serially in one process.
+PYTEST_WORKERS ?= 2
 
 .PHONY: demo test setup lint imports typecheck wheel-check bench bench-tests reliability-report gpu-check clean
 
@@ -56,7 +60,7 @@ imports: $(STAMP)
 test: $(STAMP) lint imports
 	$(PY) -m mypy
 	$(MAKE) --no-print-directory wheel-check
-	$(PY) -m pytest -m "not heavy" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not heavy" -n $(PYTEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 
 bench-tests: $(STAMP)
 	$(PY) -m pytest -m heavy $(PYTEST_ARGS)

@@ -15,6 +15,15 @@ if "TRITON_INTERPRET" not in os.environ:
         # which must be switched on before triton is first imported.
         os.environ["TRITON_INTERPRET"] = "1"
 
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    import torch
+
+    # Under pytest-xdist (`make test`) the workers share the cores: each gets its part for
+    # torch's intra-op threads, so two workers on two cores do not oversubscribe them. Tests
+    # that depend on a thread count set it themselves.
+    workers = int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 LOCOMO_DEV = SHARED / "data" / "locomo10" / "locomo10-dev.json"

@@ -35,10 +35,12 @@ print(f"wheel-check: all {len(want)} packages and the package data are in the wh
 PY
 
 echo "wheel-check: a clean venv; $TORCH_SPEC first, then the wheel with its [plot] extra"
-"$PYTHON" -m venv "$work/venv"
+# The venv gets no pip of its own: the build venv's pip (upgraded by the Makefile) installs into
+# it (--python), which saves seeding and upgrading a second pip. (Byte-compiling at install
+# stays: with PYTHONDONTWRITEBYTECODE set, every run below would compile torch's imports again.)
+"$PYTHON" -m venv --without-pip "$work/venv"
 vpy="$work/venv/bin/python"
-pipq() { "$vpy" -m pip install -q "$@" 2> >(grep -v "^WARNING: Location" >&2); }
-pipq --upgrade pip
+pipq() { "$BUILD_PY" -m pip --python "$vpy" install -q "$@" 2> >(grep -v "^WARNING: Location" >&2); }
 pipq "$TORCH_SPEC"
 pipq "spector-gpu[plot] @ file://$wheel"
 

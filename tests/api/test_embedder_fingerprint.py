@@ -73,7 +73,9 @@ def test_the_same_function_reopens_despite_float_noise(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "make", [StaticEmbedder, HashingEmbedder, lambda: HashingEmbedder(dim=64)], ids=repr
+    "make",
+    [StaticEmbedder, HashingEmbedder, lambda: HashingEmbedder(dim=64)],
+    ids=["static", "hashing", "hashing-64"],  # stable across processes (pytest-xdist)
 )
 def test_built_in_embedders_reopen_and_record_a_fingerprint(
     tmp_path: Path, make: Callable[[], Any]

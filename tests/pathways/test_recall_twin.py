@@ -86,6 +86,7 @@ def store(
     mem = _store(tmp_path_factory.mktemp("twin") / "s", request.param, CONFIGS[request.param])
     now = int(time.time() * 1000) + 3 * 3600 * 1000  # three hours on: memories have decayed
     yield mem, now
+    _REFERENCES.clear()
     mem.close()
 
 
@@ -142,7 +143,7 @@ def _check(
     pathway = RecallPathway(cortex, None, device_path=device, pool_layout=layout)
     pathway.clock = lambda: now
     batch = pathway.recall_batch(qs, opts)
-    want = reference_recall(cortex, qs, opts, now)
+    want = _reference(cortex, qs, opts, now)
     rescored = weights_of(cortex, opts)["token"] > 0
     for i, ref in enumerate(want):
         n = int(batch.counts[i])
@@ -175,6 +176,20 @@ def _check(
                 )
                 strengths = (exp["retrieval_strength"], exp["storage_strength"])
                 assert strengths == (hit.D, hit.S)
+
+
+# The reference depends on the store, the queries, the options and the clock, never on the
+# code path or pool layout under test, and every check here recalls in observe mode (the
+# stores do not change): each answer is computed once and compared with every path and layout.
+_REFERENCES: dict[tuple[int, int, tuple[str, ...], str], tuple[object, Any]] = {}
+
+
+def _reference(cortex: Any, qs: list[str], opts: RecallOptions, now: int) -> Any:
+    key = (id(cortex), now, tuple(qs), repr(opts))  # repr: options may hold a mapping
+    hit = _REFERENCES.get(key)
+    if hit is None or hit[0] is not cortex:  # the id of a closed store's cortex may be reused
+        hit = _REFERENCES[key] = (cortex, reference_recall(cortex, qs, opts, now))
+    return hit[1]
 
 
 def _tsid(mem: Rig, ordinal: int) -> str:

@@ -239,21 +239,32 @@ def _ack_child(writer: Writer, directory: str, spec: str, fd: int) -> None:
 
 
 def kill_one_writer(
-    directory: Path, w: Workload, rng: random.Random, *, writer: Writer, max_delay_s: float
+    directory: Path,
+    w: Workload,
+    rng: random.Random,
+    *,
+    writer: Writer,
+    max_delay_s: float,
+    until: Callable[[list[int]], bool] | None = None,
 ) -> tuple[list[int], int | None, bool]:
     """Fork ``writer`` (acknowledging through a pipe) and SIGKILL it at a random moment.
 
     Returns the acknowledgements read from its pipe, its exit code, and whether the kill waited
-    for a first acknowledgement (otherwise it may land mid-open, i.e. mid-recovery)."""
+    for a first acknowledgement (otherwise it may land mid-open, i.e. mid-recovery). With
+    ``until``, the kill always waits, and first reads acknowledgements until ``until(acks)``
+    holds (at most 30 s): on a loaded machine a slow step may otherwise never finish in time."""
     r, wfd = os.pipe()
     proc = fork_process(_ack_child, writer, str(directory), w.to_json(), wfd, daemon=True)
     os.close(wfd)
     buf = bytearray()
-    waited = rng.random() >= 0.15  # else: kill early, often while the writer is still recovering
+    # else: kill early, often while the writer is still recovering
+    waited = rng.random() >= 0.15 or until is not None
     if waited:
-        ready, _, _ = select.select([r], [], [], 30.0)
-        if ready:
-            buf += os.read(r, 1 << 16)
+        deadline = time.monotonic() + 30.0
+        while (chunk := _read_within(r, deadline - time.monotonic())) is not None:
+            buf += chunk
+            if until is None or until(unpack_acks(bytes(buf))):
+                break
         time.sleep(rng.uniform(0.0, max_delay_s))
     else:
         time.sleep(rng.uniform(0.0, 0.004))
@@ -263,6 +274,12 @@ def kill_one_writer(
     proc.join(30)
     buf += read_to_end(r)
     return unpack_acks(bytes(buf)), proc.exitcode, waited
+
+
+def _read_within(fd: int, timeout_s: float) -> bytes | None:
+    """What the pipe ``fd`` delivers within ``timeout_s``; None at the timeout or at its end."""
+    ready, _, _ = select.select([fd], [], [], max(timeout_s, 0.0))
+    return (os.read(fd, 1 << 16) or None) if ready else None
 
 
 # ---- readers while a writer is killed and recovered ---------------------------------------------
