@@ -20,7 +20,7 @@ from typing import Any
 __all__ = ["MODULES", "native"]
 
 # the compiled modules, in lookup order (a name found in an earlier one wins)
-MODULES = ("_fusion", "_legacy")
+MODULES = ("_fusion", "_lexical", "_legacy")
 
 
 def _load() -> Any:

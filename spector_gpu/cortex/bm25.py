@@ -283,7 +283,7 @@ class BM25Index:
         *,
         allowed: np.ndarray | None = None,
         candidates: np.ndarray | None = None,
-        threads: int = 1,
+        threads: int | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Each query's ``depth`` best scores and the scores of ``candidates`` int (n, W)
         slots (``-1``: padding), without an (n, N) block: ``(scores float32 (n, depth),
@@ -291,7 +291,8 @@ class BM25Index:
         best first, ties to the lower slot, ``-inf`` / ``-1`` padding; a candidate scores 0
         where it matches no term, is not ``allowed`` or is padding. Every value equals
         :meth:`score_dense`'s bit for bit. Natively each query's sums go into one scratch row,
-        cleared where written; ``threads=2`` shares a batch's queries with a helper thread."""
+        cleared where written, on the calling thread. ``threads`` is deprecated and ignored
+        (a helper thread measured no faster; leave it out)."""
         return index_select(self, query_tokens, depth, allowed, candidates, threads)
 
     def score_row(
