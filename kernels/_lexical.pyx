@@ -39,19 +39,12 @@ cdef extern from "csrc/bm25.h" nogil:
         double k1, b, avgdl
         int okapi
 
-    ctypedef struct Bm25Row:
-        float *acc
-        uint64_t *mark
-        int32_t *touched
-        void *buf
-
     void bm25_term_weights(const Bm25 *z, int64_t j)
-    Py_ssize_t bm25_accumulate(const Bm25 *z, Py_ssize_t i, float *acc, uint64_t *mark,
-                               int32_t *touched)
-    Py_ssize_t bm25_query(const Bm25 *z, Py_ssize_t i, const Bm25Row *row, Py_ssize_t depth,
-                          float *keys, int64_t *slots, const int64_t *cand, float *cout,
-                          Py_ssize_t width, int keep)
-    void bm25_clear(const Bm25Row *row, Py_ssize_t kept, Py_ssize_t n_docs)
+    void bm25_accumulate(const Bm25 *z, Py_ssize_t i, float *acc, uint64_t *mark)
+    int bm25_query(const Bm25 *z, Py_ssize_t i, float *acc, uint64_t *mark, void *buf,
+                   Py_ssize_t depth, float *keys, int64_t *slots, const int64_t *cand,
+                   float *cout, Py_ssize_t width, int keep)
+    int ctz "__builtin_ctzll"(unsigned long long x)
 
 
 cdef extern from "csrc/token.h" nogil:
@@ -66,7 +59,7 @@ cdef extern from "csrc/token.h" nogil:
         const int64_t *qoff
         const double *norm
         const double *weight
-        Py_ssize_t width, n_ids, vocab, dim
+        Py_ssize_t width, vocab, dim
         double token_weight
         int64_t *out_order
         float *out_fused
@@ -82,7 +75,6 @@ cdef extern from "csrc/token.h" nogil:
         double *sims
         void *rank
         double *tmp
-        size_t cap
 
     int token_query(const TokJob *j, const TokScratch *s, Py_ssize_t i)
 
@@ -112,6 +104,10 @@ def _flags(fn, name, obj, Py_ssize_t n):
     return _flat(fn, name, a.view(np.uint8), np.uint8, n)
 
 
+def _size(fn, name, want, got):
+    raise ValueError(f"{fn}: {name} must hold {want} items, not {got}")
+
+
 cdef class _Postings:
     """A batch's postings checked and their weights computed (the Bm25 of csrc/bm25.h); it
     holds every array the struct points into."""
@@ -120,35 +116,34 @@ cdef class _Postings:
     cdef public Py_ssize_t m
     cdef object keep
 
-    def __init__(self, fn, q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc,
-                 main_tf, tail_indptr, tail_doc, tail_tf, doc_len, allowed, double k1,
-                 double b, double avgdl, okapi, weight_cache=None, cached=None):
-        cdef const int64_t[::1] qp = _flat(fn, "q_indptr", q_indptr, np.int64)
-        cdef const int64_t[::1] qc = _flat(fn, "q_terms", q_terms, np.int64)
-        cdef Py_ssize_t nnz = qc.shape[0], m = qp.shape[0] - 1
-        cdef const float[::1] qn = _flat(fn, "q_counts", q_counts, np.float32, nnz)
-        cdef const double[::1] ip = _flat(fn, "idf", idf, np.float64)
-        cdef Py_ssize_t u = ip.shape[0]
-        cdef const int64_t[::1] lo = _flat(fn, "main_lo", main_lo, np.int64, u)
-        cdef const int64_t[::1] hi = _flat(fn, "main_hi", main_hi, np.int64, u)
-        cdef const int64_t[::1] tp = _flat(fn, "tail_indptr", tail_indptr, np.int64, u + 1)
-        cdef const int32_t[::1] md = _flat(fn, "main_doc", main_doc, np.int32)
-        cdef const int32_t[::1] mt = _flat(fn, "main_tf", main_tf, np.int32, md.shape[0])
-        cdef const int32_t[::1] td = _flat(fn, "tail_doc", tail_doc, np.int32)
-        cdef const int32_t[::1] tt = _flat(fn, "tail_tf", tail_tf, np.int32, td.shape[0])
-        cdef const int32_t[::1] dl = _flat(fn, "doc_len", doc_len, np.int32)
+    def __init__(self, fn, const int64_t[::1] qp not None, const int64_t[::1] qc not None,
+                 const float[::1] qn not None, const double[::1] ip not None,
+                 const int64_t[::1] lo not None, const int64_t[::1] hi not None,
+                 const int32_t[::1] md not None, const int32_t[::1] mt not None,
+                 const int64_t[::1] tp not None, const int32_t[::1] td not None,
+                 const int32_t[::1] tt not None, const int32_t[::1] dl not None, allowed,
+                 double k1, double b, double avgdl, okapi, weight_cache=None, cached=None):
+        cdef Py_ssize_t nnz = qc.shape[0], m = qp.shape[0] - 1, u = ip.shape[0]
+        if qn.shape[0] != nnz:
+            _size(fn, "q_counts", nnz, qn.shape[0])
+        if lo.shape[0] != u or hi.shape[0] != u:
+            _size(fn, "main_lo and main_hi", u, lo.shape[0])
+        if tp.shape[0] != u + 1:
+            _size(fn, "tail_indptr", u + 1, tp.shape[0])
+        if mt.shape[0] != md.shape[0] or tt.shape[0] != td.shape[0]:
+            raise ValueError(f"{fn}: main_tf and tail_tf must be as long as main_doc and tail_doc")
         cdef const uint8_t[::1] ap = None
         cdef float[::1] wm = None
         cdef const uint8_t[::1] cf = None
         cdef Py_ssize_t i, e, j
         cdef int64_t mlen = md.shape[0], tlen = td.shape[0]
         if allowed is not None:
-            ap = _flags(fn, "allowed", allowed, dl.shape[0])
+            allowed = ap = _flags(fn, "allowed", allowed, dl.shape[0])
         if (weight_cache is None) != (cached is None):
             raise ValueError(f"{fn}: weight cache and its flags go together")
         if weight_cache is not None:
-            wm = _flat(fn, "weight_cache", weight_cache, np.float32, mlen, True)
-            cf = _flags(fn, "cached", cached, u)
+            weight_cache = wm = _flat(fn, "weight_cache", weight_cache, np.float32, mlen, True)
+            cached = cf = _flags(fn, "cached", cached, u)
         if m < 0 or qp[0] != 0 or qp[m] != nnz:
             raise ValueError(f"{fn}: q_indptr must run from 0 to nnz")
         for i in range(m):
@@ -166,7 +161,8 @@ cdef class _Postings:
             woff[j + 1] = woff[j] + (0 if wm is not None else hi[j] - lo[j]) + tp[j + 1] - tp[j]
         wbuf_a = np.empty(max(woff[u], 1), dtype=np.float32)
         cdef float[::1] wb = wbuf_a
-        self.keep = (qp, qc, qn, ip, lo, hi, tp, md, mt, td, tt, dl, ap, wm, cf, woff, wb)
+        # (the caller holds the arrays passed in for the call; these are made here)
+        self.keep = (allowed, weight_cache, cached, woff_a, wbuf_a)
         self.m = m
         cdef Bm25 *z = &self.z
         z.qptr = &qp[0]
@@ -219,40 +215,31 @@ def bm25_dense(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, mai
     if z.m and n:
         with nogil:
             for i in range(z.m):
-                bm25_accumulate(&z.z, i, &o[i * n], NULL, NULL)
+                bm25_accumulate(&z.z, i, &o[i * n], NULL)
 
 
 cdef class _Scratch:
-    """One thread's selection rows: acc float32 (N,), mark uint64 (N / 64 + 1,), touched
-    int32 (N + 1,), zero between queries."""
+    """One thread's selection row: acc float32 (N,) and the bitset mark uint64 (N / 64 + 1,),
+    zero between queries."""
 
-    cdef public object acc, mark, touched
+    cdef public object acc, mark
 
     def __init__(self, Py_ssize_t n):
         self.acc = np.zeros(n, dtype=np.float32)
         self.mark = np.zeros(n // 64 + 1, dtype=np.uint64)
-        self.touched = np.zeros(n + 1, dtype=np.int32)
 
 
 _local = threading.local()  # each thread's _Scratch, kept between calls, freed with it
 
 
-cdef Bm25Row _row(acc, mark, touched, buf):
-    cdef float[::1] a = acc
-    cdef uint64_t[::1] mk = mark
-    cdef int32_t[::1] t = touched
-    cdef int64_t[:, ::1] bf = buf
-    cdef Bm25Row row
-    row.acc = &a[0] if a.shape[0] else NULL
-    row.mark = &mk[0]
-    row.touched = &t[0]
-    row.buf = <void *>&bf[0, 0]
-    return row
-
-
 def _cands(Py_ssize_t depth):
     """The selection's candidate buffer: 2 * depth (value, slot) pairs of 16 bytes."""
     return np.empty((2 * max(depth, 1), 2), dtype=np.int64)
+
+
+cdef _row_sizes(fn, Py_ssize_t n, Py_ssize_t acc, Py_ssize_t mark):
+    if acc != n or mark != n // 64 + 1:
+        raise ValueError(f"{fn}: acc and mark must hold N and N / 64 + 1 items")
 
 
 def bm25_select(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, main_tf,
@@ -289,35 +276,30 @@ def bm25_select(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, ma
         return
     sc = getattr(_local, "scratch", None)
     if sc is None or len(sc.acc) < n:
-        sc = _local.scratch = _Scratch(n)
-    buf = _cands(depth)  # (held until the kernel returns)
-    cdef Bm25Row row = _row(sc.acc, sc.mark, sc.touched, buf)
+        sc = _local.scratch = _Scratch(max(n, 1))
+    cdef float[::1] acc = sc.acc
+    cdef uint64_t[::1] mark = sc.mark
+    cdef int64_t[:, ::1] buf = _cands(depth)
     cdef float *kp = &ko[0] if depth else NULL
     cdef int64_t *sp = &so[0] if depth else NULL
     cdef const int64_t *cq = &cp[0] if width else NULL
     cdef float *cw = &co[0] if width else NULL
     with nogil:
         for i in range(m):
-            bm25_query(&z.z, i, &row, depth, kp + i * depth, sp + i * depth, cq + i * width,
-                       cw + i * width, width, 0)
-
-
-def _row_scratch(fn, acc, mark, touched, Py_ssize_t n=-1):
-    a = _flat(fn, "acc", acc, np.float32, n, True)
-    n = a.shape[0]
-    return (a, _flat(fn, "mark", mark, np.uint64, n // 64 + 1, True),
-            _flat(fn, "touched", touched, np.int32, n + 1, True))
+            bm25_query(&z.z, i, &acc[0], &mark[0], &buf[0, 0], depth, kp + i * depth,
+                       sp + i * depth, cq + i * width, cw + i * width, width, 0)
 
 
 def bm25_row(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, main_tf,
              tail_indptr, tail_doc, tail_tf, doc_len, allowed, double k1, double b,
-             double avgdl, okapi, Py_ssize_t depth, out_keys, out_slots, acc, mark, touched,
-             weight_cache=None, cached=None) -> int:
-    """``bm25_select`` of one query into caller-owned scratch (``acc`` float32 (N,),
-    ``mark`` uint64 (N / 64 + 1,), ``touched`` int32 (N + 1,), all zero on entry), left as
-    the query wrote it so that any slots can be read afterwards without a second pass over
-    the postings. Returns what ``bm25_row_release`` needs: the number of listed documents,
-    or -1 when the whole row was written."""
+             double avgdl, okapi, Py_ssize_t depth, out_keys, out_slots,
+             float[::1] acc not None, uint64_t[::1] mark not None, weight_cache=None,
+             cached=None) -> bool:
+    """``bm25_select`` of one query into caller-owned scratch (``acc`` float32 (N,) and
+    ``mark`` uint64 (N / 64 + 1,), zero on entry), left as the query wrote it so that any
+    slots can be read afterwards without a second pass over the postings. Returns what
+    ``bm25_row_release`` needs: whether the whole row was written (else ``mark`` lists the
+    documents written)."""
     fn = "bm25_row"
     cdef _Postings z = _Postings(fn, q_indptr, q_terms, q_counts, idf, main_lo, main_hi,
                                  main_doc, main_tf, tail_indptr, tail_doc, tail_tf, doc_len,
@@ -326,35 +308,44 @@ def bm25_row(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, main_
         raise ValueError(f"{fn}: one query and depth >= 1")
     cdef float[::1] ko = _flat(fn, "out_keys", out_keys, np.float32, depth, True)
     cdef int64_t[::1] so = _flat(fn, "out_slots", out_slots, np.int64, depth, True)
-    a, mk, t = _row_scratch(fn, acc, mark, touched, z.z.n_docs)
-    buf = _cands(depth)
-    cdef Bm25Row row = _row(a, mk, t, buf)
-    cdef Py_ssize_t kept
+    _row_sizes(fn, z.z.n_docs, acc.shape[0], mark.shape[0])
+    cdef int64_t[:, ::1] buf = _cands(depth)
+    cdef int whole
     with nogil:
-        kept = bm25_query(&z.z, 0, &row, depth, &ko[0], &so[0], NULL, NULL, 0, 1)
-    return kept
+        whole = bm25_query(&z.z, 0, &acc[0] if acc.shape[0] else NULL, &mark[0], &buf[0, 0],
+                           depth, &ko[0], &so[0], NULL, NULL, 0, 1)
+    return bool(whole)
 
 
-def bm25_row_release(acc, mark, touched, Py_ssize_t kept, candidates, out) -> None:
+def bm25_row_release(float[::1] acc not None, uint64_t[::1] mark not None, whole, candidates,
+                     out) -> None:
     """Score ``candidates`` int64 slots (or None) from a row ``bm25_row`` kept into ``out``
-    float32 (0 for a slot out of range), then clear the row."""
+    float32 (0 for a slot out of range), then clear the row (``whole``: what ``bm25_row``
+    returned)."""
     fn = "bm25_row_release"
-    a, mk, t = _row_scratch(fn, acc, mark, touched)
-    cdef Py_ssize_t n = a.shape[0], c
-    if kept < -1 or kept > n:
-        raise ValueError(f"{fn}: bad count of listed documents")
-    cdef float[::1] av = a
+    cdef Py_ssize_t n = acc.shape[0], c
+    _row_sizes(fn, n, n, mark.shape[0])
     cdef const int64_t[::1] cp
     cdef float[::1] op
     if candidates is not None:
         cp = _flat(fn, "candidates", candidates, np.int64)
         op = _flat(fn, "out", out, np.float32, cp.shape[0], True)
         for c in range(cp.shape[0]):
-            op[c] = av[cp[c]] if 0 <= cp[c] < n else 0.0
-    buf = _cands(0)
-    cdef Bm25Row row = _row(a, mk, t, buf)
-    with nogil:
-        bm25_clear(&row, kept, n)
+            op[c] = acc[cp[c]] if 0 <= cp[c] < n else 0.0
+    cdef Py_ssize_t w, d
+    cdef uint64_t bits
+    if whole:
+        acc[:] = 0
+        return
+    with nogil:  # the marked documents
+        for w in range(mark.shape[0]):
+            bits = mark[w]
+            while bits:
+                d = w * 64 + ctz(bits)
+                if d < n:
+                    acc[d] = 0
+                bits &= bits - 1
+            mark[w] = 0
 
 
 def token_rescore(const float[:, ::1] fused, const int32_t[::1] counts,
@@ -431,7 +422,6 @@ def token_rescore(const float[:, ::1] fused, const int32_t[::1] counts,
     cdef TokScratch s
     s.keys, s.slot, s.uniq, s.pslot = &keys[0], &slot[0], &uniq[0], &pslot[0]
     s.idots, s.qcodes, s.sims, s.rank, s.tmp = &idots[0], &qcodes[0], &sims[0], <void *>&rank[0], &tmp[0]
-    s.cap = cap
     cdef TokJob job
     job.fused, job.codes, job.counts = &fused[0, 0], &codes[0, 0] if vocab and dim else NULL, &counts[0]
     job.ids = &ids[0] if n_ids else NULL
@@ -439,7 +429,7 @@ def token_rescore(const float[:, ::1] fused, const int32_t[::1] counts,
     job.ordinals, job.offsets, job.qoff = &ordinals[0, 0], &offsets[0], &query_offsets[0]
     job.norm = &norm[0] if vocab else NULL
     job.weight = &weight[0] if vocab else NULL
-    job.width, job.n_ids, job.vocab, job.dim = w, n_ids, vocab, dim
+    job.width, job.vocab, job.dim = w, vocab, dim
     job.token_weight = token_weight
     job.out_order, job.out_fused, job.out_token = &out_order[0, 0], &out_fused[0, 0], &out_token[0, 0]
     cdef int rc = 0

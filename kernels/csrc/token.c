@@ -21,7 +21,7 @@ static void dots(const int8_t *row, const int8_t *qs, size_t t, ptrdiff_t dim, i
 
 typedef struct {
     double score;
-    int64_t ordinal, at;
+    int64_t ordinal, at; /* the member's ordinal and position in its row */
 } Rank;
 
 static int rank_cmp(const void *pa, const void *pb) {

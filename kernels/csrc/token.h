@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 /* n queries of width W: fused float32 (n, W), counts int32 (n,), ordinals int64 (n, W); the
- * memories' token rows ids[offsets[o]:offsets[o+1]) (int32, n_ids in all); the table's int8
+ * memories' token rows ids[offsets[o]:offsets[o+1]) (int32); the table's int8
  * codes (vocab, dim), norm and SIF weight float64 (vocab,); query i's token ids
  * qids[qoff[i]:qoff[i+1]); outputs (n, W) as token_rescore documents them. */
 typedef struct {
@@ -17,23 +17,23 @@ typedef struct {
     const int32_t *counts, *ids, *qids;
     const int64_t *ordinals, *offsets, *qoff;
     const double *norm, *weight;
-    ptrdiff_t width, n_ids, vocab, dim;
+    ptrdiff_t width, vocab, dim;
     double token_weight;
     int64_t *out_order;
     float *out_fused;
     double *out_token;
 } TokJob;
 
-/* Scratch for the largest query: keys/slot (cap entries, a power of two >= twice its
- * postings), uniq/pslot (its postings), sims (postings x its query tokens rounded up to 4),
- * qcodes (query tokens x dim), idots (query tokens), rank (W x 24 bytes), tmp (2 W). */
+/* Scratch sized for the largest query (see _lexical.pyx): keys/slot a hash table (a power
+ * of two >= twice its postings, at least 64), uniq/pslot its postings, sims its postings x
+ * its query tokens rounded up to 4, qcodes its query tokens' rows, idots one per query token,
+ * rank W x 24 bytes, tmp 2 W. */
 typedef struct {
     int32_t *keys, *slot, *uniq, *pslot, *idots;
     int8_t *qcodes;
     double *sims;
     void *rank;
     double *tmp;
-    size_t cap;
 } TokScratch;
 
 /* Query i: its token scores, order and mixed scores; -1 for a token id out of the table. */

@@ -78,14 +78,13 @@ def check_select(
 
 
 class RowScratch:
-    """An index's scratch for :class:`ScoredRow` (zero between rows): float32 scores (N,),
-    a uint64 bitset of the documents a row lists and the list (int32 (N + 1,)); replaced
-    when the index has grown, cleared if a row was never released."""
+    """An index's scratch for :class:`ScoredRow` (zero between rows): float32 scores (N,)
+    and a uint64 bitset of the documents a row wrote; replaced when the index has grown,
+    cleared if a row was never released."""
 
     def __init__(self) -> None:
         self.acc = np.zeros(0, dtype=np.float32)
         self.mark = np.zeros(1, dtype=np.uint64)
-        self.touched = np.zeros(1, dtype=np.int32)
         self.live: ScoredRow | None = None
 
     def take(self, n_docs: int) -> None:
@@ -95,7 +94,6 @@ class RowScratch:
         if len(self.acc) != n_docs:
             self.acc = np.zeros(n_docs, dtype=np.float32)
             self.mark = np.zeros(n_docs // 64 + 1, dtype=np.uint64)
-            self.touched = np.zeros(n_docs + 1, dtype=np.int32)
 
 
 class ScoredRow:
@@ -111,10 +109,10 @@ class ScoredRow:
         slots: np.ndarray,
         row: np.ndarray | None,
         scratch: RowScratch | None = None,
-        kept: int = 0,
+        whole: bool = False,
     ) -> None:
         self.scores, self.slots = scores, slots
-        self._row, self._scratch, self._kept = row, scratch, kept
+        self._row, self._scratch, self._whole = row, scratch, whole
         self.released = False
 
     def at(self, slots: np.ndarray) -> np.ndarray:
@@ -143,7 +141,7 @@ class ScoredRow:
         sc = self._scratch
         if sc is None:
             return
-        native.bm25_row_release(sc.acc, sc.mark, sc.touched, self._kept, flat, out)
+        native.bm25_row_release(sc.acc, sc.mark, self._whole, flat, out)
         if sc.live is self:
             sc.live = None
 
@@ -159,23 +157,12 @@ def score_row(
     keys = np.empty(depth, dtype=np.float32)
     slots = np.empty(depth, dtype=np.int64)
     args = native_args(inputs, allowed)
-    try:
-        kept = native.bm25_row(
-            *args,
-            depth,
-            keys,
-            slots,
-            scratch.acc,
-            scratch.mark,
-            scratch.touched,
-            *inputs.cache_args(),
-        )
-    except MemoryError:
-        scratch.acc.fill(0)  # how far the row was written is unknown
-        scratch.mark.fill(0)
-        raise
+    # (the kernel allocates before it writes: an error leaves the scratch zero)
+    whole = native.bm25_row(
+        *args, depth, keys, slots, scratch.acc, scratch.mark, *inputs.cache_args()
+    )
     inputs.cached()
-    row = ScoredRow(keys[None], slots[None], None, scratch, kept)
+    row = ScoredRow(keys[None], slots[None], None, scratch, whole)
     scratch.live = row
     return row
 

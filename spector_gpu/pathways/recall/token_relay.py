@@ -20,7 +20,8 @@ relevance and the explanations travel with their members.
 It runs on the host after the batch's scores are there (on a GPU too: the list is
 ``token_depth`` members per query): the compiled kernel ``token_rescore``
 (``kernels/csrc/token.c``) when it is built, tens of microseconds a query on the calling
-thread; else :func:`maxsim` in numpy per query, the twin the tests compare it with (the same cosines bit for bit, the weighted sums to rounding).
+thread; else :func:`maxsim` in numpy per query, the twin the tests compare it with (the same
+cosines bit for bit, the weighted sums to rounding).
 Measured on the development splits (``docs/retrieval.md``): LongMemEval_S session nDCG@10
 0.730 → 0.784 with LoCoMo recall@10 unchanged.
 """
