@@ -3,9 +3,9 @@
  * and scipy's product, in their order, bit for bit. */
 #include "bm25.h"
 
-#include <math.h>
-#include <stdlib.h>
 #include <string.h>
+
+#include "select.h"
 
 /* term j's main weights (the cache's, or the call's) and tail weights */
 #define MAIN_W(z, j) ((z)->wmain ? (z)->wmain + (z)->mlo[j] : (z)->wbuf + (z)->woff[j])
@@ -49,84 +49,17 @@ void bm25_accumulate(const Bm25 *z, ptrdiff_t i, float *acc, uint64_t *mark) {
     }
 }
 
-/* ---- exact top-k: candidates above a running threshold go into a buffer of 2k; a full
- * buffer keeps its k best (quickselect) and the threshold rises to the k-th. Order: value
- * descending, then slot ascending (a total order, so the k best are one set). */
-typedef struct {
-    double v; /* a float32 score */
-    int64_t i;
-} Cand;
-
-static int better(const Cand *a, const Cand *b) {
-    return a->v > b->v || (a->v == b->v && a->i < b->i);
+/* A score above the running threshold (a float32 value, 0 at first: positive scores only; NaN
+ * never enters) enters the buffer of 2 k (select.h); slots come in ascending order, so an
+ * equal value is never better. */
+static inline void enter(Cand *c, ptrdiff_t *size, ptrdiff_t k, double *thr, float v,
+                         int64_t d) {
+    if ((double)v > *thr) cand_push(c, size, k, thr, (double)v, d);
 }
 
-/* Hoare partition of c[lo..hi] around its middle: c[lo..*pb] no worse, c[*pa..hi] no better. */
-static void partition(Cand *c, ptrdiff_t lo, ptrdiff_t hi, ptrdiff_t *pa, ptrdiff_t *pb) {
-    Cand pivot = c[lo + (hi - lo) / 2];
-    ptrdiff_t a = lo, b = hi;
-    while (a <= b) {
-        while (better(&c[a], &pivot)) a++;
-        while (better(&pivot, &c[b])) b--;
-        if (a <= b) {
-            Cand t = c[a];
-            c[a++] = c[b];
-            c[b--] = t;
-        }
-    }
-    *pa = a;
-    *pb = b;
-}
-
-/* c[0..k) the k best of c[0..n), in no order */
-static void select_best(Cand *c, ptrdiff_t n, ptrdiff_t k) {
-    ptrdiff_t lo = 0, hi = n - 1, a, b;
-    while (lo < hi) {
-        partition(c, lo, hi, &a, &b);
-        if (k - 1 <= b) hi = b;
-        else if (k - 1 >= a) lo = a;
-        else return;
-    }
-}
-
-static int cand_cmp(const void *a, const void *b) { return better(a, b) ? -1 : better(b, a); }
-
-typedef struct {
-    Cand *buf;
-    ptrdiff_t size, k;
-    double thr; /* positive scores only: starts at 0 */
-} Top;
-
-/* Offer (v, slot), slots ascending: a value equal to the threshold is never better. */
-static inline void offer(Top *top, double v, int64_t slot) {
-    if (!(v > top->thr)) return; /* NaN never enters */
-    top->buf[top->size].v = v;
-    top->buf[top->size].i = slot;
-    if (++top->size == 2 * top->k) {
-        select_best(top->buf, top->size, top->k);
-        top->size = top->k;
-        double worst = top->buf[0].v;
-        for (ptrdiff_t r = 1; r < top->k; r++) worst = fmin(worst, top->buf[r].v);
-        top->thr = worst;
-    }
-}
-
-/* whether any of x[0..16) is > t: a loop the compiler vectorises (one compare per block of 16
- * scores that cannot enter) */
-static inline int any_above16(const float *x, float t) {
-    int any = 0;
-    for (int l = 0; l < 16; l++) any |= x[l] > t;
-    return any;
-}
-
-/* On x86-64 GCC builds an AVX2 clone beside the baseline (the scan's block test is then 8
- * lanes wide); the loader picks one. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-int bm25_query(const Bm25 *z, ptrdiff_t i, float *acc, uint64_t *mark, void *buf,
-               ptrdiff_t depth, float *keys, int64_t *slots, const int64_t *cand, float *cout,
-               ptrdiff_t width, int keep) {
+VECTOR_CLONES int bm25_query(const Bm25 *z, ptrdiff_t i, float *acc, uint64_t *mark,
+                             void *buf, ptrdiff_t depth, float *keys, int64_t *slots,
+                             const int64_t *cand, float *cout, ptrdiff_t width, int keep) {
     ptrdiff_t n = z->n_docs;
     int64_t postings = 0;
     for (int64_t e = z->qptr[i]; e < z->qptr[i + 1]; e++) {
@@ -137,14 +70,16 @@ int bm25_query(const Bm25 *z, ptrdiff_t i, float *acc, uint64_t *mark, void *buf
     bm25_accumulate(z, i, acc, whole ? NULL : mark);
     for (ptrdiff_t c = 0; c < width; c++)
         cout[c] = cand[c] >= 0 && cand[c] < (int64_t)n ? acc[cand[c]] : 0.0f;
-    Top top = {buf, 0, depth, 0.0};
+    Cand *cb = buf;
+    ptrdiff_t size = 0;
+    double thr = 0.0;
     if (depth > 0 && whole) {
         ptrdiff_t d = 0;
         for (; d + 16 <= n; d += 16) {
-            if (!any_above16(acc + d, (float)top.thr)) continue; /* thr: a float32 value */
-            for (ptrdiff_t r = d; r < d + 16; r++) offer(&top, (double)acc[r], r);
+            if (!any_above16(acc + d, (float)thr)) continue; /* (thr is a float32 value) */
+            for (ptrdiff_t r = d; r < d + 16; r++) enter(cb, &size, depth, &thr, acc[r], r);
         }
-        for (; d < n; d++) offer(&top, (double)acc[d], d);
+        for (; d < n; d++) enter(cb, &size, depth, &thr, acc[d], d);
     } else if (!whole) {
         /* the marked documents, ascending (cleared on the way unless keep), after a histogram
          * of their scores' leading bits (positive float32 bits order as the values) has put
@@ -160,22 +95,22 @@ int bm25_query(const Bm25 *z, ptrdiff_t i, float *acc, uint64_t *mark, void *buf
         float f;
         low = ((uint32_t)floor << 19) - 1;
         memcpy(&f, &low, 4);
-        top.thr = floor > 0 ? (double)f : 0.0;
+        thr = floor > 0 ? (double)f : 0.0;
         for (ptrdiff_t w = 0; w <= n >> 6; w++) {
             for (uint64_t bits = mark[w]; bits; bits &= bits - 1) {
                 ptrdiff_t d = (w << 6) + __builtin_ctzll(bits);
-                if (depth > 0) offer(&top, (double)acc[d], d);
+                if (depth > 0) enter(cb, &size, depth, &thr, acc[d], d);
                 if (!keep) acc[d] = 0.0f;
             }
             if (!keep) mark[w] = 0;
         }
     }
-    if (top.size > depth) select_best(top.buf, top.size, depth);
-    ptrdiff_t size = top.size < depth ? top.size : depth;
-    qsort(top.buf, (size_t)size, sizeof(Cand), cand_cmp);
+    if (size > depth) cand_select(cb, size, depth);
+    size = size < depth ? size : depth;
+    cand_sort(cb, size);
     for (ptrdiff_t r = 0; r < depth; r++) {
-        keys[r] = r < size ? (float)top.buf[r].v : -INFINITY;
-        slots[r] = r < size ? top.buf[r].i : -1;
+        keys[r] = r < size ? (float)cb[r].v : -INFINITY;
+        slots[r] = r < size ? cb[r].i : -1;
     }
     if (!keep && whole) memset(acc, 0, sizeof(float) * (size_t)n);
     return whole;

@@ -2,22 +2,10 @@
  * integer dot over the product of their norms, in float64: TokenVocab.cosines bit for bit. */
 #include "token.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The int8 dots of one row with t query rows: a plain loop the compiler vectorises; on x86-64
- * GCC builds an AVX2 clone beside the baseline and the loader picks one (exact sums). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-static void dots(const int8_t *row, const int8_t *qs, size_t t, ptrdiff_t dim, int32_t *out) {
-    for (size_t a = 0; a < t; a++) {
-        int32_t acc = 0;
-        for (ptrdiff_t d = 0; d < dim; d++) acc += (int16_t)row[d] * (int16_t)qs[a * dim + d];
-        out[a] = acc;
-    }
-}
+#include "select.h" /* dots */
 
 typedef struct {
     double score;
@@ -71,7 +59,7 @@ static int maxsim(const TokJob *j, const TokScratch *s, const int64_t *ord, ptrd
     for (size_t d = 0; d < distinct; d++) {
         int32_t u = s->uniq[d];
         double *row = s->sims + d * stride;
-        dots(j->codes + (ptrdiff_t)u * dim, s->qcodes, t, dim, s->idots);
+        dots(j->codes + (ptrdiff_t)u * dim, s->qcodes, (ptrdiff_t)t, dim, s->idots);
         for (size_t a = 0; a < stride; a++)
             row[a] = a < t ? (double)s->idots[a] / (j->norm[q[a]] * j->norm[u]) : -INFINITY;
     }
