@@ -41,7 +41,8 @@ cdef extern from "csrc/bm25.h" nogil:
 
     void bm25_term_weights(const Bm25 *z, int64_t j)
     void bm25_accumulate(const Bm25 *z, Py_ssize_t i, float *acc, uint64_t *mark)
-    int bm25_query(const Bm25 *z, Py_ssize_t i, float *acc, uint64_t *mark, void *buf,
+    int bm25_query(const Bm25 *z, Py_ssize_t i, float *acc, uint64_t *mark, int32_t *list,
+                   void *buf,
                    Py_ssize_t depth, float *keys, int64_t *slots, const int64_t *cand,
                    float *cout, Py_ssize_t width, int keep)
     int ctz "__builtin_ctzll"(unsigned long long x)
@@ -220,13 +221,22 @@ def bm25_dense(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, mai
 
 cdef class _Scratch:
     """One thread's selection row: acc float32 (N,) and the bitset mark uint64 (N / 64 + 1,),
-    zero between queries."""
+    zero between queries, and a list of N int32 (the marked documents)."""
 
-    cdef public object acc, mark
+    cdef public object acc, mark, list
 
     def __init__(self, Py_ssize_t n):
         self.acc = np.zeros(n, dtype=np.float32)
         self.mark = np.zeros(n // 64 + 1, dtype=np.uint64)
+        self.list = np.empty(n, dtype=np.int32)
+
+
+cdef _Scratch _kept(Py_ssize_t n):
+    """The calling thread's scratch for n documents."""
+    sc = getattr(_local, "scratch", None)
+    if sc is None or len(sc.acc) < n:
+        sc = _local.scratch = _Scratch(max(n, 1))
+    return sc
 
 
 _local = threading.local()  # each thread's _Scratch, kept between calls, freed with it
@@ -274,11 +284,10 @@ def bm25_select(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, ma
         co = _flat(fn, "out_candidates", out_candidates, np.float32, m * width, True)
     if m == 0:
         return
-    sc = getattr(_local, "scratch", None)
-    if sc is None or len(sc.acc) < n:
-        sc = _local.scratch = _Scratch(max(n, 1))
+    sc = _kept(n)
     cdef float[::1] acc = sc.acc
     cdef uint64_t[::1] mark = sc.mark
+    cdef int32_t[::1] lst = sc.list
     cdef int64_t[:, ::1] buf = _cands(depth)
     cdef float *kp = &ko[0] if depth else NULL
     cdef int64_t *sp = &so[0] if depth else NULL
@@ -286,7 +295,7 @@ def bm25_select(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, ma
     cdef float *cw = &co[0] if width else NULL
     with nogil:
         for i in range(m):
-            bm25_query(&z.z, i, &acc[0], &mark[0], &buf[0, 0], depth, kp + i * depth,
+            bm25_query(&z.z, i, &acc[0], &mark[0], &lst[0], &buf[0, 0], depth, kp + i * depth,
                        sp + i * depth, cq + i * width, cw + i * width, width, 0)
 
 
@@ -310,10 +319,11 @@ def bm25_row(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, main_
     cdef int64_t[::1] so = _flat(fn, "out_slots", out_slots, np.int64, depth, True)
     _row_sizes(fn, z.z.n_docs, acc.shape[0], mark.shape[0])
     cdef int64_t[:, ::1] buf = _cands(depth)
+    cdef int32_t[::1] lst = _kept(z.z.n_docs).list
     cdef int whole
     with nogil:
-        whole = bm25_query(&z.z, 0, &acc[0] if acc.shape[0] else NULL, &mark[0], &buf[0, 0],
-                           depth, &ko[0], &so[0], NULL, NULL, 0, 1)
+        whole = bm25_query(&z.z, 0, &acc[0] if acc.shape[0] else NULL, &mark[0], &lst[0],
+                           &buf[0, 0], depth, &ko[0], &so[0], NULL, NULL, 0, 1)
     return bool(whole)
 
 

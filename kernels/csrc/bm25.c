@@ -58,7 +58,7 @@ static inline void enter(Cand *c, ptrdiff_t *size, ptrdiff_t k, double *thr, flo
 }
 
 VECTOR_CLONES int bm25_query(const Bm25 *z, ptrdiff_t i, float *acc, uint64_t *mark,
-                             void *buf, ptrdiff_t depth, float *keys, int64_t *slots,
+                             int32_t *list, void *buf, ptrdiff_t depth, float *keys, int64_t *slots,
                              const int64_t *cand, float *cout, ptrdiff_t width, int keep) {
     ptrdiff_t n = z->n_docs;
     int64_t postings = 0;
@@ -81,28 +81,28 @@ VECTOR_CLONES int bm25_query(const Bm25 *z, ptrdiff_t i, float *acc, uint64_t *m
         }
         for (; d < n; d++) enter(cb, &size, depth, &thr, acc[d], d);
     } else if (!whole) {
-        /* the marked documents, ascending (cleared on the way unless keep), after a histogram
-         * of their scores' leading bits (positive float32 bits order as the values) has put
-         * the threshold just below the bucket that holds the depth-th best */
+        /* the marked documents listed in slot order (their bits cleared unless keep), with a
+         * histogram of their scores' leading bits (positive float32 bits order as the values)
+         * that puts the threshold just below the bucket holding the depth-th best; then the
+         * list offered (and cleared unless keep) */
         uint32_t hist[4096] = {0}, low;
-        for (ptrdiff_t w = 0; depth > 0 && w <= n >> 6; w++)
+        ptrdiff_t t = 0;
+        for (ptrdiff_t w = 0; w <= n >> 6; w++) {
             for (uint64_t bits = mark[w]; bits; bits &= bits - 1) {
-                float v = acc[(w << 6) + __builtin_ctzll(bits)];
-                if (v > 0.0f) hist[(memcpy(&low, &v, 4), low >> 19)]++;
+                float v = acc[list[t++] = (int32_t)((w << 6) + __builtin_ctzll(bits))];
+                if (depth > 0 && v > 0.0f) hist[(memcpy(&low, &v, 4), low >> 19)]++;
             }
+            if (!keep) mark[w] = 0;
+        }
         ptrdiff_t above = 0, floor = 4096;
         while (floor > 0 && above < depth) above += hist[--floor];
         float f;
         low = ((uint32_t)floor << 19) - 1;
         memcpy(&f, &low, 4);
         thr = floor > 0 ? (double)f : 0.0;
-        for (ptrdiff_t w = 0; w <= n >> 6; w++) {
-            for (uint64_t bits = mark[w]; bits; bits &= bits - 1) {
-                ptrdiff_t d = (w << 6) + __builtin_ctzll(bits);
-                if (depth > 0) enter(cb, &size, depth, &thr, acc[d], d);
-                if (!keep) acc[d] = 0.0f;
-            }
-            if (!keep) mark[w] = 0;
+        for (ptrdiff_t r = 0; r < t; r++) {
+            if (depth > 0) enter(cb, &size, depth, &thr, acc[list[r]], list[r]);
+            if (!keep) acc[list[r]] = 0.0f;
         }
     }
     if (size > depth) cand_select(cb, size, depth);

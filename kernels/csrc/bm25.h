@@ -32,13 +32,14 @@ void bm25_term_weights(const Bm25 *z, int64_t j);
 void bm25_accumulate(const Bm25 *z, ptrdiff_t i, float *acc, uint64_t *mark);
 
 /* Query i summed into acc (zero on entry), then its depth best positive scores (value
- * descending, slot ascending; -inf / -1 padding) into keys/slots (buf: room for 2 * depth
- * 16-byte candidates) and the scores of width slots cand into cout (0 out of range). A query
- * of fewer postings than N / 2 marks what it writes in mark (zero on entry) and selects from
- * that, else it scans the whole row. Returns 1 for the whole row, else 0; unless keep, acc
- * and mark are left zero (keep: the caller clears the whole row, or the marked documents). */
-int bm25_query(const Bm25 *z, ptrdiff_t i, float *acc, uint64_t *mark, void *buf,
-               ptrdiff_t depth, float *keys, int64_t *slots, const int64_t *cand, float *cout,
-               ptrdiff_t width, int keep);
+ * descending, slot ascending; -inf / -1 padding) into keys/slots and the scores of width
+ * slots cand into cout (0 out of range); scratch: list (N int32), buf (2 * depth 16-byte
+ * candidates). A query of fewer postings than N / 2 marks what it writes in mark (zero on
+ * entry) and selects from that, else it scans the whole row. Returns 1 for the whole row,
+ * else 0; unless keep, acc and mark are left zero (keep: the caller clears the whole row, or
+ * the marked documents). */
+int bm25_query(const Bm25 *z, ptrdiff_t i, float *acc, uint64_t *mark, int32_t *list,
+               void *buf, ptrdiff_t depth, float *keys, int64_t *slots, const int64_t *cand,
+               float *cout, ptrdiff_t width, int keep);
 
 #endif
