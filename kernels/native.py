@@ -7,8 +7,6 @@ one namespace, so callers write ``native.int8_topk(...)`` whatever module holds 
 unless every module was built (``optional = true`` in pyproject.toml: an install without a
 compiler still works); every caller keeps a numpy or torch twin with identical results, and
 the tests compare them.
-
-``_legacy`` is the hand-bound C module the kernels are moving out of, one concern at a time.
 """
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ from typing import Any
 __all__ = ["MODULES", "native"]
 
 # the compiled modules, in lookup order (a name found in an earlier one wins)
-MODULES = ("_scan", "_fusion", "_graph", "_legacy")
+MODULES = ("_scan", "_fusion", "_graph", "_lexical")
 
 
 def _load() -> Any:

@@ -283,15 +283,15 @@ class BM25Index:
         *,
         allowed: np.ndarray | None = None,
         candidates: np.ndarray | None = None,
-        threads: int = 1,
+        threads: int | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Each query's ``depth`` best scores and the scores of ``candidates`` int (n, W)
         slots (``-1``: padding), without an (n, N) block: ``(scores float32 (n, depth),
         slots int64 (n, depth), candidate scores float32 (n, W) or None)`` — positive scores
         best first, ties to the lower slot, ``-inf`` / ``-1`` padding; a candidate scores 0
         where it matches no term, is not ``allowed`` or is padding. Every value equals
-        :meth:`score_dense`'s bit for bit. Natively each query's sums go into one scratch row,
-        cleared where written; ``threads=2`` shares a batch's queries with a helper thread."""
+        :meth:`score_dense`'s bit for bit, natively one scratch row per query, cleared where
+        written. ``threads`` is deprecated and ignored (leave it out)."""
         return index_select(self, query_tokens, depth, allowed, candidates, threads)
 
     def score_row(

@@ -15,7 +15,7 @@ terms contribute 0.
 :func:`query_matrix` turns a batch of token lists into ``Q`` (each query's multiplicity of the
 batch's distinct known terms); :func:`topk_rows` takes each query's best slots from ``Q @ W``
 in chunks of bounded size; :func:`dense_scores` forms ``Q @ W`` as a dense float32 block
-in one native pass over the postings in place (:func:`spector_gpu.kernels._native.bm25_dense`,
+in one native pass over the postings in place (``bm25_dense`` in ``kernels/csrc/bm25.c``,
 the same float32 sums, in the same order, as scipy's product over the gathered ``W``;
 :mod:`.bm25_select` takes each query's best scores from the same sums without the block).
 """

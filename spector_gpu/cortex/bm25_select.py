@@ -4,14 +4,15 @@
 :func:`select_scores` accumulates each query's sums into one scratch row (the native
 ``bm25_select``: the float32 sums of :func:`.bm25_scoring.dense_scores`, in the same order),
 selects its ``depth`` best positive scores from the documents it touched (a query of many
-postings: from the whole row) and reads the scores of given slots, clearing only what it wrote;
-a batch can share its queries with a helper thread. :class:`ScoredRow` keeps one query's row in
+postings: from the whole row) and reads the scores of given slots, clearing only what it wrote,
+on the calling thread. :class:`ScoredRow` keeps one query's row in
 the index's :class:`RowScratch` until released, so that slots chosen later (a recall's pool)
 are scored without a second pass. :func:`select_reference` is the numpy twin.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -60,8 +61,15 @@ def check_select(
     (``name``: what the caller calls ``depth``)."""
     if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 0:
         raise ValidationError(f"{name}={depth!r}: use an int >= 0")
-    if isinstance(threads, bool) or threads not in (1, 2):
-        raise ValidationError(f"threads={threads!r}: use 1 or 2")
+    if threads is not None:
+        if isinstance(threads, bool) or threads not in (1, 2):
+            raise ValidationError(f"threads={threads!r}: leave it out (deprecated and ignored)")
+        warnings.warn(
+            "BM25Index.select(threads=...) is deprecated and ignored: the selection runs on "
+            "the calling thread; leave the argument out",
+            DeprecationWarning,
+            stacklevel=4,
+        )
     if candidates is None:
         return int(depth)
     n = -1 if isinstance(query_tokens, (str, bytes)) else len(query_tokens)  # type: ignore[arg-type]
@@ -70,14 +78,13 @@ def check_select(
 
 
 class RowScratch:
-    """An index's scratch for :class:`ScoredRow` (zero between rows): float32 scores (N,),
-    a uint64 bitset of the documents a row lists and the list (int32 (N + 1,)); replaced
-    when the index has grown, cleared if a row was never released."""
+    """An index's scratch for :class:`ScoredRow` (zero between rows): float32 scores (N,)
+    and a uint64 bitset of the documents a row wrote; replaced when the index has grown,
+    cleared if a row was never released."""
 
     def __init__(self) -> None:
         self.acc = np.zeros(0, dtype=np.float32)
         self.mark = np.zeros(1, dtype=np.uint64)
-        self.touched = np.zeros(1, dtype=np.int32)
         self.live: ScoredRow | None = None
 
     def take(self, n_docs: int) -> None:
@@ -87,7 +94,6 @@ class RowScratch:
         if len(self.acc) != n_docs:
             self.acc = np.zeros(n_docs, dtype=np.float32)
             self.mark = np.zeros(n_docs // 64 + 1, dtype=np.uint64)
-            self.touched = np.zeros(n_docs + 1, dtype=np.int32)
 
 
 class ScoredRow:
@@ -103,10 +109,10 @@ class ScoredRow:
         slots: np.ndarray,
         row: np.ndarray | None,
         scratch: RowScratch | None = None,
-        kept: int = 0,
+        whole: bool = False,
     ) -> None:
         self.scores, self.slots = scores, slots
-        self._row, self._scratch, self._kept = row, scratch, kept
+        self._row, self._scratch, self._whole = row, scratch, whole
         self.released = False
 
     def at(self, slots: np.ndarray) -> np.ndarray:
@@ -135,7 +141,7 @@ class ScoredRow:
         sc = self._scratch
         if sc is None:
             return
-        native.bm25_row_release(sc.acc, sc.mark, sc.touched, self._kept, flat, out)
+        native.bm25_row_release(sc.acc, sc.mark, self._whole, flat, out)
         if sc.live is self:
             sc.live = None
 
@@ -151,23 +157,12 @@ def score_row(
     keys = np.empty(depth, dtype=np.float32)
     slots = np.empty(depth, dtype=np.int64)
     args = native_args(inputs, allowed)
-    try:
-        kept = native.bm25_row(
-            *args,
-            depth,
-            keys,
-            slots,
-            scratch.acc,
-            scratch.mark,
-            scratch.touched,
-            *inputs.cache_args(),
-        )
-    except MemoryError:
-        scratch.acc.fill(0)  # how far the row was written is unknown
-        scratch.mark.fill(0)
-        raise
+    # (the kernel allocates before it writes: an error leaves the scratch zero)
+    whole = native.bm25_row(
+        *args, depth, keys, slots, scratch.acc, scratch.mark, *inputs.cache_args()
+    )
     inputs.cached()
-    row = ScoredRow(keys[None], slots[None], None, scratch, kept)
+    row = ScoredRow(keys[None], slots[None], None, scratch, whole)
     scratch.live = row
     return row
 
@@ -197,14 +192,12 @@ def select_scores(
     allowed: np.ndarray | None,
     depth: int,
     candidates: np.ndarray | None,
-    threads: int = 1,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Each query's ``depth`` best positive scores of ``Q @ W`` (float32 (n, depth), best
     first, ties to the lower slot; ``-inf`` padding) with their slots (int64, ``-1``), and the
     scores of ``candidates`` int64 (n, W) (0 where a slot matches nothing or is ``-1``), or
     None without candidates — the values of :func:`dense_scores`, bit for bit (native; the
-    caller checked it is built). ``threads=2`` shares the queries with a helper thread started
-    for the call."""
+    caller checked it is built)."""
     n = inputs.q.shape[0]
     keys = np.empty((n, depth), dtype=np.float32)
     slots = np.empty((n, depth), dtype=np.int64)
@@ -219,7 +212,6 @@ def select_scores(
         slots,
         candidates,
         cand_out,
-        threads,
         *inputs.cache_args(),
     )
     inputs.cached()
@@ -232,7 +224,7 @@ def index_select(
     depth: int,
     allowed: np.ndarray | None,
     candidates: np.ndarray | None,
-    threads: int,
+    threads: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """``BM25Index.select``: the arguments checked, natively or by the numpy twin."""
     depth = check_select(query_tokens, depth, candidates, threads, len(index))
@@ -240,7 +232,7 @@ def index_select(
     if native is None:
         block = index.score_dense(query_tokens, allowed=allowed)
         return select_reference(block, depth, candidates)
-    return select_scores(index.kernel_inputs(query_tokens), allowed, depth, candidates, threads)
+    return select_scores(index.kernel_inputs(query_tokens), allowed, depth, candidates)
 
 
 def index_row(
@@ -252,7 +244,7 @@ def index_row(
 ) -> ScoredRow:
     """``BM25Index.score_row``: the arguments checked, natively in the index's ``scratch``
     (any earlier row released first) or by the numpy twin."""
-    depth = check_select([tokens], depth, None, 1, len(index))
+    depth = check_select([tokens], depth, None, None, len(index))
     allowed = check_allowed(allowed, len(index))
     if native is None or depth == 0:
         row = index.score_dense([tokens], allowed=allowed)

@@ -49,18 +49,17 @@ def test_select_equals_the_score_block(seed: int) -> None:
     block = index.score_dense(queries, allowed=allowed)
     for depth in (0, 1, 7, 31, 32, 200, 5000):
         want = select_reference(block, depth, cand)
-        for threads in (1, 2):
-            got = index.select(queries, depth, allowed=allowed, candidates=cand, threads=threads)
-            for g, w in zip(got, want, strict=True):
-                assert g is not None and w is not None
-                assert g.dtype == w.dtype and g.shape == w.shape
-                np.testing.assert_array_equal(g, w)
+        got = index.select(queries, depth, allowed=allowed, candidates=cand)
+        for g, w in zip(got, want, strict=True):
+            assert g is not None and w is not None
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_array_equal(g, w)
 
 
 @pytest.mark.parametrize("method", ["lucene", "okapi"])
-def test_weights_shared_with_a_helper_thread_are_the_blocks(method: str) -> None:
-    # A batch whose distinct terms hold 65,536 postings or more has its posting weights
-    # computed by two threads (term by term): the scores must stay the block's, bit for bit.
+def test_a_large_batch_is_the_blocks_bit_for_bit(method: str) -> None:
+    # A batch whose distinct terms hold 65,536 postings or more, queries sharing terms (each
+    # term's weights computed once per call): the scores must stay the block's, bit for bit.
     rng = random.Random(7)
     index = _index(rng, 30_000, 300, method)
     queries = _queries(rng, 300, 128)
@@ -68,7 +67,7 @@ def test_weights_shared_with_a_helper_thread_are_the_blocks(method: str) -> None
     block = index.score_dense(queries)
     cand = np.array([rng.sample(range(30_000), 20) for _ in queries], dtype=np.int64)
     want = select_reference(block, 200, cand)
-    got = index.select(queries, 200, candidates=cand, threads=2)
+    got = index.select(queries, 200, candidates=cand)
     for g, w in zip(got, want, strict=True):
         assert g is not None and w is not None
         assert g.view(np.uint8).tobytes() == w.view(np.uint8).tobytes()
@@ -113,6 +112,7 @@ def test_a_query_without_known_terms_and_an_empty_index() -> None:
         ({"depth": -1}, "depth"),
         ({"depth": True}, "depth"),
         ({"depth": 2, "threads": 3}, "threads"),
+        ({"depth": 2, "threads": True}, "threads"),
         ({"depth": 2, "candidates": np.array([0, 1])}, "candidates"),
         ({"depth": 2, "candidates": np.array([[0.5]])}, "candidates"),
         ({"depth": 2, "candidates": np.array([[0], [1]])}, "candidates"),
@@ -125,6 +125,20 @@ def test_bad_arguments_are_refused(kwargs: dict, message: str) -> None:
     index.add([["a"], ["b"]])
     with pytest.raises(ValidationError, match=message):
         index.select([["a"]], **kwargs)
+
+
+def test_threads_is_deprecated_and_ignored() -> None:
+    """``select(threads=...)`` warns, naming what to do, and returns what it returns without."""
+    index = BM25Index()
+    index.add([["a", "b"], ["b"], ["a", "a"]])
+    want = index.select([["a"], ["b"]], 2, candidates=np.array([[0, 1], [2, -1]]))
+    for threads in (1, 2):
+        with pytest.warns(DeprecationWarning, match="leave the argument out"):
+            got = index.select(
+                [["a"], ["b"]], 2, candidates=np.array([[0, 1], [2, -1]]), threads=threads
+            )
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)
 
 
 @pytest.mark.skipif(native is None, reason="the native kernels are not built")

@@ -28,11 +28,10 @@ def _check(index: BM25Index, queries: list[list[str]], depth: int) -> None:
     block = np.asarray(index.score_batch(queries).toarray(), dtype=np.float32)
     cand = np.tile(np.arange(min(len(index), 40), dtype=np.int64), (len(queries), 1))
     want = select_reference(block, depth, cand)
-    for threads in (1, 2):
-        keys, slots, scores = index.select(queries, depth, candidates=cand, threads=threads)
-        np.testing.assert_array_equal(keys, want[0])
-        np.testing.assert_array_equal(slots, want[1])
-        np.testing.assert_array_equal(scores, want[2])
+    keys, slots, scores = index.select(queries, depth, candidates=cand)
+    np.testing.assert_array_equal(keys, want[0])
+    np.testing.assert_array_equal(slots, want[1])
+    np.testing.assert_array_equal(scores, want[2])
     for i, q in enumerate(queries):
         row = index.score_row(q, depth)
         np.testing.assert_array_equal(row.scores[0], want[0][i])
@@ -84,7 +83,7 @@ def test_the_kernel_refuses_a_cache_without_its_flags() -> None:
     from spector_gpu.cortex.bm25_scoring import native_args
 
     args = native_args(inputs, None)
-    out = (1, np.zeros(1, np.float32), np.zeros(1, np.int64), None, None, 1)
+    out = (1, np.zeros(1, np.float32), np.zeros(1, np.int64), None, None)
     weights, cached = inputs.cache_args()
     with pytest.raises(ValueError, match="go together"):
         native.bm25_select(*args, *out, weights, None)

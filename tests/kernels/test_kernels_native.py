@@ -1,4 +1,4 @@
-"""The native CPU kernels (kernels/_native.c) against their numpy twins."""
+"""The native CPU kernels (kernels/csrc/*.c, bound by kernels/_*.pyx) against their numpy twins."""
 
 from __future__ import annotations
 

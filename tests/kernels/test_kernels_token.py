@@ -1,4 +1,4 @@
-"""The token relay's compiled kernel (``token_rescore`` in kernels/_native.c) against its numpy
+"""The token relay's compiled kernel (``token_rescore`` in kernels/csrc/token.c) against its numpy
 twin (:func:`spector_gpu.pathways.recall.token_relay.maxsim` per query), on both builds of
 its cosines (AVX2 and portable: the same bits), and its refusal of out-of-range input."""
 
@@ -126,9 +126,7 @@ def test_members_with_the_same_tokens_tie_to_the_lower_ordinal() -> None:
     assert fused[0].tolist() == [0.0, 0.0]  # both scores constant: both normalise to 0
 
 
-def _call(
-    scored: Scored, rows: tuple[np.ndarray, np.ndarray], q_ids: np.ndarray, threads: int = 1
-) -> None:
+def _call(scored: Scored, rows: tuple[np.ndarray, np.ndarray], q_ids: np.ndarray) -> None:
     n, width = scored.ordinals.shape
     vocab = token_vocab()
     native.token_rescore(
@@ -146,7 +144,6 @@ def _call(
         np.empty((n, width), dtype=np.int64),
         np.empty((n, width), dtype=np.float32),
         np.empty((n, width), dtype=np.float64),
-        threads,
     )
 
 
@@ -171,13 +168,11 @@ def test_out_of_range_input_is_refused() -> None:
         _call(good, (rows[0], ids), q)
     with pytest.raises(ValueError, match="expected"):
         _call(good, (rows[0].astype(np.int32), rows[1]), q)
-    with pytest.raises(ValueError, match="threads"):
-        _call(good, rows, q, threads=3)
 
 
-def test_a_shared_batch_gives_each_query_the_bits_it_gets_alone() -> None:
-    """A batch of 16 or more shares its queries with a helper thread: every row is the one
-    the query gets in a batch of its own."""
+def test_a_batch_gives_each_query_the_bits_it_gets_alone() -> None:
+    """Every row of a batch (scratch sized for its largest query) is the one the query gets
+    in a batch of its own."""
     rng = np.random.default_rng(11)
     rows, scored, queries = _rows(rng, 90), _scored(rng, 90, 40, 24), _queries(rng, 40)
     batch = _native_rescore(scored, queries, rows, token_vocab(), 1.0)
@@ -192,7 +187,7 @@ def test_a_shared_batch_gives_each_query_the_bits_it_gets_alone() -> None:
             assert np.array_equal(a[0], b[i]), i
 
 
-def test_a_bad_row_stops_a_shared_batch_with_the_same_error() -> None:
+def test_a_bad_row_stops_a_batch_with_the_same_error() -> None:
     rng = np.random.default_rng(5)
     rows = _rows(rng, 30)
     scored = _scored(rng, 30, 32, 6)
@@ -200,4 +195,4 @@ def test_a_bad_row_stops_a_shared_batch_with_the_same_error() -> None:
     ids[len(ids) // 2 :] = -1  # the later rows out of the table: some queries meet them
     q = token_vocab().ids("family dinner")
     with pytest.raises(ValueError, match="token rows"):
-        _call(scored, (rows[0], ids), q, threads=2)
+        _call(scored, (rows[0], ids), q)

@@ -18,10 +18,10 @@ to the lower ordinal, and cut to ``k``; that sum is each result's ``score``. D, 
 relevance and the explanations travel with their members.
 
 It runs on the host after the batch's scores are there (on a GPU too: the list is
-``token_depth`` members per query): the compiled kernel ``token_rescore`` (``kernels/_native.c``)
-when it is built, tens of microseconds a query (a batch of 16 or more shares its queries with
-a helper thread, the outputs the same bit for bit); else :func:`maxsim` in numpy per query, the
-twin the tests compare it with (the same cosines bit for bit, the weighted sums to rounding).
+``token_depth`` members per query): the compiled kernel ``token_rescore``
+(``kernels/csrc/token.c``) when it is built, tens of microseconds a query on the calling
+thread; else :func:`maxsim` in numpy per query, the twin the tests compare it with (the same
+cosines bit for bit, the weighted sums to rounding).
 Measured on the development splits (``docs/retrieval.md``): LongMemEval_S session nDCG@10
 0.730 → 0.784 with LoCoMo recall@10 unchanged.
 """
@@ -40,8 +40,6 @@ from .relays import RecallPlan
 from .scorer import Scored
 
 __all__ = ["maxsim", "query_tokens", "rescore"]
-
-_SHARED_QUERIES = 16  # a batch of at least this many shares its queries with a helper thread
 
 
 def query_tokens(queries: Sequence[str], vocab: TokenVocab) -> tuple[np.ndarray, ...]:
@@ -141,7 +139,6 @@ def _native_rescore(
         order,
         fused,
         token,
-        2 if n >= _SHARED_QUERIES else 1,
     )
     return order, fused, token
 

@@ -30,9 +30,6 @@ from ....kernels.selection import rows_topk
 from ..pool import PAD, Pool
 from . import RecallPlan
 
-#: Queries from which a native selection shares its queries with a helper thread (below, the
-#: thread's start costs more than it saves; a single recall never starts one).
-_SHARED_ROWS = 16
 #: Pool members (rows × expected width) a chunk of queries may hold without a lexical block.
 _POOL_BUDGET = 1 << 18
 
@@ -137,8 +134,7 @@ def lexical_select(bm25: BM25Index, tokens: list[list[str]], plan: RecallPlan) -
     if len(tokens) == 1:
         row = bm25.score_row(tokens[0], plan.depth, allowed=plan.gate)
         return Selection(torch.from_numpy(row.scores), torch.from_numpy(row.slots), row)
-    threads = 2 if len(tokens) >= _SHARED_ROWS else 1
-    keys, slots, _ = bm25.select(tokens, plan.depth, allowed=plan.gate, threads=threads)
+    keys, slots, _ = bm25.select(tokens, plan.depth, allowed=plan.gate)
     return Selection(torch.from_numpy(keys), torch.from_numpy(slots), None)
 
 
@@ -161,7 +157,6 @@ def lexical_members(
     cand = torch.where(pool.valid, pool.ordinals, torch.full_like(pool.ordinals, -1)).numpy()
     if row is not None:
         return torch.from_numpy(row.at(cand)).to(torch.float64)  # (reading releases the row)
-    threads = 2 if len(tokens) >= _SHARED_ROWS else 1
-    _, _, scores = bm25.select(tokens, 0, allowed=plan.gate, candidates=cand, threads=threads)
+    _, _, scores = bm25.select(tokens, 0, allowed=plan.gate, candidates=cand)
     assert scores is not None
     return torch.from_numpy(scores).to(torch.float64)

@@ -1,0 +1,118 @@
+/* The token relay's MaxSim and order (see token.h). Each cosine is two int8 rows' exact
+ * integer dot over the product of their norms, in float64: TokenVocab.cosines bit for bit. */
+#include "token.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "select.h" /* dots */
+
+typedef struct {
+    double score;
+    int64_t ordinal, at; /* the member's ordinal and position in its row */
+} Rank;
+
+static int rank_cmp(const void *pa, const void *pb) {
+    const Rank *a = pa, *b = pb;
+    if (a->score != b->score) return a->score > b->score ? -1 : 1;
+    return (a->ordinal > b->ordinal) - (a->ordinal < b->ordinal);
+}
+
+/* min-max over x[0..n) into out (0 everywhere unless two different values) */
+static void minmax(const double *x, ptrdiff_t n, double *out) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (ptrdiff_t m = 0; m < n; m++) {
+        lo = x[m] < lo ? x[m] : lo;
+        hi = x[m] > hi ? x[m] : hi;
+    }
+    for (ptrdiff_t m = 0; m < n; m++) out[m] = hi > lo ? (x[m] - lo) / (hi - lo) : 0.0;
+}
+
+/* The token scores of one query's c members (0 without tokens), in three passes so the cold
+ * table rows load together: each posting's distinct-token slot (a new token's row prefetched),
+ * each distinct token's cosines with the query tokens, each member's best per query token. */
+static int maxsim(const TokJob *j, const TokScratch *s, const int64_t *ord, ptrdiff_t c,
+                  const int32_t *q, size_t t, size_t postings, double *token) {
+    ptrdiff_t dim = j->dim;
+    double wsum = 0.0;
+    for (size_t a = 0; a < t; a++) {
+        wsum += j->weight[q[a]];
+        memcpy(s->qcodes + a * (size_t)dim, j->codes + (ptrdiff_t)q[a] * dim, (size_t)dim);
+    }
+    size_t cap = 64, distinct = 0, n_post = 0;
+    while (cap < 2 * postings) cap *= 2;
+    memset(s->keys, 0xff, sizeof(int32_t) * cap);
+    for (ptrdiff_t m = 0; m < c; m++) {
+        for (int64_t p = j->offsets[ord[m]]; p < j->offsets[ord[m] + 1]; p++) {
+            int32_t u = j->ids[p];
+            if (u < 0 || u >= j->vocab) return -1;
+            size_t h = (((uint32_t)u * 2654435761u) >> 7) & (cap - 1);
+            while (s->keys[h] != -1 && s->keys[h] != u) h = (h + 1) & (cap - 1);
+            if (s->keys[h] == -1) {
+                s->keys[h] = u, s->slot[h] = (int32_t)distinct, s->uniq[distinct++] = u;
+                for (ptrdiff_t d = 0; d < dim; d += 64) __builtin_prefetch(j->codes + u * dim + d);
+            }
+            s->pslot[n_post++] = s->slot[h];
+        }
+    }
+    size_t stride = (t + 3) & ~(size_t)3;
+    for (size_t d = 0; d < distinct; d++) {
+        int32_t u = s->uniq[d];
+        double *row = s->sims + d * stride;
+        dots(j->codes + (ptrdiff_t)u * dim, s->qcodes, (ptrdiff_t)t, dim, s->idots);
+        for (size_t a = 0; a < stride; a++)
+            row[a] = a < t ? (double)s->idots[a] / (j->norm[q[a]] * j->norm[u]) : -INFINITY;
+    }
+    /* each member's best per query token, four at a time (rows padded with -inf; a maximum
+     * is exact, so the order of the postings does not change it) */
+    n_post = 0;
+    for (ptrdiff_t m = 0; m < c; m++) {
+        int64_t len = j->offsets[ord[m] + 1] - j->offsets[ord[m]];
+        const int32_t *slots = s->pslot + n_post;
+        n_post += (size_t)len;
+        if (len == 0) continue;
+        double acc = 0.0;
+        for (size_t a = 0; a < t; a += 4) {
+            double b[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+            for (int64_t p = 0; p < len; p++) {
+                const double *row = s->sims + (size_t)slots[p] * stride + a;
+                for (int l = 0; l < 4; l++) b[l] = row[l] > b[l] ? row[l] : b[l];
+            }
+            for (size_t l = 0; l < 4 && a + l < t; l++) acc += j->weight[q[a + l]] * b[l];
+        }
+        token[m] = wsum > 0 ? acc / wsum : 0.0;
+    }
+    return 0;
+}
+
+int token_query(const TokJob *j, const TokScratch *s, ptrdiff_t i) {
+    ptrdiff_t c = j->counts[i], w = j->width;
+    const int64_t *ord = j->ordinals + i * w;
+    const int32_t *q = j->qids + j->qoff[i];
+    size_t t = (size_t)(j->qoff[i + 1] - j->qoff[i]), postings = 0;
+    double *token = j->out_token + i * w;
+    for (ptrdiff_t m = 0; m < w; m++) token[m] = 0.0;
+    for (ptrdiff_t m = 0; m < c; m++) {
+        int64_t lo = j->offsets[ord[m]], hi = j->offsets[ord[m] + 1];
+        for (int64_t p = lo; p < hi; p += 16) __builtin_prefetch(j->ids + p); /* for pass one */
+        postings += (size_t)(hi - lo);
+    }
+    if (t > 0 && postings > 0 && maxsim(j, s, ord, c, q, t, postings, token) < 0) return -1;
+    const float *fused = j->fused + i * w;
+    int64_t *order = j->out_order + i * w;
+    float *out = j->out_fused + i * w;
+    for (ptrdiff_t m = 0; m < w; m++) order[m] = m, out[m] = fused[m];
+    if (c == 0) return 0;
+    double *fm = s->tmp, *tm = s->tmp + w;
+    Rank *rank = s->rank;
+    for (ptrdiff_t m = 0; m < c; m++) fm[m] = (double)fused[m];
+    minmax(fm, c, fm);
+    minmax(token, c, tm);
+    for (ptrdiff_t m = 0; m < c; m++) {
+        rank[m].score = fm[m] + j->token_weight * tm[m];
+        rank[m].ordinal = ord[m], rank[m].at = m;
+    }
+    qsort(rank, (size_t)c, sizeof(Rank), rank_cmp);
+    for (ptrdiff_t m = 0; m < c; m++) order[m] = rank[m].at, out[m] = (float)rank[m].score;
+    return 0;
+}
