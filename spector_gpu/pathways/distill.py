@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import checks
 from ..errors import ValidationError
-from .drafts import Distiller, FactDraft, TurnView, normalise_drafts
+from .drafts import Distiller, FactDraft, TurnView, listeners, normalise_drafts
 from .restatement import restate, restate_question, strip_fillers
 from .speech import (
     EVALUATION,
@@ -331,11 +331,11 @@ class ExtractiveDistiller:
     def __call__(
         self, session_id: int, turns: Sequence[TurnView], prior: Sequence[TurnView]
     ) -> list[FactDraft]:
-        listeners = _listeners(turns)
+        heard = listeners(turns)
         found = [
             c
             for k, t in enumerate(turns)
-            if (c := self._statement(k, t, listeners[k], self._asked(turns, k))) is not None
+            if (c := self._statement(k, t, heard[k], self._asked(turns, k))) is not None
         ]
         merged = self._merged(found, {t.id: t.speaker for t in turns})
         merged = self._threads(
@@ -343,8 +343,9 @@ class ExtractiveDistiller:
         )
         budget = min(self.max_facts, max(1, round(self.max_facts_per_turn * len(turns))))
         # the speakers' own (first-person) statements before recited knowledge, then salience
-        mine = {id(c): bool(PERSONAL.search(c.draft.quote or "")) for c in merged}
-        best = sorted(merged, key=lambda c: (not mine[id(c)], -c.score, c.order))[:budget]
+        # (a thread's own: a pleasantry joined to recited knowledge is as strong as the former)
+        own = {c.draft.parents[0]: c.score for c in found if PERSONAL.search(c.draft.quote or "")}
+        best = sorted(merged, key=lambda c: _rank(c, own))[:budget]
         return [c.draft for c in sorted(best, key=lambda c: c.order)]
 
     def _topic(self, sentence: str) -> bool:
@@ -374,15 +375,10 @@ class ExtractiveDistiller:
         return self._question(turns[k - 1], turns[k].speaker)
 
 
-def _listeners(turns: Sequence[TurnView]) -> list[str]:
-    """Whom each turn addresses: the nearest earlier speaker other than its own (else the
-    nearest later one); "" when the turn has no speaker or no one else speaks."""
-    out = []
-    for k, t in enumerate(turns):
-        others = [u.speaker for u in (*reversed(turns[:k]), *turns[k + 1 :]) if u.speaker]
-        others = [s for s in others if s != t.speaker]
-        out.append(others[0] if t.speaker and others else "")
-    return out
+def _rank(c: _Candidate, own: dict[str, int]) -> tuple[bool, int, int]:
+    if not PERSONAL.search(c.draft.quote or ""):
+        return (True, -c.score, c.order)
+    return (False, -max((own[p] for p in c.draft.parents if p in own), default=c.score), c.order)
 
 
 def _union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:

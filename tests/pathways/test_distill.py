@@ -185,6 +185,38 @@ def test_a_speakers_own_statement_is_kept_ahead_of_recited_knowledge() -> None:
     assert ExtractiveDistiller(max_facts_per_turn=0.2)(1, _turns(recited[:5]), [])[0].parents
 
 
+def test_a_pleasantry_joined_to_recited_knowledge_ranks_as_the_pleasantry() -> None:
+    turns = _turns(
+        [
+            ("User", "By the way, I just finished my 5th quilt since joining the club."),
+            ("Assistant", "I'd be delighted to help you plan your next quilt pattern."),
+            ("User", "Thanks!"),
+            (
+                "Assistant",
+                (
+                    "**Log Cabin Quilt**: Popular in Ohio and Maine since 1860 with 12 Blocks. "
+                    "**Amish Quilt Pattern**: Known across Pennsylvania for 3 Bold Colours."
+                ),
+            ),
+        ]
+    )
+    facts = ExtractiveDistiller(max_facts_per_turn=0.25)(1, turns, [])
+    assert len(facts) == 1  # round(0.25 x 4)
+    assert facts[0].parents == ("t0",) and "5th quilt" in facts[0].text
+
+
+@pytest.mark.parametrize(
+    ("said", "kept"),
+    [
+        ("I saw Dr. Smith at the Lisbon clinic every week.", "Dr. Smith"),
+        ("I rated the Porto hotel 4.5 stars last week.", "4.5 stars"),
+    ],
+)
+def test_a_title_or_a_decimal_point_does_not_end_a_sentence(said: str, kept: str) -> None:
+    (fact,) = ExtractiveDistiller(max_facts_per_turn=1.0)(1, _turns([("Ann", said)]), [])
+    assert kept in fact.text and fact.quote == said
+
+
 def test_repeats_of_one_speaker_become_one_fact_with_several_parents() -> None:
     turns = _turns(
         [
