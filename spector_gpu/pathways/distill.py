@@ -50,6 +50,7 @@ class _Candidate:
     draft: FactDraft
     words: frozenset[str]
     keys: frozenset[str]  # its numbers and capitalised words (names, places, dates)
+    own: int = 0  # the salience of its first-person statements (the speaker's own)
 
 
 @dataclass(frozen=True)
@@ -201,7 +202,8 @@ class ExtractiveDistiller:
         words = frozenset(stem(w) for w in self._content(text) if w.lower() not in own)
         keys = frozenset(w for w in WORD.findall(text)[1:] if w[:1].isupper() or w[:1].isdigit())
         score = sum(scores[k] for k in chosen) + lift
-        return _Candidate(score, order, FactDraft(text, parents, quote=quote), words, keys)
+        own = sum(scores[k] for k in chosen if PERSONAL.search(sentences[k][2]))
+        return _Candidate(score, order, FactDraft(text, parents, quote=quote), words, keys, own)
 
     def _answers(
         self,
@@ -320,6 +322,7 @@ class ExtractiveDistiller:
                         draft,
                         into.words | cand.words,
                         into.keys | cand.keys,
+                        max(into.own, cand.own),
                     )
                     ends[k] = cand.order
                     continue
@@ -342,10 +345,9 @@ class ExtractiveDistiller:
             sorted(merged, key=lambda c: c.order), {t.id: t.speaker for t in turns}
         )
         budget = min(self.max_facts, max(1, round(self.max_facts_per_turn * len(turns))))
-        # the speakers' own (first-person) statements before recited knowledge, then salience
-        # (a thread's own: a pleasantry joined to recited knowledge is as strong as the former)
-        own = {c.draft.parents[0]: c.score for c in found if PERSONAL.search(c.draft.quote or "")}
-        best = sorted(merged, key=lambda c: _rank(c, own))[:budget]
+        # the speakers' own (first-person) statements before recited knowledge, each by the
+        # salience of its own statements (a pleasantry joined to recited knowledge is weak)
+        best = sorted(merged, key=lambda c: (not c.own, -(c.own or c.score), c.order))[:budget]
         return [c.draft for c in sorted(best, key=lambda c: c.order)]
 
     def _topic(self, sentence: str) -> bool:
@@ -373,12 +375,6 @@ class ExtractiveDistiller:
         if turns[k - 1].speaker == turns[k].speaker:
             return None
         return self._question(turns[k - 1], turns[k].speaker)
-
-
-def _rank(c: _Candidate, own: dict[str, int]) -> tuple[bool, int, int]:
-    if not PERSONAL.search(c.draft.quote or ""):
-        return (True, -c.score, c.order)
-    return (False, -max((own[p] for p in c.draft.parents if p in own), default=c.score), c.order)
 
 
 def _union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:

@@ -12,7 +12,8 @@ and ", and" / ", but" / ", which" / ", so" joins. Each :class:`Frame` holds:
 - ``quantities`` — each number (:class:`Quantity`) with what it counts: the first content
   word after it that is not a plain adjective ("4 projects" → project, "the 5th project" →
   project, "27 different species" → species), else the two before it ("the species count is
-  32"); a number in a photo's description or a time ago ("3 years ago") is not a count;
+  32") and any "<thing> count" before it ("my follower count - close to 1300"); a number in
+  a photo's description or a time ago ("3 years ago") is not a count;
 - ``names`` — its capitalised words other than its subject (names, places, days);
 - ``dated`` — whether it names a date, a day or a time of day ("on 7 May 2023", "last
   Tuesday", "in 2022", "10:30 PM"): a dated count is an event's, and two events with
@@ -223,6 +224,8 @@ def _frame(clause: str, subject: str, context: frozenset[str], mentions: frozens
         ahead = [j for j in range(k + 1, min(k + 4, len(tokens))) if _counted(tokens[j])][:1]
         after = [stem(tokens[j]) for j in ahead]
         before = [stem(t) for t in tokens[max(0, k - 4) : k] if _content(t)][-2:]
+        if not after:  # "my follower count - I'm close to 1300": the count names its thing
+            before += [stem(tokens[j]) for j in range(k - 1) if tokens[j + 1].lower() == "count"]
         where = spans[k].start()
         dated = any(d for (i, j), d in zip(parts, dated_parts, strict=True) if i <= where < j)
         # "3 species of owls": the count of a kind of the counted thing
@@ -276,7 +279,9 @@ def changed_value(new: Frame, old: Frame) -> str | None:
       "the 5th project"), neither clause is dated (an event on a day is not a state), neither
       names a name the other lacks while lacking one of the other's (two projects), and they
       share at least two other content words (the frame: "completed … since starting
-      painting classes") or all of them ("Ann has 3 cats" → "Ann has 4 cats");
+      painting classes") or all of them ("Ann has 3 cats" → "Ann has 4 cats"), or both say
+      their count holds now and they share one other ("1250 followers on Instagram now" →
+      "my follower count - close to 1300 now");
     - **a named value changed**: the same counts, the same content words besides the names
       (at least three, or two when the new clause says the value holds "now"), in the present
       (a past event in another place is another event), and no name in common ("a cooking
@@ -303,7 +308,8 @@ def changed_value(new: Frame, old: Frame) -> str | None:
             if clash or q.dated or o.dated or (unnamed and (q.of or o.of)):
                 return None
             frame = (new.context & old.context) - thing
-            if len(frame) >= 2 or new.words == old.words:
+            now = new.current and old.current and bool(frame)
+            if len(frame) >= 2 or new.words == old.words or now:
                 return f"the count of {min(thing)} changed"
             return None
     if unnamed:
