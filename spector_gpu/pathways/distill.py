@@ -202,8 +202,8 @@ class ExtractiveDistiller:
         words = frozenset(stem(w) for w in self._content(text) if w.lower() not in own)
         keys = frozenset(w for w in WORD.findall(text)[1:] if w[:1].isupper() or w[:1].isdigit())
         score = sum(scores[k] for k in chosen) + lift
-        own = sum(scores[k] for k in chosen if PERSONAL.search(sentences[k][2]))
-        return _Candidate(score, order, FactDraft(text, parents, quote=quote), words, keys, own)
+        mine = sum(scores[k] for k in chosen if PERSONAL.search(sentences[k][2]))
+        return _Candidate(score, order, FactDraft(text, parents, quote=quote), words, keys, mine)
 
     def _answers(
         self,

@@ -1,5 +1,6 @@
 """The lifecycle fields of a memory to write: scopes, namespace, kind, confidence, metadata,
-expiry, indexing, upsert and supersession, validated field by field (:mod:`.items` calls
+expiry, indexing, upsert and supersession (``supersedes``: one memory id, or a list of
+ids when the memory replaces several), validated field by field (:mod:`.items` calls
 :func:`parse_lifecycle` for every item; the same checks serve ``update``).
 
 Every rule names the field it checks (``items[2].confidence must be in [0, 1], got 2``).

@@ -319,6 +319,9 @@ def test_one_memory_may_supersede_several(tmp_path: Path) -> None:
             with pytest.raises(ValidationError, match=why):
                 mem.remember_batch([{"text": "Ann has 5 cats", "supersedes": bad}])
         assert mem.count(MemoryType.SEMANTIC) == 2
+        both = mem.supersede(old[0], "Ann has 6 cats", supersedes=[old[1]])
+        got = mem.get(both)
+        assert got is not None and (got.supersedes, got.also_supersedes) == (old[0], (old[1],))
 
 
 def test_expired_memories_are_gated_out_at_once(tmp_path: Path) -> None:

@@ -205,6 +205,24 @@ def test_a_pleasantry_joined_to_recited_knowledge_ranks_as_the_pleasantry() -> N
     assert facts[0].parents == ("t0",) and "5th quilt" in facts[0].text
 
 
+def test_a_fact_ranks_by_its_own_first_person_statements() -> None:
+    turns = _turns(
+        [
+            ("User", "By the way, I just finished my 5th quilt since joining the Porto club."),
+            (
+                "Assistant",
+                (
+                    "**Log Cabin Quilt**: Popular in Ohio and Maine since 1860 with 12 Blocks. "
+                    "**Amish Quilt Pattern**: Known across Pennsylvania for 3 Bold Colours. "
+                    "A caption could read: just finished my quilt today."
+                ),
+            ),
+        ]
+    )
+    facts = ExtractiveDistiller(max_facts_per_turn=0.5)(1, turns, [])
+    assert [f.parents for f in facts] == [("t0",)]  # the sample caption's "my" is not its own
+
+
 @pytest.mark.parametrize(
     ("said", "kept"),
     [
