@@ -39,6 +39,8 @@ def _turns(texts: list[tuple[str, str]], ts: int = 0) -> list[TurnView]:
             "Gus loves painting and they go there every week.",
         ),
         ("Hal", "I really enjoy hiking.", "Hal really enjoys hiking."),
+        ("Hal", "I currently use a habit tracker.", "Hal currently uses a habit tracker."),
+        ("Hal", "I apply for jobs weekly.", "Hal applies for jobs weekly."),
         ("Ida", "I don't eat meat.", "Ida doesn't eat meat."),
         (
             "Ivo",
