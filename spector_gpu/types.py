@@ -334,7 +334,9 @@ class CognitiveResult:
     fall down the list (0.0 when read, not ranked). Lifecycle fields:
     scopes, ``kind``, ``confidence``, JSON ``metadata``, ``created_at`` / ``updated_at`` /
     ``expires_at`` (epoch ms; None: never expires), ``version`` (1 for a first version), and
-    the supersession links (TSID strings).
+    the supersession links (TSID strings: ``supersedes`` the memory this one replaced,
+    ``also_supersedes`` the others when it replaced several, ``superseded_by`` the live
+    memories that replaced it).
     """
 
     id: str
@@ -375,6 +377,7 @@ class CognitiveResult:
     version: int = 1
     supersedes: str | None = None
     superseded_by: tuple[str, ...] = ()
+    also_supersedes: tuple[str, ...] = ()
 
     @property
     def D(self) -> float:
@@ -429,6 +432,7 @@ class CognitiveResult:
             "version": self.version,
             "supersedes": self.supersedes,
             "superseded_by": list(self.superseded_by),
+            "also_supersedes": list(self.also_supersedes),
         }
         if self.breakdown is not None:
             out["explain"] = self.breakdown.to_dict()

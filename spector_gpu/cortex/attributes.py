@@ -18,6 +18,10 @@ column             dtype    content
 ``unindexed``      uint8    1: stored and listed, never scored (``index=False``)
 =================  =======  ===========================================================
 
+A memory that supersedes several keeps the first in ``supersedes`` and the others as pairs
+(:meth:`Attributes.also_pairs`: row, superseded TSID; ``also.rows`` / ``also.tsids`` in the
+snapshot, absent in snapshots written before them, which held none).
+
 ``metadata`` is a :class:`~spector_gpu.metadata.MetadataIndex` over the same rows, and
 :meth:`Attributes.keyed` finds the newest row holding an ``external_id`` in a scope (the
 caller checks that row is still its memory's live one).
@@ -67,6 +71,7 @@ class Attributes:
         self.metadata = MetadataIndex()
         self._keys: dict[ScopeKey, int] = {}
         self._successors: dict[int, list[int]] = {}  # superseded TSID -> rows naming it
+        self._also = (Growable(np.int64), Growable(np.int64))  # (row, TSID): more superseded
 
     def __len__(self) -> int:
         return self._cols["user"].n
@@ -118,6 +123,10 @@ class Attributes:
                 self._keys[(p.user_id, p.agent_id, p.run_id, p.external_id)] = first + k
             if p.supersedes:
                 self._successors.setdefault(p.supersedes, []).append(first + k)
+            for tsid in p.also_supersedes:
+                self._successors.setdefault(tsid, []).append(first + k)
+                self._also[0].extend(np.array([first + k], dtype=np.int64))
+                self._also[1].extend(np.array([tsid], dtype=np.int64))
         self.metadata.extend(p.metadata for p in payloads)
 
     def keyed(self, key: ScopeKey) -> int | None:
@@ -129,6 +138,10 @@ class Attributes:
         keeps the live ones)."""
         return list(self._successors.get(tsid, ()))
 
+    def also_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, tsids)``: each further memory a row supersedes besides ``supersedes``."""
+        return self._also[0].view(), self._also[1].view()
+
     def scope_key(self, row: int, external_id: str) -> ScopeKey:
         """The :data:`ScopeKey` of ``external_id`` under row ``row``'s scope."""
         user, agent, run = (int(self._cols[c].buf[row]) for c in ("user", "agent", "run"))
@@ -139,6 +152,7 @@ class Attributes:
         """Named arrays of every column, the codebook and the metadata index."""
         out = {name: col.view() for name, col in self._cols.items()}
         out["names_blob"], out["names_offsets"] = strings_to_arrays(self.names)
+        out["also.rows"], out["also.tsids"] = self.also_pairs()
         out.update({f"meta.{k}": v for k, v in self.metadata.state().items()})
         return out
 
@@ -173,6 +187,14 @@ class Attributes:
         sup = a._cols["supersedes"].view()
         for row in np.flatnonzero(sup).tolist():
             a._successors.setdefault(int(sup[row]), []).append(row)
+        rows = np.asarray(s.get("also.rows", np.zeros(0, np.int64)))
+        tsids = np.asarray(s.get("also.tsids", np.zeros(0, np.int64)))
+        if rows.shape != tsids.shape or rows.ndim != 1 or (rows.size and rows.max() >= n):
+            raise CorruptionError(f"{where}: life.also does not fit {n} rows", file=where)
+        a._also[0].extend(rows.astype(np.int64))
+        a._also[1].extend(tsids.astype(np.int64))
+        for row, tsid in zip(rows.tolist(), tsids.tolist(), strict=True):
+            a._successors.setdefault(int(tsid), []).append(int(row))
         for row, ext in enumerate(external_ids):
             if ext is not None:
                 a._keys[a.scope_key(row, ext)] = row

@@ -20,7 +20,8 @@ older payloads decode with the defaults): 10 user_id, 11 agent_id, 12 run_id, 13
 memory's first version was written), 18 updated_ms i64 (when this version was written),
 19 version u32 (1 for the first), 20 supersedes i64 (TSID of the memory this one supersedes),
 21 ttl_ms i64 (the sliding time-to-live ``touch`` renews), 22 flags u8 (bit0: not indexed —
-stored and listed, never scored by a relay).
+stored and listed, never scored by a relay), 23 also_supersedes (n × i64: the TSIDs of the
+other memories this one supersedes, when it supersedes several).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ _FIELD = struct.Struct("<BI")
 _SEP = "\x1f"
 SPEAKER, TEXT, EXTERNAL_ID, TAGS, CITATIONS, SOURCE_URI, SOURCE_SPAN, SKILL, STEPS = range(1, 10)
 USER, AGENT, RUN, NAMESPACE, KIND, CONFIDENCE, METADATA = range(10, 17)
-CREATED, UPDATED, VERSION, SUPERSEDES, TTL, FLAGS = range(17, 23)
+CREATED, UPDATED, VERSION, SUPERSEDES, TTL, FLAGS, ALSO_SUPERSEDES = range(17, 24)
 NO_ROLE = 255
 _UNINDEXED = 0x01
 _I64, _U32, _F64 = struct.Struct("<q"), struct.Struct("<I"), struct.Struct("<d")
@@ -81,6 +82,7 @@ class Payload:
     supersedes: int | None = None
     ttl_ms: int | None = None
     indexed: bool = True
+    also_supersedes: tuple[int, ...] = ()
 
 
 #: ``Payload(**values)`` in one step (:mod:`spector_gpu.frozen`): decoding and writes build many
@@ -146,6 +148,8 @@ def _lifecycle_fields(p: Payload) -> list[tuple[int, bytes]]:
         out.append((SUPERSEDES, _I64.pack(int(p.supersedes))))
     if not p.indexed:
         out.append((FLAGS, bytes([_UNINDEXED])))
+    if p.also_supersedes:
+        out.append((ALSO_SUPERSEDES, b"".join(_I64.pack(int(t)) for t in p.also_supersedes)))
     return out
 
 
@@ -249,6 +253,11 @@ def _decode_lifecycle(f: dict[int, bytes], where: str) -> dict[str, Any]:
         if len(f[FLAGS]) != 1:
             raise CorruptionError(f"{where}: payload flags field is not 1 byte")
         out["indexed"] = not f[FLAGS][0] & _UNINDEXED
+    if ALSO_SUPERSEDES in f:
+        data = f[ALSO_SUPERSEDES]
+        if len(data) % _I64.size:
+            raise CorruptionError(f"{where}: payload also_supersedes field is not n × 8 bytes")
+        out["also_supersedes"] = tuple(int(t) for (t,) in _I64.iter_unpack(data))
     return out
 
 

@@ -135,7 +135,8 @@ def _apply(
                 {"id": d.target, "memory": d.text, "event": "UPDATE", "previous_memory": previous}
             )
         else:
-            new = memory.supersede(d.target, d.text, **dict(fields))
+            more = {"supersedes": list(d.also)} if d.also else {}
+            new = memory.supersede(d.target, d.text, **dict(fields), **more)
             results.append(
                 {
                     "id": new,

@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import checks
 from ..errors import ValidationError
-from .drafts import Distiller, FactDraft, TurnView, normalise_drafts
+from .drafts import Distiller, FactDraft, TurnView, listeners, normalise_drafts
 from .restatement import restate, restate_question, strip_fillers
 from .speech import (
     EVALUATION,
@@ -50,6 +50,7 @@ class _Candidate:
     draft: FactDraft
     words: frozenset[str]
     keys: frozenset[str]  # its numbers and capitalised words (names, places, dates)
+    own: int = 0  # the salience of its first-person statements (the speaker's own)
 
 
 @dataclass(frozen=True)
@@ -201,7 +202,8 @@ class ExtractiveDistiller:
         words = frozenset(stem(w) for w in self._content(text) if w.lower() not in own)
         keys = frozenset(w for w in WORD.findall(text)[1:] if w[:1].isupper() or w[:1].isdigit())
         score = sum(scores[k] for k in chosen) + lift
-        return _Candidate(score, order, FactDraft(text, parents, quote=quote), words, keys)
+        mine = sum(scores[k] for k in chosen if PERSONAL.search(sentences[k][2]))
+        return _Candidate(score, order, FactDraft(text, parents, quote=quote), words, keys, mine)
 
     def _answers(
         self,
@@ -320,6 +322,7 @@ class ExtractiveDistiller:
                         draft,
                         into.words | cand.words,
                         into.keys | cand.keys,
+                        max(into.own, cand.own),
                     )
                     ends[k] = cand.order
                     continue
@@ -331,20 +334,20 @@ class ExtractiveDistiller:
     def __call__(
         self, session_id: int, turns: Sequence[TurnView], prior: Sequence[TurnView]
     ) -> list[FactDraft]:
-        listeners = _listeners(turns)
+        heard = listeners(turns)
         found = [
             c
             for k, t in enumerate(turns)
-            if (c := self._statement(k, t, listeners[k], self._asked(turns, k))) is not None
+            if (c := self._statement(k, t, heard[k], self._asked(turns, k))) is not None
         ]
         merged = self._merged(found, {t.id: t.speaker for t in turns})
         merged = self._threads(
             sorted(merged, key=lambda c: c.order), {t.id: t.speaker for t in turns}
         )
         budget = min(self.max_facts, max(1, round(self.max_facts_per_turn * len(turns))))
-        # the speakers' own (first-person) statements before recited knowledge, then salience
-        mine = {id(c): bool(PERSONAL.search(c.draft.quote or "")) for c in merged}
-        best = sorted(merged, key=lambda c: (not mine[id(c)], -c.score, c.order))[:budget]
+        # the speakers' own (first-person) statements before recited knowledge, each by the
+        # salience of its own statements (a pleasantry joined to recited knowledge is weak)
+        best = sorted(merged, key=lambda c: (not c.own, -(c.own or c.score), c.order))[:budget]
         return [c.draft for c in sorted(best, key=lambda c: c.order)]
 
     def _topic(self, sentence: str) -> bool:
@@ -372,17 +375,6 @@ class ExtractiveDistiller:
         if turns[k - 1].speaker == turns[k].speaker:
             return None
         return self._question(turns[k - 1], turns[k].speaker)
-
-
-def _listeners(turns: Sequence[TurnView]) -> list[str]:
-    """Whom each turn addresses: the nearest earlier speaker other than its own (else the
-    nearest later one); "" when the turn has no speaker or no one else speaks."""
-    out = []
-    for k, t in enumerate(turns):
-        others = [u.speaker for u in (*reversed(turns[:k]), *turns[k + 1 :]) if u.speaker]
-        others = [s for s in others if s != t.speaker]
-        out.append(others[0] if t.speaker and others else "")
-    return out
 
 
 def _union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:

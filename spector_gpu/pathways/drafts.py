@@ -10,7 +10,7 @@ from typing import Any, Protocol
 from .. import checks
 from ..errors import ValidationError
 
-__all__ = ["Distiller", "FactDraft", "TurnView", "normalise_drafts"]
+__all__ = ["Distiller", "FactDraft", "TurnView", "listeners", "normalise_drafts"]
 
 
 @dataclass(frozen=True)
@@ -99,3 +99,14 @@ def _checked(d: FactDraft, where: str) -> FactDraft:
         "quote": checks.optional(d.quote, lambda v: checks.string(v, f"{where}.quote")),
     }
     return replace(d, **fields)
+
+
+def listeners(turns: Sequence[TurnView]) -> list[str]:
+    """Whom each turn addresses: the nearest earlier speaker other than its own (else the
+    nearest later one); "" when the turn has no speaker or no one else speaks."""
+    out = []
+    for k, t in enumerate(turns):
+        others = [u.speaker for u in (*reversed(turns[:k]), *turns[k + 1 :]) if u.speaker]
+        others = [s for s in others if s != t.speaker]
+        out.append(others[0] if t.speaker and others else "")
+    return out

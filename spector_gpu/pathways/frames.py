@@ -12,7 +12,8 @@ and ", and" / ", but" / ", which" / ", so" joins. Each :class:`Frame` holds:
 - ``quantities`` — each number (:class:`Quantity`) with what it counts: the first content
   word after it that is not a plain adjective ("4 projects" → project, "the 5th project" →
   project, "27 different species" → species), else the two before it ("the species count is
-  32"); a number in a photo's description or a time ago ("3 years ago") is not a count;
+  32") and any "<thing> count" before it ("my follower count - close to 1300"); a number in
+  a photo's description or a time ago ("3 years ago") is not a count;
 - ``names`` — its capitalised words other than its subject (names, places, days);
 - ``dated`` — whether it names a date, a day or a time of day ("on 7 May 2023", "last
   Tuesday", "in 2022", "10:30 PM"): a dated count is an event's, and two events with
@@ -125,6 +126,7 @@ class Quantity:
     counted: frozenset[str]
     dated: bool
     follows: bool = True  # what it counts comes after it ("4 projects"), not before
+    of: bool = False  # what it counts is qualified: "3 species of owls"
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,7 @@ class Frame:
     names: frozenset[str]
     dated: bool
     current: bool
+    mentions: frozenset[str] = frozenset()  # the stemmed capitalised words of the whole fact
 
 
 def stem(word: str) -> str:
@@ -181,17 +184,18 @@ def frames(text: str) -> list[Frame]:
     """The clauses of ``text`` as frames; ``text`` is a fact, its subject its first name."""
     subject = fact_subject(text)
     body = re.sub(r"^According to [^,]+,\s*", "", text.strip())
+    mentions = frozenset(stem(t) for t in _TOKEN.findall(text) if t[:1].isupper())
     out = []
     for sentence in _SENTENCE_END.split(body):
         context = frozenset(stem(t) for t in _TOKEN.findall(sentence) if _content(t))
         for part in _JOIN.split(sentence):
             clause = part.strip(" ,-–—*")
             if clause:
-                out.append(_frame(clause, subject, context))
+                out.append(_frame(clause, subject, context, mentions))
     return out
 
 
-def _frame(clause: str, subject: str, context: frozenset[str]) -> Frame:
+def _frame(clause: str, subject: str, context: frozenset[str], mentions: frozenset[str]) -> Frame:
     body = _ASIDE.sub("", clause)
     spans = list(_TOKEN.finditer(body))
     tokens = [m.group(0) for m in spans]
@@ -217,13 +221,16 @@ def _frame(clause: str, subject: str, context: frozenset[str]) -> Frame:
         # what it counts: the first content word after it that is not a plain adjective
         # ("27 different species"), else the two content words before it ("the species
         # count is 32")
-        after = [stem(t) for t in tokens[k + 1 : k + 4] if _content(t) and t.lower() not in _PLAIN][
-            :1
-        ]
+        ahead = [j for j in range(k + 1, min(k + 4, len(tokens))) if _counted(tokens[j])][:1]
+        after = [stem(tokens[j]) for j in ahead]
         before = [stem(t) for t in tokens[max(0, k - 4) : k] if _content(t)][-2:]
+        if not after:  # "my follower count - I'm close to 1300": the count names its thing
+            before += [stem(tokens[j]) for j in range(k - 1) if tokens[j + 1].lower() == "count"]
         where = spans[k].start()
         dated = any(d for (i, j), d in zip(parts, dated_parts, strict=True) if i <= where < j)
-        quantities.append(Quantity(value, frozenset(after or before), dated, bool(after)))
+        # "3 species of owls": the count of a kind of the counted thing
+        of = bool(ahead) and tokens[ahead[0] + 1 : ahead[0] + 2] == ["of"]
+        quantities.append(Quantity(value, frozenset(after or before), dated, bool(after), of))
     names = frozenset(
         stem(t) for k, t in enumerate(tokens) if k > lead and t[:1].isupper() and stem(t) != subject
     )
@@ -236,7 +243,12 @@ def _frame(clause: str, subject: str, context: frozenset[str]) -> Frame:
         names=names,
         dated=bool(_DATED.search(clause)),
         current=bool(_CURRENT.search(clause)),
+        mentions=mentions,
     )
+
+
+def _counted(token: str) -> bool:
+    return _content(token) and token.lower() not in _PLAIN
 
 
 def _content(token: str) -> bool:
@@ -260,13 +272,16 @@ def _clause_subject(head_tokens: list[str], subject: str) -> str:
 def changed_value(new: Frame, old: Frame) -> str | None:
     """Why ``new`` states the frame of ``old`` with another value, or None when it does not.
 
-    Both must be about the same subject; then, in this order:
+    Both must be about the same subject (or ``old`` about no one, in a fact that mentions
+    ``new``'s subject: then only a changed count counts); then, in this order:
 
     - **a count changed**: both count the same thing with different numbers ("4 projects" →
       "the 5th project"), neither clause is dated (an event on a day is not a state), neither
       names a name the other lacks while lacking one of the other's (two projects), and they
       share at least two other content words (the frame: "completed … since starting
-      painting classes") or all of them ("Ann has 3 cats" → "Ann has 4 cats");
+      painting classes") or all of them ("Ann has 3 cats" → "Ann has 4 cats"), or both say
+      their count holds now and they share one other ("1250 followers on Instagram now" →
+      "my follower count - close to 1300 now");
     - **a named value changed**: the same counts, the same content words besides the names
       (at least three, or two when the new clause says the value holds "now"), in the present
       (a past event in another place is another event), and no name in common ("a cooking
@@ -276,7 +291,11 @@ def changed_value(new: Frame, old: Frame) -> str | None:
       words with the old one and each has at most three the other lacks ("drinks black
       coffee every morning" → "now drinks green tea every morning").
     """
-    if not new.subject or new.subject != old.subject:
+    # an old clause that names no subject ("27 species in a small park is a great
+    # achievement", said back to the speaker) may restate the new subject's count, when its
+    # fact mentions that subject; only the count rule applies to it
+    unnamed = not old.subject and new.subject in old.mentions
+    if not new.subject or (new.subject != old.subject and not unnamed):
         return None
     clash = bool(new.names - old.names) and bool(old.names - new.names)
     for q in new.quantities:
@@ -286,12 +305,15 @@ def changed_value(new: Frame, old: Frame) -> str | None:
             # two prices or times, not one count
             if not thing or q.value == o.value or not (q.follows or o.follows):
                 continue
-            if clash or q.dated or o.dated:
+            if clash or q.dated or o.dated or (unnamed and (q.of or o.of)):
                 return None
             frame = (new.context & old.context) - thing
-            if len(frame) >= 2 or new.words == old.words:
+            now = new.current and old.current and bool(frame)
+            if len(frame) >= 2 or new.words == old.words or now:
                 return f"the count of {min(thing)} changed"
             return None
+    if unnamed:
+        return None
     same_counts = sorted(q.value for q in new.quantities) == sorted(q.value for q in old.quantities)
     if clash and same_counts:
         return _named_value(new, old)

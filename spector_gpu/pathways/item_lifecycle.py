@@ -1,5 +1,6 @@
 """The lifecycle fields of a memory to write: scopes, namespace, kind, confidence, metadata,
-expiry, indexing, upsert and supersession, validated field by field (:mod:`.items` calls
+expiry, indexing, upsert and supersession (``supersedes``: one memory id, or a list of
+ids when the memory replaces several), validated field by field (:mod:`.items` calls
 :func:`parse_lifecycle` for every item; the same checks serve ``update``).
 
 Every rule names the field it checks (``items[2].confidence must be in [0, 1], got 2``).
@@ -111,10 +112,7 @@ def parse_lifecycle(
             raw["metadata"], field=f"{where}.metadata", max_bytes=max_metadata_bytes
         )
     if raw.get("supersedes") is not None:
-        try:
-            payload["supersedes"] = decode_tsid(raw["supersedes"])
-        except ValidationError as exc:
-            raise ValidationError(f"{where}.supersedes: {exc}") from None
+        payload.update(_superseded(raw["supersedes"], f"{where}.supersedes"))
     expires, ttl = check_expiry(raw.get("expires_at"), raw.get("ttl_s"), where, now_ms)
     if ttl is not None:
         payload["ttl_ms"] = ttl
@@ -124,3 +122,21 @@ def parse_lifecycle(
     if upsert and raw.get("external_id") is None:
         raise ValidationError(f"{where}.upsert needs an external_id (the key to upsert by)")
     return Lifecycle(payload, expires, upsert)
+
+
+def _superseded(value: Any, where: str) -> dict[str, Any]:
+    """``supersedes``: one id, or a list of distinct ids (the first is ``supersedes``, the
+    others ``also_supersedes``)."""
+    ids = [value] if isinstance(value, str | int) else value
+    if not isinstance(ids, list | tuple) or not ids or len(ids) > 64:
+        raise ValidationError(f"{where}: expected a memory id or a list of 1 to 64 memory ids")
+    tsids: list[int] = []
+    for k, one in enumerate(ids):
+        try:
+            tsid = decode_tsid(one)
+        except ValidationError as exc:
+            raise ValidationError(f"{where}[{k}]: {exc}") from None
+        if tsid in tsids:
+            raise ValidationError(f"{where}[{k}]: {one!r} is named twice; name each id once")
+        tsids.append(tsid)
+    return {"supersedes": tsids[0], "also_supersedes": tuple(tsids[1:])}

@@ -67,8 +67,9 @@ class LifecyclePathway:
         )
 
     def supersede(self, old_id: str, new_text: str, fields: Mapping[str, Any]) -> str:
-        """Remember ``new_text`` (with ``fields``) as the memory superseding ``old_id``; it
-        takes the old memory's type and scopes unless ``fields`` say otherwise."""
+        """Remember ``new_text`` (with ``fields``) as the memory superseding ``old_id`` (and
+        the ids of a ``supersedes`` field, when given); it takes the old memory's type and
+        scopes unless ``fields`` say otherwise."""
         c = self.cortex
         o = live_ordinal(c, old_id, _now())
         p = c.payload(o)
@@ -81,7 +82,9 @@ class LifecyclePathway:
             "session_id": p.session_id,
         }
         raw.update({k: v for k, v in fields.items() if v is not None})
-        raw.update({"text": new_text, "supersedes": old_id})
+        more = fields.get("supersedes")  # further ids it supersedes too, when given
+        more = [] if more is None else [more] if isinstance(more, str) else list(more)
+        raw.update({"text": new_text, "supersedes": [old_id, *(m for m in more if m != old_id)]})
         return self.remember.remember_batch([raw], event_kind="supersede")[0]
 
     # ---- delete ----------------------------------------------------------------------

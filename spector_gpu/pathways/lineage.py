@@ -45,6 +45,7 @@ class MemoryProvenance:
     last_offset: int
     parent_ids: tuple[str, ...] = ()
     parents: tuple[Any, ...] | None = None
+    supersedes: tuple[str, ...] = ()  # every known fact this one superseded when written
 
     def __str__(self) -> str:
         return (
@@ -63,6 +64,10 @@ def _record(c: Cortex, r: np.void, include_parents: bool) -> MemoryProvenance:
 
         shown = [o for o in turns if not deleted(c, o)]  # erased turns: ids only
         parents = tuple(ReadLayer(c).hydrated(shown, int(time.time() * 1000)))
+    target = int(r["target_tsid"])
+    o = c.id_map.get(target)
+    p = c.payload(o) if o is not None else None
+    superseded = () if p is None or not p.supersedes else (p.supersedes, *p.also_supersedes)
     return MemoryProvenance(
         memory_id=encode_tsid(int(r["target_tsid"])),
         session_id=int(r["session_id"]),
@@ -81,6 +86,7 @@ def _record(c: Cortex, r: np.void, include_parents: bool) -> MemoryProvenance:
         last_offset=int(r["last_offset"]),
         parent_ids=parent_ids,
         parents=parents,
+        supersedes=tuple(encode_tsid(t) for t in superseded),
     )
 
 

@@ -18,7 +18,8 @@ rules for the clear cases, in this order:
   value (:func:`~.frames.changed_value`: a changed count, a changed name, a value said to hold
   "now"), not older, however many other statements either fact holds ("They just finished
   their 5th project since starting painting classes" after "… completed 4 projects since
-  starting painting classes, and feel confident");
+  starting painting classes, and feel confident"); every known fact so changed is retired
+  (``Decision.also``), since a stale value is often restated in several facts;
 - **UPDATE** — the same fact with more detail: the known fact's words (at least three) are all
   in the new one, in one unbroken run ("lives in Lisbon" → "lives in Lisbon with Rui"; "likes
   tea" → "likes green tea in the morning" narrows a word, so it is another fact: ADD);
@@ -76,12 +77,19 @@ class KnownFact:
 @dataclass(frozen=True)
 class Decision:
     """What to do with a new fact: ``target`` is the known fact an UPDATE, SUPERSEDE or NOOP
-    refers to; ``text`` the fact to write (the new one, or the judge's merged wording)."""
+    refers to, ``also`` the other known facts a SUPERSEDE retires (a stale value held by
+    several facts); ``text`` the fact to write (the new one, or the judge's merged wording)."""
 
     action: Action
     text: str
     target: str | None = None
     reason: str = ""
+    also: tuple[str, ...] = ()
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """Every known fact the decision refers to, ``target`` first."""
+        return () if self.target is None else (self.target, *self.also)
 
 
 @dataclass(frozen=True)
@@ -274,18 +282,25 @@ def decide(
 
 
 def _changed_clause(text: str, timestamp_ms: int, known: Sequence[KnownFact]) -> Decision | None:
-    """SUPERSEDE of the first known fact a clause of ``text`` gives another value (ADD when
-    ``text`` is older than it), or None (:func:`~.frames.changed_value`)."""
+    """SUPERSEDE of every known fact a clause of ``text`` gives another value (the first
+    such fact is the target, the others ``also``: a stale value may sit in several facts);
+    ADD when ``text`` is older than the first; None when no clause changes a known fact
+    (:func:`~.frames.changed_value`)."""
     clauses = frames(text)
+    changed: list[tuple[KnownFact, str]] = []
     for k in known:
         change = next(
             (w for f in frames(k.text) for n in clauses if (w := changed_value(n, f))), None
         )
         if change is not None:
+            if not changed and timestamp_ms < k.timestamp_ms:
+                return Decision(Action.ADD, text, None, "older than the known value")
             if timestamp_ms >= k.timestamp_ms:
-                return Decision(Action.SUPERSEDE, text, k.id, change)
-            return Decision(Action.ADD, text, None, "older than the known value")
-    return None
+                changed.append((k, change))
+    if not changed:
+        return None
+    also = tuple(k.id for k, _ in changed[1:])
+    return Decision(Action.SUPERSEDE, text, changed[0][0].id, changed[0][1], also)
 
 
 def covers(text: str, known: str) -> bool:

@@ -259,12 +259,13 @@ class ReflectPathway:
         killpoint("consolidate.after_partial")
         return self._finish(session, pass_no, (plan, turn_ids))
 
-    def _reconciled(self, plan: list[dict[str, Any]]) -> list[str | None]:
-        """For each planned fact, the known fact it supersedes (:mod:`.reconcile`: UPDATE and
-        SUPERSEDE, and a NOOP that restates the known fact whole — the older copy leaves
-        recall, both stay in history), or None. Known facts are the engine's own recall among
-        live SEMANTIC memories, queried by each fact and by its clauses that state a value
-        (:func:`.reconcile.known_fact_queries`)."""
+    def _reconciled(self, plan: list[dict[str, Any]]) -> list[list[str] | None]:
+        """For each planned fact, the known facts it supersedes (:mod:`.reconcile`: UPDATE and
+        SUPERSEDE — every fact holding the stale value — and a NOOP that restates the known
+        fact whole; the older copies leave recall, all stay in history), or None (plans
+        written before lists hold one id, which still replays). Known facts are the engine's
+        own recall among live SEMANTIC memories, queried by each fact and by its clauses that
+        state a value (:func:`.reconcile.known_fact_queries`)."""
         from ..types import RecallOptions
         from .chat_endpoint import ChatEndpoint
         from .recall import RecallPathway
@@ -282,7 +283,7 @@ class ReflectPathway:
         found = self._recall.recall_batch([q for qs in queries for q in qs], opts)
         endpoint = ChatEndpoint.from_config(c.config.llm)
         judge = ChatJudge(endpoint) if endpoint is not None else None
-        out: list[str | None] = []
+        out: list[list[str] | None] = []
         taken: set[str] = set()
         row = 0
         for f, qs in zip(plan, queries, strict=True):
@@ -293,13 +294,13 @@ class ReflectPathway:
                         known[h.id] = KnownFact(h.id, h.text, h.timestamp_ms)
             row += len(qs)
             d = decide(f["text"], int(f["timestamp_ms"]), list(known.values()), judge=judge)
-            target = d.target if d.action != "ADD" else None
-            if d.action == "NOOP" and target and not covers(f["text"], known[target].text):
-                target = None  # a shorter restatement never retires the fuller fact from recall
-            if target is not None:
-                log.debug("fact %s %s %s: %s", f["id"], d.action, target, d.reason)
-                taken.add(target)  # one successor per known fact
-            out.append(target)
+            targets = [t for t in d.targets if t not in taken] if d.action != "ADD" else []
+            if d.action == "NOOP" and targets and not covers(f["text"], known[targets[0]].text):
+                targets = []  # a shorter restatement never retires the fuller fact from recall
+            if targets:
+                log.debug("fact %s %s %s: %s", f["id"], d.action, targets, d.reason)
+                taken.update(targets)  # one successor per known fact
+            out.append(targets or None)
         return out
 
     def _partial_runs(self) -> list[tuple[int, int]]:

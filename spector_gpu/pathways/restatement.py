@@ -177,10 +177,12 @@ _AUX = {
     "don't": ("doesn't", "don't"),
 }
 _LABEL = re.compile(r"^(?:[A-Za-z']+ ){0,2}[A-Za-z']+:\s+(?=\S)")
-# "I" with what follows it: an auxiliary (contracted or not), or adverbs and a verb
+# "I" with what follows it: an auxiliary (contracted or not), or adverbs and a verb (an
+# adverb: one of _ADVERBS or a word in -ly, "currently", not a verb in -ply, "apply")
 _FIRST = re.compile(
     r"\b(?:I(?P<aux>'m|'ve|'ll|'d|\s+(?:am|was|have|do|don't)\b)"
-    r"|I(?P<adv>(?:\s+(?:" + "|".join(_ADVERBS) + r"))*)\s+(?P<verb>[A-Za-z']+)"
+    r"|I(?P<adv>(?:\s+(?:" + "|".join(_ADVERBS) + r"|[a-z]{2,}[a-oq-z]ly))*)\s+"
+    r"(?P<verb>[A-Za-z']+)"
     r"|(?P<word>I|me|my|mine|myself|we're|we've|we'll|we'd|we|us|our|ours|ourselves))\b",
     re.IGNORECASE,
 )

@@ -22,7 +22,9 @@ __all__ = [
     "stem",
 ]
 
-SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+# a sentence: up to its end mark; a title's or a decimal's point ("Dr. Smith", "4.5 stars")
+# does not end it
+SENTENCE = re.compile(r"(?:\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St|Jr|Sr|vs)\.(?= )|\d\.\d|[^.!?\n])+[.!?]*")
 WORD = re.compile(r"[A-Za-z0-9']+")
 # the listener addressed: a compliment, advice or a question, not a statement about the speaker
 SECOND_PERSON = re.compile(

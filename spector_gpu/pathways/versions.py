@@ -160,6 +160,9 @@ def versioned(cortex: Cortex, o: int, item: Item, old: Payload, now_ms: int) -> 
         updated_ms=now_ms,
         version=old.version + 1,
         supersedes=item.payload.supersedes or old.supersedes,
+        also_supersedes=item.payload.also_supersedes
+        if item.payload.supersedes
+        else old.also_supersedes,
     )
     tsid = int(cortex.cols.ids[o])
     return dataclasses.replace(item, id=tsid, payload=payload, replaces=o, upsert=False)

@@ -290,6 +290,40 @@ def test_supersede_links_both_ways_and_gates_the_old(tmp_path: Path) -> None:
         assert [h.id for h in mem.recall("favourite colour", RecallOptions(k=5))] == [old]
 
 
+def test_one_memory_may_supersede_several(tmp_path: Path) -> None:
+    with _open(tmp_path) as mem:
+        old = [
+            mem.remember(t, type=MemoryType.SEMANTIC)
+            for t in ("Ann has 3 cats", "Ann's 3 cats sleep all day")
+        ]
+        (new,) = mem.remember_batch(
+            [{"text": "Ann has 4 cats now", "type": "semantic", "supersedes": old}]
+        )
+        got = mem.get(new)
+        assert got is not None and (got.supersedes, *got.also_supersedes) == tuple(old)
+        assert got.to_dict()["also_supersedes"] == [old[1]]
+        assert [h.id for h in mem.recall("Ann cats", RecallOptions(k=5))] == [new]
+    with _open(tmp_path) as mem:  # reopened: the links are derived again
+        for o in old:
+            stale = mem.get(o)
+            assert stale is not None and stale.superseded_by == (new,)
+        assert [h.id for h in mem.recall("Ann cats", RecallOptions(k=5))] == [new]
+        mem.delete(new)  # the successor gone: both are live again
+        assert {h.id for h in mem.recall("Ann cats", RecallOptions(k=5))} == set(old)
+        for bad, why in (
+            ([], "list of 1 to 64"),
+            ([old[0], old[0]], "named twice"),
+            ([old[0], "nope"], r"supersedes\[1\]"),
+            ({"id": old[0]}, "list of 1 to 64"),
+        ):
+            with pytest.raises(ValidationError, match=why):
+                mem.remember_batch([{"text": "Ann has 5 cats", "supersedes": bad}])
+        assert mem.count(MemoryType.SEMANTIC) == 2
+        both = mem.supersede(old[0], "Ann has 6 cats", supersedes=[old[1]])
+        got = mem.get(both)
+        assert got is not None and (got.supersedes, got.also_supersedes) == (old[0], (old[1],))
+
+
 def test_expired_memories_are_gated_out_at_once(tmp_path: Path) -> None:
     with _open(tmp_path) as mem:
         now = int(time.time() * 1000)

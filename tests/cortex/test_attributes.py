@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from spector_gpu.cortex.attributes import Attributes
-from spector_gpu.cortex.payload import Payload
+from spector_gpu.cortex.payload import Payload, decode_payload, encode_payload
+from spector_gpu.errors import CorruptionError
 
 COLUMNS = (
     *("user", "agent", "run", "namespace", "kind", "confidence", "supersedes", "created"),
@@ -66,3 +67,20 @@ def test_a_batch_holds_what_rows_appended_one_by_one_hold(seed: int) -> None:
             assert batch.keyed(key) == single.keyed(key)
         if p.supersedes:
             assert i in batch.successors(p.supersedes)
+
+
+def test_further_superseded_memories_survive_the_snapshot() -> None:
+    p = Payload(text="Ann has 4 cats", supersedes=11, also_supersedes=(12, 13))
+    assert decode_payload(encode_payload(p)) == p  # payload field 23 round-trips
+    a = Attributes()
+    a.append([Payload(text="x"), p])
+    assert [a.successors(t) for t in (11, 12, 13)] == [[1], [1], [1]]
+    rows, tsids = a.also_pairs()
+    assert rows.tolist() == [1, 1] and tsids.tolist() == [12, 13]
+    state = a.state()
+    back = Attributes.from_state(state, 2, [None, None], "snap")
+    assert back.also_pairs()[1].tolist() == [12, 13] and back.successors(13) == [1]
+    old = {k: v for k, v in state.items() if not k.startswith("also.")}  # before the pairs
+    assert Attributes.from_state(old, 2, [None, None], "snap").also_pairs()[0].size == 0
+    with pytest.raises(CorruptionError, match="also"):
+        Attributes.from_state({**state, "also.rows": np.array([5, 1])}, 2, [None, None], "snap")

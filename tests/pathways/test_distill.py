@@ -39,6 +39,8 @@ def _turns(texts: list[tuple[str, str]], ts: int = 0) -> list[TurnView]:
             "Gus loves painting and they go there every week.",
         ),
         ("Hal", "I really enjoy hiking.", "Hal really enjoys hiking."),
+        ("Hal", "I currently use a habit tracker.", "Hal currently uses a habit tracker."),
+        ("Hal", "I apply for jobs weekly.", "Hal applies for jobs weekly."),
         ("Ida", "I don't eat meat.", "Ida doesn't eat meat."),
         (
             "Ivo",
@@ -183,6 +185,56 @@ def test_a_speakers_own_statement_is_kept_ahead_of_recited_knowledge() -> None:
     assert facts[0].parents == ("t5",) and "5th win" in facts[0].text
     # without a first-person statement, the most salient recited one is kept as before
     assert ExtractiveDistiller(max_facts_per_turn=0.2)(1, _turns(recited[:5]), [])[0].parents
+
+
+def test_a_pleasantry_joined_to_recited_knowledge_ranks_as_the_pleasantry() -> None:
+    turns = _turns(
+        [
+            ("User", "By the way, I just finished my 5th quilt since joining the club."),
+            ("Assistant", "I'd be delighted to help you plan your next quilt pattern."),
+            ("User", "Thanks!"),
+            (
+                "Assistant",
+                (
+                    "**Log Cabin Quilt**: Popular in Ohio and Maine since 1860 with 12 Blocks. "
+                    "**Amish Quilt Pattern**: Known across Pennsylvania for 3 Bold Colours."
+                ),
+            ),
+        ]
+    )
+    facts = ExtractiveDistiller(max_facts_per_turn=0.25)(1, turns, [])
+    assert len(facts) == 1  # round(0.25 x 4)
+    assert facts[0].parents == ("t0",) and "5th quilt" in facts[0].text
+
+
+def test_a_fact_ranks_by_its_own_first_person_statements() -> None:
+    turns = _turns(
+        [
+            ("User", "By the way, I just finished my 5th quilt since joining the Porto club."),
+            (
+                "Assistant",
+                (
+                    "**Log Cabin Quilt**: Popular in Ohio and Maine since 1860 with 12 Blocks. "
+                    "**Amish Quilt Pattern**: Known across Pennsylvania for 3 Bold Colours. "
+                    "A caption could read: just finished my quilt today."
+                ),
+            ),
+        ]
+    )
+    facts = ExtractiveDistiller(max_facts_per_turn=0.5)(1, turns, [])
+    assert [f.parents for f in facts] == [("t0",)]  # the sample caption's "my" is not its own
+
+
+@pytest.mark.parametrize(
+    ("said", "kept"),
+    [
+        ("I saw Dr. Smith at the Lisbon clinic every week.", "Dr. Smith"),
+        ("I rated the Porto hotel 4.5 stars last week.", "4.5 stars"),
+    ],
+)
+def test_a_title_or_a_decimal_point_does_not_end_a_sentence(said: str, kept: str) -> None:
+    (fact,) = ExtractiveDistiller(max_facts_per_turn=1.0)(1, _turns([("Ann", said)]), [])
+    assert kept in fact.text and fact.quote == said
 
 
 def test_repeats_of_one_speaker_become_one_fact_with_several_parents() -> None:

@@ -78,6 +78,16 @@ def test_dates_and_present_values_are_marked() -> None:
             ),
             "Ann has added 20 signed balls to their collection since they started collecting.",
         ),
+        # a count said back to its subject, in a clause that names no one
+        (
+            "27 species in a small local park is a great achievement. Bo is sure Ann loves it.",
+            "Ann saw a heron in the local park, which brings their species count to 32.",
+        ),
+        # a count with no noun beside it, named by "<thing> count", both said to hold now
+        (
+            "Ann has 1250 followers on her blog now.",
+            "Ann checked her blog follower count - she is close to 1300 now.",
+        ),
         # a named value in the same frame
         ("Ann has a pottery class on Thursdays.", "Ann has a pottery class on Fridays now."),
         # a value said to hold now
@@ -127,6 +137,25 @@ def test_a_changed_value_is_found(old: str, new: str) -> None:
             "Ann started painting classes three years ago with friends.",
             "Ann started pottery classes ten years ago with friends.",
         ),
+        # a clause that names no one: only a count of the same thing, in a fact naming the
+        # subject, restates the subject's value
+        (
+            "27 species in a small local park is a great achievement. Bo is sure Cy loves it.",
+            "Ann saw a heron in the local park, which brings their species count to 32.",
+        ),
+        (
+            "3 species of owls live in the local park, which Ann visits.",
+            "Ann saw a heron in the local park, which brings their species count to 32.",
+        ),
+        (
+            "A pottery class on Thursdays is what Ann needs.",
+            "Ann has a pottery class on Fridays now.",
+        ),
+        # two counts said to hold now, of another thing or in another frame
+        ("Ann has 3 cats now.", "Ann has 4 dogs now."),
+        ("Ann reads 3 books a month now.", "Ann has 40 books at home now."),
+        ("Ann has 300 followers on TikTok now.", "Ann has 1300 followers on Instagram now."),
+        ("Ann has 1250 followers now.", "Ann checked her follower count, close to 1300 now."),
         # "from now on" is not a value that holds now
         (
             "Ann will definitely try some stress management techniques.",

@@ -186,6 +186,24 @@ def test_values_inside_statements_and_compatible_facts(
         assert decide(text, MAY - 1, [KnownFact("k", known, MAY)]).action == Action.ADD
 
 
+def test_every_known_fact_holding_the_stale_value_is_superseded() -> None:
+    known = [
+        KnownFact("a", "Ann has completed 4 projects since starting painting classes.", MAY),
+        KnownFact("x", "Ann has 2 cats at home.", MAY),  # compatible: kept
+        KnownFact(
+            "b",
+            "4 projects since starting painting classes is great progress. Bo is proud of Ann.",
+            MAY,
+        ),
+        KnownFact("c", "Ann finished 4 projects since starting painting classes.", AUG + 1),
+    ]
+    text = "By the way, Ann just finished her 5th project since starting painting classes."
+    d = decide(text, AUG, known)
+    assert (d.action, d.target, d.also) == (Action.SUPERSEDE, "a", ("b",))  # "c" is newer
+    assert d.targets == ("a", "b")
+    assert decide(text, AUG, known[1:2]).targets == ()
+
+
 def _facts(mem: SpectorMemory, session: int, at: int, *turns: tuple[str, str]) -> list[str]:
     for k, (speaker, text) in enumerate(turns):
         mem.remember(text, speaker=speaker, session_id=session, timestamp_ms=at + k * 1000)
@@ -260,3 +278,94 @@ def test_a_shorter_restatement_never_retires_the_fuller_fact(mem: SpectorMemory)
     fresh, stale = mem.get(new), mem.get(old)
     assert fresh is not None and stale is not None
     assert fresh.supersedes is None and not stale.superseded_by
+
+
+def test_a_fact_supersedes_every_stale_copy_of_a_value(mem: SpectorMemory) -> None:
+    old = [
+        mem.remember(text, type=MemoryType.SEMANTIC, session_id=1, timestamp_ms=MAY)
+        for text in (
+            "Ann has completed 4 projects since starting painting classes.",
+            "4 projects since starting painting classes is great progress. Bo is proud of Ann.",
+        )
+    ]
+    mem.remember("Ann has 2 cats at home.", type=MemoryType.SEMANTIC, timestamp_ms=MAY)
+    (new,) = _facts(
+        mem,
+        2,
+        AUG,
+        ("Ann", "By the way, I just finished my 5th project since starting painting classes."),
+    )
+    fresh = mem.get(new)
+    assert fresh is not None and fresh.supersedes in old
+    assert {fresh.supersedes, *fresh.also_supersedes} == set(old)
+    for o in old:
+        stale = mem.get(o)
+        assert stale is not None and stale.superseded_by == (new,)
+    semantic = RecallOptions(memory_types=[MemoryType.SEMANTIC], mode="observe")
+    live = [h.id for h in mem.recall("painting projects since classes", semantic)]
+    assert live[0] == new and not set(old) & set(live)
+    every = RecallOptions(
+        memory_types=[MemoryType.SEMANTIC], mode="observe", include_superseded=True
+    )
+    assert {new, *old} <= {h.id for h in mem.recall("painting projects", every)}
+    cats = mem.recall("Ann's cats", semantic)
+    assert cats and cats[0].text == "Ann has 2 cats at home." and not cats[0].superseded_by
+    lineage = mem.explain(new)
+    assert lineage is not None and set(lineage.supersedes) == set(old)
+
+
+class _Killed(Exception):
+    pass
+
+
+@pytest.mark.parametrize("legacy", [True, False])
+def test_a_plan_on_disk_replays_its_supersessions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, legacy: bool
+) -> None:
+    """A run interrupted after its plan committed resumes with the plan's supersessions: a
+    list of ids, or one id as plans written before lists hold it."""
+    from spector_gpu.pathways import reflect
+
+    path = tmp_path / "s"
+    with SpectorMemory.open(path) as m:
+        old = [
+            m.remember(text, type=MemoryType.SEMANTIC, session_id=1, timestamp_ms=MAY)
+            for text in (
+                "Ann has completed 4 projects since starting painting classes.",
+                "4 projects since starting painting classes is great. Bo is proud of Ann.",
+            )
+        ]
+        if legacy:  # what reconciliation planned before a fact could supersede several
+            decided = reflect.ReflectPathway._reconciled
+            monkeypatch.setattr(
+                reflect.ReflectPathway,
+                "_reconciled",
+                lambda self, plan: [t and t[0] for t in decided(self, plan)],
+            )
+
+        def kill(point: str) -> None:
+            if point == "consolidate.after_partial":
+                raise _Killed(point)
+
+        monkeypatch.setattr(reflect, "killpoint", kill)
+        m.remember(
+            "By the way, I just finished my 5th project since starting painting classes.",
+            speaker="Ann",
+            session_id=2,
+            timestamp_ms=AUG,
+        )
+        with pytest.raises(_Killed):
+            m.consolidate()
+    monkeypatch.undo()
+    with SpectorMemory.open(path) as m:
+        report = m.consolidate()
+        assert report.resumed_runs == 1
+        (new,) = report.fact_ids
+        fresh = m.get(new)
+        assert fresh is not None
+        superseded = {fresh.supersedes, *fresh.also_supersedes}
+        assert superseded == ({old[0]} if legacy else set(old))
+        for o in old:
+            stale = m.get(o)
+            assert stale is not None
+            assert stale.superseded_by == ((new,) if o in superseded else ())

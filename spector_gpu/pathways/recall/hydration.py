@@ -75,6 +75,7 @@ def _lifecycle(
         "expires_at": expires or None,
         "version": p.version,
         "supersedes": None if not p.supersedes else encode_tsid(p.supersedes),
+        "also_supersedes": tuple(encode_tsid(t) for t in p.also_supersedes),
         "superseded_by": tuple(encode_tsid(int(cols.ids[j])) for j in live),
     }
 

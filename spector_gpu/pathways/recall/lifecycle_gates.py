@@ -42,11 +42,18 @@ _SCOPES = (("user_id", "user"), ("agent_id", "agent"), ("run_id", "run"))
 def superseded(cortex: Cortex, lo: int, hi: int) -> np.ndarray:
     """bool (hi-lo,): rows whose memory a live (current, not deleted) memory supersedes."""
     cols, n = cortex.cols, cortex.n
-    sup = cortex.derived.attrs.column("supersedes")[:n]
-    alive = cols.current[:n] & ~tombstoned(cols.headers[:n]) & (sup != 0)
-    if not alive.any():
+    attrs = cortex.derived.attrs
+    sup = attrs.column("supersedes")[:n]
+    live = cols.current[:n] & ~tombstoned(cols.headers[:n])
+    alive = live & (sup != 0)
+    gone = sup[alive]
+    rows, tsids = attrs.also_pairs()  # the further memories a row supersedes
+    if rows.size:
+        kept = rows < n
+        gone = np.concatenate([gone, tsids[kept][live[rows[kept]]]])
+    if not gone.size:
         return np.zeros(hi - lo, dtype=bool)
-    return np.isin(cols.ids[lo:hi], np.unique(sup[alive]))
+    return np.isin(cols.ids[lo:hi], np.unique(gone))
 
 
 def lifecycle_mask(cortex: Cortex, opts: RecallOptions, lo: int, hi: int) -> np.ndarray:
