@@ -121,8 +121,8 @@ void int8_score_rows(const int8_t *codes, const float *scales, ptrdiff_t dim, pt
 
 /* Offer a tile's keys float32(dots[r, j]) * scales[r] (dots (t, n) int32, or float32 when
  * f32); row r's slot is slotmap[r], or first + r without one; rows with gate[r] == 0 are
- * skipped (gate may be NULL). Slots must rise from tile to tile. */
-/* A key enters when above its query's threshold; slots rise, so a key equal to the
+ * skipped (gate may be NULL). Slots must rise from tile to tile.
+ * A key enters when above its query's threshold; slots rise, so a key equal to the
  * threshold never beats the k-th. */
 void topk_update(TopkState *st, const void *dots, int f32, const float *scales, ptrdiff_t t,
                  ptrdiff_t first, const int64_t *slotmap, const uint8_t *gate) {
@@ -161,8 +161,8 @@ void topk_finish(TopkState *st, float *keys, int64_t *slots) {
 }
 
 /* Top-k of each of n rows of width values (float32 when f32, else float64) > bound (>= when
- * not strict; NaN never enters) into keys and slots (n, k); count[i]: row i's result count. */
-/* Large k: the buffered selection (a heap update per entry costs more there: k = 100 of 600
+ * not strict; NaN never enters) into keys and slots (n, k); count[i]: row i's result count.
+ * Large k: the buffered selection (a heap update per entry costs more there: k = 100 of 600
  * float64 columns, 21 -> 5 us a row). */
 void rows_topk(const void *x, int f32, ptrdiff_t n, ptrdiff_t width, double bound, int strict,
                ptrdiff_t k, double *keys, int64_t *slots, int64_t *count) {
