@@ -10,7 +10,7 @@ from libc.stdint cimport uint8_t
 
 import numpy as np
 
-cdef extern from "csrc/fusion.h" nogil:
+cdef extern from "csrc/fusion.c" nogil:
     void c_relevance_rows "relevance_rows"(
         const double *lex, const double *dense, const double *ceiling, double *out,
         Py_ssize_t n, Py_ssize_t width)
@@ -31,7 +31,7 @@ def relevance_rows(
 ) -> None:
     """Absolute relevance of pool rows into ``out`` (n, W) float64 from the raw lexical
     (n, W) and dense (n, W) scores and each row's lexical ceiling (n,): ``lex`` and
-    ``ceiling`` both or neither (None), ``dense`` or None (see ``csrc/fusion.h``)."""
+    ``ceiling`` both or neither (None), ``dense`` or None (see ``csrc/fusion.c``)."""
     cdef Py_ssize_t n = out.shape[0], width = out.shape[1]
     if (lex is None) != (ceiling is None):
         raise ValueError("relevance_rows: lex and ceiling come together")
@@ -70,7 +70,7 @@ def _rows(const double[:, ::1] a, str name, Py_ssize_t n, Py_ssize_t width):
 
 def minmax_rows(const double[:, ::1] x not None, valid, float[:, ::1] out not None) -> None:
     """Each row of ``x`` (n, W) float64 min-max normalised over its ``valid`` (bool (n, W))
-    finite entries into ``out`` (n, W) float32 (see ``csrc/fusion.h``)."""
+    finite entries into ``out`` (n, W) float32 (see ``csrc/fusion.c``)."""
     cdef Py_ssize_t n = x.shape[0], width = x.shape[1]
     cdef const uint8_t[:, ::1] ok = _mask(valid, "valid", n, width)
     if ok is None or out.shape[0] != n or out.shape[1] != width:
@@ -100,7 +100,7 @@ def fuse_rows(
     float[:, ::1] out_factor not None,
     double[:, ::1] out_fused not None,
 ) -> bool:
-    """Fusion after the base and the association, one pass per row (``csrc/fusion.h``):
+    """Fusion after the base and the association, one pass per row (``csrc/fusion.c``):
     every array (n, W) like ``base``; ``assoc``, ``sal`` (float32) and ``match`` (bool) may be
     None, ``importance``, ``d``, ``s_term`` are read in ``cognitive`` mode only. False where
     it declines (a NaN that the k-th value needs: the caller takes the tensors)."""

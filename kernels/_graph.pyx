@@ -11,7 +11,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t
 
 import numpy as np
 
-cdef extern from "csrc/decay.h" nogil:
+cdef extern from "csrc/decay.c" nogil:
     ctypedef struct Field:
         const char *p
         Py_ssize_t stride
@@ -27,7 +27,7 @@ cdef extern from "csrc/decay.h" nogil:
         double w_div, int horizon, double *keys, int64_t *slots, Py_ssize_t k,
         int64_t *next_change)
 
-cdef extern from "csrc/graph.h" nogil:
+cdef extern from "csrc/graph.c" nogil:
     ctypedef struct Links:
         const int64_t *chain
         const int64_t *row_of
@@ -227,7 +227,7 @@ def spread_dense(
 ) -> bool:
     """The dense pool layout's spreading (every row holds the whole store: base (m, N),
     valid bool (m, N) its members; nbr int64 (N, E), -1 for none, at weight float64 (N, E))
-    into out (m, N); False where it declines (``csrc/graph.h``)."""
+    into out (m, N); False where it declines (``csrc/graph.c``)."""
     cdef Py_ssize_t n = base.shape[1], t, r
     if nbr.shape[0] != n or weight.shape[0] != n or weight.shape[1] != nbr.shape[1]:
         raise ValueError("spread_dense: nbr and weight must be (N, E) for base (m, N)")
@@ -263,7 +263,7 @@ def spread_tables(
     with each member's neighbour slots read from the link tables: its chain row (N, C) at
     temporal_weight, then its extra-edge row (row_of (N,) into extra (R, D) at extra_w,
     float64; all three None without extra edges). ``table``: int32, -1 everywhere (left so).
-    False where it declines (``csrc/graph.h``)."""
+    False where it declines (``csrc/graph.c``)."""
     if pool.shape[0] != base.shape[0] or pool.shape[1] != base.shape[1]:
         raise ValueError("spread_tables: pool must be (n, W) like base")
     if row_of is not None and extra_w is None:

@@ -16,7 +16,7 @@ import numpy as np
 from libc.stdint cimport int32_t, int64_t, int8_t, uint8_t, uint64_t
 
 
-cdef extern from "csrc/bm25.h" nogil:
+cdef extern from "csrc/bm25.c" nogil:
     ctypedef struct Bm25:
         const int64_t *qptr
         const int64_t *qcol
@@ -48,7 +48,7 @@ cdef extern from "csrc/bm25.h" nogil:
     int ctz "__builtin_ctzll"(unsigned long long x)
 
 
-cdef extern from "csrc/token.h" nogil:
+cdef extern from "csrc/token.c" nogil:
     ctypedef struct TokJob:
         const float *fused
         const int8_t *codes
@@ -110,7 +110,7 @@ def _size(fn, name, want, got):
 
 
 cdef class _Postings:
-    """A batch's postings checked and their weights computed (the Bm25 of csrc/bm25.h); it
+    """A batch's postings checked and their weights computed (the Bm25 of csrc/bm25.c); it
     holds every array the struct points into."""
 
     cdef Bm25 z
@@ -260,7 +260,7 @@ def bm25_select(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, ma
     ``out_keys`` float32 / ``out_slots`` int64 (m, depth) (``-inf`` / ``-1`` padding), and
     the scores of ``candidates`` int64 (m, W) slots (or None) into ``out_candidates``
     float32 (m, W): the values of ``bm25_dense`` without the (m, N) block, each query summed
-    into the calling thread's scratch row (see ``csrc/bm25.h``). ``weight_cache`` float32
+    into the calling thread's scratch row (see ``csrc/bm25.c``). ``weight_cache`` float32
     (one per main posting) and ``cached`` (one flag per term) come together or not at all."""
     fn = "bm25_select"
     if depth < 0:
@@ -417,7 +417,7 @@ def token_rescore(const float[:, ::1] fused, const int32_t[::1] counts,
         raise ValueError(f"{fn}: {what} out of range")
     if n == 0 or w == 0:
         return
-    # scratch for the largest query (csrc/token.h)
+    # scratch for the largest query (csrc/token.c)
     cdef Py_ssize_t cap = 64, stride = (most_t + 3) & ~3, dim = codes.shape[1]
     while cap < 2 * most:
         cap *= 2

@@ -10,7 +10,7 @@ import numpy as np
 
 from libc.stdint cimport int8_t, int64_t, uint8_t
 
-cdef extern from "csrc/scan.h" nogil:
+cdef extern from "csrc/scan.c" nogil:
     ctypedef struct TopkState:
         void *buf
         int64_t *size
@@ -162,7 +162,7 @@ def topk_update(
 ) -> None:
     """Merge a tile's keys ``float32(dots[r, j]) * scales[r]`` (dots (T, n) int32 or float32)
     into the n queries' candidate state (``cands``, ``sizes``, ``thresholds``: see
-    ``csrc/scan.h``); row r's slot is ``slotmap[r]`` (int64 (T,)) or ``first + r`` when
+    ``csrc/scan.c``); row r's slot is ``slotmap[r]`` (int64 (T,)) or ``first + r`` when
     ``slotmap`` is None; rows whose ``gate`` flag (bool (T,) or None) is false are skipped."""
     cdef TopkState st = _state(cands, sizes, thresholds, "topk_update")
     arr = np.asarray(dots)

@@ -1,16 +1,36 @@
-/* BM25 posting accumulation and per-query selection (see bm25.h). Built with
- * -ffp-contract=off: each weight and sum is the float64/float32 arithmetic of cortex/bm25.py
- * and scipy's product, in their order, bit for bit. */
-#include "bm25.h"
-
+/* BM25 posting accumulation and per-query selection: plain C over caller-owned arrays, no
+ * Python API (bound in kernels/_lexical.pyx, which checks every shape and range first). Built
+ * with -ffp-contract=off: each weight and sum is the float64/float32 arithmetic of
+ * cortex/bm25.py and scipy's product, in their order, bit for bit. */
+#include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "select.h"
+
+/* A batch's postings: query terms (CSR qptr/qcol/qcnt, columns ascending in a row); term j's
+ * main postings mdoc/mtf[mlo[j]:mhi[j]) then tail postings tdoc/ttf[tptr[j]:tptr[j+1]); the
+ * documents' lengths; the gate (allowed, a byte per document, or NULL). Term j's weights
+ * float32(tfc(tf, dl) * idf) lie at wbuf + woff[j] (main then tail), or with a weight cache
+ * (wmain, one per main posting; cached[j] = 1 where term j's are current) its main ones in
+ * wmain[mlo[j]:mhi[j]) and only its tail ones in wbuf. */
+typedef struct {
+    const int64_t *qptr, *qcol, *mlo, *mhi, *tptr, *woff;
+    const float *qcnt;
+    const double *idf;
+    const int32_t *mdoc, *mtf, *tdoc, *ttf, *len;
+    const uint8_t *allowed, *cached;
+    float *wmain, *wbuf;
+    ptrdiff_t n_docs;
+    double k1, b, avgdl;
+    int okapi;
+} Bm25;
 
 /* term j's main weights (the cache's, or the call's) and tail weights */
 #define MAIN_W(z, j) ((z)->wmain ? (z)->wmain + (z)->mlo[j] : (z)->wbuf + (z)->woff[j])
 #define TAIL_W(z, j) ((z)->wbuf + (z)->woff[j] + ((z)->wmain ? 0 : (z)->mhi[j] - (z)->mlo[j]))
 
+/* Compute term j's posting weights (its main ones only where not cached). */
 void bm25_term_weights(const Bm25 *z, int64_t j) {
     double base = 1.0 - z->b;
     for (int pass = z->wmain && z->cached[j] ? 1 : 0; pass < 2; pass++) {
@@ -28,6 +48,8 @@ void bm25_term_weights(const Bm25 *z, int64_t j) {
     }
 }
 
+/* Add query i's sums into acc (float32 (N,)) in the order of scipy's csr product Q @ W
+ * (terms ascending, postings in order); with mark (N / 64 + 1 words), set each document's bit. */
 void bm25_accumulate(const Bm25 *z, ptrdiff_t i, float *acc, uint64_t *mark) {
     const uint8_t *allowed = z->allowed;
     uint64_t n = (uint64_t)z->n_docs;
@@ -57,6 +79,13 @@ static inline void enter(Cand *c, ptrdiff_t *size, ptrdiff_t k, double *thr, flo
     if ((double)v > *thr) cand_push(c, size, k, thr, (double)v, d);
 }
 
+/* Query i summed into acc (zero on entry), then its depth best positive scores (value
+ * descending, slot ascending; -inf / -1 padding) into keys/slots and the scores of width
+ * slots cand into cout (0 out of range); scratch: list (N int32), buf (2 * depth 16-byte
+ * candidates). A query of fewer postings than N / 2 marks what it writes in mark (zero on
+ * entry) and selects from that, else it scans the whole row. Returns 1 for the whole row,
+ * else 0; unless keep, acc and mark are left zero (keep: the caller clears the whole row, or
+ * the marked documents). */
 VECTOR_CLONES int bm25_query(const Bm25 *z, ptrdiff_t i, float *acc, uint64_t *mark,
                              int32_t *list, void *buf, ptrdiff_t depth, float *keys, int64_t *slots,
                              const int64_t *cand, float *cout, ptrdiff_t width, int keep) {

@@ -1,10 +1,24 @@
-/* The INT8 scan with exact top-k and the dense and lexical paths' selections (see scan.h). */
-#include "scan.h"
-
+/* The INT8 scan with exact top-k, and the top-k selections of the dense and lexical paths:
+ * plain C over caller-owned arrays, no Python API (bound in kernels/_scan.pyx). A key is
+ * float32(dot(q, c_r)) * s_r: an exact int32 dot, then one IEEE float32 multiply (built with
+ * -ffp-contract=off), so keys equal the torch and numpy twins bit for bit. Order everywhere:
+ * key descending, then slot ascending; padding (-inf, -1). An int result is 0, or -1 when out
+ * of memory. */
+#include <stddef.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 
 #include "select.h"
+
+/* The tile loop's state for n queries: 2k candidates each (select.h's Cand), their count
+ * (in [0, 2k)) and an exact threshold (-inf, then the k-th best key). */
+typedef struct {
+    void *buf; /* (n, 2k) Cand */
+    int64_t *size;
+    double *thr;
+    ptrdiff_t n, k;
+} TopkState;
 
 /* The queries are widened to int16 once, so each step widens 16 row codes and multiply-adds
  * them in pairs: dots16 for m queries and one row, dots_rows for one query and four rows. */
@@ -44,6 +58,9 @@ static inline void scan_offer(float key, ptrdiff_t j, ptrdiff_t k, int64_t r, fl
     if (size[j] == k) thr[j] = below(h[0]);
 }
 
+/* Top-k (keys, slots (m, k)) of m queries q (m, dim) over n_rows rows `stride` bytes apart,
+ * rows with allowed[r] == 0 left out (allowed may be NULL); all (m, n_rows), unless NULL, gets
+ * every row's key (-inf where not allowed). */
 int int8_topk(const int8_t *codes, const float *scales, ptrdiff_t n_rows, ptrdiff_t dim,
               ptrdiff_t stride, const int8_t *q, ptrdiff_t m, const uint8_t *allowed, ptrdiff_t k,
               float *keys, int64_t *slots, float *all) {
@@ -89,6 +106,7 @@ done:
     return rc;
 }
 
+/* out[j, i]: query j's key of row rows[j, i] ((m, c), each in [-1, n_rows); -1 gives -inf). */
 void int8_score_rows(const int8_t *codes, const float *scales, ptrdiff_t dim, ptrdiff_t stride,
                      const int8_t *q, ptrdiff_t m, const int64_t *rows, ptrdiff_t c, float *out) {
     for (ptrdiff_t j = 0; j < m; j++) {
@@ -101,7 +119,10 @@ void int8_score_rows(const int8_t *codes, const float *scales, ptrdiff_t dim, pt
     }
 }
 
-/* A key enters when above its query's threshold; slots rise, so a key equal to the
+/* Offer a tile's keys float32(dots[r, j]) * scales[r] (dots (t, n) int32, or float32 when
+ * f32); row r's slot is slotmap[r], or first + r without one; rows with gate[r] == 0 are
+ * skipped (gate may be NULL). Slots must rise from tile to tile.
+ * A key enters when above its query's threshold; slots rise, so a key equal to the
  * threshold never beats the k-th. */
 void topk_update(TopkState *st, const void *dots, int f32, const float *scales, ptrdiff_t t,
                  ptrdiff_t first, const int64_t *slotmap, const uint8_t *gate) {
@@ -121,6 +142,7 @@ void topk_update(TopkState *st, const void *dots, int f32, const float *scales, 
     }
 }
 
+/* Each query's k best, best first, into keys and slots (n, k). */
 void topk_finish(TopkState *st, float *keys, int64_t *slots) {
     ptrdiff_t k = st->k;
     for (ptrdiff_t j = 0; j < st->n; j++) {
@@ -138,7 +160,9 @@ void topk_finish(TopkState *st, float *keys, int64_t *slots) {
     }
 }
 
-/* Large k: the buffered selection (a heap update per entry costs more there: k = 100 of 600
+/* Top-k of each of n rows of width values (float32 when f32, else float64) > bound (>= when
+ * not strict; NaN never enters) into keys and slots (n, k); count[i]: row i's result count.
+ * Large k: the buffered selection (a heap update per entry costs more there: k = 100 of 600
  * float64 columns, 21 -> 5 us a row). */
 void rows_topk(const void *x, int f32, ptrdiff_t n, ptrdiff_t width, double bound, int strict,
                ptrdiff_t k, double *keys, int64_t *slots, int64_t *count) {

@@ -11,7 +11,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from libc.stdint cimport int64_t, uint8_t, uint32_t
 from libc.stdlib cimport free, malloc
 
-cdef extern from "csrc/codec.h" nogil:
+cdef extern from "csrc/codec.c" nogil:
     void crc32c_init()
     uint32_t crc32c_update(uint32_t crc, const uint8_t *p, size_t n)
     uint32_t c_crc32c_table "crc32c_table"(uint32_t crc, const uint8_t *p, size_t n)
@@ -63,7 +63,7 @@ def encode_episodes(
 ) -> tuple[bytes, bytes]:
     """Episode records back to back for ``n`` 64-byte ``headers``, ``payloads`` (a sequence
     of n bytes), ``ids`` and ``stamps`` (int64) and ``seqs`` (uint32): the records and each
-    one's int64 offset in them (bytes; layout in ``csrc/codec.h``)."""
+    one's int64 offset in them (bytes; layout in ``csrc/codec.c``)."""
     items = payloads if isinstance(payloads, (list, tuple)) else list(payloads)
     cdef Py_ssize_t n = len(items), i, total = 0
     if headers.shape[0] != n * 64 or ids.shape[0] != n or stamps.shape[0] != n or (

@@ -11,7 +11,10 @@ What it cannot see is checked here:
   other;
 * the size limits are advice (STYLE rule 20): a module over 400 lines or a function over 60
   is either shortened or named, with the reason, in :data:`LONG_ON_PURPOSE`;
-* every package ``__init__`` declares ``__all__``.
+* every package ``__init__`` declares ``__all__``;
+* the hand-written C (``kernels/csrc/``, ``spector_gpu/storage/csrc/``) stays within
+  :data:`MAX_HAND_WRITTEN_C` lines (issue 36), bound by Cython: no hand-parsed argument tuples
+  and no hand-written intrinsics anywhere in the package.
 """
 
 from __future__ import annotations
@@ -39,6 +42,12 @@ LONG_ON_PURPOSE = {
 }
 """Modules (``module``) and functions (``module:function``) reviewed to stay over the limits,
 and why (STYLE rule 20)."""
+
+MAX_HAND_WRITTEN_C = 1200
+"""Lines of hand-written C (.c and .h, not Cython's output) allowed under kernels/ and
+spector_gpu/ (issue 36)."""
+NATIVE_FORBIDDEN = (b"PyArg_ParseTuple", b"immintrin.h")
+"""Strings no file of the package may contain: Cython binds the C; GCC vectorises plain loops."""
 
 KERNEL_IMPORTS = ("spector_gpu.errors", "spector_gpu.device", "spector_gpu.kernels")
 
@@ -148,3 +157,61 @@ def test_packages_declare_all(package: str) -> None:
         if isinstance(t, ast.Name)
     }
     assert "__all__" in names, f"{MODULES[package]} declares no __all__"
+
+
+def _package_files() -> list[Path]:
+    """Every file under kernels/ and spector_gpu/ (not the checkout's spector_gpu/kernels link
+    to kernels/, not bytecode caches)."""
+    files = []
+    for root in (KERNELS, PACKAGE):
+        for path in sorted(root.rglob("*")):
+            rel = path.relative_to(root).parts
+            if root == PACKAGE and rel[:1] == ("kernels",):
+                continue
+            if "__pycache__" in rel or not path.is_file():
+                continue
+            files.append(path)
+    return files
+
+
+def hand_written_c(files: list[Path]) -> dict[Path, int]:
+    """Line counts of the C sources and headers among ``files``; a .c file beside a .pyx of the
+    same stem is Cython's output, not hand-written."""
+    return {
+        path: len(path.read_bytes().splitlines())
+        for path in files
+        if path.suffix in (".c", ".h")
+        and not (path.suffix == ".c" and path.with_suffix(".pyx").exists())
+    }
+
+
+def test_hand_written_c_stays_within_its_budget() -> None:
+    counts = hand_written_c(_package_files())
+    assert any(p.name == "scan.c" for p in counts)  # the walk sees the kernels' sources
+    total = sum(counts.values())
+    listing = ", ".join(f"{p.relative_to(REPO)}: {n}" for p, n in sorted(counts.items()))
+    assert total <= MAX_HAND_WRITTEN_C, (
+        f"{total} lines of hand-written C (budget {MAX_HAND_WRITTEN_C}): {listing}; move "
+        "work to numpy/Cython or remove duplication before raising the budget"
+    )
+
+
+def test_the_c_count_skips_cython_output_only(tmp_path: Path) -> None:
+    (tmp_path / "_mod.pyx").write_text("# cython\n")
+    (tmp_path / "_mod.c").write_text("generated\n" * 5000)
+    (tmp_path / "csrc").mkdir()
+    (tmp_path / "csrc" / "mod.c").write_text("int f(void);\nint f(void) { return 0; }\n")
+    (tmp_path / "csrc" / "mod.h").write_text("/* prototypes */\n")
+    files = sorted(p for p in tmp_path.rglob("*") if p.is_file())
+    counts = {p.relative_to(tmp_path).as_posix(): n for p, n in hand_written_c(files).items()}
+    assert counts == {"csrc/mod.c": 2, "csrc/mod.h": 1}
+
+
+def test_no_hand_parsed_arguments_or_intrinsics() -> None:
+    found = [
+        f"{path.relative_to(REPO)}: {needle.decode()}"
+        for path in _package_files()
+        for needle in NATIVE_FORBIDDEN
+        if needle in path.read_bytes()
+    ]
+    assert found == [], "bind C through Cython and let the compiler vectorise plain loops"

@@ -1,6 +1,8 @@
-/* The storage's batch codecs (see codec.h). */
-#include "codec.h"
-
+/* The storage's batch codecs: plain C over caller-owned arrays, no Python API (bound in
+ * spector_gpu/storage/_codec.pyx; every caller keeps a pure-Python twin with the same bytes).
+ * Little-endian hosts only, as the store's formats are. */
+#include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #define EPISODE_MAGIC 0x45504953u
@@ -8,6 +10,10 @@
 static uint32_t T[8][256]; /* slicing-by-8 tables of the reflected polynomial 0x82F63B78 */
 static uint32_t (*crc_fn)(uint32_t, const uint8_t *, size_t);
 
+/* CRC32C (Castagnoli), byte-identical to the crc32c package, continuing from crc: the CPU's
+ * CRC32C instruction on x86-64 with SSE4.2 (crc32c_update), else tables (crc32c_table, the
+ * tables alone); crc32c_init() (once, before any other call) builds the tables and picks,
+ * crc32c_impl() names the pick ("sse4.2" or "table"). */
 uint32_t crc32c_table(uint32_t crc, const uint8_t *p, size_t n) {
     crc = ~crc;
     for (; n >= 8; p += 8, n -= 8) {
@@ -55,6 +61,7 @@ uint32_t crc32c_update(uint32_t crc, const uint8_t *p, size_t n) { return crc_fn
 
 const char *crc32c_impl(void) { return crc_fn == crc32c_table ? "table" : "sse4.2"; }
 
+/* CRC32C of each of n rows of width bytes into out. */
 void crc32c_rows(const uint8_t *rows, size_t n, size_t width, uint32_t *out) {
     for (size_t i = 0; i < n; i++) out[i] = crc32c_update(0, rows + i * width, width);
 }
@@ -62,6 +69,9 @@ void crc32c_rows(const uint8_t *rows, size_t n, size_t width, uint32_t *out) {
 static void put32(uint8_t *d, uint32_t v) { memcpy(d, &v, 4); }
 static void put64(uint8_t *d, int64_t v) { memcpy(d, &v, 8); }
 
+/* n episode records back to back into out (sum of 96 + payload padded to 8), offsets[i] each
+ * one's start: prefix (magic, padded length, id, stamp, sequence, CRC32C over prefix[0:28] ||
+ * header || payload), the 64-byte header, the payload zero-padded to 8. */
 void encode_episodes(ptrdiff_t n, const uint8_t *headers, const uint8_t *const *payloads,
                      const int64_t *lens, const int64_t *ids, const int64_t *stamps,
                      const uint32_t *seqs, uint8_t *out, int64_t *offsets) {
@@ -83,6 +93,8 @@ void encode_episodes(ptrdiff_t n, const uint8_t *headers, const uint8_t *const *
     }
 }
 
+/* The start of every record in buf[start, end), jumping 96 + padded length from one to the
+ * next, into out ((end - start) / 96 + 1 slots): their count, or -1 - pos at a bad magic. */
 ptrdiff_t walk_offsets(const uint8_t *buf, ptrdiff_t start, ptrdiff_t end, int64_t *out) {
     ptrdiff_t count = 0;
     for (ptrdiff_t pos = start; pos + 96 <= end;) {
