@@ -161,7 +161,6 @@ class BM25Index:
             vocab[t] = len(self._terms)
             self._terms.append(t)
         self._df.extend(np.zeros(len(new_terms), dtype=np.int64))
-        self._post.add_terms(len(new_terms))
         self._doc_len.extend(np.asarray(lengths, dtype=np.int32))
         self._retired.extend(np.zeros(len(lengths), dtype=np.bool_))
         self._total_len += len(flat)
@@ -409,7 +408,6 @@ class BM25Index:
         index._terms = terms
         index._vocab = {t: i for i, t in enumerate(terms)}
         index._post.set_main(arrays["indptr"], arrays["doc"], arrays["tf"], len(arrays["doc_len"]))
-        index._post.add_terms(len(terms))
         index._df.extend(np.diff(arrays["indptr"]))
         index._doc_len.extend(arrays["doc_len"])
         index._retired.extend(np.zeros(len(arrays["doc_len"]), dtype=np.bool_))

@@ -225,10 +225,9 @@ class RecallPathway:
     ) -> tuple[Scored, OwedLearning | None]:
         c = self.cortex
         cpu = c.dense.device.type == "cpu"
-        with self._planning, single_threaded(cpu):
+        with single_threaded(cpu):
             before = self._tracker.current(c)
             plan = self._plan(queries, opts, now, before, vectors)
-        # from here on, beside other recalls of this handle (module docstring)
         with single_threaded(cpu and len(queries) * c.n < PARALLEL_DENSE_WORK):
             den = self._scorer.dense_proposals(plan)
         with single_threaded(cpu):
@@ -265,7 +264,7 @@ class RecallPathway:
         if not queries or not c.n or opts.mode != "observe" or opts.explain:
             return None
         now = recall_clock(opts, self.clock()).now_ms
-        with self._planning, single_threaded(c.dense.device.type == "cpu"):
+        with single_threaded(c.dense.device.type == "cpu"):
             plan = self._plan(list(queries), opts, now, self._tracker.current(c), vectors)
         return (
             StackPart(self._scorer, plan, self._device_path)
@@ -328,13 +327,15 @@ class RecallPathway:
         at: StoreVersion,
         vectors: np.ndarray | None = None,
     ) -> RecallPlan:
-        c = self.cortex  # the caller holds self._planning
-        self._columns.sync(c, at)
-        self._links.sync(c, at)
-        c.bm25.fold_due()  # the queries below, and scoring beside other recalls, fold nothing
-        if opts.fusion == "cognitive":
-            self._cues.sync(c, at)
-        allowed, n_allowed = self._live.allowed(c, self._gates.mask(c, opts, at), now, at)
+        c = self.cortex
+        with self._planning:  # the caches brought up to the store: one recall at a time
+            self._columns.sync(c, at)
+            self._links.sync(c, at)
+            c.bm25.fold_due()  # the queries below, and scoring beside other recalls, fold nothing
+            if opts.fusion == "cognitive":
+                self._cues.sync(c, at)
+            allowed, n_allowed = self._live.allowed(c, self._gates.mask(c, opts, at), now, at)
+        # from here on, beside other recalls of this handle (module docstring)
         relays = frozenset(opts.relays)
         dense, ceiling, tokens = None, None, c.analyzer.tokens_batch(queries)
         weights = self._weights(opts)
