@@ -143,19 +143,39 @@ def test_two_single_query_recalls_keep_their_scored_rows_at_once(
     assert both == alone
 
 
-def test_recalls_at_once_after_each_write_answer_as_alone(tmp_path: Path) -> None:
+def _item(k: int) -> dict[str, Any]:
+    return {
+        "text": _text(k),
+        "user_id": f"u{k % 2}",
+        "metadata": {"n": k % 5},
+        "tags": [f"t{k % 3}"],
+        "session_id": k % 4,
+    }
+
+
+# the gates and paths of the stress below: metadata filters, scopes, tags, explanations
+MORE = [
+    *CASES,
+    (["topic4 word9"], _opts(5, where={"n": 2}, explain=True)),
+    (["speaker1 word3", "topic0"], _opts(5, user_id="u1", tags=frozenset({"t1"}))),
+]
+
+
+@pytest.mark.parametrize("layout", ["auto", "sparse"])
+def test_recalls_at_once_after_each_write_answer_as_alone(tmp_path: Path, layout: str) -> None:
     """After each write the caches are behind the store; several threads' recalls bring them
     up (one plan at a time) and score together: every answer equals the serial one after."""
     with SpectorMemory.open(tmp_path / "s", config=CFG, embedder="hashing") as m:
-        _layout(m, "sparse")
-        m.remember_batch([_text(k) for k in range(40)])
+        _layout(m, layout)
+        m.remember_batch([_item(k) for k in range(40)])
         for step in range(4):
-            m.remember_batch([_text(k) for k in range(40 + 10 * step, 50 + 10 * step)])
+            m.remember_batch([_item(k) for k in range(40 + 10 * step, 50 + 10 * step)])
             if step == 2:
                 m.delete(m.recall("topic2", _opts(1))[0].id)
-            calls = [functools.partial(_answer, m, *c) for c in CASES for _ in range(2)]
+            calls = [functools.partial(_answer, m, *c) for c in MORE for _ in range(2)]
             together = _run_both(calls)
-            alone = [_answer(m, *c) for c in CASES for _ in range(2)]
+            alone = [_answer(m, *c) for c in MORE for _ in range(2)]
+            assert all(alone)
             assert together == alone
             for hits in together:  # and every text is its own memory's
                 for _, mid, _, text in hits:
