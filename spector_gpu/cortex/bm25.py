@@ -17,6 +17,7 @@ scores without a block (:mod:`.bm25_select`), so shared terms are weighted once 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
@@ -60,17 +61,20 @@ _TOPK_CHUNK_NNZ = 1 << 23  # bound on score entries materialised at once by topk
 class BM25Index:
     """BM25 over token lists, with O(new postings) adds and batched sparse scoring.
 
-    Args:
-        k1: term-frequency saturation (≥ 0).
-        b: length normalisation in [0, 1].
-        method: ``"lucene"`` (equals ``bm25s.BM25(method="lucene")``) or ``"okapi"`` (equals
-            ``rank_bm25.BM25Okapi``); see the module docstring for the formulas.
-        epsilon: okapi only: negative IDFs become ``epsilon × mean IDF``.
-        analyzer: name of the analyzer that produced the tokens (``Analyzer.name``); stored in
-            :meth:`state` so :meth:`from_state` can refuse a mismatched one.
+        Args:
+            k1: term-frequency saturation (≥ 0).
+            b: length normalisation in [0, 1].
+            method: ``"lucene"`` (equals ``bm25s.BM25(method="lucene")``) or ``"okapi"`` (equals
+                ``rank_bm25.BM25Okapi``); see the module docstring for the formulas.
+            epsilon: okapi only: negative IDFs become ``epsilon × mean IDF``.
+            analyzer: name of the analyzer that produced the tokens (``Analyzer.name``); stored in
+                :meth:`state` so :meth:`from_state` can refuse a mismatched one.
 
-    Not thread-safe: serialise all calls (queries may fold the tail and use scratch arrays);
-    the owning store's lock does.
+    Threads: writes (:meth:`add`, :meth:`retire`, :meth:`compact`) run alone (the owning
+    store's exclusive hold). Queries may run at once between writes once the tail is folded
+    (:meth:`fold_due`, which the recall plan calls under its own lock): a query then changes
+    nothing another reads — its scored row is per thread, the term memo and weight cache are
+    shared by design (:mod:`.bm25_scoring`).
     """
 
     def __init__(
@@ -98,7 +102,8 @@ class BM25Index:
         self._n_retired = 0
         self._generation = 0
         self._avg_idf: tuple[int, float] = (-1, 0.0)
-        self._scratch = RowScratch()
+        self._rows = threading.local()  # each thread's RowScratch (score_row)
+        self._fold = threading.Lock()
         self._memo = TermsMemo()
         self._weights = WeightCache()
 
@@ -156,7 +161,6 @@ class BM25Index:
             vocab[t] = len(self._terms)
             self._terms.append(t)
         self._df.extend(np.zeros(len(new_terms), dtype=np.int64))
-        self._post.add_terms(len(new_terms))
         self._doc_len.extend(np.asarray(lengths, dtype=np.int32))
         self._retired.extend(np.zeros(len(lengths), dtype=np.bool_))
         self._total_len += len(flat)
@@ -203,9 +207,18 @@ class BM25Index:
         :meth:`state` call it when needed, so calling it is never required."""
         self._post.compact(self.vocab_size, len(self))
 
+    def fold_due(self) -> None:
+        """Fold the tail into the main segment if it has outgrown its bound (what every query
+        does first). Folding rewrites the postings in place, so it must not run beside another
+        query: a caller whose queries run at once calls this first, alone (the recall pathway
+        does, in its plan), and the queries that follow find nothing to fold until a write."""
+        with self._fold:
+            if self._post.tail_size > max(_TAIL_MIN, len(self._post.doc) // _TAIL_RATIO):
+                self.compact()
+
     def _maybe_compact(self) -> None:
         if self._post.tail_size > max(_TAIL_MIN, len(self._post.doc) // _TAIL_RATIO):
-            self.compact()
+            self.fold_due()
 
     # ------------------------------------------------------------------ scoring internals
     def _idf(self, uterms: np.ndarray) -> np.ndarray:
@@ -299,8 +312,11 @@ class BM25Index:
     ) -> ScoredRow:
         """One query's best ``depth`` scores and, until released, the score of any slot
         (:class:`.ScoredRow`; its values are :meth:`select`'s) from one pass over the postings:
-        the index keeps the query's row (one at a time: the next row releases it)."""
-        return index_row(self, tokens, depth, allowed, self._scratch)
+        the index keeps the query's row (one per thread: the thread's next row releases it)."""
+        scratch: RowScratch | None = getattr(self._rows, "scratch", None)
+        if scratch is None:
+            scratch = self._rows.scratch = RowScratch()
+        return index_row(self, tokens, depth, allowed, scratch)
 
     def score_batch(
         self, query_tokens: Sequence[Sequence[str]], *, allowed: np.ndarray | None = None
@@ -392,7 +408,6 @@ class BM25Index:
         index._terms = terms
         index._vocab = {t: i for i, t in enumerate(terms)}
         index._post.set_main(arrays["indptr"], arrays["doc"], arrays["tf"], len(arrays["doc_len"]))
-        index._post.add_terms(len(terms))
         index._df.extend(np.diff(arrays["indptr"]))
         index._doc_len.extend(arrays["doc_len"])
         index._retired.extend(np.zeros(len(arrays["doc_len"]), dtype=np.bool_))

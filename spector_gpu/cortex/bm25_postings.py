@@ -44,6 +44,17 @@ def flatten_documents(tokens_batch: Sequence[Sequence[str]]) -> tuple[list[str],
     return flat, lengths
 
 
+def _columns_of(uterms: np.ndarray, terms: np.ndarray) -> np.ndarray:
+    """int64 (len(terms),): each term's position in ``uterms`` (sorted, distinct term ids), -1
+    for a term not there. A search of the query's few terms, not a scratch table written per
+    query, so queries beside each other share nothing they write."""
+    if not len(uterms):
+        return np.full(len(terms), -1, dtype=np.int64)
+    pos = np.searchsorted(uterms, terms)
+    found = uterms[np.minimum(pos, len(uterms) - 1)] == terms
+    return np.where(found, pos, -1).astype(np.int64)
+
+
 def _interleave(cnt_a: np.ndarray, cnt_b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Merge two group-ordered arrays group by group (a's items first within each group).
 
@@ -64,7 +75,8 @@ def _interleave(cnt_a: np.ndarray, cnt_b: np.ndarray) -> tuple[np.ndarray, np.nd
 class Postings:
     """The two posting segments (see the module docstring) and the queries over both.
 
-    Not thread-safe: :meth:`gather` uses a scratch lookup table.
+    Threads: writes (:meth:`append`, :meth:`compact`, :meth:`set_main`) run alone; queries
+    (:meth:`gather`, :meth:`ranges`, :meth:`lookup_tf`) write nothing here and run at once.
     """
 
     def __init__(self) -> None:
@@ -75,7 +87,6 @@ class Postings:
         self.t_doc = Growable(np.int32)  # tail, doc-major, slots [main_docs, N)
         self.t_term = Growable(np.int32)
         self.t_tf = Growable(np.int32)
-        self._lut = Growable(np.int32)  # term id -> query column during a gather, else -1
 
     @property
     def tail_size(self) -> int:
@@ -86,10 +97,6 @@ class Postings:
     def main_terms(self) -> int:
         """Terms the main segment has a posting range for."""
         return len(self.indptr) - 1
-
-    def add_terms(self, count: int) -> None:
-        """Make room for ``count`` new term ids (call before their postings arrive)."""
-        self._lut.extend(np.full(count, -1, dtype=np.int32))
 
     def append(self, doc: np.ndarray, term: np.ndarray, tf: np.ndarray) -> None:
         """Add postings of new documents to the tail, in doc-major order."""
@@ -133,12 +140,7 @@ class Postings:
         m_doc, m_tf = self.doc[idx], self.tf[idx]
         t_term = self.t_term.view()
         if len(t_term) and len(uterms):
-            lut = self._lut.buf
-            lut[uterms] = np.arange(len(uterms), dtype=np.int32)
-            try:
-                t_local = lut[t_term]
-            finally:
-                lut[uterms] = -1  # scratch must be clean for the next query
+            t_local = _columns_of(uterms, t_term)
             hit = np.flatnonzero(t_local >= 0)
             t_local = t_local[hit]
             order = np.argsort(t_local, kind="stable")
@@ -177,12 +179,7 @@ class Postings:
         if not len(t_term) or not u:
             empty = np.zeros(0, dtype=np.int32)
             return lo, hi, tptr, empty, empty
-        lut = self._lut.buf
-        lut[uterms] = np.arange(u, dtype=np.int32)
-        try:
-            local = lut[t_term]
-        finally:
-            lut[uterms] = -1  # scratch must be clean for the next query
+        local = _columns_of(uterms, t_term)
         hit = np.flatnonzero(local >= 0)
         order = np.argsort(local[hit], kind="stable")
         hit = hit[order]

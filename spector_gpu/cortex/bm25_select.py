@@ -5,8 +5,8 @@
 ``bm25_select``: the float32 sums of :func:`.bm25_scoring.dense_scores`, in the same order),
 selects its ``depth`` best positive scores from the documents it touched (a query of many
 postings: from the whole row) and reads the scores of given slots, clearing only what it wrote,
-on the calling thread. :class:`ScoredRow` keeps one query's row in
-the index's :class:`RowScratch` until released, so that slots chosen later (a recall's pool)
+on the calling thread. :class:`ScoredRow` keeps one query's row in the calling thread's
+:class:`RowScratch` of the index until released, so that slots chosen later (a recall's pool)
 are scored without a second pass. :func:`select_reference` is the numpy twin.
 """
 

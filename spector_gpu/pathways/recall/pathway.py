@@ -16,8 +16,16 @@
 
 Concurrency: the caller holds the store's lock, shared (``learn``: :meth:`~RecallPathway.
 recall_owing`, then :meth:`~RecallPathway.learn` exclusive; :mod:`.learning`), and refreshed a
-read-only cortex first (:mod:`spector_gpu.delegates._holds`). Recalls embed and hydrate beside
-other reads; their scoring (steps 2–5: per-handle caches, BM25 scratch) runs one at a time.
+read-only cortex first (:mod:`spector_gpu.delegates._holds`). Recalls of one handle run at once:
+only step 2 and the gate masks (the plan: the caches brought up to the store, the BM25 tail
+folded) take the pathway's plan lock, one recall at a time. While the lock is held shared the
+store cannot change, so the first plan of a shared period brings every cache to the one version
+every recall of that period sees, and the plans after it find nothing to update; the scoring
+(steps 3–4) then reads the caches and the plan's own arrays outside the lock. What scoring
+still writes is per thread (the native kernels' scratch, the BM25 scored row), a reference
+swapped whole (the salience proposals, the dense-layout graph, the dense index's last scan, the
+BM25 term memo), values identical whichever thread writes them (the BM25 weight cache), or a
+lazy device patch under its table's own lock (:mod:`.tables`).
 """
 
 from __future__ import annotations
@@ -108,9 +116,10 @@ class RecallPathway:
         self._device_path = device_path or device.type == "cuda"
         mirror = self._device_path
         self._tracker = VersionTracker()
-        # shared-lock recalls update per-handle state as they score (the caches below, the
-        # BM25 index's tail, scratch row and weights): one scores at a time
-        self._scoring = threading.Lock()
+        # the plan (the caches below brought up to the store, the BM25 tail folded) updates
+        # per-handle state in place: one recall plans at a time; scoring runs beside others
+        # (module docstring)
+        self._planning = threading.Lock()
         self._gates = GateCache()
         self._live = LiveRows()
         self._columns = RecallColumns(device, mirror=mirror)
@@ -196,9 +205,8 @@ class RecallPathway:
         c = self.cortex
         if vectors is None and "dense" in opts.relays:
             with single_threaded(c.dense.device.type == "cpu"):  # as inside the plan
-                vectors = self._embedded(queries)  # before the scoring hold: beside other reads
-        with self._scoring:
-            return self._scored_held(queries, opts, now, vectors, owe)
+                vectors = self._embedded(queries)  # beside other reads
+        return self._scored_now(queries, opts, now, vectors, owe)
 
     def _embedded(self, queries: list[str]) -> np.ndarray:
         """float32 (n, dim): ``queries`` as this store's embedder embeds queries (checked)."""
@@ -207,7 +215,7 @@ class RecallPathway:
         name = getattr(c.embedder, "name", "?")
         return embedding_rows(out, len(queries), c.dim, name, what="queries")
 
-    def _scored_held(
+    def _scored_now(
         self,
         queries: list[str],
         opts: RecallOptions,
@@ -232,8 +240,9 @@ class RecallPathway:
         if owe:
             return scored, OwedLearning.of(scored, c.cols.ids, now, before, c.epoch)
         hit = np.unique(scored.ordinals[scored.ordinals >= 0]).astype(np.int64)
-        if len(hit):
-            self._learning.now(hit, now, before)
+        if len(hit):  # writes strength (the caller holds the store exclusive): caches patched
+            with self._planning:
+                self._learning.now(hit, now, before)
         return scored, None
 
     def stack_part(
@@ -255,7 +264,7 @@ class RecallPathway:
         if not queries or not c.n or opts.mode != "observe" or opts.explain:
             return None
         now = recall_clock(opts, self.clock()).now_ms
-        with self._scoring, single_threaded(c.dense.device.type == "cpu"):
+        with single_threaded(c.dense.device.type == "cpu"):
             plan = self._plan(list(queries), opts, now, self._tracker.current(c), vectors)
         return (
             StackPart(self._scorer, plan, self._device_path)
@@ -319,11 +328,14 @@ class RecallPathway:
         vectors: np.ndarray | None = None,
     ) -> RecallPlan:
         c = self.cortex
-        self._columns.sync(c, at)
-        self._links.sync(c, at)
-        if opts.fusion == "cognitive":
-            self._cues.sync(c, at)
-        allowed, n_allowed = self._live.allowed(c, self._gates.mask(c, opts, at), now, at)
+        with self._planning:  # the caches brought up to the store: one recall at a time
+            self._columns.sync(c, at)
+            self._links.sync(c, at)
+            c.bm25.fold_due()  # the queries below, and scoring beside other recalls, fold nothing
+            if opts.fusion == "cognitive":
+                self._cues.sync(c, at)
+            allowed, n_allowed = self._live.allowed(c, self._gates.mask(c, opts, at), now, at)
+        # from here on, beside other recalls of this handle (module docstring)
         relays = frozenset(opts.relays)
         dense, ceiling, tokens = None, None, c.analyzer.tokens_batch(queries)
         weights = self._weights(opts)

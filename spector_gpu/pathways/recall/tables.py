@@ -11,11 +11,18 @@ All are built once and then extended over appended ordinals (see :mod:`.state` f
 is allowed): an append adds the new memories' rows, the reverse halves of their edges and the
 next-chains of their predecessors, never a pass over the store. On a GPU each table has a
 device copy, updated row by row.
+
+Threads: the tables change only when the store does (:meth:`LinkTables.sync`, :meth:`CueTable.
+sync`: the recall plan, under the pathway's plan lock). The device copy is brought up to the
+host table lazily, at the first ``tensor()`` after a change, by patching it in place: that
+patch runs under the table's own lock, so recalls scoring at once never see a half-patched
+copy (after it, ``tensor()`` changes nothing until the next sync).
 """
 
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -41,6 +48,7 @@ class PaddedRows:
         self.rows = 0
         self._width = 0  # widest row (rows only ever grow: kept by push, not a pass per read)
         self.device = device
+        self._patch = threading.Lock()  # the lazy device patch (module docstring)
         self._dev: torch.Tensor | None = None
         self._dirty: list[int] = []
 
@@ -102,14 +110,15 @@ class PaddedRows:
         """(rows, width) on the device: a view of the host table on the CPU."""
         if self.device is None:
             return torch.from_numpy(self.data[: self.rows, : self.width])
-        if self._dev is None or self._dev.shape != self.data.shape:
-            self._dev = torch.from_numpy(self.data).to(self.device)
-        elif self._dirty:
-            rows = np.unique(np.asarray(self._dirty, dtype=np.int64))
-            idx = torch.from_numpy(rows).to(self.device)
-            self._dev[idx] = torch.from_numpy(self.data[rows]).to(self.device)
-        self._dirty = []
-        return self._dev[: self.rows, : self.width]
+        with self._patch:
+            if self._dev is None or self._dev.shape != self.data.shape:
+                self._dev = torch.from_numpy(self.data).to(self.device)
+            elif self._dirty:
+                rows = np.unique(np.asarray(self._dirty, dtype=np.int64))
+                idx = torch.from_numpy(rows).to(self.device)
+                self._dev[idx] = torch.from_numpy(self.data[rows]).to(self.device)
+            self._dirty = []
+            return self._dev[: self.rows, : self.width]
 
 
 class ChainTable:
@@ -124,6 +133,7 @@ class ChainTable:
         self.device = device
         self.data = np.full((0, 2 * window), -1, dtype=np.int64)
         self.n = 0
+        self._patch = threading.Lock()  # the lazy device patch (module docstring)
         self._dev: torch.Tensor | None = None
         self._dirty: np.ndarray | None = None
 
@@ -154,13 +164,14 @@ class ChainTable:
         """int64 (n, 2·window) on the device (a view of the host table on the CPU)."""
         if self.device is None:
             return torch.from_numpy(self.data[: self.n])
-        if self._dev is None or self._dev.shape[0] != self.data.shape[0]:
-            self._dev = torch.from_numpy(self.data).to(self.device)
-        elif self._dirty is not None and len(self._dirty):
-            idx = torch.from_numpy(self._dirty).to(self.device)
-            self._dev[idx] = torch.from_numpy(self.data[self._dirty]).to(self.device)
-        self._dirty = None
-        return self._dev[: self.n]
+        with self._patch:
+            if self._dev is None or self._dev.shape[0] != self.data.shape[0]:
+                self._dev = torch.from_numpy(self.data).to(self.device)
+            elif self._dirty is not None and len(self._dirty):
+                idx = torch.from_numpy(self._dirty).to(self.device)
+                self._dev[idx] = torch.from_numpy(self.data[self._dirty]).to(self.device)
+            self._dirty = None
+            return self._dev[: self.n]
 
 
 class HostLinks(NamedTuple):
