@@ -1,18 +1,15 @@
 """Incremental BM25 index: dense integer document slots, batched sparse scoring.
 
 Documents are slots ``0..N-1`` in insertion order; the caller maps slots to memories. Postings
-live in two segments (:mod:`.bm25_postings`): a term-major *main* segment (CSC-like: ``indptr``
-over terms, ``doc``, ``tf``) and a doc-major *tail* of recently added documents in growable
-arrays. ``add`` only appends to the tail (cost ∝ the new postings, amortised doubling); a query
-folds the tail into main when it outgrows ``max(_TAIL_MIN, main/_TAIL_RATIO)`` postings, an
-O(P) merge amortised to O(1) per posting. IDF and avgdl are computed at query time from the
-current N, n(t) and total length, so scores always equal those of a fresh build over the same
-documents.
+live in two segments (:mod:`.bm25_postings`): a term-major *main* segment (CSC-like) and a
+doc-major *tail* of recently added documents. ``add`` only appends to the tail; a query folds
+the tail into main when it outgrows ``max(_TAIL_MIN, main/_TAIL_RATIO)`` postings (O(1)
+amortised per posting). IDF and avgdl come from the current N, n(t) and total length at query
+time, so scores always equal those of a fresh build over the same live documents.
 
-Scores are Lucene's BM25 or Okapi's (:mod:`.bm25_scoring` gives the formulas); IDF and avgdl
-follow the live documents. A batch is one sparse product ``Q (n × m) @ W (m × N)`` over the m
-distinct query terms, or natively dense rows (:mod:`.bm25_scoring`) or each query's best
-scores without a block (:mod:`.bm25_select`), so shared terms are weighted once per batch.
+Scores are Lucene's BM25 or Okapi's (formulas in :mod:`.bm25_scoring`); a batch is one sparse
+product over its distinct query terms, dense native rows, or each query's best scores without
+a block (:mod:`.bm25_select`).
 """
 
 from __future__ import annotations
@@ -61,20 +58,17 @@ _TOPK_CHUNK_NNZ = 1 << 23  # bound on score entries materialised at once by topk
 class BM25Index:
     """BM25 over token lists, with O(new postings) adds and batched sparse scoring.
 
-        Args:
-            k1: term-frequency saturation (≥ 0).
-            b: length normalisation in [0, 1].
-            method: ``"lucene"`` (equals ``bm25s.BM25(method="lucene")``) or ``"okapi"`` (equals
-                ``rank_bm25.BM25Okapi``); see the module docstring for the formulas.
-            epsilon: okapi only: negative IDFs become ``epsilon × mean IDF``.
-            analyzer: name of the analyzer that produced the tokens (``Analyzer.name``); stored in
-                :meth:`state` so :meth:`from_state` can refuse a mismatched one.
+    Args:
+        k1: term-frequency saturation (≥ 0).
+        b: length normalisation in [0, 1].
+        method: ``"lucene"`` (equals ``bm25s.BM25(method="lucene")``) or ``"okapi"`` (equals
+            ``rank_bm25.BM25Okapi``); see the module docstring for the formulas.
+        epsilon: okapi only: negative IDFs become ``epsilon × mean IDF``.
+        analyzer: name of the analyzer that produced the tokens (``Analyzer.name``); stored in
+            :meth:`state` so :meth:`from_state` can refuse a mismatched one.
 
-    Threads: writes (:meth:`add`, :meth:`retire`, :meth:`compact`) run alone (the owning
-    store's exclusive hold). Queries may run at once between writes once the tail is folded
-    (:meth:`fold_due`, which the recall plan calls under its own lock): a query then changes
-    nothing another reads — its scored row is per thread, the term memo and weight cache are
-    shared by design (:mod:`.bm25_scoring`).
+    Threads: writes run alone (the store's exclusive hold); queries may run at once between
+    writes once the tail is folded (:meth:`fold_due`, called by the recall plan under its lock).
     """
 
     def __init__(
@@ -203,22 +197,15 @@ class BM25Index:
         return self._retired.view().copy()
 
     def compact(self) -> None:
-        """Fold the tail into the term-major main segment (O(total postings)); queries and
-        :meth:`state` call it when needed, so calling it is never required."""
+        """Fold the tail into the main segment now (queries and :meth:`state` do when due)."""
         self._post.compact(self.vocab_size, len(self))
 
     def fold_due(self) -> None:
-        """Fold the tail into the main segment if it has outgrown its bound (what every query
-        does first). Folding rewrites the postings in place, so it must not run beside another
-        query: a caller whose queries run at once calls this first, alone (the recall pathway
-        does, in its plan), and the queries that follow find nothing to fold until a write."""
+        """Fold the tail into the main segment if it outgrew its bound. Folding rewrites the
+        postings in place: concurrent queries call this first, alone (the recall plan does)."""
         with self._fold:
             if self._post.tail_size > max(_TAIL_MIN, len(self._post.doc) // _TAIL_RATIO):
                 self.compact()
-
-    def _maybe_compact(self) -> None:
-        if self._post.tail_size > max(_TAIL_MIN, len(self._post.doc) // _TAIL_RATIO):
-            self.fold_due()
 
     # ------------------------------------------------------------------ scoring internals
     def _idf(self, uterms: np.ndarray) -> np.ndarray:
@@ -226,8 +213,7 @@ class BM25Index:
         n_docs = float(self.live)
         df = self._df.buf[uterms].astype(np.float64)
         if self._method == "lucene":
-            lucene: np.ndarray = np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-            return lucene
+            return np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))  # type: ignore[no-any-return]
         if self._avg_idf[0] != self._generation:
             all_df = self._df.view()[self._df.view() > 0].astype(np.float64)  # live terms
             raw = np.log(n_docs - all_df + 0.5) - np.log(all_df + 0.5)
@@ -241,12 +227,11 @@ class BM25Index:
         dl = self._doc_len.buf[doc].astype(np.float64)
         norm = self._k1 * (1.0 - self._b + self._b * dl / self.avgdl)
         num = tf64 * (self._k1 + 1.0) if self._method == "okapi" else tf64
-        out: np.ndarray = num / (tf64 + norm)
-        return out
+        return num / (tf64 + norm)  # type: ignore[no-any-return]
 
     def kernel_inputs(self, query_tokens: Sequence[Sequence[str]]) -> KernelInputs:
         """What the native kernels read for a batch (the tail folded first when due)."""
-        self._maybe_compact()
+        self.fold_due()
         q, uterms, idf = self._query_terms(query_tokens)
         params = (self._k1, self._b, self.avgdl, self._method == "okapi")
         post, doc_len = self._post, self._doc_len.view()
@@ -267,7 +252,7 @@ class BM25Index:
         (m, N), ``float32(idf · tfc)`` over the allowed documents; a score accumulates
         ``float32(Q[i, j] · W[j, d])`` in float32 in ascending ``j`` (scipy's order)."""
         allowed = check_allowed(allowed, len(self))
-        self._maybe_compact()
+        self.fold_due()
         q, uterms = query_matrix(self._vocab, query_tokens)
         if len(uterms) == 0 or len(self) == 0:
             return q, sp.csr_matrix((len(uterms), len(self)), dtype=np.float32)
@@ -359,7 +344,7 @@ class BM25Index:
             float32 (n, c): the score of ``slots[i, j]`` for query i (0 when it matches no
             term), ``-inf`` at padding. Equal to :meth:`score_batch` up to float32 rounding.
         """
-        self._maybe_compact()
+        self.fold_due()
         q, uterms = query_matrix(self._vocab, query_tokens)
         check_slots(slots, len(self), queries=q.shape[0])
         return slot_scores(q, uterms, slots, self._post.lookup_tf, self._tfc, self._idf)

@@ -14,18 +14,13 @@
    (:mod:`.hydration`), under the owner's lock when one was given: by id again when a
    compaction renumbered the rows since the recall, without the memories deleted since.
 
-Concurrency: the caller holds the store's lock, shared (``learn``: :meth:`~RecallPathway.
-recall_owing`, then :meth:`~RecallPathway.learn` exclusive; :mod:`.learning`), and refreshed a
-read-only cortex first (:mod:`spector_gpu.delegates._holds`). Recalls of one handle run at once:
-only step 2 and the gate masks (the plan: the caches brought up to the store, the BM25 tail
-folded) take the pathway's plan lock, one recall at a time. While the lock is held shared the
-store cannot change, so the first plan of a shared period brings every cache to the one version
-every recall of that period sees, and the plans after it find nothing to update; the scoring
-(steps 3–4) then reads the caches and the plan's own arrays outside the lock. What scoring
-still writes is per thread (the native kernels' scratch, the BM25 scored row), a reference
-swapped whole (the salience proposals, the dense-layout graph, the dense index's last scan, the
-BM25 term memo), values identical whichever thread writes them (the BM25 weight cache), or a
-lazy device patch under its table's own lock (:mod:`.tables`).
+Concurrency: the caller holds the store's lock shared (``learn``: then exclusive for onRecall,
+:mod:`.learning`; :mod:`spector_gpu.delegates._holds`). Recalls of one handle run at once: only
+the plan (step 2, the gate masks, the BM25 tail folded) takes the pathway's plan lock. While the
+lock is held shared the store cannot change, so the first plan brings every cache to the
+version every recall of that period sees, and scoring reads them outside the lock; what it
+still writes is per thread, swapped whole, identical whichever thread writes it, or patched
+under its table's own lock (docs/architecture.md, "Threads").
 """
 
 from __future__ import annotations
@@ -116,9 +111,7 @@ class RecallPathway:
         self._device_path = device_path or device.type == "cuda"
         mirror = self._device_path
         self._tracker = VersionTracker()
-        # the plan (the caches below brought up to the store, the BM25 tail folded) updates
-        # per-handle state in place: one recall plans at a time; scoring runs beside others
-        # (module docstring)
+        # the plan updates per-handle state in place: one at a time (module docstring)
         self._planning = threading.Lock()
         self._gates = GateCache()
         self._live = LiveRows()
@@ -132,7 +125,6 @@ class RecallPathway:
             cortex, strength_writer, self._tracker, self._columns, self._scorer.salience
         )
 
-    # ---- public ----------------------------------------------------------------------
     def recall(self, query: str, options: RecallOptions | None = None) -> list[CognitiveResult]:
         """``recall_batch([query], options)[0]``."""
         return self.recall_batch([query], options).results(0)
@@ -288,14 +280,11 @@ class RecallPathway:
         None for a memory that was read, not ranked."""
         return self.hydrator.result(o, score, d, None, explain)
 
-    # ---- internals -------------------------------------------------------------------
     def _check(self, queries: Sequence[str], options: RecallOptions | None) -> RecallOptions:
         opts = options if options is not None else self.default_options()
         if not isinstance(opts, RecallOptions):
             raise ValidationError(f"options must be a RecallOptions, got {type(opts).__name__}")
-        # the caps (query count, k, query length, blank queries) are the facade's, checked once
-        # from the config before this is called (pathways/limits.py check_recall); here only
-        # what the pathway's own code needs
+        # the caps are the facade's, checked once from the config (limits.check_recall)
         if isinstance(queries, str) or not isinstance(queries, Sequence):
             raise ValidationError("recall_batch takes a list of query strings")
         for i, q in enumerate(queries):
