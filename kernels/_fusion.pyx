@@ -8,7 +8,7 @@ computing.
 
 from libc.stdint cimport uint8_t
 
-import numpy as np
+from .flags import byte_flags
 
 cdef extern from "csrc/fusion.c" nogil:
     void c_relevance_rows "relevance_rows"(
@@ -53,16 +53,6 @@ def relevance_rows(
         c_relevance_rows(lp, dp, cp, &out[0, 0], n, width)
 
 
-def _mask(a, str name, Py_ssize_t n, Py_ssize_t width):
-    """A bool (n, W) array as its bytes; None stays None."""
-    if a is None:
-        return None
-    a = np.asarray(a)
-    if a.dtype != np.bool_ or a.shape != (n, width):
-        raise ValueError(f"{name} must be bool ({n}, {width}), got {a.dtype} {a.shape}")
-    return a.view(np.uint8)
-
-
 def _rows(const double[:, ::1] a, str name, Py_ssize_t n, Py_ssize_t width):
     if a is not None and (a.shape[0] != n or a.shape[1] != width):
         raise ValueError(f"{name} must be ({n}, {width}) like base")
@@ -72,7 +62,7 @@ def minmax_rows(const double[:, ::1] x not None, valid, float[:, ::1] out not No
     """Each row of ``x`` (n, W) float64 min-max normalised over its ``valid`` (bool (n, W))
     finite entries into ``out`` (n, W) float32 (see ``csrc/fusion.c``)."""
     cdef Py_ssize_t n = x.shape[0], width = x.shape[1]
-    cdef const uint8_t[:, ::1] ok = _mask(valid, "valid", n, width)
+    cdef const uint8_t[:, ::1] ok = byte_flags(valid, "valid", shape=(n, width), bool_only=True)
     if ok is None or out.shape[0] != n or out.shape[1] != width:
         raise ValueError("minmax_rows: valid and out must be (n, W) like x")
     if not (n and width):
@@ -114,8 +104,8 @@ def fuse_rows(
         _rows(a, name, n, width)
     if out_factor.shape[0] != n or out_factor.shape[1] != width:
         raise ValueError(f"out_factor must be ({n}, {width}) like base")
-    cdef const uint8_t[:, ::1] ok = _mask(valid, "valid", n, width)
-    cdef const uint8_t[:, ::1] mk = _mask(match, "match", n, width)
+    cdef const uint8_t[:, ::1] ok = byte_flags(valid, "valid", shape=(n, width), bool_only=True)
+    cdef const uint8_t[:, ::1] mk = byte_flags(match, "match", shape=(n, width), bool_only=True)
     if ok is None:
         raise ValueError("fuse_rows: valid is required")
     if cognitive:

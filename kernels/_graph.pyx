@@ -9,7 +9,7 @@ read as their bytes. The GIL is released while computing.
 
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
-import numpy as np
+from .flags import byte_flags
 
 cdef extern from "csrc/decay.c" nogil:
     ctypedef struct Field:
@@ -74,16 +74,6 @@ cdef Law _law(const double[::1] edges, const double[::1] factors, int freeze_set
     return law
 
 
-def _bytes(a, str name):
-    """A bool (or uint8) array as its bytes; None stays None."""
-    if a is None:
-        return None
-    a = np.asarray(a)
-    if a.dtype not in (np.bool_, np.uint8, np.int8):
-        raise ValueError(f"{name} must be a bool array, got {a.dtype}")
-    return a.view(np.uint8)
-
-
 def decay_topk(
     Py_ssize_t n,
     int64_t now,
@@ -116,7 +106,7 @@ def decay_topk(
     cdef Py_ssize_t k = out_keys.shape[0]
     if k < 1 or out_slots.shape[0] != k:
         raise ValueError("decay_topk: k = len(out_keys) must be >= 1, out_slots as long")
-    cdef const uint8_t[::1] ok = _bytes(allowed, "allowed")
+    cdef const uint8_t[::1] ok = byte_flags(allowed, "allowed")
     cdef const uint8_t *ap = NULL
     if ok is not None:
         if ok.shape[0] != n:
@@ -179,7 +169,7 @@ def pool_expand(
     (chain (N, C), then row_of (N,) | None into extra (R, D); allowed bool (N,) | None) into
     out, ascending without repeats. Returns ``(distinct seeds, count)``."""
     cdef Links l = _links(chain, row_of, extra, None, 0.0)
-    cdef const uint8_t[::1] ok = _bytes(allowed, "allowed")
+    cdef const uint8_t[::1] ok = byte_flags(allowed, "allowed")
     cdef const uint8_t *ap = NULL
     if ok is not None:
         if ok.shape[0] != l.n:
@@ -233,7 +223,7 @@ def spread_dense(
         raise ValueError("spread_dense: nbr and weight must be (N, E) for base (m, N)")
     if valid is None:
         raise ValueError("spread_dense: valid (m, N) is required")
-    cdef const uint8_t[:, ::1] member = _bytes(valid, "valid")
+    cdef const uint8_t[:, ::1] member = byte_flags(valid, "valid")
     if member.shape[0] != base.shape[0] or member.shape[1] != n:
         raise ValueError("spread_dense: valid must be (m, N) like base")
     for r in range(n):

@@ -13,6 +13,8 @@ import threading
 
 import numpy as np
 
+from .flags import byte_flags
+
 from libc.stdint cimport int32_t, int64_t, int8_t, uint8_t, uint64_t
 
 
@@ -97,14 +99,6 @@ def _flat(fn, name, obj, dtype, Py_ssize_t n=-1, writable=False):
     return a.reshape(-1)
 
 
-def _flags(fn, name, obj, Py_ssize_t n):
-    """A bool, int8 or uint8 array of n flags as uint8 (one byte each)."""
-    a = np.asarray(obj)
-    if a.dtype.itemsize != 1 or a.dtype.kind not in "biu":
-        raise ValueError(f"{fn}: {name} must be bool or uint8, got {a.dtype.name}")
-    return _flat(fn, name, a.view(np.uint8), np.uint8, n)
-
-
 def _size(fn, name, want, got):
     raise ValueError(f"{fn}: {name} must hold {want} items, not {got}")
 
@@ -139,12 +133,13 @@ cdef class _Postings:
         cdef Py_ssize_t i, e, j
         cdef int64_t mlen = md.shape[0], tlen = td.shape[0]
         if allowed is not None:
-            allowed = ap = _flags(fn, "allowed", allowed, dl.shape[0])
+            flags = byte_flags(allowed, f"{fn}: allowed")
+            allowed = ap = _flat(fn, "allowed", flags, np.uint8, dl.shape[0])
         if (weight_cache is None) != (cached is None):
             raise ValueError(f"{fn}: weight cache and its flags go together")
         if weight_cache is not None:
             weight_cache = wm = _flat(fn, "weight_cache", weight_cache, np.float32, mlen, True)
-            cached = cf = _flags(fn, "cached", cached, u)
+            cached = cf = _flat(fn, "cached", byte_flags(cached, f"{fn}: cached"), np.uint8, u)
         if m < 0 or qp[0] != 0 or qp[m] != nnz:
             raise ValueError(f"{fn}: q_indptr must run from 0 to nnz")
         for i in range(m):

@@ -8,6 +8,8 @@ padding ``(-inf, -1)``. The GIL is released while computing.
 
 import numpy as np
 
+from .flags import byte_flags
+
 from libc.stdint cimport int8_t, int64_t, uint8_t
 
 cdef extern from "csrc/scan.c" nogil:
@@ -30,17 +32,6 @@ cdef extern from "csrc/scan.c" nogil:
     void c_rows_topk "rows_topk"(
         const void *x, int f32, Py_ssize_t n, Py_ssize_t width, double bound, int strict,
         Py_ssize_t k, double *keys, int64_t *slots, int64_t *count)
-
-
-cdef object _flags(object a, Py_ssize_t n, str name):
-    """A bool / int8 / uint8 array of n flags as uint8 (None stays None)."""
-    if a is None:
-        return None
-    arr = a if isinstance(a, np.ndarray) else np.asarray(a)
-    kind = arr.dtype
-    if kind.itemsize != 1 or kind.kind not in "biu" or arr.size != n:
-        raise ValueError(f"{name}: expected {n} bool flags, got {arr.dtype} {arr.shape}")
-    return (arr if arr.ndim == 1 else arr.reshape(-1)).view(np.uint8)
 
 
 cdef object _queries(object q, Py_ssize_t dim, str fn):
@@ -82,7 +73,7 @@ def int8_topk(
     (m, n_rows) float32, if given, gets every row's key (``-inf`` for those)."""
     _check_codes(codes, scales, n_rows, dim, stride, "int8_topk")
     cdef const int8_t[:, ::1] qv = _queries(q, dim, "int8_topk")
-    cdef const uint8_t[::1] av = _flags(allowed, n_rows, "allowed")
+    cdef const uint8_t[::1] av = byte_flags(allowed, "allowed", n=n_rows)
     cdef Py_ssize_t m = qv.shape[0], k = out_keys.shape[1]
     if out_keys.shape[0] != m or k < 1:
         raise ValueError("int8_topk: out_keys must be (m, k) float32, k >= 1")
@@ -174,7 +165,7 @@ def topk_update(
     cdef Py_ssize_t t = arr.shape[0]
     if scales.shape[0] != t or (slotmap is not None and slotmap.shape[0] != t):
         raise ValueError("topk_update: scales and slotmap must be (T,) like dots")
-    cdef const uint8_t[::1] gv = _flags(gate, t, "gate")
+    cdef const uint8_t[::1] gv = byte_flags(gate, "gate", n=t)
     if t == 0:
         return
     cdef const int64_t *sp = &slotmap[0] if slotmap is not None else NULL
