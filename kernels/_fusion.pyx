@@ -6,7 +6,9 @@ raises ``ValueError`` on a mismatch; the shapes are checked here. The GIL is rel
 computing.
 """
 
-from libc.stdint cimport uint8_t
+from libc.stdint cimport int64_t, uint8_t
+
+import numpy as np
 
 from .flags import byte_flags
 
@@ -21,6 +23,12 @@ cdef extern from "csrc/fusion.c" nogil:
         double w_sal, const uint8_t *valid, const double *importance, const double *d,
         const double *s_term, double beta, double tau, const uint8_t *match, Py_ssize_t k,
         double *rel, float *factor, double *fused, Py_ssize_t n, Py_ssize_t width)
+    ctypedef struct Cand:
+        double v
+        int64_t i
+    int c_top_mask_rows "top_mask_rows"(
+        const float *xf, const double *xd, const uint8_t *valid, Py_ssize_t n,
+        Py_ssize_t width, Py_ssize_t take, Cand *buf, uint8_t *mask)
 
 
 def relevance_rows(
@@ -129,3 +137,29 @@ def fuse_rows(
     if done < 0:
         raise MemoryError()
     return done == 1
+
+
+def top_mask_rows(x not None, valid, Py_ssize_t take, mask not None) -> bool:
+    """Flag in ``mask`` (bool (n, W)) the ``take`` best live entries of each row of ``x``
+    (float32 or float64 (n, W); live: ``valid`` (bool (n, W)) and above -inf; value
+    descending, column ascending), every live entry of a row holding at most ``take``
+    (see ``csrc/fusion.c``). False where it declines (a valid NaN: the caller keeps torch's
+    order)."""
+    cdef Py_ssize_t n = x.shape[0] if x.ndim == 2 else -1, width = x.shape[x.ndim - 1]
+    if n < 0 or take < 1:
+        raise ValueError("top_mask_rows: x must be (n, W) and take >= 1")
+    cdef const float[:, ::1] xf = x if x.dtype == np.float32 else None
+    cdef const double[:, ::1] xd = None if x.dtype == np.float32 else x
+    cdef const uint8_t[:, ::1] ok = byte_flags(valid, "valid", shape=(n, width), bool_only=True)
+    cdef uint8_t[:, ::1] out = byte_flags(mask, "mask", shape=(n, width), bool_only=True)
+    if ok is None:
+        raise ValueError("top_mask_rows: valid is required")
+    if not (n and width):
+        return True
+    cdef Cand[::1] buf = np.empty(width, dtype=[("v", np.float64), ("i", np.int64)])
+    cdef int got
+    with nogil:
+        got = c_top_mask_rows(&xf[0, 0] if xf is not None else NULL,
+                              &xd[0, 0] if xd is not None else NULL,
+                              &ok[0, 0], n, width, take, &buf[0], &out[0, 0])
+    return got == 0

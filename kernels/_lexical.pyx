@@ -15,7 +15,7 @@ import numpy as np
 
 from .flags import byte_flags
 
-from libc.stdint cimport int32_t, int64_t, int8_t, uint8_t, uint64_t
+from libc.stdint cimport int16_t, int32_t, int64_t, int8_t, uint8_t, uint64_t
 
 
 cdef extern from "csrc/bm25.c" nogil:
@@ -74,7 +74,7 @@ cdef extern from "csrc/token.c" nogil:
         int32_t *uniq
         int32_t *pslot
         int32_t *idots
-        int8_t *qcodes
+        int16_t *qcodes
         double *sims
         void *rank
         double *tmp
@@ -419,8 +419,8 @@ def token_rescore(const float[:, ::1] fused, const int32_t[::1] counts,
     cdef int32_t[::1] keys = np.empty(cap, dtype=np.int32), slot = np.empty(cap, dtype=np.int32)
     cdef int32_t[::1] uniq = np.empty(most + 1, dtype=np.int32)
     cdef int32_t[::1] pslot = np.empty(most + 1, dtype=np.int32)
-    cdef int32_t[::1] idots = np.empty(most_t + 1, dtype=np.int32)
-    cdef int8_t[::1] qcodes = np.empty(most_t * dim + 1, dtype=np.int8)
+    cdef int32_t[::1] idots = np.empty(stride + 1, dtype=np.int32)
+    cdef int16_t[::1] qcodes = np.empty(stride * dim + 1, dtype=np.int16)
     cdef double[::1] sims = np.empty(most * stride + 1, dtype=np.float64)
     cdef int64_t[::1] rank = np.empty(3 * w, dtype=np.int64)
     cdef double[::1] tmp = np.empty(2 * w, dtype=np.float64)

@@ -111,16 +111,29 @@ def _top_mask(flat: torch.Tensor, take: int) -> torch.Tensor:
 
 
 def topk_mask(
-    values: torch.Tensor, k: int, *, valid: torch.Tensor, host_reads: bool = False
+    values: torch.Tensor,
+    k: int,
+    *,
+    valid: torch.Tensor,
+    host_reads: bool = False,
+    use_native: bool = True,
 ) -> torch.Tensor:
     """bool (n, W): membership in the exact top-k of each row (the set :func:`topk_exact_torch`
     returns), among ``valid`` entries that are not ``-inf``; no compaction, no sort.
 
     With ``host_reads`` (a CPU caller), rows holding at most k candidates skip the selection
-    (they keep them all); without it nothing is read back (the GPU path)."""
+    (they keep them all); without it nothing is read back (the GPU path). CPU float rows go
+    to the native quickselect (``_fusion.top_mask_rows``, the same set) when ``use_native``;
+    a valid NaN keeps the torch selection."""
     k = _check_k(k)
     if values.shape[1] == 0:
         return torch.zeros(values.shape, dtype=torch.bool, device=values.device)
+    if use_native and native is not None and _native_rows(values):
+        out = np.empty(values.shape, dtype=np.bool_)
+        flags = np.ascontiguousarray(valid.expand_as(values).numpy())
+        x = values.numpy()
+        if native.top_mask_rows(np.ascontiguousarray(x), flags, min(k, x.shape[1]), out):
+            return torch.from_numpy(out)
     keyed = torch.where(valid, values, torch.full_like(values, _NEG_INF))
     live = keyed > _NEG_INF
     if not host_reads:
@@ -132,6 +145,15 @@ def topk_mask(
     rows = torch.nonzero(crowded).flatten()
     out[rows] = _top_mask(keyed[rows], min(k, values.shape[1])) & live[rows]
     return out
+
+
+def _native_rows(values: torch.Tensor) -> bool:
+    return (
+        values.device.type == "cpu"
+        and values.dtype in (torch.float32, torch.float64)
+        and values.dim() == 2
+        and not values.requires_grad
+    )
 
 
 def rows_topk(

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "select.h" /* dots */
+#include "select.h" /* VECTOR_CLONES */
 
 /* n queries of width W: fused float32 (n, W), counts int32 (n,), ordinals int64 (n, W); the
  * memories' token rows ids[offsets[o]:offsets[o+1]) (int32); the table's int8
@@ -29,11 +29,11 @@ typedef struct {
 
 /* Scratch sized for the largest query (see _lexical.pyx): keys/slot a hash table (a power
  * of two >= twice its postings, at least 64), uniq/pslot its postings, sims its postings x
- * its query tokens rounded up to 4, qcodes its query tokens' rows, idots one per query token,
+ * its query tokens rounded up to 4 (t4), qcodes t4 int16 rows, idots t4,
  * rank W x 24 bytes, tmp 2 W. */
 typedef struct {
     int32_t *keys, *slot, *uniq, *pslot, *idots;
-    int8_t *qcodes;
+    int16_t *qcodes;
     double *sims;
     void *rank;
     double *tmp;
@@ -48,6 +48,21 @@ static int rank_cmp(const void *pa, const void *pb) {
     const Rank *a = pa, *b = pb;
     if (a->score != b->score) return a->score > b->score ? -1 : 1;
     return (a->ordinal > b->ordinal) - (a->ordinal < b->ordinal);
+}
+
+/* One int8 row's exact dots with t4 int16 query rows (t4 a multiple of 4), four per pass so
+ * the row is widened once for four (the compiler makes each a multiply-add of int16 pairs). */
+VECTOR_CLONES static void dots4(const int8_t *row, const int16_t *qs, size_t t4, ptrdiff_t dim,
+                                int32_t *out) {
+    for (size_t a = 0; a < t4; a += 4) {
+        const int16_t *q0 = qs + a * (size_t)dim, *q1 = q0 + dim, *q2 = q1 + dim, *q3 = q2 + dim;
+        int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (ptrdiff_t i = 0; i < dim; i++) {
+            int16_t r = row[i];
+            s0 += r * q0[i], s1 += r * q1[i], s2 += r * q2[i], s3 += r * q3[i];
+        }
+        out[a] = s0, out[a + 1] = s1, out[a + 2] = s2, out[a + 3] = s3;
+    }
 }
 
 /* min-max over x[0..n) into out (0 everywhere unless two different values) */
@@ -66,10 +81,12 @@ static void minmax(const double *x, ptrdiff_t n, double *out) {
 static int maxsim(const TokJob *j, const TokScratch *s, const int64_t *ord, ptrdiff_t c,
                   const int32_t *q, size_t t, size_t postings, double *token) {
     ptrdiff_t dim = j->dim;
+    size_t stride = (t + 3) & ~(size_t)3;
     double wsum = 0.0;
-    for (size_t a = 0; a < t; a++) {
-        wsum += j->weight[q[a]];
-        memcpy(s->qcodes + a * (size_t)dim, j->codes + (ptrdiff_t)q[a] * dim, (size_t)dim);
+    for (size_t a = 0; a < stride; a++) {
+        const int8_t *code = j->codes + (ptrdiff_t)q[a < t ? a : 0] * dim;
+        wsum += a < t ? j->weight[q[a]] : 0.0;
+        for (ptrdiff_t d = 0; d < dim; d++) s->qcodes[a * (size_t)dim + d] = a < t ? code[d] : 0;
     }
     size_t cap = 64, distinct = 0, n_post = 0;
     while (cap < 2 * postings) cap *= 2;
@@ -87,11 +104,10 @@ static int maxsim(const TokJob *j, const TokScratch *s, const int64_t *ord, ptrd
             s->pslot[n_post++] = s->slot[h];
         }
     }
-    size_t stride = (t + 3) & ~(size_t)3;
     for (size_t d = 0; d < distinct; d++) {
         int32_t u = s->uniq[d];
         double *row = s->sims + d * stride;
-        dots(j->codes + (ptrdiff_t)u * dim, s->qcodes, (ptrdiff_t)t, dim, s->idots);
+        dots4(j->codes + (ptrdiff_t)u * dim, s->qcodes, stride, dim, s->idots);
         for (size_t a = 0; a < stride; a++)
             row[a] = a < t ? (double)s->idots[a] / (j->norm[q[a]] * j->norm[u]) : -INFINITY;
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import warnings
 
 import numpy as np
@@ -593,8 +594,40 @@ def test_exact_topk_and_its_mask_equal_the_stable_reference(
     chosen = np.zeros((n, width), dtype=bool)
     for row, cols in enumerate(want_i):
         chosen[row, cols[cols >= 0]] = True
-    for host_reads in (False, True):
+    for host_reads, use_native in itertools.product((False, True), (False, True)):
         mask = topk_mask(
-            torch.from_numpy(x).to(dtype), k, valid=torch.from_numpy(valid), host_reads=host_reads
+            torch.from_numpy(x).to(dtype),
+            k,
+            valid=torch.from_numpy(valid),
+            host_reads=host_reads,
+            use_native=use_native,
         )
         np.testing.assert_array_equal(mask.numpy(), chosen)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_top_mask_native_declines_nan_and_keeps_inf_and_broadcast_valid(dtype: torch.dtype) -> None:
+    from spector_gpu.kernels.native import native
+    from spector_gpu.kernels.selection import topk_mask
+
+    if native is None:
+        pytest.skip("native kernels not built")
+    x = torch.tensor([[1.0, np.inf, 3.0, 3.0, -np.inf, 2.0], [5.0, 4.0, 4.0, 4.0, 0.5, 9.0]])
+    x = x.to(dtype)
+    valid = torch.tensor([True, True, True, True, True, False]).expand_as(x)  # a broadcast view
+    got = topk_mask(x, 3, valid=valid, host_reads=True)
+    want = [[False, True, True, True, False, False], [True, True, True, False, False, False]]
+    np.testing.assert_array_equal(got.numpy(), want)
+    out = np.zeros(x.shape, dtype=bool)
+    flags = np.ascontiguousarray(valid.numpy())
+    assert native.top_mask_rows(x.numpy(), flags, 3, out)
+    np.testing.assert_array_equal(out, want)
+    with_nan = x.clone()
+    with_nan[1, 1] = float("nan")
+    assert not native.top_mask_rows(with_nan.numpy(), flags, 3, out)  # declined: torch's order
+    torch_mask = topk_mask(with_nan, 3, valid=valid, host_reads=True, use_native=False)
+    assert torch.equal(topk_mask(with_nan, 3, valid=valid, host_reads=True), torch_mask)
+    with pytest.raises(ValueError, match="valid must be bool"):
+        native.top_mask_rows(x.numpy(), flags.astype(np.int8), 3, out)
+    with pytest.raises(ValueError, match="take >= 1"):
+        native.top_mask_rows(x.numpy(), flags, 0, out)
