@@ -14,6 +14,7 @@ import threading
 import numpy as np
 
 from .flags import byte_flags
+from .sharing import share
 
 from libc.stdint cimport int16_t, int32_t, int64_t, int8_t, uint8_t, uint64_t
 
@@ -279,19 +280,42 @@ def bm25_select(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, ma
         co = _flat(fn, "out_candidates", out_candidates, np.float32, m * width, True)
     if m == 0:
         return
-    sc = _kept(n)
-    cdef float[::1] acc = sc.acc
-    cdef uint64_t[::1] mark = sc.mark
-    cdef int32_t[::1] lst = sc.list
-    cdef int64_t[:, ::1] buf = _cands(depth)
-    cdef float *kp = &ko[0] if depth else NULL
-    cdef int64_t *sp = &so[0] if depth else NULL
-    cdef const int64_t *cq = &cp[0] if width else NULL
-    cdef float *cw = &co[0] if width else NULL
-    with nogil:
-        for i in range(m):
-            bm25_query(&z.z, i, &acc[0], &mark[0], &lst[0], &buf[0, 0], depth, kp + i * depth,
-                       sp + i * depth, cq + i * width, cw + i * width, width, 0)
+    cdef _Selection job = _Selection()
+    job.z, job.depth, job.width = z, depth, width
+    job.kp = &ko[0] if depth else NULL
+    job.sp = &so[0] if depth else NULL
+    job.cq = &cp[0] if width else NULL
+    job.cw = &co[0] if width else NULL
+    job.keep = (ko, so, cp, co)
+    share(m, max(1, 200_000 // max(n, 1)), job.run)  # ~0.2 ms or more a chunk
+
+
+cdef class _Selection:
+    """``bm25_select``'s checked batch: ``run(lo, hi)`` selects queries [lo, hi) into the
+    outputs with the calling thread's scratch (``sharing.share`` calls it from any thread)."""
+
+    cdef _Postings z
+    cdef Py_ssize_t depth, width
+    cdef float *kp
+    cdef int64_t *sp
+    cdef const int64_t *cq
+    cdef float *cw
+    cdef object keep
+
+    def run(self, Py_ssize_t lo, Py_ssize_t hi):
+        if not 0 <= lo <= hi <= self.z.m:
+            raise ValueError("bm25_select: rows out of range")
+        sc = _kept(self.z.z.n_docs)
+        cdef float[::1] acc = sc.acc
+        cdef uint64_t[::1] mark = sc.mark
+        cdef int32_t[::1] lst = sc.list
+        cdef int64_t[:, ::1] buf = _cands(self.depth)
+        cdef Py_ssize_t i, d = self.depth, w = self.width
+        with nogil:
+            for i in range(lo, hi):
+                bm25_query(&self.z.z, i, &acc[0], &mark[0], &lst[0], &buf[0, 0], d,
+                           self.kp + i * d if d else NULL, self.sp + i * d if d else NULL,
+                           self.cq + i * w if w else NULL, self.cw + i * w if w else NULL, w, 0)
 
 
 def bm25_row(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, main_tf,
@@ -412,36 +436,57 @@ def token_rescore(const float[:, ::1] fused, const int32_t[::1] counts,
         raise ValueError(f"{fn}: {what} out of range")
     if n == 0 or w == 0:
         return
-    # scratch for the largest query (csrc/token.c)
-    cdef Py_ssize_t cap = 64, stride = (most_t + 3) & ~3, dim = codes.shape[1]
-    while cap < 2 * most:
-        cap *= 2
-    cdef int32_t[::1] keys = np.empty(cap, dtype=np.int32), slot = np.empty(cap, dtype=np.int32)
-    cdef int32_t[::1] uniq = np.empty(most + 1, dtype=np.int32)
-    cdef int32_t[::1] pslot = np.empty(most + 1, dtype=np.int32)
-    cdef int32_t[::1] idots = np.empty(stride + 1, dtype=np.int32)
-    cdef int16_t[::1] qcodes = np.empty(stride * dim + 1, dtype=np.int16)
-    cdef double[::1] sims = np.empty(most * stride + 1, dtype=np.float64)
-    cdef int64_t[::1] rank = np.empty(3 * w, dtype=np.int64)
-    cdef double[::1] tmp = np.empty(2 * w, dtype=np.float64)
-    cdef TokScratch s
-    s.keys, s.slot, s.uniq, s.pslot = &keys[0], &slot[0], &uniq[0], &pslot[0]
-    s.idots, s.qcodes, s.sims, s.rank, s.tmp = &idots[0], &qcodes[0], &sims[0], <void *>&rank[0], &tmp[0]
+    cdef _Rescore job = _Rescore()
+    job.n, job.most, job.most_t = n, most, most_t
+    job.keep = (fused, counts, ordinals, offsets, ids, codes, norm, weight, query_offsets,
+                query_ids, out_order, out_fused, out_token)
+    cdef Py_ssize_t dim = codes.shape[1]
+    cdef TokJob *j = &job.job
+    j.fused, j.codes, j.counts = &fused[0, 0], &codes[0, 0] if vocab and dim else NULL, &counts[0]
+    j.ids = &ids[0] if n_ids else NULL
+    j.qids = &query_ids[0] if query_ids.shape[0] else NULL
+    j.ordinals, j.offsets, j.qoff = &ordinals[0, 0], &offsets[0], &query_offsets[0]
+    j.norm = &norm[0] if vocab else NULL
+    j.weight = &weight[0] if vocab else NULL
+    j.width, j.vocab, j.dim = w, vocab, dim
+    j.token_weight = token_weight
+    j.out_order, j.out_fused, j.out_token = &out_order[0, 0], &out_fused[0, 0], &out_token[0, 0]
+    share(n, 8, job.run)  # ~50 us a query
+
+
+cdef class _Rescore:
+    """``token_rescore``'s checked batch: ``run(lo, hi)`` re-scores queries [lo, hi) with
+    scratch of its own, sized for the largest query (``sharing.share`` calls it)."""
+
     cdef TokJob job
-    job.fused, job.codes, job.counts = &fused[0, 0], &codes[0, 0] if vocab and dim else NULL, &counts[0]
-    job.ids = &ids[0] if n_ids else NULL
-    job.qids = &query_ids[0] if query_ids.shape[0] else NULL
-    job.ordinals, job.offsets, job.qoff = &ordinals[0, 0], &offsets[0], &query_offsets[0]
-    job.norm = &norm[0] if vocab else NULL
-    job.weight = &weight[0] if vocab else NULL
-    job.width, job.vocab, job.dim = w, vocab, dim
-    job.token_weight = token_weight
-    job.out_order, job.out_fused, job.out_token = &out_order[0, 0], &out_fused[0, 0], &out_token[0, 0]
-    cdef int rc = 0
-    with nogil:
-        for i in range(n):
-            rc = token_query(&job, &s, i)
-            if rc:
-                break
-    if rc:
-        raise ValueError(f"{fn}: token rows out of range")
+    cdef Py_ssize_t n, most, most_t
+    cdef object keep
+
+    def run(self, Py_ssize_t lo, Py_ssize_t hi):
+        if not 0 <= lo <= hi <= self.n:
+            raise ValueError("token_rescore: rows out of range")
+        cdef Py_ssize_t cap = 64, stride = (self.most_t + 3) & ~3, dim = self.job.dim
+        cdef Py_ssize_t w = self.job.width, most = self.most, i
+        while cap < 2 * most:
+            cap *= 2
+        cdef int32_t[::1] keys = np.empty(cap, dtype=np.int32), slot = np.empty(cap, dtype=np.int32)
+        cdef int32_t[::1] uniq = np.empty(most + 1, dtype=np.int32)
+        cdef int32_t[::1] pslot = np.empty(most + 1, dtype=np.int32)
+        cdef int32_t[::1] idots = np.empty(stride + 1, dtype=np.int32)
+        cdef int16_t[::1] qcodes = np.empty(stride * dim + 1, dtype=np.int16)
+        cdef double[::1] sims = np.empty(most * stride + 1, dtype=np.float64)
+        cdef int64_t[::1] rank = np.empty(3 * w, dtype=np.int64)
+        cdef double[::1] tmp = np.empty(2 * w, dtype=np.float64)
+        cdef TokScratch s
+        s.keys, s.slot, s.uniq, s.pslot = &keys[0], &slot[0], &uniq[0], &pslot[0]
+        s.idots, s.qcodes, s.sims = &idots[0], &qcodes[0], &sims[0]
+        s.rank, s.tmp = <void *>&rank[0], &tmp[0]
+        cdef int rc = 0
+        with nogil:
+            for i in range(lo, hi):
+                rc = token_query(&self.job, &s, i)
+                if rc:
+                    break
+        if rc:
+            raise ValueError("token_rescore: token rows out of range")
+

@@ -129,11 +129,11 @@ def topk_mask(
     if values.shape[1] == 0:
         return torch.zeros(values.shape, dtype=torch.bool, device=values.device)
     if use_native and native is not None and _native_rows(values):
-        out = np.empty(values.shape, dtype=np.bool_)
+        mask = np.empty(values.shape, dtype=np.bool_)
         flags = np.ascontiguousarray(valid.expand_as(values).numpy())
         x = values.numpy()
-        if native.top_mask_rows(np.ascontiguousarray(x), flags, min(k, x.shape[1]), out):
-            return torch.from_numpy(out)
+        if native.top_mask_rows(np.ascontiguousarray(x), flags, min(k, x.shape[1]), mask):
+            return torch.from_numpy(mask)
     keyed = torch.where(valid, values, torch.full_like(values, _NEG_INF))
     live = keyed > _NEG_INF
     if not host_reads:

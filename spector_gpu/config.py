@@ -107,6 +107,7 @@ class RecallConfig:
     token_weight: float = 1.0  # the token relay's re-scoring of the fused top list
     session_weight: float = 0.5  # the session relay's lift (x the embedder's fusion_weight)
     token_depth: int = 100  # fused results the token relay re-scores
+    helper_threads: int = 1  # threads beside the caller sharing a large batch's kernels
     # caps of one recall_batch call (ValidationError naming the key when exceeded)
     max_queries: int = 10_000  # queries per call
     max_k: int = 10_000  # results per query

@@ -56,6 +56,7 @@ MAXIMUM = {
     ("recall", "token_weight"): 1e6,
     ("recall", "session_weight"): 1e6,
     ("recall", "token_depth"): 10_000,
+    ("recall", "helper_threads"): 64,
     # filter caps: a RecallOptions is compiled against these before any store sees it
     ("recall", "max_filter_values"): CEILING.values,
     ("recall", "max_filter_depth"): CEILING.depth,

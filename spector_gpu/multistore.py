@@ -182,6 +182,7 @@ class MultiStore:
         import torch
 
         from .device import single_threaded
+        from .kernels.sharing import helpers_for
 
         delegates = {}
         for key, rows in groups.items():
@@ -193,7 +194,9 @@ class MultiStore:
                 delegates[key] = delegate
         if not delegates:
             return {}
+        helpers = min(d.cortex.config.recall.helper_threads for d in delegates.values())
         with ExitStack() as held, torch.inference_mode(), single_threaded(True):
+            held.enter_context(helpers_for(helpers))
             for _, d in sorted({id(d.lock): d for d in delegates.values()}.items()):
                 held.enter_context(d.stacking())  # one order for every caller: no lock cycles
             vectors = _shared_vectors(delegates, groups, options, queries)

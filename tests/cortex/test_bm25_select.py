@@ -11,6 +11,7 @@ import random
 import numpy as np
 import pytest
 from spector_gpu.kernels.native import native
+from spector_gpu.kernels.sharing import helpers_for, share
 
 from spector_gpu.cortex.bm25 import BM25Index
 from spector_gpu.cortex.bm25_select import select_reference
@@ -35,7 +36,18 @@ def _queries(rng: random.Random, vocab: int, n: int) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("seed", range(24))
-def test_select_equals_the_score_block(seed: int) -> None:
+def test_select_equals_the_score_block(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    helpers = 0
+    if native is not None and seed % 2:  # the batch shared with a helper, in one-row chunks
+        from spector_gpu.kernels import _lexical
+
+        monkeypatch.setattr(_lexical, "share", lambda rows, _m, run: share(rows, 1, run))
+        helpers = 1
+    with helpers_for(helpers):
+        _select_equals_the_score_block(seed)
+
+
+def _select_equals_the_score_block(seed: int) -> None:
     rng = random.Random(seed)
     n_docs = rng.choice([1, 40, 500, 4000])
     vocab = rng.choice([4, 60, 2000])
@@ -67,10 +79,12 @@ def test_a_large_batch_is_the_blocks_bit_for_bit(method: str) -> None:
     block = index.score_dense(queries)
     cand = np.array([rng.sample(range(30_000), 20) for _ in queries], dtype=np.int64)
     want = select_reference(block, 200, cand)
-    got = index.select(queries, 200, candidates=cand)
-    for g, w in zip(got, want, strict=True):
-        assert g is not None and w is not None
-        assert g.view(np.uint8).tobytes() == w.view(np.uint8).tobytes()
+    for helpers in (0, 1):  # the caller alone; shared with a helper thread (kernels/sharing)
+        with helpers_for(helpers):
+            got = index.select(queries, 200, candidates=cand)
+        for g, w in zip(got, want, strict=True):
+            assert g is not None and w is not None
+            assert g.view(np.uint8).tobytes() == w.view(np.uint8).tobytes()
 
 
 def test_ties_go_to_the_lower_slot() -> None:

@@ -47,6 +47,7 @@ from ...embedders.rows import embedding_rows
 from ...errors import ValidationError
 from ...kernels.decay import DecayLaw
 from ...kernels.native import native
+from ...kernels.sharing import helpers_for
 from ...types import CognitiveResult, Explanation, RecallBatch, RecallOptions
 from .calibration import calibrated
 from .clock import recall_clock
@@ -182,7 +183,7 @@ class RecallPathway:
             return self._batch(calibrated(empty, None)), None
         # No autograd bookkeeping (about a tenth less per small op). Every tensor the recall
         # caches is made and updated in here only; what the store owns is made outside.
-        with torch.inference_mode():
+        with torch.inference_mode(), helpers_for(c.config.recall.helper_threads):
             scored, owed = self._scored(list(queries), opts, now, vectors, owe)
             return self._batch(scored), owed
 

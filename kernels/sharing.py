@@ -1,0 +1,131 @@
+"""A large batch's native stages shared with helper threads; the caller never waits for work
+that no helper has started.
+
+A stage that loops over a batch's rows (the BM25 selection, the token relay) calls
+:func:`share` with a function that runs one range of rows (a native kernel that releases the
+GIL). The rows go in chunks; the caller and up to :func:`helpers` threads of one process-wide
+``ThreadPoolExecutor`` each claim the next chunk until none is left. The caller runs chunks
+from the start, so a helper that starts late (a busy machine, another batch using it) only
+takes fewer chunks; the caller waits only for chunks a helper has claimed, each a fraction of
+a millisecond to a few. Results do not depend on who ran which chunk: every row is computed
+alone, into its own slots.
+
+The number of helpers is a per-thread setting (a context variable): the recall pathway sets
+it from ``[recall] helper_threads`` around its scoring (:func:`helpers_for`); code that calls
+the kernels directly shares nothing unless it sets it too. Helpers are never more than the
+cores this process may run on, less one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import itertools
+import os
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+
+__all__ = ["MAX_CHUNKS", "helpers", "helpers_for", "share", "usable_helpers"]
+
+MAX_CHUNKS = 16
+"""Chunks a shared batch is cut into at most: the last chunk, which the caller may wait for,
+is about a sixteenth of the work; each chunk costs a call (~10 us)."""
+
+_HELPERS: contextvars.ContextVar[int] = contextvars.ContextVar("spector_helpers", default=0)
+_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+_cores: int | None = None
+
+
+def _reset_after_fork() -> None:
+    global _pool, _cores, _lock
+    _pool, _cores, _lock = None, None, threading.Lock()  # the parent's threads are not here
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def usable_helpers() -> int:
+    """The cores this process may run on, less one (the caller's)."""
+    global _cores
+    if _cores is None:
+        try:
+            _cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # pragma: no cover - platforms without affinity
+            _cores = os.cpu_count() or 1
+    return max(0, _cores - 1)
+
+
+def helpers() -> int:
+    """Helper threads :func:`share` uses on this thread now (0: the caller alone)."""
+    return min(_HELPERS.get(), usable_helpers())
+
+
+@contextlib.contextmanager
+def helpers_for(count: int) -> Iterator[None]:
+    """Let :func:`share` use up to ``count`` helper threads inside the block (this thread
+    only; nested blocks restore the outer value)."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ValueError(f"helpers_for: count must be an int >= 0, got {count!r}")
+    token = _HELPERS.set(count)
+    try:
+        yield
+    finally:
+        _HELPERS.reset(token)
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(
+                max_workers=max(1, usable_helpers()), thread_name_prefix="spector-helper"
+            )
+        return _pool
+
+
+def share(rows: int, min_rows: int, run: Callable[[int, int], object]) -> None:
+    """``run(lo, hi)`` over ``[0, rows)`` in chunks of at least ``min_rows`` rows, on the
+    caller and the helpers (module docstring); with no helper, one call ``run(0, rows)``.
+
+    An exception of a chunk is raised here (the caller's own first, else a helper's); the
+    remaining chunks are then skipped.
+    """
+    count = min(helpers(), MAX_CHUNKS)
+    chunks = min(MAX_CHUNKS, rows // max(1, min_rows))
+    if count == 0 or chunks < 2:
+        if rows:
+            run(0, rows)
+        return
+    step = -(-rows // chunks)
+    chunks = -(-rows // step)
+    claims = itertools.count()  # next() is atomic under the GIL
+    failed = threading.Event()
+
+    def loop() -> int:
+        done = 0
+        while not failed.is_set():
+            c = next(claims)
+            if c >= chunks:
+                break
+            done += 1
+            try:
+                run(c * step, min(rows, (c + 1) * step))
+            except BaseException:
+                failed.set()
+                raise
+        return done
+
+    futures: list[Future[int]] = [_executor().submit(loop) for _ in range(count)]
+    try:
+        mine = loop()
+    except BaseException:
+        for f in futures:  # the chunks running elsewhere read the caller's arrays: let them end
+            if not f.cancel():
+                with contextlib.suppress(BaseException):
+                    f.result()
+        raise
+    for f in futures:  # one not started yet never will; one that started may hold a chunk
+        if not f.cancel() and mine < chunks:
+            f.result()

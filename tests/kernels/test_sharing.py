@@ -1,0 +1,176 @@
+"""kernels/sharing.py: a batch's chunks shared between the caller and helper threads.
+
+Every claim here is proven by events and counts, never by timing: the caller finishes a batch
+alone while the helper is held elsewhere; a helper that claimed a chunk is waited for; errors
+come back; the kernels that share (the BM25 selection, the token relay) give the same bits
+with and without helpers, with the chunking forced fine.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from spector_gpu.kernels import sharing
+from spector_gpu.kernels.native import native
+from spector_gpu.kernels.sharing import helpers, helpers_for, share
+
+TWO_CORES = sharing.usable_helpers() >= 1
+needs_two = pytest.mark.skipif(not TWO_CORES, reason="the process may run on one core only")
+
+
+def test_no_helpers_runs_one_call_on_the_caller() -> None:
+    calls: list[tuple[int, int, str]] = []
+    share(100, 1, lambda lo, hi: calls.append((lo, hi, threading.current_thread().name)))
+    assert calls == [(0, 100, threading.current_thread().name)]
+    share(0, 1, lambda lo, hi: calls.append((lo, hi, "never")))  # nothing to do: no call
+    assert len(calls) == 1
+
+
+@needs_two
+def test_chunks_cover_the_rows_once_and_a_helper_takes_some() -> None:
+    seen: list[tuple[int, int]] = []
+    names: set[str] = set()
+    lock = threading.Lock()
+    meet = threading.Barrier(2, timeout=10)  # each thread's first chunk waits for the other's
+
+    def run(lo: int, hi: int) -> None:
+        name = threading.current_thread().name
+        with lock:
+            first = name not in names
+            seen.append((lo, hi))
+            names.add(name)
+        if first:
+            meet.wait()
+
+    with helpers_for(1):
+        assert helpers() == 1
+        share(160, 10, run)
+    covered = sorted(seen)
+    assert covered == [(lo, lo + 10) for lo in range(0, 160, 10)]
+    assert any(n.startswith("spector-helper") for n in names)
+    assert threading.current_thread().name in names
+
+
+@needs_two
+def test_the_caller_never_waits_for_a_helper_that_has_not_started() -> None:
+    release = threading.Event()
+    pool = sharing._executor()
+    busy = [pool.submit(release.wait, 30) for _ in range(sharing.usable_helpers())]  # all held
+    try:
+        callers: set[str] = set()
+        with helpers_for(1):
+            share(64, 1, lambda lo, hi: callers.add(threading.current_thread().name))
+        assert callers == {threading.current_thread().name}  # all 16 chunks, no wait
+        assert not any(b.done() for b in busy)
+    finally:
+        release.set()
+        for b in busy:
+            b.result()
+
+
+@needs_two
+def test_a_helpers_error_is_raised_to_the_caller_and_the_rest_skipped() -> None:
+    started = threading.Event()
+    ran: list[int] = []
+
+    def run(lo: int, hi: int) -> None:
+        if threading.current_thread().name.startswith("spector-helper"):
+            started.set()
+            raise RuntimeError("helper chunk failed")
+        assert started.wait(10)  # the caller's chunk ends after the helper's error
+        ran.append(lo)
+
+    with helpers_for(1), pytest.raises(RuntimeError, match="helper chunk failed"):
+        share(160, 10, run)
+    assert len(ran) < 15  # the caller stopped claiming once the error was seen
+
+
+def test_a_callers_error_propagates() -> None:
+    def run(lo: int, hi: int) -> None:
+        raise ValueError(f"rows {lo}:{hi}")
+
+    with helpers_for(1), pytest.raises(ValueError, match="rows 0:"):
+        share(160, 10, run)
+
+
+def test_helpers_are_per_thread_and_checked() -> None:
+    seen: list[int] = []
+    with helpers_for(3):
+        t = threading.Thread(target=lambda: seen.append(helpers()))
+        t.start()
+        t.join()
+        assert helpers() == min(3, sharing.usable_helpers())
+        with helpers_for(0):
+            assert helpers() == 0
+        assert helpers() == min(3, sharing.usable_helpers())
+    assert seen == [0] and helpers() == 0
+    for bad in (-1, 1.5, True, "2"):
+        with (
+            pytest.raises(ValueError, match="count must be an int >= 0"),
+            helpers_for(bad),  # type: ignore[arg-type]
+        ):
+            pass
+
+
+@needs_two
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_starts_its_own_helper() -> None:
+    sharing._executor()  # the parent's pool exists before the fork
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            names: set[str] = set()
+            with helpers_for(1):
+                share(64, 1, lambda lo, hi: names.add(threading.current_thread().name))
+            os.write(write, b"ok" if len(names) >= 1 and sharing._pool is not None else b"no")
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    assert os.read(read, 2) == b"ok"
+    os.close(read)
+
+
+def _fine_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernels' share calls cut into one-row chunks (their own minimum is for speed)."""
+    from spector_gpu.kernels import _lexical
+
+    monkeypatch.setattr(_lexical, "share", lambda rows, _min, run: share(rows, 1, run))
+
+
+@pytest.mark.skipif(native is None, reason="native kernels not built")
+def test_shared_recall_batches_equal_the_caller_alone(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from spector_gpu import RecallOptions, SpectorMemory
+
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" for i in range(300)]
+    texts = [" ".join(rng.choice(words, 12)) for _ in range(400)]
+    queries = [" ".join(rng.choice(words, 4)) for _ in range(40)]
+    opts = RecallOptions(k=10, mode="observe")
+    with SpectorMemory.open(tmp_path, embedder="hashing") as mem:
+        mem.remember_batch([{"text": t} for t in texts])
+    _fine_chunks(monkeypatch)
+    got = {}
+    for threads in (0, 1, 3):  # [recall] helper_threads, read by the recall pathway
+        config = {"recall": {"helper_threads": threads}}
+        with SpectorMemory.open(tmp_path, embedder="hashing", config=config) as mem:
+            got[threads] = mem.recall_batch(queries, opts)
+    for threads in (1, 3):
+        np.testing.assert_array_equal(got[threads].ids, got[0].ids)
+        np.testing.assert_array_equal(got[threads].scores, got[0].scores)
+    assert (got[0].counts > 0).all()
+
+
+def test_helper_threads_config_is_checked(tmp_path: Path) -> None:
+    from spector_gpu import ConfigError, SpectorMemory
+
+    for bad in (-1, 65, "two"):
+        with pytest.raises(ConfigError, match="helper_threads"):
+            SpectorMemory.open(tmp_path / "s", config={"recall": {"helper_threads": bad}})
