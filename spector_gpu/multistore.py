@@ -11,7 +11,9 @@ enough for the dense pool layout (up to a few thousand memories) and asked a few
 one stacked block of tensor work per device and set of options
 (:mod:`spector_gpu.pathways.recall.stacked`: each store's per-store work, then one fusion and
 top-k for every row); larger stores, stores asked many questions (their own batch shares one
-neighbour table) and handles that are not ``SpectorMemory`` get one ``recall_batch`` each.
+neighbour table) and handles that are not ``SpectorMemory`` get one ``recall_batch`` each,
+those calls shared between the caller and ``[recall] helper_threads`` helper threads
+(:mod:`spector_gpu.kernels.sharing`: the caller never waits for a group no helper started).
 Both give every row exactly its store's own ``recall_batch`` row::
 
     with MultiStore.open({"q1": "runs/q1", "q2": "runs/q2"}, device="cpu") as stores:
@@ -28,7 +30,7 @@ LongMemEval's questions are each recalled as of their own date).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import replace
 from types import TracebackType
@@ -39,6 +41,7 @@ import numpy as np
 from .delegates.recall import MemoryRecall
 from .embedders import Embedder
 from .errors import StoreClosedError, ValidationError
+from .kernels.sharing import helpers_for, share
 from .memory import SpectorMemory, engine_of
 from .pathways.recall.stacked import STACK_BUDGET, STACK_MAX_ROWS, recall_stacked
 from .types import CognitiveResult, RecallBatch, RecallOptions
@@ -145,14 +148,27 @@ class MultiStore:
         groups, distinct = self._groups(stores, per_query)
         n, k = len(queries), max((o.k for o in per_query), default=_k(options))
         answered = self._stacked(groups, distinct, queries) if stacked else {}
-        parts: dict[tuple[str, str], RecallBatch] = {}
-        for key, rows in groups.items():
-            part = answered.get(key)
-            if part is None:
-                texts = [queries[i] for i in rows]
-                part = self._memories[key[0]].recall_batch(texts, distinct[key[1]])
-            parts[key] = part
+        parts: dict[tuple[str, str], RecallBatch] = dict(answered)
+        alone = [key for key in groups if key not in answered]
+
+        def run(lo: int, hi: int) -> None:  # the groups alone[lo:hi], on the caller or a helper
+            for key in alone[lo:hi]:
+                texts = [queries[i] for i in groups[key]]
+                parts[key] = self._memories[key[0]].recall_batch(texts, distinct[key[1]])
+
+        with helpers_for(self._helpers(key[0] for key in alone)):
+            share(len(alone), 1, run)
         return _gathered(parts, groups, n, k)
+
+    def _helpers(self, names: Iterable[str]) -> int:
+        """Helper threads for answering groups: the fewest ``[recall] helper_threads`` of the
+        stores (1 where no store says)."""
+        found = [
+            engine_of(mem).recall.cortex.config.recall.helper_threads
+            for mem in (self._memories[name] for name in names)
+            if isinstance(mem, SpectorMemory)
+        ]
+        return min(found, default=1)
 
     def _groups(
         self, stores: Sequence[str], per_query: Sequence[RecallOptions]
@@ -182,7 +198,6 @@ class MultiStore:
         import torch
 
         from .device import single_threaded
-        from .kernels.sharing import helpers_for
 
         delegates = {}
         for key, rows in groups.items():
@@ -194,7 +209,7 @@ class MultiStore:
                 delegates[key] = delegate
         if not delegates:
             return {}
-        helpers = min(d.cortex.config.recall.helper_threads for d in delegates.values())
+        helpers = self._helpers(key[0] for key in delegates)
         with ExitStack() as held, torch.inference_mode(), single_threaded(True):
             held.enter_context(helpers_for(helpers))
             for _, d in sorted({id(d.lock): d for d in delegates.values()}.items()):

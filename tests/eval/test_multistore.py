@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
+from spector_gpu.kernels import sharing
 
 from spector_gpu import RecallOptions, SpectorMemory
 from spector_gpu.errors import ReadOnlyStoreError, StoreClosedError, ValidationError
@@ -127,3 +129,67 @@ def test_a_failed_open_closes_what_it_opened(
     for mem in opened:
         with pytest.raises(StoreClosedError):
             mem.recall("trip")
+
+
+@pytest.mark.skipif(sharing.usable_helpers() < 1, reason="the process may run on one core only")
+def test_store_groups_are_shared_with_a_helper_thread(
+    stores: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each store's group is one recall_batch; the caller and a helper thread each answer some
+    # (proven by a barrier that the first call of each thread waits at), and every row is
+    # still its store's own.
+    names = list(stores)
+    keys = [names[i % len(names)] for i in range(9)]
+    queries = [QUERIES[i % len(QUERIES)] for i in range(9)]
+    opts = RecallOptions(k=5)
+    want = {}
+    for name in names:
+        want[name] = _own(stores[name], [q for q, key in zip(queries, keys) if key == name], opts)
+    real = SpectorMemory.recall_batch
+    meet = threading.Barrier(2, timeout=10)
+    threads: set[str] = set()
+    lock = threading.Lock()
+
+    def recall_batch(self: SpectorMemory, *args: object, **kwargs: object) -> object:
+        name = threading.current_thread().name
+        with lock:
+            first = name not in threads
+            threads.add(name)
+        if first:
+            meet.wait()
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SpectorMemory, "recall_batch", recall_batch)
+    with MultiStore.open(stores, device="cpu") as multi:
+        batch = multi.recall_batch(keys, queries, opts, stacked=False)
+    assert len(threads) == 2 and any(t.startswith("spector-helper") for t in threads)
+    for name in names:
+        rows = [i for i, key in enumerate(keys) if key == name]
+        np.testing.assert_array_equal(batch.ids[rows], want[name][0])
+        np.testing.assert_array_equal(batch.scores[rows], want[name][1])
+
+
+def test_no_helper_threads_answers_every_group_on_the_caller(
+    stores: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    names = list(stores)
+    real = SpectorMemory.recall_batch
+    threads: set[str] = set()
+
+    def recall_batch(self: SpectorMemory, *args: object, **kwargs: object) -> object:
+        threads.add(threading.current_thread().name)
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SpectorMemory, "recall_batch", recall_batch)
+    config = {"recall": {"helper_threads": 0}}
+    mems = {
+        n: SpectorMemory.open(p, read_only=True, device="cpu", config=config)
+        for n, p in stores.items()
+    }
+    try:
+        batch = MultiStore(mems).recall_batch(names * 2, QUERIES[:2] * len(names), stacked=False)
+    finally:
+        for mem in mems.values():
+            mem.close()
+    assert threads == {threading.current_thread().name}
+    assert (batch.counts >= 0).all()
