@@ -119,6 +119,7 @@ class MultiStore:
         options: RecallOptions | Sequence[RecallOptions] | None = None,
         *,
         stacked: bool = True,
+        batch_size: int | None = None,
     ) -> RecallBatch:
         """Recall ``queries[i]`` in store ``stores[i]`` for every ``i``.
 
@@ -129,6 +130,9 @@ class MultiStore:
                 library defaults); ``mode`` is always ``"observe"``.
             stacked: answer the small stores as one stacked block (module docstring);
                 ``False`` calls each store's ``recall_batch`` (the same rows).
+            batch_size: the most queries one store's ``recall_batch`` is given (a store's
+                queries sharing options are cut into batches of this many, in input order;
+                rankings do not depend on it); None: no cut.
 
         Returns:
             One batch of n rows in input order: ``ids`` ``<U13`` (n, k) with ``""`` padding,
@@ -144,21 +148,30 @@ class MultiStore:
             raise ValidationError(
                 f"MultiStore.recall_batch: {len(stores)} store names for {len(queries)} queries"
             )
+        if batch_size is not None and (
+            isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+        ):
+            raise ValidationError(
+                f"MultiStore.recall_batch: batch_size must be an int >= 1 or None, "
+                f"got {batch_size!r}"
+            )
         per_query = _per_query(options, len(queries))
         groups, distinct = self._groups(stores, per_query)
         n, k = len(queries), max((o.k for o in per_query), default=_k(options))
         answered = self._stacked(groups, distinct, queries) if stacked else {}
-        parts: dict[tuple[str, str], RecallBatch] = dict(answered)
-        alone = [key for key in groups if key not in answered]
+        parts: dict[tuple[str, ...], RecallBatch] = dict(answered.items())
+        units = _units(groups, answered, batch_size)
+        alone = sorted((u for u in units if u not in answered), key=lambda u: -len(units[u]))
 
-        def run(lo: int, hi: int) -> None:  # the groups alone[lo:hi], on the caller or a helper
-            for key in alone[lo:hi]:
-                texts = [queries[i] for i in groups[key]]
-                parts[key] = self._memories[key[0]].recall_batch(texts, distinct[key[1]])
+        def run(lo: int, hi: int) -> None:  # batches alone[lo:hi], on the caller or a helper
+            for unit in alone[lo:hi]:
+                texts = [queries[i] for i in units[unit]]
+                parts[unit] = self._memories[unit[0]].recall_batch(texts, distinct[unit[1]])
 
-        with helpers_for(self._helpers(key[0] for key in alone)):
+        # the largest batches first: the caller and the helpers end close together
+        with helpers_for(self._helpers(unit[0] for unit in alone)):
             share(len(alone), 1, run)
-        return _gathered(parts, groups, n, k)
+        return _gathered(parts, units, n, k)
 
     def _helpers(self, names: Iterable[str]) -> int:
         """Helper threads for answering groups: the fewest ``[recall] helper_threads`` of the
@@ -288,9 +301,27 @@ def _shared_vectors(
     return out
 
 
-def _gathered(
-    parts: Mapping[tuple[str, str], RecallBatch],
+def _units(
     groups: Mapping[tuple[str, str], list[int]],
+    answered: Mapping[tuple[str, str], RecallBatch],
+    batch_size: int | None,
+) -> dict[tuple[str, ...], list[int]]:
+    """The rows of each call: a stacked group's rows whole; another group's cut into batches
+    of at most ``batch_size`` rows, keyed ``(store, options, i)``."""
+    out: dict[tuple[str, ...], list[int]] = {}
+    for key, rows in groups.items():
+        if key in answered:
+            out[key] = rows
+            continue
+        step = batch_size or max(1, len(rows))
+        for i, lo in enumerate(range(0, len(rows), step)):
+            out[(*key, str(i))] = rows[lo : lo + step]
+    return out
+
+
+def _gathered(
+    parts: Mapping[tuple[str, ...], RecallBatch],
+    groups: Mapping[tuple[str, ...], list[int]],
     n: int,
     k: int,
 ) -> RecallBatch:

@@ -138,19 +138,16 @@ def with_stores(
 
 
 def _answer(job: _Job, built: Sequence[Built]) -> None:
-    """Every configuration's questions of the group: one MultiStore call per round, round r
-    holding each store's r-th ``batch_size`` questions (a store's own batch never exceeds it)."""
+    """Every configuration's questions of the group: one MultiStore call per configuration,
+    each store's questions given to its ``recall_batch`` ``batch_size`` at a time (a store's
+    own batch never exceeds it; MultiStore shares the batches with its helper threads)."""
     multi = MultiStore({conv.conv_id: mem for conv, mem, _, _ in built})
     first = next(iter(job.options.values()))
     for _, mem, _, asked in built:  # answered by their own batch: warmed up as store by store
         if len(asked) > STACK_MAX_ROWS:
             mem.recall_batch([asked[0].text], first)
-    size = job.batch_size
-    rounds = max((len(asked) + size - 1) // size for _, _, _, asked in built)
     for name, opts in job.options.items():
-        for r in range(rounds):
-            part = [(i, asked[r * size : (r + 1) * size]) for i, (*_, asked) in enumerate(built)]
-            _round(job, name, opts, multi, [built[i] for i, _ in part], [qs for _, qs in part])
+        _round(job, name, opts, multi, built, [asked for *_, asked in built])
 
 
 def _round(
@@ -169,7 +166,10 @@ def _round(
     per_query = [question_options(opts, q, job.as_of) for q in questions]
     t0 = time.perf_counter()
     batch = multi.recall_batch(
-        [built[i][0].conv_id for i in owner], [q.text for q in questions], per_query
+        [built[i][0].conv_id for i in owner],
+        [q.text for q in questions],
+        per_query,
+        batch_size=job.batch_size,
     )
     seconds = time.perf_counter() - t0
     for i, qs in enumerate(asked):

@@ -193,3 +193,32 @@ def test_no_helper_threads_answers_every_group_on_the_caller(
             mem.close()
     assert threads == {threading.current_thread().name}
     assert (batch.counts >= 0).all()
+
+
+def test_batch_size_cuts_each_stores_queries_and_keeps_every_row(
+    stores: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    names = list(stores)
+    keys = [names[i % len(names)] for i in range(14)]
+    queries = [QUERIES[i % len(QUERIES)] + f" {i}" for i in range(14)]
+    opts = RecallOptions(k=5)
+    with MultiStore.open(stores, device="cpu") as multi:
+        whole = multi.recall_batch(keys, queries, opts, stacked=False)
+        real = SpectorMemory.recall_batch
+        sizes: list[int] = []
+        lock = threading.Lock()
+
+        def recall_batch(self: SpectorMemory, texts: list[str], *args: object) -> object:
+            with lock:
+                sizes.append(len(texts))
+            return real(self, texts, *args)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(SpectorMemory, "recall_batch", recall_batch)
+        cut = multi.recall_batch(keys, queries, opts, stacked=False, batch_size=2)
+        assert max(sizes) == 2 and sum(sizes) == 14 and len(sizes) == 3 + 3 + 2  # 5, 5, 4
+        np.testing.assert_array_equal(cut.ids, whole.ids)
+        np.testing.assert_array_equal(cut.scores, whole.scores)
+        assert [r.text for r in cut[13]] == [r.text for r in whole[13]]
+        for bad in (0, -1, 1.5, True):
+            with pytest.raises(ValidationError, match="batch_size must be an int >= 1"):
+                multi.recall_batch(keys, queries, opts, batch_size=bad)  # type: ignore[arg-type]
