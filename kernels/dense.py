@@ -17,15 +17,13 @@ by ``(key descending, slot ascending)``; since ``qs > 0`` this is also descendin
 than ``k`` results come back only when fewer than ``k`` rows are allowed. Padding is
 ``(-inf, -1)``.
 
-**Kernels.** :class:`DenseIndex` holds the rows and picks a path, each in its module: the CPU
-(:mod:`.dense_cpu`: a native fused scan for fewer than 8 queries, else GEMM tiles on one
-thread — int8 on CPUs with INT8 matrix units, else exact float32: a rule, not a timing — with
-native or threshold selection), CUDA
-(:mod:`.dense_cuda`: torch block-max loop, Triton glue and :mod:`.fused`; the CPU runs the
-block-max loop when the CUDA layout is emulated, which is how the tests check it), FAISS
-(:mod:`.dense_faiss`, CPU only), numpy twins (:mod:`.dense_reference`). :meth:`DenseIndex.topk`
-and :meth:`DenseIndex.score` keep results on the device; :meth:`DenseIndex.search` and
-:meth:`DenseIndex.score_slots` return numpy.
+**Kernels.** :class:`DenseIndex` picks a path, each in its module: the CPU (:mod:`.dense_cpu`:
+a native scan for fewer than 8 queries, else GEMM tiles on one torch thread — int8 on CPUs with
+INT8 matrix units, else exact float32, by a rule — in query chunks shared with the helper
+threads, :func:`.sharing.shared_queries`), CUDA (:mod:`.dense_cuda`: block-max loop, Triton
+glue, :mod:`.fused`; the CPU runs it under an emulated CUDA layout in the tests), FAISS
+(:mod:`.dense_faiss`), numpy twins (:mod:`.dense_reference`). ``topk`` and ``score`` keep
+results on the device; ``search`` and ``score_slots`` return numpy.
 """
 
 from __future__ import annotations
@@ -36,6 +34,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 import torch
+from torch import Tensor
 
 from spector_gpu.device import DeviceLike, resolve_device
 from spector_gpu.errors import ValidationError
@@ -53,6 +52,7 @@ from .quant import (
     quantize_int8,
     quantize_rows_torch,
 )
+from .sharing import shared_queries
 
 __all__ = ["DenseIndex", "DenseQueries", "score_slots_reference", "search_reference"]
 
@@ -105,11 +105,9 @@ class DenseIndex:
         self._native, self.first_pass = cpu_kernel != "torch" and native is not None, first_pass
         self._dim = dim
         self._backend: Literal["torch", "faiss"] = backend
-        self._tile_rows = tile_rows
-        self._n = 0
+        self._tile_rows, self._n = tile_rows, 0
         self._block_rows: int | None = None  # tests force a block size (power of two ≤ 256)
-        # Fused Triton kernels on CUDA (None: decide at first search); tests: True, interpreted
-        self._fused: bool | None = None
+        self._fused: bool | None = None  # Triton on CUDA (None: decide at first search)
         self._fused_config: fused.TritonConfig = fused.DEFAULT_CONFIG
         self._fused_tile_maxima: int | None = None
         if backend == "faiss":
@@ -122,14 +120,14 @@ class DenseIndex:
             self._faiss = FaissRows(dim)
         else:
             self._device = resolve_device(device)
-        self._scratch = threading.local()
+        self._scratch = threading.local()  # each thread's tile buffers
         # (query codes, keys of every row) of the last native scan, for score() of a pool
         self._scanned: tuple[np.ndarray, torch.Tensor] | None = None
         self._init_layout(cuda_layout=self._device.type == "cuda")
 
     def _init_layout(self, *, cuda_layout: bool) -> None:
-        # CUDA int8 GEMM wants K and N multiples of 8 and M > 16: pad with zero columns/rows.
-        # (Tests call this with cuda_layout=True on the CPU to exercise the padding logic.)
+        # CUDA int8 GEMM wants K and N multiples of 8 and M > 16: pad with zero columns/rows
+        # (tests call this with cuda_layout=True on the CPU to exercise the padding logic).
         self._cuda = cuda_layout
         self._dpad = -(-self._dim // 8) * 8 if cuda_layout else self._dim
         self._codes = torch.zeros((0, self._dpad), dtype=torch.int8, device=self._device)
@@ -373,6 +371,10 @@ class DenseIndex:
             )
             self._scanned = (xq, every)
             return keys, slots
+        return shared_queries(xq, k, lambda part: self._tiles(part, k, gate))
+
+    def _tiles(self, xq: np.ndarray, k: int, gate: np.ndarray | None) -> tuple[Tensor, Tensor]:
+        """The GEMM tile loop over every row for queries ``xq`` int8 (n, d)."""
         xt = self._queries_t(xq)
         tile = self._tile_rows_for(xq.shape[0])
         bufs = scratch_buffers(self._scratch, min(tile, max(self._n, 1)), xt.shape[1], self._dim)

@@ -26,11 +26,25 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
-__all__ = ["MAX_CHUNKS", "helpers", "helpers_for", "share", "usable_helpers"]
+import numpy as np
+import torch
+
+__all__ = [
+    "MAX_CHUNKS",
+    "SHARED_QUERIES",
+    "helpers",
+    "helpers_for",
+    "share",
+    "shared_queries",
+    "usable_helpers",
+]
 
 MAX_CHUNKS = 16
 """Chunks a shared batch is cut into at most: the last chunk, which the caller may wait for,
 is about a sixteenth of the work; each chunk costs a call (~10 us)."""
+
+SHARED_QUERIES = 16
+"""The fewest queries of a dense tile chunk (:func:`shared_queries`)."""
 
 _HELPERS: contextvars.ContextVar[int] = contextvars.ContextVar("spector_helpers", default=0)
 _lock = threading.Lock()
@@ -129,3 +143,26 @@ def share(rows: int, min_rows: int, run: Callable[[int, int], object]) -> None:
     for f in futures:  # one not started yet never will; one that started may hold a chunk
         if not f.cancel() and mine < chunks:
             f.result()
+
+
+def shared_queries(
+    xq: np.ndarray, k: int, tiles: Callable[[np.ndarray], tuple[torch.Tensor, torch.Tensor]]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``tiles(xq)`` — a batch's tile loop over every row, (n, k) keys and slots — with the
+    queries cut into about four chunks of at least 16 shared with the helper threads
+    (:func:`share`) when there are helpers and two chunks. Each query's answer is exact
+    alone, so the chunks make the whole batch's (fewer, larger chunks: each pays a pass over
+    the rows)."""
+    n = xq.shape[0]
+    if helpers() == 0 or n < 2 * SHARED_QUERIES:
+        return tiles(xq)
+    keys = torch.empty((n, k), dtype=torch.float32)
+    slots = torch.empty((n, k), dtype=torch.int64)
+    inference = torch.is_inference_mode_enabled()  # (thread-local in torch)
+
+    def run(lo: int, hi: int) -> None:  # queries [lo, hi), on the caller or a helper
+        with torch.inference_mode(inference):
+            keys[lo:hi], slots[lo:hi] = tiles(xq[lo:hi])
+
+    share(n, max(SHARED_QUERIES, -(-n // 4)), run)
+    return keys, slots

@@ -174,3 +174,34 @@ def test_helper_threads_config_is_checked(tmp_path: Path) -> None:
     for bad in (-1, 65, "two"):
         with pytest.raises(ConfigError, match="helper_threads"):
             SpectorMemory.open(tmp_path / "s", config={"recall": {"helper_threads": bad}})
+
+
+@pytest.mark.parametrize("inference", [False, True])
+def test_dense_tiles_in_shared_query_chunks_equal_one_pass(
+    inference: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+    from spector_gpu.kernels.dense import DenseIndex
+    from spector_gpu.kernels.quant import quantize_int8
+
+    rng = np.random.default_rng(11)
+    index = DenseIndex(32, device="cpu")
+    rows = rng.standard_normal((3000, 32)).astype(np.float32)
+    index.add(*quantize_int8(rows))
+    queries = index.queries(rng.standard_normal((70, 32)).astype(np.float32))
+    gate = rng.random(3000) < 0.9
+    with helpers_for(0), torch.inference_mode(inference):
+        want = index.topk(queries, 9, allowed=gate)
+    calls: list[tuple[int, int]] = []
+    real = sharing.share
+
+    def counted(rows: int, min_rows: int, run: object) -> None:
+        calls.append((rows, min_rows))
+        real(rows, min_rows, run)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sharing, "share", counted)
+    with helpers_for(1), torch.inference_mode(inference):
+        got = index.topk(queries, 9, allowed=gate)
+    for g, w in zip(got, want, strict=True):
+        assert torch.equal(g, w)
+    assert calls == ([(70, 18)] if TWO_CORES else [])  # about four chunks of >= 16 queries

@@ -47,7 +47,7 @@ from ...embedders.rows import embedding_rows
 from ...errors import ValidationError
 from ...kernels.decay import DecayLaw
 from ...kernels.native import native
-from ...kernels.sharing import helpers_for
+from ...kernels.sharing import helpers, helpers_for
 from ...types import CognitiveResult, Explanation, RecallBatch, RecallOptions
 from .calibration import calibrated
 from .clock import recall_clock
@@ -221,7 +221,7 @@ class RecallPathway:
         with single_threaded(cpu):
             before = self._tracker.current(c)
             plan = self._plan(queries, opts, now, before, vectors)
-        with single_threaded(cpu and len(queries) * c.n < PARALLEL_DENSE_WORK):
+        with single_threaded(cpu and (len(queries) * c.n < PARALLEL_DENSE_WORK or helpers() > 0)):
             den = self._scorer.dense_proposals(plan)
         with single_threaded(cpu):
             scored = self._scorer.run(plan, den, exact_rounds=self._device_path)
