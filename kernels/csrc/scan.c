@@ -106,40 +106,52 @@ done:
     return rc;
 }
 
-/* out[j, i]: query j's key of row rows[j, i] ((m, c), each in [-1, n_rows); -1 gives -inf). */
+/* out[j, i]: query j's key of row rows[j, i] ((m, c), in [-1, n_rows); -1 gives -inf). */
 void int8_score_rows(const int8_t *codes, const float *scales, ptrdiff_t dim, ptrdiff_t stride,
                      const int8_t *q, ptrdiff_t m, const int64_t *rows, ptrdiff_t c, float *out) {
+    int16_t q16[dim > 0 ? dim : 1];
     for (ptrdiff_t j = 0; j < m; j++) {
+        for (ptrdiff_t d = 0; d < dim; d++) q16[d] = q[j * dim + d];
         for (ptrdiff_t i = 0; i < c; i++) {
             int64_t r = rows[j * c + i];
             int32_t dot = 0;
-            if (r >= 0) dots(codes + r * stride, q + j * dim, 1, dim, &dot);
+            if (r >= 0) dots16(codes + r * stride, q16, 1, dim, &dot);
             out[j * c + i] = r < 0 ? -INFINITY : (float)dot * scales[r];
         }
     }
 }
 
 /* Offer a tile's keys float32(dots[r, j]) * scales[r] (dots (t, n) int32, or float32 when
- * f32); row r's slot is slotmap[r], or first + r without one; rows with gate[r] == 0 are
- * skipped (gate may be NULL). Slots must rise from tile to tile.
- * A key enters when above its query's threshold; slots rise, so a key equal to the
- * threshold never beats the k-th. */
-void topk_update(TopkState *st, const void *dots, int f32, const float *scales, ptrdiff_t t,
-                 ptrdiff_t first, const int64_t *slotmap, const uint8_t *gate) {
+ * f32); row r's slot is slotmap[r], or first + r; rows with gate[r] == 0 are skipped (gate
+ * may be NULL). Slots rise from tile to tile, so a key equal to its query's threshold never
+ * beats the k-th; 16 keys are tested against float copies of the thresholds at once. */
+VECTOR_CLONES void topk_update(TopkState *st, const void *dots, int f32, const float *scales,
+                               ptrdiff_t t, ptrdiff_t first, const int64_t *slotmap,
+                               const uint8_t *gate) {
     ptrdiff_t n = st->n, k = st->k;
+    float *tf = malloc(sizeof(float) * (size_t)(n + 1));
+    for (ptrdiff_t j = 0; tf && j < n; j++) tf[j] = (float)st->thr[j];
     for (ptrdiff_t r = 0; r < t; r++) {
         if (gate && !gate[r]) continue;
         int64_t slot = slotmap ? slotmap[r] : (int64_t)(first + r);
-        for (ptrdiff_t j = 0; j < n; j++) {
-            float dot = f32 ? ((const float *)dots)[r * n + j]
-                            : (float)((const int32_t *)dots)[r * n + j];
-            float key = dot * scales[r];
-            if (!((double)key > st->thr[j])) continue;
-            ptrdiff_t size = (ptrdiff_t)st->size[j];
-            cand_push((Cand *)st->buf + j * 2 * k, &size, k, &st->thr[j], key, slot);
-            st->size[j] = size;
+        const float *df = (const float *)dots + r * n, s = scales[r];
+        const int32_t *di = (const int32_t *)dots + r * n;
+        for (ptrdiff_t j0 = 0; j0 < n; j0 += 16) {
+            ptrdiff_t end = j0 + 16 < n ? j0 + 16 : n;
+            int hit = !tf || end - j0 < 16;
+            for (int l = 0; !hit && f32 && l < 16; l++) hit |= df[j0 + l] * s > tf[j0 + l];
+            for (int l = 0; !hit && !f32 && l < 16; l++) hit |= (float)di[j0 + l] * s > tf[j0 + l];
+            for (ptrdiff_t j = j0; hit && j < end; j++) {
+                float key = (f32 ? df[j] : (float)di[j]) * s;
+                if (!((double)key > st->thr[j])) continue;
+                ptrdiff_t size = (ptrdiff_t)st->size[j];
+                cand_push((Cand *)st->buf + j * 2 * k, &size, k, &st->thr[j], key, slot);
+                st->size[j] = size;
+                if (tf) tf[j] = (float)st->thr[j];
+            }
         }
     }
+    free(tf);
 }
 
 /* Each query's k best, best first, into keys and slots (n, k). */

@@ -21,17 +21,6 @@
 #define VECTOR_CLONES
 #endif
 
-/* The exact INT8 dot products of one row with m queries (m, d): a vectorised plain loop. */
-VECTOR_CLONES static inline void dots(const int8_t *row, const int8_t *qs, ptrdiff_t m,
-                                      ptrdiff_t d, int32_t *out) {
-    for (ptrdiff_t j = 0; j < m; j++) {
-        const int8_t *q = qs + j * d;
-        int32_t acc = 0;
-        for (ptrdiff_t i = 0; i < d; i++) acc += (int16_t)row[i] * (int16_t)q[i];
-        out[j] = acc;
-    }
-}
-
 /* ------------------------------------------------------------------ heaps */
 
 static inline int worse(double ka, int64_t sa, double kb, int64_t sb) {

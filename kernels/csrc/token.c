@@ -1,8 +1,7 @@
-/* The token relay's MaxSim and order (pathways/recall/token_relay.py): plain C over
- * caller-owned arrays, no Python API (bound in kernels/_lexical.pyx, which checks every count,
- * ordinal, offset and query token first and sizes the scratch). Each cosine is two int8 rows'
- * exact integer dot over the product of their norms, in float64: TokenVocab.cosines bit for
- * bit. */
+/* The token relay's MaxSim and order (pathways/recall/token_relay.py), bound in
+ * kernels/_lexical.pyx (which checks every count, ordinal, offset and query token first and
+ * sizes the scratch). Each cosine is two int8 rows' exact integer dot over the product of
+ * their norms, in float64: TokenVocab.cosines bit for bit. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -204,4 +204,4 @@ def test_dense_tiles_in_shared_query_chunks_equal_one_pass(
         got = index.topk(queries, 9, allowed=gate)
     for g, w in zip(got, want, strict=True):
         assert torch.equal(g, w)
-    assert calls == ([(70, 18)] if TWO_CORES else [])  # about four chunks of >= 16 queries
+    assert calls == ([(70, 35)] if TWO_CORES else [])  # two chunks of >= 16 queries
