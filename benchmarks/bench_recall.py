@@ -414,13 +414,14 @@ def baseline_tree(commit: str, where: Path | None) -> Path:
     return tree
 
 
-def _worker(tree: Path, a: argparse.Namespace) -> dict[str, Any]:
-    """:func:`measure` in a fresh interpreter importing ``spector_gpu`` from ``tree``."""
+def _worker(tree: Path, a: argparse.Namespace, dot: str = "") -> dict[str, Any]:
+    """:func:`measure` in a fresh interpreter importing ``spector_gpu`` from ``tree``; ``dot``
+    pins that build's hand-written dot and selection paths (``native.set_dot_impl``)."""
     argv = [sys.executable, str(Path(__file__).resolve()), "_measure", "--only", a.only]
     argv += ["--memories", str(a.memories), "--batch-queries", str(a.batch_queries)]
     argv += ["--dense-memories", str(a.dense_memories), "--dense-queries", str(a.dense_queries)]
     argv += ["--lexical-queries", str(a.lexical_queries), "--rounds", str(a.rounds)]
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+    env = {**os.environ, "PYTHONPATH": str(tree), "SPECTOR_BENCH_DOT": dot}
     out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True, cwd=tree)
     line = [x for x in out.stdout.splitlines() if x.startswith("JSON ")][-1]
     return dict(json.loads(line[5:]))
@@ -437,9 +438,11 @@ def compare(a: argparse.Namespace) -> None:
         f"{torch.get_num_threads()}, load average {os.getloadavg()[0]:.2f} at start"
     )
     tree = baseline_tree(a.baseline, a.baseline_dir)
+    if a.baseline_dot:
+        print(f"the baseline's dot and selection paths pinned to {a.baseline_dot}")
     bases, ourses = [], []
     for _ in range(a.repeat):  # baseline, this tree, baseline, ...: load drifts hit both
-        bases.append(_worker(tree, a))
+        bases.append(_worker(tree, a, a.baseline_dot))
         ourses.append(_worker(HERE.parent, a))
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
     if a.repeat > 1:
@@ -536,6 +539,18 @@ def targets(a: argparse.Namespace) -> None:
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 
+def _pin_dot(name: str) -> None:
+    """Pin the build's dot implementation (the 100e5d0 build has ``set_dot_impl``)."""
+    if not name:
+        return
+    from spector_gpu.kernels.native import native
+
+    setter = getattr(native, "set_dot_impl", None)
+    if setter is None:
+        raise SystemExit(f"this build cannot pin its dot implementation to {name!r}")
+    setter(name)
+
+
 def main() -> None:
     argv = sys.argv[1:]
     extra: list[str] = []
@@ -555,6 +570,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="compare: pairs of runs (medians)")
     ap.add_argument(
         "--baseline-dir", type=Path, default=None, help="where compare keeps the baseline tree"
+    )
+    ap.add_argument(
+        "--baseline-dot",
+        default="",
+        choices=("", "avx2", "scalar"),
+        help="compare: pin the baseline's hand-written dot and selection paths (avx2: as they "
+        "run on the AVX2 machine kind of issue 36, on a host that also has AVX-512)",
     )
     ap.add_argument("--only", default="", help="comma list of locomo,dense,lexical,batch,single")
     ap.add_argument("--memories", type=int, default=100_000)
@@ -576,6 +598,7 @@ def main() -> None:
         a.memories, a.dense_memories, a.lexical_queries, a.rounds = 10_000, 20_000, 200, 1
         extra = extra or ["--quick"]
     if a.what == "_measure":
+        _pin_dot(os.environ.get("SPECTOR_BENCH_DOT", ""))
         print("JSON " + json.dumps(measure(a)))
         return
     if a.what == "compare":
