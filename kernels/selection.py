@@ -83,8 +83,7 @@ def topk_exact(
     ``use_native``; rows holding NaN or +inf, which the torch order places differently, keep
     the torch selection. Same values and indices."""
     k = _check_k(k)
-    native_ok = values.device.type == "cpu" and values.dtype in (torch.float32, torch.float64)
-    if not (use_native and native is not None and native_ok and values.shape[-1]):
+    if not (use_native and native is not None and _host_floats(values) and values.shape[-1]):
         return topk_exact_torch(values, k, valid=valid)
     keyed = values if valid is None else torch.where(valid, values, _NEG_INF)
     if bool(torch.isnan(keyed).any()) or bool(torch.isposinf(keyed).any()):
@@ -98,6 +97,16 @@ def topk_exact(
         native.rows_topk(flat, width, _NEG_INF, True, top, cols, count)
     vals = torch.from_numpy(top).to(values.dtype)  # exact: every key is a value of that dtype
     return vals.reshape(*shape, k), torch.from_numpy(cols).reshape(*shape, k)
+
+
+def _host_floats(values: torch.Tensor) -> bool:
+    """Whether the native selections may read ``values``: float32 or float64 on the CPU,
+    outside autograd."""
+    return (
+        values.device.type == "cpu"
+        and values.dtype in (torch.float32, torch.float64)
+        and not values.requires_grad
+    )
 
 
 def _top_mask(flat: torch.Tensor, take: int) -> torch.Tensor:
@@ -128,7 +137,7 @@ def topk_mask(
     k = _check_k(k)
     if values.shape[1] == 0:
         return torch.zeros(values.shape, dtype=torch.bool, device=values.device)
-    if use_native and native is not None and _native_rows(values):
+    if use_native and native is not None and _host_floats(values) and values.dim() == 2:
         mask = np.empty(values.shape, dtype=np.bool_)
         flags = np.ascontiguousarray(valid.expand_as(values).numpy())
         x = values.numpy()
@@ -145,15 +154,6 @@ def topk_mask(
     rows = torch.nonzero(crowded).flatten()
     out[rows] = _top_mask(keyed[rows], min(k, values.shape[1])) & live[rows]
     return out
-
-
-def _native_rows(values: torch.Tensor) -> bool:
-    return (
-        values.device.type == "cpu"
-        and values.dtype in (torch.float32, torch.float64)
-        and values.dim() == 2
-        and not values.requires_grad
-    )
 
 
 def rows_topk(
