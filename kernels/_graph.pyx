@@ -22,6 +22,8 @@ cdef extern from "csrc/decay.c" nogil:
         const double *factors
         Py_ssize_t nb
         int freeze_set, need_set
+    Py_ssize_t bucket(int64_t now, int64_t last, double denom, const Law *law)
+    void prefetch "__builtin_prefetch"(const void *p)
     Py_ssize_t c_decay_topk "decay_topk"(
         const Records *r, Py_ssize_t n, const uint8_t *allowed, const Law *law, int64_t now,
         double w_div, int horizon, double *keys, int64_t *slots, Py_ssize_t k,
@@ -120,6 +122,81 @@ def decay_topk(
     if horizon:
         return count, nxt
     return count
+
+
+def pool_columns(
+    Py_ssize_t n,
+    int64_t now,
+    const int64_t[::1] ordinals not None,
+    const float[:] importance not None,
+    const uint8_t[:] flags not None,
+    const uint8_t[:] arousal not None,
+    const int64_t[:] formed_ms not None,
+    const float[:] d_event not None,
+    const int64_t[:] last_ms not None,
+    const float[:] storage not None,
+    int freeze_set,
+    int need_set,
+    const double[::1] edges not None,
+    const double[::1] factors not None,
+    float[::1] out_importance not None,
+    uint8_t[::1] out_flags not None,
+    uint8_t[::1] out_arousal not None,
+    int64_t[::1] out_formed_ms not None,
+    float[::1] out_d_event not None,
+    int64_t[::1] out_last_ms not None,
+    float[::1] out_storage not None,
+    double[::1] out_d_now not None,
+) -> None:
+    """The columns recall reads for m pool members (``ordinals`` int64, each in [0, n)) and
+    their D now (kernels/decay.py's law at ``now``, the bits of ``decayed_numpy``, as
+    float64), each member's record read once, into the eight (m,) outputs. The columns may be
+    strided (fields of the records)."""
+    cdef Field f_imp = _field(importance, n, "importance"), f_fl = _field(flags, n, "flags")
+    cdef Field f_ar = _field(arousal, n, "arousal"), f_fo = _field(formed_ms, n, "formed_ms")
+    cdef Field f_d = _field(d_event, n, "d_event"), f_la = _field(last_ms, n, "last_ms")
+    cdef Field f_st = _field(storage, n, "storage")
+    cdef Law law = _law(edges, factors, freeze_set, need_set)
+    cdef Py_ssize_t m = ordinals.shape[0], j, b
+    for name, got in (("out_importance", out_importance.shape[0]),
+                      ("out_flags", out_flags.shape[0]), ("out_arousal", out_arousal.shape[0]),
+                      ("out_formed_ms", out_formed_ms.shape[0]),
+                      ("out_d_event", out_d_event.shape[0]),
+                      ("out_last_ms", out_last_ms.shape[0]),
+                      ("out_storage", out_storage.shape[0]), ("out_d_now", out_d_now.shape[0])):
+        if got != m:
+            raise ValueError(f"pool_columns: {name} must have m = {m} items, got {got}")
+    for j in range(m):
+        if not 0 <= ordinals[j] < n:
+            raise ValueError(f"pool_columns: ordinal {ordinals[j]} is outside [0, {n})")
+    cdef int64_t i, last
+    cdef uint8_t fl, ar
+    cdef float d0
+    cdef double denom[256]
+    for j in range(256):
+        denom[j] = 1.0 + <double>j / 255.0
+    with nogil:
+        for j in range(m):
+            if j + 16 < m:  # the loop is memory-bound: fetch the lines of a later member
+                i = ordinals[j + 16]
+                prefetch(f_imp.p + i * f_imp.stride)
+                prefetch(f_d.p + i * f_d.stride)
+                prefetch(f_la.p + i * f_la.stride)
+                prefetch(f_st.p + i * f_st.stride)
+            i = ordinals[j]
+            fl = (<const uint8_t *>(f_fl.p + i * f_fl.stride))[0]
+            ar = (<const uint8_t *>(f_ar.p + i * f_ar.stride))[0]
+            d0 = (<const float *>(f_d.p + i * f_d.stride))[0]
+            last = (<const int64_t *>(f_la.p + i * f_la.stride))[0]
+            out_importance[j] = (<const float *>(f_imp.p + i * f_imp.stride))[0]
+            out_formed_ms[j] = (<const int64_t *>(f_fo.p + i * f_fo.stride))[0]
+            out_storage[j] = (<const float *>(f_st.p + i * f_st.stride))[0]
+            out_flags[j], out_arousal[j], out_d_event[j], out_last_ms[j] = fl, ar, d0, last
+            if (fl & law.freeze_set) or not (fl & law.need_set):  # frozen: no decay
+                out_d_now[j] = <double>(<float>(<double>d0 * 1.0))
+            else:
+                b = bucket(now, last, denom[ar], &law)
+                out_d_now[j] = <double>(<float>(<double>d0 * law.factors[b]))
 
 
 cdef Links _links(const int64_t[:, ::1] chain, row_of, extra, extra_w, double tw) except *:

@@ -14,7 +14,7 @@ import threading
 import numpy as np
 
 from .flags import byte_flags
-from .sharing import share
+from .sharing import share_rows
 
 from libc.stdint cimport int16_t, int32_t, int64_t, int8_t, uint8_t, uint64_t
 
@@ -49,6 +49,7 @@ cdef extern from "csrc/bm25.c" nogil:
                    Py_ssize_t depth, float *keys, int64_t *slots, const int64_t *cand,
                    float *cout, Py_ssize_t width, int keep)
     int ctz "__builtin_ctzll"(unsigned long long x)
+    int64_t claim_row(int64_t *n)
 
 
 cdef extern from "csrc/token.c" nogil:
@@ -287,12 +288,13 @@ def bm25_select(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, ma
     job.cq = &cp[0] if width else NULL
     job.cw = &co[0] if width else NULL
     job.keep = (ko, so, cp, co)
-    share(m, max(1, 200_000 // max(n, 1)), job.run)  # ~0.2 ms or more a chunk
+    share_rows(m, max(1, 200_000 // max(n, 1)), job.claim)  # rows of ~0.1 ms or more
 
 
 cdef class _Selection:
-    """``bm25_select``'s checked batch: ``run(lo, hi)`` selects queries [lo, hi) into the
-    outputs with the calling thread's scratch (``sharing.share`` calls it from any thread)."""
+    """``bm25_select``'s checked batch: ``claim(next_row)`` selects the queries it claims
+    into the outputs with the calling thread's scratch (``sharing.share_rows`` calls it from
+    any thread)."""
 
     cdef _Postings z
     cdef Py_ssize_t depth, width
@@ -302,17 +304,20 @@ cdef class _Selection:
     cdef float *cw
     cdef object keep
 
-    def run(self, Py_ssize_t lo, Py_ssize_t hi):
-        if not 0 <= lo <= hi <= self.z.m:
-            raise ValueError("bm25_select: rows out of range")
+    def claim(self, int64_t[::1] next_row not None):
+        if next_row.shape[0] != 1:
+            raise ValueError("bm25_select: next_row must be one int64 counter")
         sc = _kept(self.z.z.n_docs)
         cdef float[::1] acc = sc.acc
         cdef uint64_t[::1] mark = sc.mark
         cdef int32_t[::1] lst = sc.list
         cdef int64_t[:, ::1] buf = _cands(self.depth)
-        cdef Py_ssize_t i, d = self.depth, w = self.width
+        cdef Py_ssize_t i, d = self.depth, w = self.width, m = self.z.m
         with nogil:
-            for i in range(lo, hi):
+            while True:
+                i = claim_row(&next_row[0])
+                if i >= m:
+                    break
                 bm25_query(&self.z.z, i, &acc[0], &mark[0], &lst[0], &buf[0, 0], d,
                            self.kp + i * d if d else NULL, self.sp + i * d if d else NULL,
                            self.cq + i * w if w else NULL, self.cw + i * w if w else NULL, w, 0)
@@ -451,20 +456,21 @@ def token_rescore(const float[:, ::1] fused, const int32_t[::1] counts,
     j.width, j.vocab, j.dim = w, vocab, dim
     j.token_weight = token_weight
     j.out_order, j.out_fused, j.out_token = &out_order[0, 0], &out_fused[0, 0], &out_token[0, 0]
-    share(n, 8, job.run)  # ~50 us a query
+    share_rows(n, 4, job.claim)  # ~50 us a query
 
 
 cdef class _Rescore:
-    """``token_rescore``'s checked batch: ``run(lo, hi)`` re-scores queries [lo, hi) with
-    scratch of its own, sized for the largest query (``sharing.share`` calls it)."""
+    """``token_rescore``'s checked batch: ``claim(next_row)`` re-scores the queries it
+    claims with scratch of its own, sized for the largest query (``sharing.share_rows`` calls
+    it from any thread)."""
 
     cdef TokJob job
     cdef Py_ssize_t n, most, most_t
     cdef object keep
 
-    def run(self, Py_ssize_t lo, Py_ssize_t hi):
-        if not 0 <= lo <= hi <= self.n:
-            raise ValueError("token_rescore: rows out of range")
+    def claim(self, int64_t[::1] next_row not None):
+        if next_row.shape[0] != 1:
+            raise ValueError("token_rescore: next_row must be one int64 counter")
         cdef Py_ssize_t cap = 64, stride = (self.most_t + 3) & ~3, dim = self.job.dim
         cdef Py_ssize_t w = self.job.width, most = self.most, i
         while cap < 2 * most:
@@ -483,7 +489,10 @@ cdef class _Rescore:
         s.rank, s.tmp = <void *>&rank[0], &tmp[0]
         cdef int rc = 0
         with nogil:
-            for i in range(lo, hi):
+            while True:
+                i = claim_row(&next_row[0])
+                if i >= self.n:
+                    break
                 rc = token_query(&self.job, &s, i)
                 if rc:
                     break

@@ -1,14 +1,16 @@
 """A large batch's native stages shared with helper threads; the caller never waits for work
 that no helper has started.
 
-A stage that loops over a batch's rows (the BM25 selection, the token relay) calls
-:func:`share` with a function that runs one range of rows (a native kernel that releases the
-GIL). The rows go in chunks; the caller and up to :func:`helpers` threads of one process-wide
-``ThreadPoolExecutor`` each claim the next chunk until none is left. The caller runs chunks
-from the start, so a helper that starts late (a busy machine, another batch using it) only
-takes fewer chunks; the caller waits only for chunks a helper has claimed, each a fraction of
-a millisecond to a few. Results do not depend on who ran which chunk: every row is computed
-alone, into its own slots.
+A native stage that loops over a batch's rows (the BM25 selection, the token relay) calls
+:func:`share_rows` with a kernel that claims rows one at a time from a shared counter by an
+atomic increment, without the GIL; the caller and up to :func:`helpers` threads of one
+process-wide ``ThreadPoolExecutor`` each run it until no row is left. Python-level work (a
+store's batch, a dense tile chunk) calls :func:`share` with a function of one range of rows,
+and the rows go in chunks claimed the same way. Either way the caller starts at once, so a
+helper that starts late (a busy machine, another batch using it) only takes less work; the
+caller waits only for work a helper has claimed: one row of a kernel, one chunk of
+:func:`share`. Results do not depend on who ran which row: every row is computed alone, into
+its own slots.
 
 The number of helpers is a per-thread setting (a context variable): the recall pathway sets
 it from ``[recall] helper_threads`` around its scoring (:func:`helpers_for`); code that calls
@@ -35,6 +37,7 @@ __all__ = [
     "helpers",
     "helpers_for",
     "share",
+    "share_rows",
     "shared_queries",
     "usable_helpers",
 ]
@@ -142,6 +145,38 @@ def share(rows: int, min_rows: int, run: Callable[[int, int], object]) -> None:
         raise
     for f in futures:  # one not started yet never will; one that started may hold a chunk
         if not f.cancel() and mine < chunks:
+            f.result()
+
+
+def share_rows(rows: int, min_rows: int, run: Callable[[np.ndarray], object]) -> None:
+    """``run(next_row)`` on the caller and on each helper (module docstring): ``next_row`` is
+    one int64 (1,) counter from 0 that every call advances atomically to claim its next row,
+    returning once a claim reaches ``rows``. Helpers join only when there are ``2 * min_rows``
+    rows or more (``min_rows``: the rows worth a helper's start, about 0.1 ms); otherwise one
+    call on the caller.
+
+    An exception of a call is raised here (the caller's own first, else a helper's) once the
+    calls that started have ended; the caller's own error first moves the counter past the
+    rows so that the helpers claim nothing more.
+    """
+    next_row = np.zeros(1, dtype=np.int64)
+    count = min(helpers(), max(0, rows // max(1, min_rows) - 1))
+    if count == 0:
+        if rows:
+            run(next_row)
+        return
+    futures: list[Future[object]] = [_executor().submit(run, next_row) for _ in range(count)]
+    try:
+        run(next_row)
+    except BaseException:
+        next_row[0] = rows  # (an aligned store: the helpers' next claims see it)
+        for f in futures:  # the calls running elsewhere read the caller's arrays: let them end
+            if not f.cancel():
+                with contextlib.suppress(BaseException):
+                    f.result()
+        raise
+    for f in futures:  # one not started yet never will; one that started may hold a row
+        if not f.cancel():
             f.result()
 
 

@@ -49,3 +49,18 @@ def locomo_dev() -> Path:
     if not LOCOMO_DEV.exists():
         pytest.skip("../shared/data/locomo10/locomo10-dev.json is not present")
     return LOCOMO_DEV
+
+
+@pytest.fixture
+def rows_shared_finely(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The native kernels' batches (BM25 selection, token relay) offered to helper threads
+    from their first two rows on (their own minimum is for speed), so that small test batches
+    are shared too (with ``helpers_for`` or ``[recall] helper_threads``)."""
+    from spector_gpu.kernels.native import native
+
+    if native is None:
+        return
+    from spector_gpu.kernels import _lexical
+    from spector_gpu.kernels.sharing import share_rows
+
+    monkeypatch.setattr(_lexical, "share_rows", lambda rows, _min, run: share_rows(rows, 1, run))

@@ -1,9 +1,6 @@
 /* The decay law's kernels: plain C over caller-owned arrays, no Python API (bound in
  * kernels/_graph.pyx). The law is kernels/decay.py's, each float64 operation of decayed_numpy
  * in its order (built with -ffp-contract=off), so results are its bits. */
-#include <stddef.h>
-#include <stdint.h>
-
 #include "select.h"
 
 #include <math.h>

@@ -21,6 +21,9 @@
 #define VECTOR_CLONES
 #endif
 
+/* The next row of a batch whose rows threads claim one at a time (kernels/sharing.share_rows). */
+static inline int64_t claim_row(int64_t *n) { return __atomic_fetch_add(n, 1, __ATOMIC_RELAXED); }
+
 /* ------------------------------------------------------------------ heaps */
 
 static inline int worse(double ka, int64_t sa, double kb, int64_t sb) {

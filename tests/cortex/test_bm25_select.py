@@ -11,7 +11,7 @@ import random
 import numpy as np
 import pytest
 from spector_gpu.kernels.native import native
-from spector_gpu.kernels.sharing import helpers_for, share
+from spector_gpu.kernels.sharing import helpers_for
 
 from spector_gpu.cortex.bm25 import BM25Index
 from spector_gpu.cortex.bm25_select import select_reference
@@ -36,12 +36,10 @@ def _queries(rng: random.Random, vocab: int, n: int) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("seed", range(24))
-def test_select_equals_the_score_block(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_select_equals_the_score_block(seed: int, request: pytest.FixtureRequest) -> None:
     helpers = 0
-    if native is not None and seed % 2:  # the batch shared with a helper, in one-row chunks
-        from spector_gpu.kernels import _lexical
-
-        monkeypatch.setattr(_lexical, "share", lambda rows, _m, run: share(rows, 1, run))
+    if native is not None and seed % 2:  # the batch shared with a helper from two rows on
+        request.getfixturevalue("rows_shared_finely")
         helpers = 1
     with helpers_for(helpers):
         _select_equals_the_score_block(seed)

@@ -9,6 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from spector_gpu.kernels.decay import (
+    DecayLaw,
     decay_topk,
     decay_topk_reference,
     decayed_numpy,
@@ -124,3 +125,64 @@ def test_native_decay_topk_refuses_bad_columns_by_name() -> None:
         call(*cols, n=11)
     with pytest.raises(ValueError, match="allowed"):
         call(*cols, allowed=np.ones(9, bool))
+
+
+def _pool_columns(n: int, idx: np.ndarray, r: dict[str, np.ndarray], storage: np.ndarray,
+                  law: DecayLaw) -> tuple[list[np.ndarray], np.ndarray]:  # fmt: skip
+    h = r["h"]
+    sources = (h["importance"], h["flags"], h["arousal"], h["timestamp_ms"], r["d"], r["last"])
+    sources += (storage,)
+    outs = [np.empty(idx.shape, dtype=a.dtype) for a in sources]
+    d_now = np.full(idx.shape, np.nan)
+    native.pool_columns(
+        n, NOW, idx, *sources, law.freeze_set, law.need_set, law.edges, law.factors, *outs, d_now
+    )
+    return outs, d_now
+
+
+@pytest.mark.skipif(native is None, reason="native kernels not built")
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(1, 300), st.integers(0, 120))
+def test_pool_columns_equal_numpy_gathers_and_the_law(seed: int, n: int, m: int) -> None:
+    # One native pass gathers every column recall reads for pool members (header fields are
+    # strided views of the records) and their D now: the same values as a numpy gather per
+    # field and decayed_numpy, bit for bit — ages on every bucket edge, pinned and unresolved
+    # rows, every arousal, events after the clock, members repeated and in any order.
+    r = rows(seed, n)
+    rng = np.random.default_rng(seed)
+    h = r["h"]
+    h["timestamp_ms"] = rng.integers(-(2**40), 2**41, n)
+    storage = rng.choice([0.0, 1.0, 3.5, 1e9], n).astype(np.float32)
+    law = decay_law(StrengthConfig(0.4, 0.3, 60.0) if seed % 2 else StrengthConfig())
+    idx = rng.integers(0, n, m).astype(np.int64)
+    outs, d_now = _pool_columns(n, idx, r, storage, law)
+    sources = (h["importance"], h["flags"], h["arousal"], h["timestamp_ms"], r["d"], r["last"])
+    for got, src in zip(outs, (*sources, storage), strict=True):
+        np.testing.assert_array_equal(got, src[idx])
+    want = decayed_numpy(law, NOW, r["d"][idx], r["last"][idx], h["flags"][idx], h["arousal"][idx])
+    np.testing.assert_array_equal(d_now, want.astype(np.float64))
+
+
+@pytest.mark.skipif(native is None, reason="native kernels not built")
+def test_pool_columns_refuses_bad_ordinals_and_outputs_by_name() -> None:
+    r = rows(3, 10)
+    law = decay_law(StrengthConfig())
+    storage = np.ones(10, dtype=np.float32)
+    for bad in (10, -1):
+        with pytest.raises(ValueError, match=f"ordinal {bad} is outside"):
+            _pool_columns(10, np.array([0, bad], dtype=np.int64), r, storage, law)
+    idx = np.array([0, 1], dtype=np.int64)
+    h = r["h"]
+    sources = (h["importance"], h["flags"], h["arousal"], h["timestamp_ms"], r["d"], r["last"])
+    outs = [np.empty(2, dtype=a.dtype) for a in (*sources, storage)]
+    outs[4] = np.empty(3, dtype=np.float32)  # out_d_event one too long
+    with pytest.raises(ValueError, match="out_d_event must have m = 2 items"):
+        native.pool_columns(
+            10, NOW, idx, *sources, storage, law.freeze_set, law.need_set, law.edges,
+            law.factors, *outs, np.empty(2),
+        )  # fmt: skip
+    with pytest.raises(ValueError, match="storage must have n = 10 rows"):
+        native.pool_columns(
+            10, NOW, idx, *sources, storage[:9], law.freeze_set, law.need_set, law.edges,
+            law.factors, *outs[:4], np.empty(2, dtype=np.float32), *outs[5:], np.empty(2),
+        )  # fmt: skip

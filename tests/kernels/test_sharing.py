@@ -1,22 +1,24 @@
-"""kernels/sharing.py: a batch's chunks shared between the caller and helper threads.
+"""kernels/sharing.py: a batch's rows (share_rows) or chunks (share) shared between the
+caller and helper threads.
 
 Every claim here is proven by events and counts, never by timing: the caller finishes a batch
-alone while the helper is held elsewhere; a helper that claimed a chunk is waited for; errors
+alone while the helper is held elsewhere; a helper that claimed work is waited for; errors
 come back; the kernels that share (the BM25 selection, the token relay) give the same bits
-with and without helpers, with the chunking forced fine.
+with and without helpers, offered to the helpers from two rows on.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 from spector_gpu.kernels import sharing
 from spector_gpu.kernels.native import native
-from spector_gpu.kernels.sharing import helpers, helpers_for, share
+from spector_gpu.kernels.sharing import helpers, helpers_for, share, share_rows
 
 TWO_CORES = sharing.usable_helpers() >= 1
 needs_two = pytest.mark.skipif(not TWO_CORES, reason="the process may run on one core only")
@@ -136,16 +138,117 @@ def test_a_forked_child_starts_its_own_helper() -> None:
     os.close(read)
 
 
-def _fine_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The kernels' share calls cut into one-row chunks (their own minimum is for speed)."""
-    from spector_gpu.kernels import _lexical
+def _claiming(rows: int, row: Callable[[int], None]) -> Callable[[np.ndarray], None]:
+    """A ``share_rows`` kernel in Python: claims rows from the counter (under a lock, where a
+    native kernel increments it atomically) and calls ``row(i)`` for each."""
+    lock = threading.Lock()
 
-    monkeypatch.setattr(_lexical, "share", lambda rows, _min, run: share(rows, 1, run))
+    def run(next_row: np.ndarray) -> None:
+        while True:
+            with lock:
+                i = int(next_row[0])
+                next_row[0] = i + 1
+            if i >= rows:
+                return
+            row(i)
+
+    return run
+
+
+def test_share_rows_without_helpers_is_one_call_on_the_caller() -> None:
+    seen: list[tuple[int, str]] = []
+    calls: list[int] = []
+
+    def row(i: int) -> None:
+        seen.append((i, threading.current_thread().name))
+
+    def run(next_row: np.ndarray) -> None:
+        calls.append(int(next_row[0]))
+        _claiming(50, row)(next_row)
+
+    share_rows(50, 1, run)  # no helpers outside helpers_for
+    with helpers_for(1):
+        share_rows(50, 30, run)  # fewer than 2 * min_rows rows: no helper either
+    me = threading.current_thread().name
+    assert calls == [0, 0] and seen == [(i, me) for i in range(50)] * 2
+    share_rows(0, 1, lambda _next: calls.append(-1))  # nothing to do: no call
+    assert calls == [0, 0]
+
+
+@needs_two
+def test_share_rows_claims_each_row_once_and_a_helper_takes_some() -> None:
+    seen: list[tuple[int, str]] = []
+    lock = threading.Lock()
+    meet = threading.Barrier(2, timeout=10)  # each thread's first row waits for the other's
+
+    def row(i: int) -> None:
+        name = threading.current_thread().name
+        with lock:
+            first = all(n != name for _, n in seen)
+            seen.append((i, name))
+        if first:
+            meet.wait()
+
+    with helpers_for(1):
+        share_rows(40, 1, _claiming(40, row))
+    assert sorted(i for i, _ in seen) == list(range(40))
+    names = {n for _, n in seen}
+    assert threading.current_thread().name in names
+    assert any(n.startswith("spector-helper") for n in names)
+
+
+@needs_two
+def test_share_rows_never_waits_for_a_helper_that_has_not_started() -> None:
+    release = threading.Event()
+    pool = sharing._executor()
+    busy = [pool.submit(release.wait, 30) for _ in range(sharing.usable_helpers())]  # all held
+    try:
+        names: set[str] = set()
+        with helpers_for(1):
+            share_rows(64, 1, _claiming(64, lambda i: names.add(threading.current_thread().name)))
+        assert names == {threading.current_thread().name}  # every row, no wait
+        assert not any(b.done() for b in busy)
+    finally:
+        release.set()
+        for b in busy:
+            b.result()
+
+
+@needs_two
+def test_share_rows_errors_come_back_and_a_callers_error_stops_the_claims() -> None:
+    started = threading.Event()
+
+    def helper_fails(i: int) -> None:
+        if threading.current_thread().name.startswith("spector-helper"):
+            started.set()
+            raise RuntimeError(f"helper row {i} failed")
+        assert started.wait(10)  # the caller's rows go on after the helper's error
+
+    with helpers_for(1), pytest.raises(RuntimeError, match="helper row"):
+        share_rows(40, 1, _claiming(40, helper_fails))
+
+    claimed: list[int] = []
+    going = threading.Event()
+
+    def claim(i: int) -> None:
+        claimed.append(i)
+        going.set()
+
+    def caller_fails(next_row: np.ndarray) -> None:
+        if threading.current_thread().name.startswith("spector-helper"):
+            _claiming(10**6, claim)(next_row)  # stops only once the counter passes the rows
+        else:
+            assert going.wait(10)  # the helper is claiming rows
+            raise ValueError("caller's kernel failed")
+
+    with helpers_for(1), pytest.raises(ValueError, match="caller's kernel failed"):
+        share_rows(10**6, 1, caller_fails)
+    assert 0 < len(claimed) < 10**6 - 1  # the helper was stopped long before the end
 
 
 @pytest.mark.skipif(native is None, reason="native kernels not built")
 def test_shared_recall_batches_equal_the_caller_alone(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    rows_shared_finely: None, tmp_path: Path
 ) -> None:
     from spector_gpu import RecallOptions, SpectorMemory
 
@@ -156,7 +259,6 @@ def test_shared_recall_batches_equal_the_caller_alone(
     opts = RecallOptions(k=10, mode="observe")
     with SpectorMemory.open(tmp_path, embedder="hashing") as mem:
         mem.remember_batch([{"text": t} for t in texts])
-    _fine_chunks(monkeypatch)
     got = {}
     for threads in (0, 1, 3):  # [recall] helper_threads, read by the recall pathway
         config = {"recall": {"helper_threads": threads}}

@@ -19,6 +19,8 @@ import numpy as np
 import torch
 
 from ...cortex.cortex import Cortex
+from ...kernels.decay import DecayLaw
+from ...kernels.native import native
 from .state import StoreVersion
 
 __all__ = ["PoolColumns", "RecallColumns", "host_columns", "s_term"]
@@ -46,6 +48,7 @@ class PoolColumns:
 
 
 _FIELDS = ("importance", "flags", "arousal", "d_event", "last_ms", "storage", "formed_ms")
+_NATIVE_ORDER = ("importance", "flags", "arousal", "formed_ms", "d_event", "last_ms", "storage")
 
 
 def host_columns(cortex: Cortex) -> dict[str, np.ndarray]:
@@ -139,3 +142,25 @@ class RecallColumns:
         host = {name: self._host[name][at] for name in _FIELDS}
         got = {name: torch.from_numpy(v) for name, v in host.items()}
         return PoolColumns(s_term=torch.from_numpy(s_term(host["storage"])), **got)
+
+    def gather_host(
+        self, idx: torch.Tensor, law: DecayLaw, now_ms: int
+    ) -> tuple[PoolColumns, torch.Tensor] | None:
+        """:meth:`gather` and the members' D now (float64, ``decayed_numpy``'s bits) in one
+        native pass that reads each member's record once; None where that pass does not
+        apply (a device mirror, or no native build): the caller gathers and decays apart."""
+        if self.mirror or native is None:
+            return None
+        at = np.ascontiguousarray(idx.numpy()).reshape(-1)
+        h = self._host
+        out = {name: np.empty(at.shape[0], dtype=h[name].dtype) for name in _FIELDS}
+        d_now = np.empty(at.shape[0], dtype=np.float64)
+        native.pool_columns(
+            self._n, now_ms, at,
+            *(h[name] for name in _NATIVE_ORDER),
+            law.freeze_set, law.need_set, law.edges, law.factors,
+            *(out[name] for name in _NATIVE_ORDER), d_now,
+        )  # fmt: skip
+        got = {name: torch.from_numpy(v.reshape(idx.shape)) for name, v in out.items()}
+        terms = torch.from_numpy(s_term(out["storage"]).reshape(idx.shape))
+        return PoolColumns(s_term=terms, **got), torch.from_numpy(d_now.reshape(idx.shape))

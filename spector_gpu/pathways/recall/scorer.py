@@ -294,6 +294,13 @@ class Scorer:
         and nothing reads them."""
         m = pool.ordinals.shape[0]
         if not pool.dense or m < 2:
+            fused = (
+                self.columns.gather_host(idx, plan.law, plan.now_ms)
+                if plan.native and isinstance(plan.now_ms, int)
+                else None
+            )
+            if fused is not None:
+                return fused
             cols = self.columns.gather(idx)
             return cols, pool_strength(cols, plan)
         one = self.columns.gather(pool.ordinals[:1])
