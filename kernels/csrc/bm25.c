@@ -2,10 +2,6 @@
  * Python API (bound in kernels/_lexical.pyx, which checks every shape and range first). Built
  * with -ffp-contract=off: each weight and sum is the float64/float32 arithmetic of
  * cortex/bm25.py and scipy's product, in their order, bit for bit. */
-#include <stddef.h>
-#include <stdint.h>
-#include <string.h>
-
 #include "select.h"
 
 /* A batch's postings: query terms (CSR qptr/qcol/qcnt, columns ascending in a row); term j's
@@ -71,14 +67,6 @@ void bm25_accumulate(const Bm25 *z, ptrdiff_t i, float *acc, uint64_t *mark) {
     }
 }
 
-/* A score above the running threshold (a float32 value, 0 at first: positive scores only; NaN
- * never enters) enters the buffer of 2 k (select.h); slots come in ascending order, so an
- * equal value is never better. */
-static inline void enter(Cand *c, ptrdiff_t *size, ptrdiff_t k, double *thr, float v,
-                         int64_t d) {
-    if ((double)v > *thr) cand_push(c, size, k, thr, (double)v, d);
-}
-
 /* Query i summed into acc (zero on entry), then its depth best positive scores (value
  * descending, slot ascending; -inf / -1 padding) into keys/slots and the scores of width
  * slots cand into cout (0 out of range); scratch: list (N int32), buf (2 * depth 16-byte
@@ -102,13 +90,10 @@ VECTOR_CLONES int bm25_query(const Bm25 *z, ptrdiff_t i, float *acc, uint64_t *m
     Cand *cb = buf;
     ptrdiff_t size = 0;
     double thr = 0.0;
-    if (depth > 0 && whole) {
-        ptrdiff_t d = 0;
-        for (; d + 16 <= n; d += 16) {
-            if (!any_above16(acc + d, (float)thr)) continue; /* (thr is a float32 value) */
-            for (ptrdiff_t r = d; r < d + 16; r++) enter(cb, &size, depth, &thr, acc[r], r);
-        }
-        for (; d < n; d++) enter(cb, &size, depth, &thr, acc[d], d);
+    if (depth > 0 && whole) { /* from a sampled bound when depth values pass it, else 0 */
+        double from = sampled_bound(acc, n, depth);
+        size = take_above_f32(acc, n, from, depth, cb);
+        if (size < depth && from > 0.0) size = take_above_f32(acc, n, 0.0, depth, cb);
     } else if (!whole) {
         /* the marked documents listed in slot order (their bits cleared unless keep), with a
          * histogram of their scores' leading bits (positive float32 bits order as the values)
@@ -129,8 +114,9 @@ VECTOR_CLONES int bm25_query(const Bm25 *z, ptrdiff_t i, float *acc, uint64_t *m
         low = ((uint32_t)floor << 19) - 1;
         memcpy(&f, &low, 4);
         thr = floor > 0 ? (double)f : 0.0;
-        for (ptrdiff_t r = 0; r < t; r++) {
-            if (depth > 0) enter(cb, &size, depth, &thr, acc[list[r]], list[r]);
+        for (ptrdiff_t r = 0; r < t; r++) { /* slots ascending: an equal value never enters */
+            float v = acc[list[r]];
+            if (depth > 0 && v > thr) cand_push(cb, &size, depth, &thr, v, list[r]);
             if (!keep) acc[list[r]] = 0.0f;
         }
     }

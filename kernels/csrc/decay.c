@@ -3,8 +3,6 @@
  * in its order (built with -ffp-contract=off), so results are its bits. */
 #include "select.h"
 
-#include <math.h>
-
 /* A column of n values `stride` bytes apart (a field of the memory records). */
 typedef struct {
     const char *p;

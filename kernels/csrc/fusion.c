@@ -1,14 +1,7 @@
 /* Fusion's row kernels: plain C over caller-owned arrays, no Python API (bound in
  * kernels/_fusion.pyx). Built with -ffp-contract=off: each result equals the torch operations'
  * bits. */
-#include <stddef.h>
-#include <stdint.h>
-
 #include "select.h"
-
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
 
 static double unit(double x) { return isfinite(x) ? (x < 0.0 ? 0.0 : (x > 1.0 ? 1.0 : x)) : 0.0; }
 

@@ -1,11 +1,7 @@
 /* The association graph's kernels: plain C over caller-owned arrays, no Python API (bound in
  * kernels/_graph.pyx). Built with -ffp-contract=off: every product is the torch operations'
  * bits. */
-#include <stddef.h>
-#include <stdint.h>
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
+#include "select.h"
 
 /* Each of n memories' neighbour slots, -1 for none: its chain row (n, cw) at weights chain_w
  * (n, cw) or tw each (chain_w NULL), then, with row_of (n,) non-NULL, its row of extra

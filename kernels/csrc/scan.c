@@ -4,11 +4,6 @@
  * -ffp-contract=off), so keys equal the torch and numpy twins bit for bit. Order everywhere:
  * key descending, then slot ascending; padding (-inf, -1). An int result is 0, or -1 when out
  * of memory. */
-#include <stddef.h>
-#include <stdint.h>
-#include <math.h>
-#include <stdlib.h>
-
 #include "select.h"
 
 /* The tile loop's state for n queries: 2k candidates each (select.h's Cand), their count

@@ -1,4 +1,5 @@
-/* Exact top-k selection shared by the kernels (static inline: each .c includes its copy).
+/* Exact top-k selection shared by the kernels (static inline: each .c includes its copy),
+ * and the standard headers every kernel file uses (each includes this file alone).
  * Plain C over caller-owned arrays, no Python API.
  *
  * Order everywhere: key descending, then slot (index) ascending, a total order, so ties are
@@ -13,6 +14,8 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* x86-64 GCC builds vectorised loops twice: AVX2 and baseline (picked at import). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -176,9 +179,11 @@ static inline ptrdiff_t cand_finish(Cand *buf, ptrdiff_t size, ptrdiff_t k, doub
 
 /* ------------------------------------------------------------------ one row's top-k */
 
-/* Whether any of x[0..16) is > t: one vector compare for 16 values. */
+/* Whether any of x[0..16) is > t: vector compares (kept a loop: unrolled first, GCC 12
+ * compares the 16 one by one where this is inlined in a loop). */
 static inline int any_above16(const float *x, float t) {
     int any = 0;
+#pragma GCC unroll 1
     for (int l = 0; l < 16; l++) any |= x[l] > t;
     return any;
 }
@@ -193,30 +198,58 @@ static inline ptrdiff_t select_f64(const double *x, ptrdiff_t n, double bound, d
     return cand_finish(buf, size, k, hk, hs);
 }
 
-/* The k best x[i] > bound of a float32 row; with buf (2k) sorted, without a heap to sort.
- * Blocks of 16 with nothing above the threshold are skipped (the same entries, in order). */
-static inline void take_f32(double v, int64_t i, double *thr, double *hk, int64_t *hs,
-                            ptrdiff_t k, Cand *buf, ptrdiff_t *size) {
-    if (!(v > *thr)) return;
-    if (buf) {
-        cand_push(buf, size, k, thr, v, i);
-        return;
+/* A float32 row's values x[i] > from into buf (2k, the buffered form), blocks of 16 with
+ * nothing above the threshold skipped (the same entries, in order); returns the count in buf:
+ * fewer than k only if fewer than k values passed `from`. */
+static inline ptrdiff_t take_above_f32(const float *x, ptrdiff_t n, double from, ptrdiff_t k,
+                                       Cand *buf) {
+    ptrdiff_t size = 0, i = 0;
+    double thr = from;
+    for (; i < n; i += 16) {
+        ptrdiff_t end = i + 16 <= n ? i + 16 : n;
+        if (end - i == 16 && !any_above16(x + i, below(thr))) continue;
+        for (ptrdiff_t j = i; j < end; j++)
+            if (x[j] > thr) cand_push(buf, &size, k, &thr, x[j], j);
     }
-    offer(hk, hs, k, size, v, i); /* columns rise: an equal value never enters a full heap */
-    if (*size == k) *thr = hk[0];
+    return size;
 }
 
+/* A first bound for the k best positive values of a long float32 row (0: none): from 256
+ * strided blocks of 16 values, the floor of the highest histogram bucket (positive float32
+ * bits >> 19 order as the values) at which the sample holds 2 k / n of its values and 8 more
+ * (some 3 k values of the row pass it). Exact only with the caller's check that k did. */
+static inline double sampled_bound(const float *x, ptrdiff_t n, ptrdiff_t k) {
+    if (n < 64 * k || n < 8192) return 0.0;
+    uint32_t hist[4096] = {0}, bits;
+    ptrdiff_t step = (n - 16) / 255, want = 2 * k * 4096 / n + 8, above = 0, floor = 4096;
+    for (ptrdiff_t i = 0; i < 256 * step; i += step)
+        for (ptrdiff_t j = i; j < i + 16; j++)
+            if (x[j] > 0.0f) hist[(memcpy(&bits, x + j, 4), bits >> 19)]++;
+    while (floor > 0 && above < want) above += hist[--floor];
+    float f;
+    bits = ((uint32_t)floor << 19) - 1; /* the largest value below the bucket */
+    memcpy(&f, &bits, 4);
+    return floor > 0 ? (double)f : 0.0;
+}
+
+/* The k best x[i] > bound of a float32 row, best first; with buf (2k) buffered, else by a
+ * heap (columns rise: an equal value never enters a full heap). */
 VECTOR_CLONES static inline ptrdiff_t select_f32(const float *x, ptrdiff_t n, double bound,
                                                  double *hk, int64_t *hs, ptrdiff_t k,
                                                  Cand *buf) {
-    ptrdiff_t size = 0, i = 0;
+    if (buf) return cand_finish(buf, take_above_f32(x, n, bound, k, buf), k, hk, hs);
+    ptrdiff_t size = 0;
     double thr = bound;
-    for (; i + 16 <= n; i += 16) {
-        if (!any_above16(x + i, below(thr))) continue;
-        for (ptrdiff_t j = i; j < i + 16; j++) take_f32(x[j], j, &thr, hk, hs, k, buf, &size);
+    for (ptrdiff_t i = 0; i < n; i += 16) {
+        ptrdiff_t end = i + 16 <= n ? i + 16 : n;
+        if (end - i == 16 && !any_above16(x + i, below(thr))) continue;
+        for (ptrdiff_t j = i; j < end; j++) {
+            if (!(x[j] > thr)) continue;
+            offer(hk, hs, k, &size, x[j], j);
+            if (size == k) thr = hk[0];
+        }
     }
-    for (; i < n; i++) take_f32(x[i], i, &thr, hk, hs, k, buf, &size);
-    return buf ? cand_finish(buf, size, k, hk, hs) : size;
+    return size;
 }
 
 #endif

@@ -2,12 +2,7 @@
  * kernels/_lexical.pyx (which checks every count, ordinal, offset and query token first and
  * sizes the scratch). Each cosine is two int8 rows' exact integer dot over the product of
  * their norms, in float64: TokenVocab.cosines bit for bit. */
-#include <stddef.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "select.h" /* VECTOR_CLONES */
+#include "select.h"
 
 /* n queries of width W: fused float32 (n, W), counts int32 (n,), ordinals int64 (n, W); the
  * memories' token rows ids[offsets[o]:offsets[o+1]) (int32); the table's int8

@@ -85,6 +85,37 @@ def test_a_large_batch_is_the_blocks_bit_for_bit(method: str) -> None:
             assert g.view(np.uint8).tobytes() == w.view(np.uint8).tobytes()
 
 
+@pytest.mark.parametrize("high", [0, 40, 200, 3000])
+def test_long_whole_rows_select_exactly_whatever_a_sample_of_them_shows(high: int) -> None:
+    # Rows of 20,000 documents that the query reaches everywhere: the native selection starts
+    # from a bound read off a strided sample of the row (csrc/select.h sampled_bound) and must
+    # start again from 0 when fewer than `depth` documents pass it. Here the first `high`
+    # sampled positions score higher than the rest (all tied): with 200 the sample's bound
+    # lets too few through (the case that starts again), with 3,000 enough, with 40 too few
+    # for a bound above the tie, with 0 it is one tie. The result is the score block's every
+    # time, and ties keep the lower slots.
+    n, depth = 20_000, 300
+    step = (n - 16) // 255  # the sample: 256 blocks of 16 values, `step` apart
+    sampled = [b * step + j for b in range(256) for j in range(16)][:high]
+    docs = [["a", "b", "c"]] * n
+    for d in sampled:
+        docs[d] = ["a", "a", "a"]
+    index = BM25Index()
+    index.add(docs)
+    block = index.score_dense([["a"]])
+    assert (block > 0).all()  # every row whole
+    want = select_reference(block, depth, None)
+    got = index.select([["a"]], depth)
+    for g, w in zip(got[:2], want[:2], strict=True):
+        np.testing.assert_array_equal(g, w)
+    row = index.score_row(["a"], depth)
+    np.testing.assert_array_equal(row.scores, want[0])
+    np.testing.assert_array_equal(row.slots, want[1])
+    row.release()
+    expected_top = sorted(sampled) + [d for d in range(n) if d not in set(sampled)]
+    assert got[1][0].tolist() == expected_top[:depth]
+
+
 def test_ties_go_to_the_lower_slot() -> None:
     """Documents of equal length and content score alike: the lowest slots are kept."""
     index = BM25Index()
