@@ -221,8 +221,8 @@ class RecallPathway:
         with single_threaded(cpu):
             before = self._tracker.current(c)
             plan = self._plan(queries, opts, now, before, vectors)
-        with single_threaded(cpu and (len(queries) * c.n < PARALLEL_DENSE_WORK or helpers() > 0)):
-            den = self._scorer.dense_proposals(plan)
+        single = cpu and (len(queries) * c.n < PARALLEL_DENSE_WORK or helpers() > 0)
+        den = self._scorer.dense_ahead(plan, single)
         with single_threaded(cpu):
             scored = self._scorer.run(plan, den, exact_rounds=self._device_path)
             scored = lift_sessions(scored, plan, c)

@@ -19,6 +19,7 @@ import torch
 from ...config import RecallConfig
 from ...cortex.cortex import Cortex
 from ...kernels.selection import topk_exact, topk_mask
+from ...kernels.sharing import Ahead
 from ...types import Explanation
 from .columns import PoolColumns, RecallColumns
 from .explain import explanations
@@ -34,7 +35,7 @@ from .relays.association import (
     neighbours,
     spread_host,
 )
-from .relays.dense import dense_score, dense_top, slice_queries
+from .relays.dense import Proposals, dense_ahead, dense_score, dense_top, slice_queries
 from .relays.lexical import lexical_block, lexical_members, lexical_select, lexical_top, selects
 from .relays.salience import SalienceCache, pool_strength, salience_score, salience_top
 from .relevance import absolute_relevance
@@ -101,10 +102,22 @@ class Scorer:
             return dense_top(self.cortex.dense, plan)
         return None
 
-    def run(self, plan: RecallPlan, den: torch.Tensor | None, *, exact_rounds: bool) -> Scored:
-        """Score every query of ``plan`` given its :meth:`dense_proposals`; ``exact_rounds``
-        forms the lexical block by the device's round-based accumulation (the GPU path)
-        instead of scipy."""
+    def dense_ahead(self, plan: RecallPlan, single: bool) -> Proposals:
+        """:meth:`dense_proposals`, offered to a helper thread where it may go ahead
+        (:func:`.relays.dense.dense_ahead`; ``single``: under :func:`single_threaded`)."""
+        return dense_ahead(self.dense_proposals, plan, self.cortex.n, single)
+
+    def run(self, plan: RecallPlan, den: Proposals, *, exact_rounds: bool) -> Scored:
+        """Score every query of ``plan`` given its :meth:`dense_proposals` (or their work
+        going ahead: settled before this returns); ``exact_rounds`` forms the lexical block by
+        the device's round-based accumulation (the GPU path) instead of scipy."""
+        try:
+            return self._run(plan, den, exact_rounds=exact_rounds)
+        finally:
+            if isinstance(den, Ahead):
+                den.settle()
+
+    def _run(self, plan: RecallPlan, den: Proposals, *, exact_rounds: bool) -> Scored:
         n, k = len(plan.tokens), plan.top
         sal = torch.zeros(0, dtype=torch.int64, device=plan.device)
         if "salience" in plan.relays and plan.n_allowed:
@@ -157,12 +170,14 @@ class Scorer:
         lo: int,
         hi: int,
         sal: torch.Tensor,
-        den: torch.Tensor | None,
+        den: Proposals,
         block: torch.Tensor | None,
         lex_top: torch.Tensor | None = None,
     ) -> tuple[Pool, torch.Tensor | None]:
         """The chunk's pool, and in the dense layout the dense relay's scores of every memory
-        (``lex_top``: the lexical proposals when selected without a block)."""
+        (``lex_top``: the lexical proposals when selected without a block; ``den`` taken
+        here when it went ahead, the lexical relay having run beside it)."""
+        den = den.result() if isinstance(den, Ahead) else den
         n, trim, m = self.cortex.n, plan.trim, hi - lo
         parts, scores = [sal.expand(m, -1)], None
         if self.dense_layout(plan):
@@ -204,7 +219,7 @@ class Scorer:
         lo: int,
         hi: int,
         sal: torch.Tensor,
-        den: torch.Tensor | None,
+        den: Proposals,
         exact_rounds: bool,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[list[Explanation]], np.ndarray]:
         k, m = plan.top, hi - lo
@@ -230,7 +245,7 @@ class Scorer:
         lo: int,
         hi: int,
         sal: torch.Tensor,
-        den: torch.Tensor | None,
+        den: Proposals,
         exact_rounds: bool,
     ) -> tuple[Fused, torch.Tensor, torch.Tensor, tuple[torch.Tensor, ...]] | None:
         """The device work of queries ``[lo, hi)``: fusion, the top-k positions and the

@@ -7,13 +7,55 @@ GPU); the relay asks only for the top ``depth`` slots and for the exact score of
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeAlias
+
 import torch
 
+from ....device import single_threaded
 from ....kernels.dense import DenseIndex
 from ....kernels.quant import DenseQueries
+from ....kernels.sharing import Ahead, helpers
 from . import RecallPlan
 
-__all__ = ["dense_score", "dense_top", "slice_queries"]
+__all__ = ["AHEAD_QUERIES", "AHEAD_ROWS", "Proposals", "dense_ahead", "dense_score", "dense_top",
+           "slice_queries"]  # fmt: skip
+
+AHEAD_QUERIES = 8
+"""Batches below this size scan each query natively (``kernels/dense_cpu.py``'s rule) ..."""
+AHEAD_ROWS = 20_000
+"""... and from this many rows their scans go ahead on a helper thread (:func:`dense_ahead`)."""
+
+Proposals: TypeAlias = torch.Tensor | Ahead[torch.Tensor | None] | None
+"""The dense relay's proposals (``Scorer.dense_proposals``), or their work going ahead."""
+
+
+def dense_ahead(
+    proposals: Callable[[RecallPlan], torch.Tensor | None],
+    plan: RecallPlan,
+    n_rows: int,
+    single: bool,
+) -> Proposals:
+    """``proposals(plan)`` (under :func:`single_threaded` when ``single``), offered to a
+    helper thread (:class:`~spector_gpu.kernels.sharing.Ahead`) where a small CPU batch scans
+    each query natively over ``n_rows`` rows — the scans then run beside the salience and
+    lexical relays, which do not need them, and the scorer takes them before its pool — else
+    computed now."""
+
+    def now() -> torch.Tensor | None:
+        with single_threaded(single):
+            return proposals(plan)
+
+    ahead = plan.native and "dense" in plan.relays and helpers() > 0
+    if not (ahead and len(plan.tokens) < AHEAD_QUERIES and n_rows >= AHEAD_ROWS):
+        return now()
+    inference = torch.is_inference_mode_enabled()  # (thread-local in torch)
+
+    def offered() -> torch.Tensor | None:
+        with torch.inference_mode(inference):
+            return now()
+
+    return Ahead(offered)
 
 
 def slice_queries(dq: DenseQueries, lo: int, hi: int) -> DenseQueries:
