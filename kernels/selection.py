@@ -86,10 +86,10 @@ def topk_exact(
     if not (use_native and native is not None and _host_floats(values) and values.shape[-1]):
         return topk_exact_torch(values, k, valid=valid)
     keyed = values if valid is None else torch.where(valid, values, _NEG_INF)
-    if bool(torch.isnan(keyed).any()) or bool(torch.isposinf(keyed).any()):
-        return topk_exact_torch(values, k, valid=valid)
     shape, width = keyed.shape[:-1], keyed.shape[-1]
     flat = np.ascontiguousarray(keyed.reshape(-1, width).numpy())
+    if flat.size and not flat.max() < np.inf:  # a NaN (max propagates it) or +inf
+        return topk_exact_torch(values, k, valid=valid)
     top = np.empty((flat.shape[0], k), dtype=np.float64)
     cols = np.empty((flat.shape[0], k), dtype=np.int64)
     count = np.empty(flat.shape[0], dtype=np.int64)

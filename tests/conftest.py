@@ -53,9 +53,9 @@ def locomo_dev() -> Path:
 
 @pytest.fixture
 def rows_shared_finely(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The native kernels' batches (BM25 selection, token relay) offered to helper threads
-    from their first two rows on (their own minimum is for speed), so that small test batches
-    are shared too (with ``helpers_for`` or ``[recall] helper_threads``)."""
+    """The native kernels' batches (BM25 selection, token relay, the pool's columns) offered
+    to helper threads from their first two rows on (their own minimum is for speed), so that
+    small test batches are shared too (with ``helpers_for`` or ``[recall] helper_threads``)."""
     from spector_gpu.kernels.native import native
 
     if native is None:
@@ -63,4 +63,7 @@ def rows_shared_finely(monkeypatch: pytest.MonkeyPatch) -> None:
     from spector_gpu.kernels import _lexical
     from spector_gpu.kernels.sharing import share_rows
 
+    from spector_gpu.pathways.recall import columns
+
     monkeypatch.setattr(_lexical, "share_rows", lambda rows, _min, run: share_rows(rows, 1, run))
+    monkeypatch.setattr(columns, "SHARE_MEMBERS", 1)

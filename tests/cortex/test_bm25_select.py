@@ -85,25 +85,28 @@ def test_a_large_batch_is_the_blocks_bit_for_bit(method: str) -> None:
             assert g.view(np.uint8).tobytes() == w.view(np.uint8).tobytes()
 
 
+@pytest.mark.parametrize("listed", [False, True])
 @pytest.mark.parametrize("high", [0, 40, 200, 3000])
-def test_long_whole_rows_select_exactly_whatever_a_sample_of_them_shows(high: int) -> None:
-    # Rows of 20,000 documents that the query reaches everywhere: the native selection starts
-    # from a bound read off a strided sample of the row (csrc/select.h sampled_bound) and must
-    # start again from 0 when fewer than `depth` documents pass it. Here the first `high`
-    # sampled positions score higher than the rest (all tied): with 200 the sample's bound
-    # lets too few through (the case that starts again), with 3,000 enough, with 40 too few
-    # for a bound above the tie, with 0 it is one tie. The result is the score block's every
-    # time, and ties keep the lower slots.
-    n, depth = 20_000, 300
-    step = (n - 16) // 255  # the sample: 256 blocks of 16 values, `step` apart
-    sampled = [b * step + j for b in range(256) for j in range(16)][:high]
-    docs = [["a", "b", "c"]] * n
+def test_long_rows_select_exactly_whatever_a_sample_of_them_shows(high: int, listed: bool) -> None:
+    # 20,000 documents that the query reaches: the whole row of a 20,000-document index, or
+    # (listed) every other document of 40,000, which the kernel lists and selects from. A
+    # whole row's selection starts from a bound read off a strided sample of its values
+    # (csrc/select.h sampled_bound) and must start again from 0 when fewer than `depth` pass
+    # it. Here the first `high` sampled positions score higher than the rest (all tied): with
+    # 200 the sample's bound lets too few through (the case that starts again), with 3,000
+    # enough, with 40 too few for a bound above the tie, with 0 it is one tie. The result is
+    # the score block's every time, and ties keep the lower slots.
+    reached, depth = 20_000, 300
+    stride = 2 if listed else 1  # slot of the p-th reached document: stride * p
+    step = (reached - 16) // 255  # the sample: 256 blocks of 16 values, `step` apart
+    sampled = [stride * (b * step + j) for b in range(256) for j in range(16)][:high]
+    docs = [["a", "b", "c"] if d % stride == 0 else ["x", "y"] for d in range(stride * reached)]
     for d in sampled:
         docs[d] = ["a", "a", "a"]
     index = BM25Index()
     index.add(docs)
     block = index.score_dense([["a"]])
-    assert (block > 0).all()  # every row whole
+    assert int((block > 0).sum()) == reached
     want = select_reference(block, depth, None)
     got = index.select([["a"]], depth)
     for g, w in zip(got[:2], want[:2], strict=True):
@@ -112,8 +115,8 @@ def test_long_whole_rows_select_exactly_whatever_a_sample_of_them_shows(high: in
     np.testing.assert_array_equal(row.scores, want[0])
     np.testing.assert_array_equal(row.slots, want[1])
     row.release()
-    expected_top = sorted(sampled) + [d for d in range(n) if d not in set(sampled)]
-    assert got[1][0].tolist() == expected_top[:depth]
+    rest = [d for d in range(0, stride * reached, stride) if d not in set(sampled)]
+    assert got[1][0].tolist() == (sorted(sampled) + rest)[:depth]
 
 
 def test_ties_go_to_the_lower_slot() -> None:

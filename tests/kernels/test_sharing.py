@@ -276,6 +276,48 @@ def test_shared_recall_batches_equal_the_caller_alone(
     assert (got[0].counts > 0).all()
 
 
+@pytest.mark.skipif(native is None, reason="native kernels not built")
+def test_pool_columns_read_in_shared_chunks_equal_one_pass(
+    rows_shared_finely: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The pool members' columns and D (every member its own importance and age) read in
+    chunks shared with a helper give the scores of one pass on the caller."""
+    from spector_gpu import RecallOptions, SpectorMemory
+    from spector_gpu.pathways.recall import columns
+
+    rng = np.random.default_rng(9)
+    words = [f"w{i}" for i in range(200)]
+    now = 1_750_000_000_000
+    items = [
+        {
+            "text": " ".join(rng.choice(words, 10)),
+            "importance": float(rng.uniform(0.1, 10.0)),
+            "timestamp_ms": now - int(rng.integers(0, 400 * 86_400_000)),
+        }
+        for _ in range(3000)  # a store over 2,048: the sparse pool layout, gathered per member
+    ]
+    queries = [" ".join(rng.choice(words, 3)) for _ in range(30)]
+    opts = RecallOptions(k=15, relays=("lexical", "dense", "salience"), mode="observe", now_ms=now)
+    with SpectorMemory.open(tmp_path, embedder="hashing") as mem:
+        mem.remember_batch(items)
+    chunked: list[int] = []
+    real = columns.share
+
+    def counted(rows: int, min_rows: int, run: Callable[[int, int], object]) -> None:
+        chunked.append(min_rows)
+        real(rows, min_rows, run)
+
+    monkeypatch.setattr(columns, "share", counted)
+    got = {}
+    for threads in (0, 1):
+        config = {"recall": {"helper_threads": threads}}
+        with SpectorMemory.open(tmp_path, embedder="hashing", config=config) as mem:
+            got[threads] = mem.recall_batch(queries, opts)
+    np.testing.assert_array_equal(got[1].ids, got[0].ids)
+    np.testing.assert_array_equal(got[1].scores, got[0].scores)
+    assert len(set(got[0].scores[:, 0].tolist())) > 20 and chunked and set(chunked) == {1}
+
+
 def test_helper_threads_config_is_checked(tmp_path: Path) -> None:
     from spector_gpu import ConfigError, SpectorMemory
 

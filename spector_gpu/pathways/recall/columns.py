@@ -21,11 +21,15 @@ import torch
 from ...cortex.cortex import Cortex
 from ...kernels.decay import DecayLaw
 from ...kernels.native import native
+from ...kernels.sharing import share
 from .state import StoreVersion
 
 __all__ = ["PoolColumns", "RecallColumns", "host_columns", "s_term"]
 
 _S_TERM_MAX = 1e6  # bound of S^0.3 (see fusion.cognitive_factor)
+#: Pool members in a chunk of :meth:`RecallColumns.gather_host` worth a helper thread's start
+#: (about 0.1 ms of the native pass and s_term; ``kernels/sharing.share``).
+SHARE_MEMBERS = 8192
 
 
 def s_term(storage: np.ndarray) -> np.ndarray:
@@ -147,20 +151,26 @@ class RecallColumns:
         self, idx: torch.Tensor, law: DecayLaw, now_ms: int
     ) -> tuple[PoolColumns, torch.Tensor] | None:
         """:meth:`gather` and the members' D now (float64, ``decayed_numpy``'s bits) in one
-        native pass that reads each member's record once; None where that pass does not
-        apply (a device mirror, or no native build): the caller gathers and decays apart."""
+        native pass that reads each member's record once (in chunks shared with the helper
+        threads); None where that pass does not apply (a device mirror, or no native build):
+        the caller gathers and decays apart."""
         if self.mirror or native is None:
             return None
         at = np.ascontiguousarray(idx.numpy()).reshape(-1)
         h = self._host
         out = {name: np.empty(at.shape[0], dtype=h[name].dtype) for name in _FIELDS}
-        d_now = np.empty(at.shape[0], dtype=np.float64)
-        native.pool_columns(
-            self._n, now_ms, at,
-            *(h[name] for name in _NATIVE_ORDER),
-            law.freeze_set, law.need_set, law.edges, law.factors,
-            *(out[name] for name in _NATIVE_ORDER), d_now,
-        )  # fmt: skip
+        d_now, terms = np.empty(at.shape[0]), np.empty(at.shape[0])
+
+        def run(lo: int, hi: int) -> None:
+            native.pool_columns(
+                self._n, now_ms, at[lo:hi],
+                *(h[name] for name in _NATIVE_ORDER),
+                law.freeze_set, law.need_set, law.edges, law.factors,
+                *(out[name][lo:hi] for name in _NATIVE_ORDER), d_now[lo:hi],
+            )  # fmt: skip
+            terms[lo:hi] = s_term(out["storage"][lo:hi])
+
+        share(at.shape[0], SHARE_MEMBERS, run)  # independent members: chunks for the helpers
         got = {name: torch.from_numpy(v.reshape(idx.shape)) for name, v in out.items()}
-        terms = torch.from_numpy(s_term(out["storage"]).reshape(idx.shape))
-        return PoolColumns(s_term=terms, **got), torch.from_numpy(d_now.reshape(idx.shape))
+        terms_t = torch.from_numpy(terms.reshape(idx.shape))
+        return PoolColumns(s_term=terms_t, **got), torch.from_numpy(d_now.reshape(idx.shape))

@@ -332,7 +332,7 @@ class Scorer:
         strength: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
     ) -> Fused:
         cfg = self.cortex.config
-        assoc = None
+        assoc, toks = None, plan.tokens[lo:hi]
         if "association" in plan.relays and pool.dense:
             graph = self.graph(plan)
 
@@ -354,7 +354,7 @@ class Scorer:
             pool.valid,
             strength,
             assoc,
-            lambda: self.cues.match(pool.index(), plan.tokens[lo:hi]),
+            lambda: self.cues.match(pool.index(), toks) if self.cues.names_any(toks) else None,
             cfg.recall,
         )
 

@@ -311,23 +311,25 @@ class CueTable:
             return None
         return self._ids.tensor()
 
+    def names_any(self, tokens: list[list[str]]) -> bool:
+        """Whether some query token is a memory's cue (else :meth:`match` is None): one
+        membership pass, so a batch naming no cue skips the members' gather."""
+        return self._ids.width > 0 and not self._vocab.keys().isdisjoint(
+            itertools.chain.from_iterable(tokens)
+        )
+
     def match(self, members: torch.Tensor, tokens: list[list[str]]) -> torch.Tensor | None:
         """bool (n_q, W): a cue token of memory ``members[i, j]`` occurs among query i's tokens;
         None when no memory has a cue or no query has a cue token (no member can match: the
         caller then skips the tag term's work). ``members`` int64 (n_q, W), every value in
         [0, n)."""
         table = self.table()
-        if table is None:
+        if table is None or not self.names_any(tokens):
             return None
         vocab = len(self._vocab)  # column `vocab` stands for "no cue" and is never set
         asked = np.zeros((len(tokens), vocab + 1), dtype=bool)
-        named = False
         for i, q in enumerate(tokens):
-            cues = [self._vocab[t] for t in q if t in self._vocab]
-            asked[i, cues] = True
-            named = named or bool(cues)
-        if not named:
-            return None
+            asked[i, [self._vocab[t] for t in q if t in self._vocab]] = True
         mask = torch.from_numpy(asked)
         if self.mirror:
             mask = mask.to(self.device)
