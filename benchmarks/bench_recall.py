@@ -36,10 +36,12 @@ this checkout's kernels first (``python setup.py build_ext --inplace``).
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import random
 import runpy
+import shutil
 import statistics
 import subprocess
 import sys
@@ -85,11 +87,20 @@ def _corpus(
 EMBEDDER: str | None = None  # --embedder: None is the library's default (static, 128-d)
 
 
+def scratch_dir(prefix: str) -> str:
+    """A new temporary folder, removed when the interpreter exits (the stores of a 100k
+    benchmark hold 130-380 MB each)."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
 def open_store(items: list[dict], embedder: str | None = None) -> Any:
-    """A new store of ``items`` (``embedder``: a spec, default ``--embedder``)."""
+    """A new store of ``items`` (``embedder``: a spec, default ``--embedder``) in a
+    :func:`scratch_dir`."""
     from spector_gpu import SpectorMemory
 
-    path = tempfile.mkdtemp(prefix="bench-recall-") + "/s"
+    path = scratch_dir("bench-recall-") + "/s"
     mem = SpectorMemory.open(path, config=FAST, embedder=embedder or EMBEDDER)
     for lo in range(0, len(items), 10_000):
         mem.remember_batch(items[lo : lo + 10_000])
@@ -277,7 +288,6 @@ def bench_gpu(n: int, n_queries: int, rounds: int) -> None:
     """All relays on CUDA: ``recall_batch`` of ``n_queries`` over ``n`` memories (wall time
     around the call, which ends with the results on the host), single recall p50, and the
     same ids and scores as the CPU on a sample."""
-    import shutil
 
     import torch
 
@@ -285,7 +295,7 @@ def bench_gpu(n: int, n_queries: int, rounds: int) -> None:
 
     items, queries = team_corpus(n, max(n_queries, 300), seed=5)
     queries = (queries * (n_queries // len(queries) + 1))[:n_queries]
-    path = tempfile.mkdtemp(prefix="bench-gpu-") + "/s"
+    path = scratch_dir("bench-gpu-") + "/s"
     t = time.perf_counter()
     with SpectorMemory.open(path, device="cpu", config=FAST) as mem:
         for lo in range(0, n, 50_000):
