@@ -235,9 +235,11 @@ def test_share_rows_errors_come_back_and_a_callers_error_stops_the_claims() -> N
     def claim(i: int) -> None:
         claimed.append(i)
         going.set()
-        deadline = time.monotonic() + 10  # the helper's first row lasts until the caller's
-        while i == 0 and counters[0][0] < 10**6 and time.monotonic() < deadline:  # error
-            time.sleep(0.001)  # has moved the counter (however slowly the caller is scheduled)
+        # the helper's first row lasts until the caller's error has moved the counter, however
+        # slowly the caller is scheduled
+        deadline = time.monotonic() + 10
+        while i == 0 and counters[0][0] < 10**6 and time.monotonic() < deadline:
+            time.sleep(0.001)
 
     def caller_fails(next_row: np.ndarray) -> None:
         if threading.current_thread().name.startswith("spector-helper"):

@@ -313,7 +313,8 @@ class CueTable:
 
     def names_any(self, tokens: list[list[str]]) -> bool:
         """Whether some query token is a memory's cue (else :meth:`match` is None): one
-        membership pass, so a batch naming no cue skips the members' gather."""
+        membership pass, for a caller to skip gathering the members of a batch naming none
+        (``match`` finds the same while it reads the cues, at no extra pass)."""
         return self._ids.width > 0 and not self._vocab.keys().isdisjoint(
             itertools.chain.from_iterable(tokens)
         )
@@ -324,12 +325,17 @@ class CueTable:
         caller then skips the tag term's work). ``members`` int64 (n_q, W), every value in
         [0, n)."""
         table = self.table()
-        if table is None or not self.names_any(tokens):
+        if table is None:
             return None
         vocab = len(self._vocab)  # column `vocab` stands for "no cue" and is never set
         asked = np.zeros((len(tokens), vocab + 1), dtype=bool)
+        named = False
         for i, q in enumerate(tokens):
-            asked[i, [self._vocab[t] for t in q if t in self._vocab]] = True
+            cues = [self._vocab[t] for t in q if t in self._vocab]
+            asked[i, cues] = True
+            named = named or bool(cues)
+        if not named:
+            return None
         mask = torch.from_numpy(asked)
         if self.mirror:
             mask = mask.to(self.device)
