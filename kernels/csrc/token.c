@@ -21,22 +21,18 @@ typedef struct {
     double *out_token;
 } TokJob;
 
-/* Scratch sized for the largest query (see _lexical.pyx): keys/slot a hash table (a power
- * of two >= twice its postings, at least 64), uniq/pslot its postings, sims its postings x
- * its query tokens rounded up to 4 (t4), qcodes t4 int16 rows, idots t4,
+/* Scratch sized for the largest query (see _lexical.pyx): slot each table token's slot among
+ * the query's distinct tokens (vocab entries, -1 between queries), uniq/pslot its postings,
+ * sims its postings x its query tokens rounded up to 4 (t4), qcodes t4 int16 rows, idots t4,
  * rank W x 24 bytes, tmp 2 W. */
 typedef struct {
-    int32_t *keys, *slot, *uniq, *pslot, *idots;
+    int32_t *slot, *uniq, *pslot, *idots;
     int16_t *qcodes;
-    double *sims;
+    double *sims, *tmp;
     void *rank;
-    double *tmp;
 } TokScratch;
 
-typedef struct {
-    double score;
-    int64_t ordinal, at; /* the member's ordinal and position in its row */
-} Rank;
+typedef struct { double score; int64_t ordinal, at; } Rank; /* at: the position in its row */
 
 static int rank_cmp(const void *pa, const void *pb) {
     const Rank *a = pa, *b = pb;
@@ -44,36 +40,57 @@ static int rank_cmp(const void *pa, const void *pb) {
     return (a->ordinal > b->ordinal) - (a->ordinal < b->ordinal);
 }
 
-/* One int8 row's exact dots with t4 int16 query rows (t4 a multiple of 4), four per pass so
- * the row is widened once for four (the compiler makes each a multiply-add of int16 pairs). */
-VECTOR_CLONES static void dots4(const int8_t *row, const int16_t *qs, size_t t4, ptrdiff_t dim,
-                                int32_t *out) {
-    for (size_t a = 0; a < t4; a += 4) {
-        const int16_t *q0 = qs + a * (size_t)dim, *q1 = q0 + dim, *q2 = q1 + dim, *q3 = q2 + dim;
-        int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (ptrdiff_t i = 0; i < dim; i++) {
-            int16_t r = row[i];
-            s0 += r * q0[i], s1 += r * q1[i], s2 += r * q2[i], s3 += r * q3[i];
+/* rank[0..c) by score descending, then ordinal ascending (distinct in a row: a total order):
+ * by insertion up to 128 members (the default token depth is 100, and the fused order is
+ * close to the mixed one: a third of qsort's time), by qsort past it */
+static void rank_sort(Rank *rank, ptrdiff_t c) {
+    if (c > 128) qsort(rank, (size_t)c, sizeof(Rank), rank_cmp);
+    for (ptrdiff_t m = 1, k; m < c && c <= 128; m++) {
+        Rank x = rank[m];
+        for (k = m; k > 0 && rank_cmp(&x, &rank[k - 1]) < 0; k--) rank[k] = rank[k - 1];
+        rank[k] = x;
+    }
+}
+
+/* Each distinct token's cosines with the query tokens, row d of sims (stride wide, -inf past
+ * t): the exact integer dots of its int8 row with the t4 int16 query rows, four per pass so
+ * the row is widened once for four (the compiler makes each a multiply-add of int16 pairs),
+ * over the product of the norms in float64. */
+VECTOR_CLONES static void cosines(const TokJob *j, const TokScratch *s, const int32_t *q,
+                                  size_t t, size_t stride, size_t distinct) {
+    ptrdiff_t dim = j->dim;
+    int32_t *idots = s->idots;
+    for (size_t d = 0; d < distinct; d++) {
+        int32_t u = s->uniq[d], ahead = s->uniq[d + 4 < distinct ? d + 4 : d];
+        const int8_t *row = j->codes + (ptrdiff_t)u * dim;
+        for (ptrdiff_t x = 0; x < dim; x += 64) __builtin_prefetch(j->codes + ahead * dim + x);
+        for (size_t a = 0; a < stride; a += 4) {
+            const int16_t *q0 = s->qcodes + a * dim, *q1 = q0 + dim, *q2 = q1 + dim, *q3 = q2 + dim;
+            int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            for (ptrdiff_t i = 0; i < dim; i++) {
+                int16_t r = row[i];
+                s0 += r * q0[i], s1 += r * q1[i], s2 += r * q2[i], s3 += r * q3[i];
+            }
+            idots[a] = s0, idots[a + 1] = s1, idots[a + 2] = s2, idots[a + 3] = s3;
         }
-        out[a] = s0, out[a + 1] = s1, out[a + 2] = s2, out[a + 3] = s3;
+        double *sim = s->sims + d * stride, nu = j->norm[u];
+        for (size_t a = 0; a < stride; a++)
+            sim[a] = a < t ? (double)idots[a] / (j->norm[q[a]] * nu) : -INFINITY;
     }
 }
 
 /* min-max over x[0..n) into out (0 everywhere unless two different values) */
 static void minmax(const double *x, ptrdiff_t n, double *out) {
     double lo = INFINITY, hi = -INFINITY;
-    for (ptrdiff_t m = 0; m < n; m++) {
-        lo = x[m] < lo ? x[m] : lo;
-        hi = x[m] > hi ? x[m] : hi;
-    }
+    for (ptrdiff_t m = 0; m < n; m++) lo = x[m] < lo ? x[m] : lo, hi = x[m] > hi ? x[m] : hi;
     for (ptrdiff_t m = 0; m < n; m++) out[m] = hi > lo ? (x[m] - lo) / (hi - lo) : 0.0;
 }
 
 /* The token scores of one query's c members (0 without tokens), in three passes so the cold
- * table rows load together: each posting's distinct-token slot (a new token's row prefetched),
- * each distinct token's cosines with the query tokens, each member's best per query token. */
+ * table rows load together: each posting's distinct-token slot, each distinct token's cosines
+ * with the query tokens (rows prefetched ahead), each member's best per query token. */
 static int maxsim(const TokJob *j, const TokScratch *s, const int64_t *ord, ptrdiff_t c,
-                  const int32_t *q, size_t t, size_t postings, double *token) {
+                  const int32_t *q, size_t t, double *token) {
     ptrdiff_t dim = j->dim;
     size_t stride = (t + 3) & ~(size_t)3;
     double wsum = 0.0;
@@ -82,29 +99,19 @@ static int maxsim(const TokJob *j, const TokScratch *s, const int64_t *ord, ptrd
         wsum += a < t ? j->weight[q[a]] : 0.0;
         for (ptrdiff_t d = 0; d < dim; d++) s->qcodes[a * (size_t)dim + d] = a < t ? code[d] : 0;
     }
-    size_t cap = 64, distinct = 0, n_post = 0;
-    while (cap < 2 * postings) cap *= 2;
-    memset(s->keys, 0xff, sizeof(int32_t) * cap);
+    size_t distinct = 0, n_post = 0;
     for (ptrdiff_t m = 0; m < c; m++) {
         for (int64_t p = j->offsets[ord[m]]; p < j->offsets[ord[m] + 1]; p++) {
             int32_t u = j->ids[p];
-            if (u < 0 || u >= j->vocab) return -1;
-            size_t h = (((uint32_t)u * 2654435761u) >> 7) & (cap - 1);
-            while (s->keys[h] != -1 && s->keys[h] != u) h = (h + 1) & (cap - 1);
-            if (s->keys[h] == -1) {
-                s->keys[h] = u, s->slot[h] = (int32_t)distinct, s->uniq[distinct++] = u;
-                for (ptrdiff_t d = 0; d < dim; d += 64) __builtin_prefetch(j->codes + u * dim + d);
-            }
-            s->pslot[n_post++] = s->slot[h];
+            if (u < 0 || u >= j->vocab) return -1; /* (the claim ends: its scratch is dropped) */
+            int32_t at = s->slot[u], fresh = at < 0;
+            at = fresh ? (int32_t)distinct : at;
+            s->slot[u] = at, s->uniq[distinct] = u, s->pslot[n_post++] = at;
+            distinct += (size_t)fresh;
         }
     }
-    for (size_t d = 0; d < distinct; d++) {
-        int32_t u = s->uniq[d];
-        double *row = s->sims + d * stride;
-        dots4(j->codes + (ptrdiff_t)u * dim, s->qcodes, stride, dim, s->idots);
-        for (size_t a = 0; a < stride; a++)
-            row[a] = a < t ? (double)s->idots[a] / (j->norm[q[a]] * j->norm[u]) : -INFINITY;
-    }
+    for (size_t d = 0; d < distinct; d++) s->slot[s->uniq[d]] = -1; /* ready for the next */
+    cosines(j, s, q, t, stride, distinct);
     /* each member's best per query token, four at a time (rows padded with -inf; a maximum
      * is exact, so the order of the postings does not change it) */
     n_post = 0;
@@ -132,15 +139,13 @@ int token_query(const TokJob *j, const TokScratch *s, ptrdiff_t i) {
     ptrdiff_t c = j->counts[i], w = j->width;
     const int64_t *ord = j->ordinals + i * w;
     const int32_t *q = j->qids + j->qoff[i];
-    size_t t = (size_t)(j->qoff[i + 1] - j->qoff[i]), postings = 0;
+    size_t t = (size_t)(j->qoff[i + 1] - j->qoff[i]);
     double *token = j->out_token + i * w;
     for (ptrdiff_t m = 0; m < w; m++) token[m] = 0.0;
-    for (ptrdiff_t m = 0; m < c; m++) {
-        int64_t lo = j->offsets[ord[m]], hi = j->offsets[ord[m] + 1];
-        for (int64_t p = lo; p < hi; p += 16) __builtin_prefetch(j->ids + p); /* for pass one */
-        postings += (size_t)(hi - lo);
-    }
-    if (t > 0 && postings > 0 && maxsim(j, s, ord, c, q, t, postings, token) < 0) return -1;
+    for (ptrdiff_t m = 0; m < c; m++) /* the rows of pass one */
+        for (int64_t p = j->offsets[ord[m]]; p < j->offsets[ord[m] + 1]; p += 16)
+            __builtin_prefetch(j->ids + p);
+    if (t > 0 && maxsim(j, s, ord, c, q, t, token) < 0) return -1;
     const float *fused = j->fused + i * w;
     int64_t *order = j->out_order + i * w;
     float *out = j->out_fused + i * w;
@@ -151,11 +156,8 @@ int token_query(const TokJob *j, const TokScratch *s, ptrdiff_t i) {
     for (ptrdiff_t m = 0; m < c; m++) fm[m] = (double)fused[m];
     minmax(fm, c, fm);
     minmax(token, c, tm);
-    for (ptrdiff_t m = 0; m < c; m++) {
-        rank[m].score = fm[m] + j->token_weight * tm[m];
-        rank[m].ordinal = ord[m], rank[m].at = m;
-    }
-    qsort(rank, (size_t)c, sizeof(Rank), rank_cmp);
+    for (ptrdiff_t m = 0; m < c; m++) rank[m] = (Rank){fm[m] + j->token_weight * tm[m], ord[m], m};
+    rank_sort(rank, c);
     for (ptrdiff_t m = 0; m < c; m++) order[m] = rank[m].at, out[m] = (float)rank[m].score;
     return 0;
 }

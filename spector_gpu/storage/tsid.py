@@ -45,16 +45,16 @@ def encode_tsid(value: int) -> str:
     return "".join(reversed(chars))
 
 
-_ALPHABET_BYTES = np.frombuffer(_ALPHABET.encode("ascii"), dtype=np.uint8)
+_ALPHABET_CODES = np.array([ord(c) for c in _ALPHABET], dtype="<u4")  # UCS-4, as <U stores
+_SHIFTS = np.arange(60, -1, -5, dtype=np.uint64)  # 13 digits, most significant first
 
 
 def encode_tsids(values: np.ndarray) -> np.ndarray:
     """Vectorised :func:`encode_tsid`: ``int64``/``uint64 (n,)`` → ``<U13 (n,)``."""
     v = np.asarray(values).astype(np.uint64)
-    shifts = np.arange(60, -1, -5, dtype=np.uint64)  # 13 digits, most significant first
-    digits = (v[:, None] >> shifts[None, :]) & np.uint64(31)
-    chars = _ALPHABET_BYTES[digits.astype(np.intp)]
-    return chars.view("S13").reshape(-1).astype("<U13")
+    digits = (v[:, None] >> _SHIFTS[None, :]) & np.uint64(31)
+    chars = _ALPHABET_CODES[digits.astype(np.intp)]  # (n, 13) code points, C order
+    return chars.view("<U13").reshape(-1)
 
 
 def decode_tsid(text: str) -> int:

@@ -104,6 +104,24 @@ def test_kernel_equals_the_numpy_twin(seed: int, width: int, n_q: int) -> None:
         assert fused[i, c:].tolist() == scored.fused[i, c:].tolist()
 
 
+@pytest.mark.parametrize("width", [127, 128, 129, 300])
+def test_lists_either_side_of_the_insertion_sort_equal_the_twin(width: int) -> None:
+    """Up to 128 members the kernel orders by insertion, past it by qsort: the same order."""
+    rng = np.random.default_rng(width)
+    rows = _rows(rng, 400)
+    scored = _scored(rng, 400, 3, width)
+    queries = _queries(rng, 3)
+    order, fused, token = _native_rescore(scored, queries, rows, token_vocab(), 1.0)
+    w_order, w_fused, w_token = _numpy_rescore(scored, queries, rows, token_vocab(), 1.0)
+    assert scored.counts[0] == width
+    np.testing.assert_allclose(token, w_token, rtol=1e-6, atol=1e-7)
+    for i, c in enumerate(scored.counts.tolist()):
+        mixed = w_fused[i, :c].astype(np.float64)
+        if c < 2 or np.min(np.abs(np.diff(mixed))[np.diff(mixed) != 0], initial=1.0) > 1e-5:
+            assert order[i].tolist() == w_order[i].tolist(), i
+        np.testing.assert_allclose(fused[i, :c], w_fused[i, :c], rtol=1e-5, atol=1e-6)
+
+
 def test_members_with_the_same_tokens_tie_to_the_lower_ordinal() -> None:
     rng = np.random.default_rng(3)
     rows = _rows(rng, 10)

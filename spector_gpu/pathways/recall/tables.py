@@ -328,14 +328,18 @@ class CueTable:
         if table is None:
             return None
         vocab = len(self._vocab)  # column `vocab` stands for "no cue" and is never set
-        asked = np.zeros((len(tokens), vocab + 1), dtype=bool)
-        named = False
+        get = self._vocab.get
+        rows, cols = [], []  # each (query, cue) named, set in one assignment
         for i, q in enumerate(tokens):
-            cues = [self._vocab[t] for t in q if t in self._vocab]
-            asked[i, cues] = True
-            named = named or bool(cues)
-        if not named:
+            for t in q:
+                c = get(t)
+                if c is not None:
+                    rows.append(i)
+                    cols.append(c)
+        if not cols:
             return None
+        asked = np.zeros((len(tokens), vocab + 1), dtype=bool)
+        asked[rows, cols] = True
         mask = torch.from_numpy(asked)
         if self.mirror:
             mask = mask.to(self.device)

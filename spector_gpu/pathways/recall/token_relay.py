@@ -43,8 +43,12 @@ __all__ = ["maxsim", "query_tokens", "rescore"]
 
 
 def query_tokens(queries: Sequence[str], vocab: TokenVocab) -> tuple[np.ndarray, ...]:
-    """Each query's distinct meaningful token ids (int32 ascending)."""
-    return tuple(vocab.ids(q) for q in queries)
+    """Each query's distinct meaningful token ids (int32 ascending): :meth:`TokenVocab.rows`
+    of the batch, cut per query."""
+    if len(queries) <= 1:
+        return tuple(vocab.ids(q) for q in queries)
+    lengths, ids = vocab.rows(queries)
+    return tuple(np.split(ids, np.cumsum(lengths[:-1])))
 
 
 def maxsim(
