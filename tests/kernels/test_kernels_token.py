@@ -1,6 +1,7 @@
 """The token relay's compiled kernel (``token_rescore`` in kernels/csrc/token.c) against its numpy
-twin (:func:`spector_gpu.pathways.recall.token_relay.maxsim` per query), on both builds of
-its cosines (AVX2 and portable: the same bits), and its refusal of out-of-range input."""
+twin (:func:`spector_gpu.pathways.recall.token_relay.maxsim` per query), and its refusal of
+out-of-range input. Its cosines are integer dots, the same bits in any build; on an AVX2 host
+GCC's AVX2 clone runs (the ``default`` clone is picked only where AVX2 is missing)."""
 
 from __future__ import annotations
 
