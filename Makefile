@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 # PYTEST_WORKERS=0 runs the suite serially in one process.
 PYTEST_WORKERS ?= 2
 
-.PHONY: demo test setup lint imports typecheck wheel-check bench bench-tests reliability-report gpu-check clean
+.PHONY: demo test setup lint imports typecheck wheel-check portable-check bench bench-tests reliability-report gpu-check clean
 
 # The demo needs only the package and matplotlib (its plots); the test toolchain (mypy, ruff,
 # ray, triton, notebooks, ...) is installed on top of that by `make test` / `make setup`.
@@ -53,6 +53,10 @@ lint: $(STAMP)
 wheel-check: $(STAMP)
 	PYTHON=$(PYTHON) BUILD_PY=$(PY) TORCH_SPEC="$(TORCH_SPEC)" bash tools/wheel_check.sh
 
+# the kernels' portable build (no AVX2 clones), as a host without AVX2 runs them, tested
+portable-check: $(STAMP)
+	BUILD_PY=$(PY) bash tools/portable_check.sh
+
 # the layer table of docs/architecture.md, as import-linter contracts in pyproject.toml
 imports: $(STAMP)
 	$(VENV)/bin/lint-imports
@@ -60,6 +64,7 @@ imports: $(STAMP)
 test: $(STAMP) lint imports
 	$(PY) -m mypy
 	$(MAKE) --no-print-directory wheel-check
+	$(MAKE) --no-print-directory portable-check
 	$(PY) -m pytest -m "not heavy" -n $(PYTEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 
 bench-tests: $(STAMP)

@@ -17,8 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* x86-64 GCC builds vectorised loops twice: AVX2 and baseline (picked at import). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+/* x86-64 GCC builds vectorised loops twice: AVX2 and baseline (picked at import); CI builds
+ * the baseline alone too (-DSPECTOR_PORTABLE, tools/portable_check.sh) and tests it. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(SPECTOR_PORTABLE)
 #define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define VECTOR_CLONES
