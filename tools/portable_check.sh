@@ -13,16 +13,29 @@ trap 'rm -rf "$work"' EXIT
 
 # the checkout's files as they are now (tracked or new, not ignored; a deleted one skipped)
 (cd "$repo" && git ls-files -z --cached --others --exclude-standard -- spector_gpu kernels tests \
-  pyproject.toml setup.py | while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
+  pyproject.toml setup.py MANIFEST.in README.md | while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
   xargs -0 cp --parents -t "$work")
-ln -s ../kernels "$work/spector_gpu/kernels"  # as the editable install maps it
-echo "portable-check: building the kernels with -DSPECTOR_PORTABLE (no AVX2 clones)"
-(cd "$work" && CFLAGS="-DSPECTOR_PORTABLE" "$BUILD_PY" -c "import setuptools; setuptools.setup()" \
-  build_ext --inplace >"$work/build.log" 2>&1) || { tail -40 "$work/build.log"; exit 1; }
-if objdump -d "$work"/kernels/_*.so | grep -q '\.avx2>:'; then
-  echo "portable-check: the build still holds AVX2 clones" >&2
+echo "portable-check: building a wheel of the copy with -DSPECTOR_PORTABLE (no AVX2 clones)"
+# (as users build: an isolated build environment with its Cython; its kernels into the copy)
+CFLAGS="-DSPECTOR_PORTABLE" "$BUILD_PY" -m build --wheel --outdir "$work/dist" "$work" \
+  >"$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }
+"$BUILD_PY" - "$work" <<'PY'
+import pathlib, sys, zipfile
+work = pathlib.Path(sys.argv[1])
+wheel = zipfile.ZipFile(next((work / "dist").glob("*.whl")))
+built = [n for n in wheel.namelist() if n.startswith("spector_gpu/kernels/_") and n.endswith(".so")]
+if len(built) < 4:
+    sys.exit(f"portable-check: the wheel holds {len(built)} compiled kernel modules: {built}")
+for name in built:
+    (work / "kernels" / pathlib.Path(name).name).write_bytes(wheel.read(name))
+print("portable-check:", len(built), "kernel modules built")
+PY
+clones=$(objdump -d "$work"/kernels/_*.so | grep -c '\.avx2>:' || true)  # (-c reads it all)
+if [ "$clones" != 0 ]; then
+  echo "portable-check: the build still holds $clones AVX2 clones" >&2
   exit 1
 fi
+ln -s ../kernels "$work/spector_gpu/kernels"  # as the editable install maps it
 cd "$work"  # the copy's spector_gpu (and its kernels) first on the path
 PYTHONPATH="$work" "$BUILD_PY" - <<'PY'
 import pathlib, spector_gpu.kernels._lexical as lexical
