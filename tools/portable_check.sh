@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Every shipped path runs in CI: the compiled kernels' vectorised loops are built twice by GCC
 # (`VECTOR_CLONES` in kernels/csrc/select.h: an AVX2 clone and a `default` one, picked at
-# import), and an AVX2 host only ever runs the first. This builds the kernels of a copy of the
+# import), and an AVX2 host only ever runs the first. This builds a wheel of a copy of the
 # checkout with -DSPECTOR_PORTABLE (no clones: the plain x86-64 code the `default` clone is)
-# and runs the kernel tests against that build. Called by `make test` (so CI).
+# and runs the kernel tests against its kernels. Called by `make test` (so CI).
 set -euo pipefail
 BUILD_PY=${BUILD_PY:-.venv/bin/python}
 case $BUILD_PY in /*) ;; *) BUILD_PY="$PWD/$BUILD_PY" ;; esac  # (used after a cd)
