@@ -13,7 +13,8 @@ trap 'rm -rf "$work"' EXIT
 
 # the checkout's files as they are now (tracked or new, not ignored; a deleted one skipped)
 (cd "$repo" && git ls-files -z --cached --others --exclude-standard -- spector_gpu kernels tests \
-  pyproject.toml setup.py MANIFEST.in README.md | while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
+  pyproject.toml setup.py MANIFEST.in README.md |
+  while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
   xargs -0 cp --parents -t "$work")
 echo "portable-check: building a wheel of the copy with -DSPECTOR_PORTABLE (no AVX2 clones)"
 # (as users build: an isolated build environment with its Cython; its kernels into the copy)

@@ -44,8 +44,8 @@ static int rank_cmp(const void *pa, const void *pb) {
  * by insertion up to 128 members (the default token depth is 100, and the fused order is
  * close to the mixed one: a third of qsort's time), by qsort past it */
 static void rank_sort(Rank *rank, ptrdiff_t c) {
-    if (c > 128) qsort(rank, (size_t)c, sizeof(Rank), rank_cmp);
-    for (ptrdiff_t m = 1, k; m < c && c <= 128; m++) {
+    if (c > 128) { qsort(rank, (size_t)c, sizeof(Rank), rank_cmp); return; }
+    for (ptrdiff_t m = 1, k; m < c; m++) {
         Rank x = rank[m];
         for (k = m; k > 0 && rank_cmp(&x, &rank[k - 1]) < 0; k--) rank[k] = rank[k - 1];
         rank[k] = x;

@@ -45,7 +45,7 @@ __all__ = ["maxsim", "query_tokens", "rescore"]
 def query_tokens(queries: Sequence[str], vocab: TokenVocab) -> tuple[np.ndarray, ...]:
     """Each query's distinct meaningful token ids (int32 ascending): :meth:`TokenVocab.rows`
     of the batch, cut per query."""
-    if len(queries) <= 1:
+    if len(queries) <= 1:  # (one query: ids' set beats the batch sort; none: no split)
         return tuple(vocab.ids(q) for q in queries)
     lengths, ids = vocab.rows(queries)
     return tuple(np.split(ids, np.cumsum(lengths[:-1])))
