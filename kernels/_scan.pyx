@@ -11,6 +11,7 @@ import numpy as np
 from .flags import byte_flags
 
 from libc.stdint cimport int8_t, int64_t, uint8_t
+from libc.string cimport memcpy
 
 cdef extern from "csrc/scan.c" nogil:
     ctypedef struct TopkState:
@@ -21,7 +22,7 @@ cdef extern from "csrc/scan.c" nogil:
     int c_int8_topk "int8_topk"(
         const int8_t *codes, const float *scales, Py_ssize_t n_rows, Py_ssize_t dim,
         Py_ssize_t stride, const int8_t *q, Py_ssize_t m, const uint8_t *allowed, Py_ssize_t k,
-        float *keys, int64_t *slots, float *all)
+        int64_t *next, float *keys, int64_t *slots, float *all)
     void c_int8_score_rows "int8_score_rows"(
         const int8_t *codes, const float *scales, Py_ssize_t dim, Py_ssize_t stride,
         const int8_t *q, Py_ssize_t m, const int64_t *rows, Py_ssize_t c, float *out)
@@ -29,9 +30,65 @@ cdef extern from "csrc/scan.c" nogil:
         TopkState *st, const void *dots, int f32, const float *scales, Py_ssize_t t,
         Py_ssize_t first, const int64_t *slotmap, const uint8_t *gate)
     void c_topk_finish "topk_finish"(TopkState *st, float *keys, int64_t *slots)
+    int64_t claim_row(int64_t *n)
     void c_rows_topk "rows_topk"(
         const void *x, int f32, Py_ssize_t n, Py_ssize_t width, double bound, int strict,
         Py_ssize_t k, double *keys, int64_t *slots, int64_t *count)
+
+
+cdef extern from "<pthread.h>" nogil:
+    ctypedef int pthread_t  # (opaque: only its address and value are passed on)
+    int pthread_create(pthread_t *thread, const void *attr, void *(*run)(void *) noexcept nogil,
+                       void *arg)
+    int pthread_join(pthread_t thread, void **value)
+
+
+cdef struct ScanJob:
+    # int8_topk of m queries, one at a time; each query's blocks of rows are claimed from
+    # next[i] by the caller (side 0) and the thread (side 1), each keeping its own top-k
+    const int8_t *codes
+    const float *scales
+    Py_ssize_t n_rows, dim, stride, m, k
+    const int8_t *q
+    const uint8_t *allowed
+    float *all
+    int64_t *next
+    float *keys[2]
+    int64_t *slots[2]
+    int rc[2]
+    int64_t claim  # 0 until the thread (to run) or the caller (to withdraw it) claims it
+
+
+cdef void _scan_side(ScanJob *j, int side) noexcept nogil:
+    """Side ``side``'s share of each query's blocks into its own top-k."""
+    cdef Py_ssize_t i
+    for i in range(j.m):
+        if j.rc[side] == 0:
+            j.rc[side] = c_int8_topk(
+                j.codes, j.scales, j.n_rows, j.dim, j.stride, j.q + i * j.dim, 1, j.allowed, j.k,
+                &j.next[i], j.keys[side] + i * j.k, j.slots[side] + i * j.k,
+                j.all + i * j.n_rows if j.all != NULL else NULL)
+
+
+cdef void *_job_thread(void *arg) noexcept nogil:
+    cdef ScanJob *j = <ScanJob *>arg
+    if claim_row(&j.claim) == 0:
+        _scan_side(j, 1)
+    return NULL
+
+
+cdef void _merge(const float *ka, const int64_t *sa, const float *kb, const int64_t *sb,
+                 Py_ssize_t k, float *keys, int64_t *slots) noexcept nogil:
+    """The k best of two disjoint top-k lists (key descending, then slot ascending; padding
+    ``(-inf, -1)`` last): after t picks a + b == t < k, so neither index runs past its list."""
+    cdef Py_ssize_t a = 0, b = 0, t
+    for t in range(k):
+        if sb[b] < 0 or (sa[a] >= 0 and (ka[a] > kb[b] or (ka[a] == kb[b] and sa[a] < sb[b]))):
+            keys[t], slots[t] = ka[a], sa[a]
+            a += 1
+        else:
+            keys[t], slots[t] = kb[b], sb[b]
+            b += 1
 
 
 cdef object _queries(object q, Py_ssize_t dim, str fn):
@@ -86,7 +143,7 @@ def int8_topk(
     cdef int rc
     with nogil:
         rc = c_int8_topk(&codes[0, 0] if n_rows else NULL, &scales[0] if n_rows else NULL,
-                         n_rows, dim, stride, &qv[0, 0], m, ap, k, &out_keys[0, 0],
+                         n_rows, dim, stride, &qv[0, 0], m, ap, k, NULL, &out_keys[0, 0],
                          &out_slots[0, 0], allp)
     if rc < 0:
         raise MemoryError("int8_topk: out of memory")
@@ -232,3 +289,117 @@ def rows_topk(
     with nogil:
         c_rows_topk(xp, f32, n, width, bound, strict, k, &out_keys[0, 0], &out_slots[0, 0],
                     &out_count[0])
+
+
+cdef class ScanAhead:
+    """:func:`int8_topk` of each query, started now on a native thread of its own (no GIL, no
+    pool) while the caller goes on. :meth:`wait` takes it: the caller joins in, each query's
+    blocks of 4,096 rows going to whichever of the two claims them first (each keeps its own
+    top-k; the two are merged, exact by the total order), and it runs them all if the thread
+    has not started yet (a busy machine). ``thread=False`` (or a thread that cannot be created)
+    leaves every block to :meth:`wait`. The arrays are held until the job has ended; dropping
+    it without :meth:`wait` settles it (:meth:`settle`)."""
+
+    cdef ScanJob job
+    cdef pthread_t thread
+    cdef bint started, joined, claimed, ran, done
+    cdef object held
+
+    def __cinit__(self, const int8_t[:, ::1] codes not None, Py_ssize_t n_rows, Py_ssize_t dim,
+                  Py_ssize_t stride, const float[::1] scales not None, q, allowed,
+                  float[:, ::1] out_keys not None, int64_t[:, ::1] out_slots not None,
+                  float[:, ::1] out_all=None, bint thread=True):
+        _check_codes(codes, scales, n_rows, dim, stride, "ScanAhead")
+        cdef const int8_t[:, ::1] qv = _queries(q, dim, "ScanAhead")
+        cdef const uint8_t[::1] av = byte_flags(allowed, "allowed", n=n_rows)
+        cdef Py_ssize_t m = qv.shape[0], k = out_keys.shape[1]
+        if out_keys.shape[0] != m or k < 1:
+            raise ValueError("ScanAhead: out_keys must be (m, k) float32, k >= 1")
+        if out_slots.shape[0] != m or out_slots.shape[1] != k:
+            raise ValueError("ScanAhead: out_slots must be (m, k) int64 like out_keys")
+        if out_all is not None and (out_all.shape[0] != m or out_all.shape[1] != n_rows):
+            raise ValueError("ScanAhead: out_all must be (m, n_rows) float32")
+        # the thread's side and the counters live here; the caller's side in the outputs
+        side = (np.zeros(m, np.int64), np.empty((m, k), np.float32), np.empty((m, k), np.int64))
+        cdef int64_t[::1] nv = side[0]
+        cdef float[:, ::1] tk = side[1]
+        cdef int64_t[:, ::1] ts = side[2]
+        self.held = (codes, scales, qv, av, out_keys, out_slots, out_all, side)
+        self.job.codes = &codes[0, 0] if n_rows else NULL
+        self.job.scales = &scales[0] if n_rows else NULL
+        self.job.n_rows, self.job.dim, self.job.stride = n_rows, dim, stride
+        self.job.m, self.job.k, self.job.q = m, k, &qv[0, 0]
+        self.job.allowed = &av[0] if av is not None and n_rows else NULL
+        self.job.all = &out_all[0, 0] if out_all is not None and n_rows else NULL
+        self.job.next = &nv[0]
+        self.job.keys[0], self.job.slots[0] = &out_keys[0, 0], &out_slots[0, 0]
+        self.job.keys[1], self.job.slots[1] = &tk[0, 0], &ts[0, 0]
+        self.job.rc[0], self.job.rc[1], self.job.claim = 0, 0, 0
+        if thread:
+            with nogil:
+                self.started = pthread_create(&self.thread, NULL, _job_thread, &self.job) == 0
+
+    @property
+    def threaded(self) -> bool:
+        """Whether a thread was started for the job."""
+        return self.started
+
+    @property
+    def thread_ran(self) -> bool:
+        """Whether the thread took part (known after :meth:`wait`)."""
+        return self.ran
+
+    @property
+    def thread_started(self) -> bool:
+        """Whether the thread has claimed the job by now (before the caller claims it)."""
+        return self.started and not self.claimed and self.job.claim != 0
+
+    @property
+    def thread_slots(self) -> np.ndarray:
+        """A copy of the slots the thread found, int64 (m, k) (its own top-k before the
+        merge; -1 padding): which rows it scanned, for tests and diagnostics."""
+        return np.array(self.held[7][2]) if self.ran else np.full((self.job.m, self.job.k), -1)
+
+    def wait(self) -> None:
+        """Scan the blocks left, wait for the thread, merge: the outputs are then written (a
+        second call does nothing). ``MemoryError`` if a scan ran out of memory."""
+        cdef ScanJob *j = &self.job
+        cdef Py_ssize_t i
+        cdef float[::1] mk = np.empty(j.k, np.float32)
+        cdef int64_t[::1] ms = np.empty(j.k, np.int64)
+        if not self.done:
+            with nogil:
+                self._claim()
+                _scan_side(j, 0)
+                self._join()
+                for i in range(j.m if self.ran and j.rc[0] == 0 and j.rc[1] == 0 else 0):
+                    memcpy(&mk[0], j.keys[0] + i * j.k, j.k * sizeof(float))
+                    memcpy(&ms[0], j.slots[0] + i * j.k, j.k * sizeof(int64_t))
+                    _merge(&mk[0], &ms[0], j.keys[1] + i * j.k, j.slots[1] + i * j.k, j.k,
+                           j.keys[0] + i * j.k, j.slots[0] + i * j.k)
+            self.done = True
+        if j.rc[0] < 0 or j.rc[1] < 0:
+            raise MemoryError("ScanAhead: out of memory")
+
+    def settle(self) -> None:
+        """Withdraw the job if the thread has not started it, else wait for the thread's
+        blocks (their outputs then unused): afterwards nothing reads or writes the arrays."""
+        with nogil:
+            self._claim()
+            self._join()
+
+    cdef void _claim(self) noexcept nogil:
+        """The caller's claim (once): the thread ran if it claimed the job first."""
+        if not self.claimed:
+            self.claimed = True
+            self.ran = claim_row(&self.job.claim) != 0 and self.started
+
+    cdef void _join(self) noexcept nogil:
+        if self.started and not self.joined:
+            pthread_join(self.thread, NULL)
+            self.joined = True
+
+    def __dealloc__(self):
+        with nogil:
+            self._claim()
+            self._join()

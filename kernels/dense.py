@@ -18,7 +18,8 @@ than ``k`` results come back only when fewer than ``k`` rows are allowed. Paddin
 ``(-inf, -1)``.
 
 **Kernels.** :class:`DenseIndex` picks a path, each in its module: the CPU (:mod:`.dense_cpu`:
-a native scan for fewer than 8 queries, else GEMM tiles on one torch thread — int8 on CPUs with
+a native scan for fewer than 8 queries, which :meth:`~DenseIndex.topk_ahead` starts on a
+thread of its own (:mod:`.ahead`), else GEMM tiles on one torch thread — int8 on CPUs with
 INT8 matrix units, else exact float32, by a rule — in query chunks shared with the helper
 threads, :func:`.sharing.shared_queries`), CUDA (:mod:`.dense_cuda`: block-max loop, Triton
 glue, :mod:`.fused`; the CPU runs it under an emulated CUDA layout in the tests), FAISS
@@ -40,7 +41,8 @@ from spector_gpu.device import DeviceLike, resolve_device
 from spector_gpu.errors import ValidationError
 
 from . import dense_cpu, dense_cuda, fused
-from .dense_cpu import check_cpu_options, scan_topk, score_rows, scratch_buffers, topk_tiles
+from .ahead import Pending, scan_ahead
+from .dense_cpu import check_cpu_options, score_rows, scratch_buffers, topk_tiles
 from .dense_faiss import FaissRows
 from .dense_ivf import FirstPass
 from .dense_reference import score_slots_reference, search_reference
@@ -48,6 +50,7 @@ from .native import native
 from .quant import (
     DenseQueries,
     check_codes,
+    check_gate,
     check_matrix,
     quantize_int8,
     quantize_rows_torch,
@@ -222,29 +225,55 @@ class DenseIndex:
             ``(scores, slots)``: float32 (n, k) descending and int64 (n, k); ties to the lower
             slot; ``(-inf, -1)`` padding when fewer than k rows are allowed.
         """
+        return self.topk_ahead(dq, k, allowed=allowed, thread=False).result()
+
+    def topk_ahead(
+        self, dq: DenseQueries, k: int, *, allowed: np.ndarray | None = None, thread: bool = True
+    ) -> Pending[tuple[torch.Tensor, torch.Tensor]]:
+        """:meth:`topk`, taken later: where the batch takes the native scan on the CPU (fewer
+        than 8 queries), the scans start now on a thread of their own when ``thread``
+        (:func:`.ahead.scan_ahead`: no GIL while the caller goes on); otherwise computed now.
+        Arguments are checked now. A caller that leaves without the result settles it."""
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
             raise ValidationError(f"k must be a positive int, got {k!r}")
         k = int(k)
-        gate = self._check_allowed(allowed)
+        gate = check_gate(allowed, self._n)
         n = len(dq)
         self._scanned = None
         if n == 0 or self._n == 0 or (gate is not None and not gate.any()):
-            return (
-                torch.full((n, k), _NEG_INF, dtype=torch.float32, device=self._device),
-                torch.full((n, k), -1, dtype=torch.int64, device=self._device),
-            )
+            none = torch.full((n, k), -1, dtype=torch.int64, device=self._device)
+            return Pending.done((none.to(torch.float32).fill_(_NEG_INF), none))
         if self._backend == "faiss":
             f_scores, f_slots = self._faiss.search(dq.x, k, gate)
-            return torch.from_numpy(f_scores), torch.from_numpy(f_slots)
-        if self._device.type == "cuda" and n >= _DEVICE_QUANTISE_MIN:
-            # large batches: quantise on the device (the bit-identical twin), saving an int8
-            # upload; a few queries are cheaper on the host (no extra sync). check_matrix
-            # already refused non-finite rows: no second check on the device.
-            xq_t, _ = quantize_rows_torch(torch.from_numpy(dq.x).to(self._device))
-            keys, slots = self._topk_keys(xq_t, k, gate)
+            return Pending.done((torch.from_numpy(f_scores), torch.from_numpy(f_slots)))
+        fp = self.first_pass
+        if self._cuda:  # the index keeps whether the fused kernels still serve it
+            xq: np.ndarray | Tensor = dq.xq
+            if self._device.type == "cuda" and n >= _DEVICE_QUANTISE_MIN:
+                # large batches: quantise on the device (the bit-identical twin), saving an
+                # int8 upload; a few queries are cheaper on the host (no extra sync).
+                # check_matrix already refused non-finite rows: no second check there.
+                xq = quantize_rows_torch(torch.from_numpy(dq.x).to(self._device))[0]
+            keys, slots, self._fused = dense_cuda.topk_blockmax(self, xq, k, gate, self._fused)
+        elif fp is not None and fp.applies(self._n):
+            keys, slots = fp.topk(self._codes, self._scales, self._n, self._dim, dq.xq, k, gate)
+        elif self._native and n <= NATIVE_SCAN_MAX:
+            scan = scan_ahead(
+                self._codes, self._scales, self._n, self._dim, dq.xq, k, gate, thread=thread
+            )
+
+            def taken(out: tuple[Tensor, Tensor, Tensor]) -> tuple[Tensor, Tensor]:
+                self._scanned = (dq.xq, out[2])  # every row's key, for score() of the pool
+                return self._scores(dq, out[0]), out[1]
+
+            return scan.then(taken)
         else:
-            keys, slots = self._topk_keys(dq.xq, k, gate)
-        return torch.where(keys == _NEG_INF, keys, keys * dq.qs_t[:, None]), slots
+            keys, slots = shared_queries(dq.xq, k, lambda part: self._tiles(part, k, gate))
+        return Pending.done((self._scores(dq, keys), slots))
+
+    def _scores(self, dq: DenseQueries, keys: Tensor) -> Tensor:
+        """Scores ``key * qs`` of keys (n, c) (``-inf`` stays)."""
+        return torch.where(keys == _NEG_INF, keys, keys * dq.qs_t[:, None])
 
     def score(self, dq: DenseQueries, slots: torch.Tensor) -> torch.Tensor:
         """Exact scores of given candidate slots, as a tensor on the index's device.
@@ -262,11 +291,10 @@ class DenseIndex:
         if scanned is not None and scanned[0] is dq.xq and slots.shape[0] == len(dq):
             # the last native scan kept every row's key for these very queries
             keys = torch.gather(scanned[1], 1, slots.clamp(min=0))
-            keys = torch.where(slots < 0, _NEG_INF, keys)
-            return torch.where(keys == _NEG_INF, keys, keys * dq.qs_t[:, None])
+            return self._scores(dq, torch.where(slots < 0, _NEG_INF, keys))
         if self._device.type == "cpu" and self._native and not self._cuda:
             keys = score_rows(self._codes, self._scales, self._n, self._dim, dq.xq, slots.numpy())
-            return torch.where(keys == _NEG_INF, keys, keys * dq.qs_t[:, None])
+            return self._scores(dq, keys)
         return dense_cuda.score_gathered(
             self._codes, self._scales, self._dim, self._dpad, dq.xq, dq.qs_t, slots
         )
@@ -326,16 +354,6 @@ class DenseIndex:
         return self.score(dq, slots_t).cpu().numpy()
 
     # ------------------------------------------------------------------ torch internals
-    def _check_allowed(self, allowed: npt.ArrayLike | None) -> np.ndarray | None:
-        if allowed is None:
-            return None
-        gate = np.asarray(allowed)
-        if gate.dtype != np.bool_ or gate.shape != (self._n,):
-            raise ValidationError(
-                f"allowed must be bool ({self._n},); got {gate.dtype} {gate.shape}"
-            )
-        return None if gate.all() else gate
-
     def _queries_t(self, xq: np.ndarray) -> torch.Tensor:
         n = xq.shape[0]
         if not self._cuda:
@@ -352,26 +370,6 @@ class DenseIndex:
             rows = (_CUDA_BLOCK if self._cuda else _CPU_BLOCK) // max(n, 1)
             rows = min(max(rows, 1024), 1 << 20)
         return max(32, -(-rows // 32) * 32)
-
-    def _topk_keys(
-        self, xq: np.ndarray | torch.Tensor, k: int, gate: np.ndarray | None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """float32 (n, k) keys and int64 (n, k) slots; ``xq`` int8 (n, d), numpy or device."""
-        if self._cuda:  # the index keeps whether the fused kernels still serve it
-            keys, slots, self._fused = dense_cuda.topk_blockmax(self, xq, k, gate, self._fused)
-            return keys, slots
-        if isinstance(xq, torch.Tensor):
-            xq = xq.cpu().numpy()
-        fp = self.first_pass
-        if fp is not None and fp.applies(self._n):
-            return fp.topk(self._codes, self._scales, self._n, self._dim, xq, k, gate)
-        if self._native and xq.shape[0] <= NATIVE_SCAN_MAX:
-            keys, slots, every = scan_topk(
-                self._codes, self._scales, self._n, self._dim, xq, k, gate
-            )
-            self._scanned = (xq, every)
-            return keys, slots
-        return shared_queries(xq, k, lambda part: self._tiles(part, k, gate))
 
     def _tiles(self, xq: np.ndarray, k: int, gate: np.ndarray | None) -> tuple[Tensor, Tensor]:
         """The GEMM tile loop over every row for queries ``xq`` int8 (n, d)."""

@@ -8,9 +8,9 @@ docs/architecture.md ("a batch's dense GEMM"), the GEMM wins from 5 to 10 querie
 and 384, hence 8. One thread: beside busy processes torch's two-thread GEMM waited at its
 barriers (wall 5.3 against 0.37 ms per query), which made a batch no faster than a loop.
 
-**Native scan** (:func:`scan_topk`, a few queries): one pass over the rows on the calling
-thread (``native.int8_topk``, ``kernels/csrc/scan.c``: INT8 dot, row scale, gate, an exact
-top-k heap fused in).
+**Native scan** (:func:`.ahead.scan_ahead`, a few queries): one pass over the rows per query
+(``native.int8_topk``, ``kernels/csrc/scan.c``: INT8 dot, row scale, gate, an exact top-k heap
+fused in), on a thread of its own started while the caller goes on, or on the caller.
 
 **Tile loop** (:func:`topk_tiles`, batches): the corpus is scanned in tiles of rows; each
 tile's exact dots ``(T, d) @ (d, n)`` come from ``torch._int_mm`` on CPUs with INT8 matrix
@@ -44,7 +44,6 @@ __all__ = [
     "gemm_kind",
     "int8_units",
     "keys_all_cpu",
-    "scan_topk",
     "score_rows",
     "scratch_buffers",
     "tile_dots",
@@ -167,52 +166,6 @@ def tile_dots(
     return fbuf
 
 
-def scan_topk(
-    codes: torch.Tensor,
-    scales: torch.Tensor,
-    n_rows: int,
-    dim: int,
-    xq: np.ndarray,
-    k: int,
-    gate: np.ndarray | None,
-    *,
-    per_query: bool = True,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Native scan: float32 (n, k) keys and int64 (n, k) slots, ``(-inf, -1)`` padding,
-    and the key of every row, float32 (n, n_rows) (``-inf`` for gated rows): written as the
-    scan goes (a sequential 4 bytes per row beside the 384 it reads), it lets the pool be
-    scored by a gather instead of a second pass over the rows.
-
-    Args:
-        codes: int8 (capacity, stride) CPU corpus codes, the first ``n_rows`` live; scales:
-            float32 (capacity,); xq: int8 (n, dim) query codes; gate: bool (n_rows,) or None;
-        per_query: one pass per query (the faster loop over large corpora), else one pass
-            for all (fewer calls, for many queries over a small corpus).
-    """
-    n = xq.shape[0]
-    keys = np.empty((n, k), dtype=np.float32)
-    slots = np.empty((n, k), dtype=np.int64)
-    every = np.empty((n, n_rows), dtype=np.float32)  # every row written, gated ones -inf
-    xq = np.ascontiguousarray(xq)
-    # One query per pass: the single-query loop scores four rows at a time (0.65 ms per 100k x
-    # 128 rows here), a pass of two queries one row at a time (2.33 ms for the two).
-    step = 1 if per_query else max(n, 1)
-    for i in range(0, n, step):
-        native.int8_topk(
-            codes.numpy(),
-            n_rows,
-            dim,
-            codes.shape[1],
-            scales.numpy(),
-            xq[i : i + step],
-            gate,
-            keys[i : i + step],
-            slots[i : i + step],
-            every[i : i + step],
-        )
-    return torch.from_numpy(keys), torch.from_numpy(slots), torch.from_numpy(every)
-
-
 def keys_all_cpu(
     codes: torch.Tensor, scales: torch.Tensor, n_rows: int, xq: np.ndarray, *, native: bool
 ) -> torch.Tensor:
@@ -221,13 +174,26 @@ def keys_all_cpu(
     600 rows on a 2-core AVX2 host), else the GEMM of :func:`gemm_kind`."""
     dim = xq.shape[1]
     if native:
-        return scan_topk(codes, scales, n_rows, dim, xq, 1, None, per_query=False)[2]
+        return _every_key(codes, scales, n_rows, np.ascontiguousarray(xq))
     xt = torch.from_numpy(xq).t()
     if gemm_kind(dim) == "float32":
         dots = torch.mm(codes[:n_rows].float(), xt.float())
     else:
         dots = torch._int_mm(codes[:n_rows], xt.contiguous())
     return torch.mul(dots, scales[:n_rows, None]).t()
+
+
+def _every_key(
+    codes: torch.Tensor, scales: torch.Tensor, n_rows: int, xq: np.ndarray
+) -> torch.Tensor:
+    """The native scan's key of every row, all queries in one pass (its top-1 unused)."""
+    n, dim = xq.shape
+    every = np.empty((n, n_rows), dtype=np.float32)
+    top = np.empty((n, 1), dtype=np.float32), np.empty((n, 1), dtype=np.int64)
+    native.int8_topk(
+        codes.numpy(), n_rows, dim, codes.shape[1], scales.numpy(), xq, None, *top, every
+    )
+    return torch.from_numpy(every)
 
 
 def score_rows(

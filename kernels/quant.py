@@ -24,6 +24,7 @@ __all__ = [
     "INT8_MAX",
     "DenseQueries",
     "check_codes",
+    "check_gate",
     "check_matrix",
     "dequantize_int8",
     "dequantize_int8_torch",
@@ -78,6 +79,17 @@ def check_codes(
     if bad.any():
         raise ValidationError(f"scale row {int(np.flatnonzero(bad)[0])} is negative, NaN or inf")
     return codes, scales
+
+
+def check_gate(allowed: npt.ArrayLike | None, n: int) -> np.ndarray | None:
+    """The bool (n,) row gate ``allowed``, or None when it lets every row through (or is
+    None). Raises ``ValidationError`` for another dtype or shape."""
+    if allowed is None:
+        return None
+    gate = np.asarray(allowed)
+    if gate.dtype != np.bool_ or gate.shape != (n,):
+        raise ValidationError(f"allowed must be bool ({n},); got {gate.dtype} {gate.shape}")
+    return None if gate.all() else gate
 
 
 def quantize_int8(x: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:

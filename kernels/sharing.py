@@ -27,7 +27,6 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Generic, TypeVar
 
 import numpy as np
 import torch
@@ -35,7 +34,6 @@ import torch
 __all__ = [
     "MAX_CHUNKS",
     "SHARED_QUERIES",
-    "Ahead",
     "helpers",
     "helpers_for",
     "share",
@@ -51,7 +49,6 @@ is about a sixteenth of the work; each chunk costs a call (~10 us)."""
 SHARED_QUERIES = 16
 """The fewest queries of a dense tile chunk (:func:`shared_queries`)."""
 
-T = TypeVar("T")
 _HELPERS: contextvars.ContextVar[int] = contextvars.ContextVar("spector_helpers", default=0)
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
@@ -181,34 +178,6 @@ def share_rows(rows: int, min_rows: int, run: Callable[[np.ndarray], object]) ->
     for f in futures:  # one not started yet never will; one that started may hold a row
         if not f.cancel():
             f.result()
-
-
-class Ahead(Generic[T]):
-    """``fn()`` offered to a helper thread now, while the caller goes on with other work (a
-    stage that does not need its result yet). :meth:`result` returns its value: the helper's
-    when one started it (waiting for it to end), else ``fn()`` run by the caller then — it
-    never waits for a helper that has not started. Without helpers (:func:`helpers`) nothing
-    is offered. A caller that leaves without the result calls :meth:`settle`."""
-
-    def __init__(self, fn: Callable[[], T]) -> None:
-        self._fn = fn
-        self._future: Future[T] | None = _executor().submit(fn) if helpers() > 0 else None
-        self._value: tuple[T] | None = None
-
-    def result(self) -> T:
-        """``fn()``'s value (computed once); its exception, if it raised."""
-        if self._value is None:
-            f, self._future = self._future, None
-            self._value = (f.result() if f is not None and not f.cancel() else self._fn(),)
-        return self._value[0]
-
-    def settle(self) -> None:
-        """Withdraw the offer, or wait for a helper that started ``fn`` to end (its value and
-        errors dropped): ``fn`` may read what the caller is about to release."""
-        f, self._future = self._future, None
-        if f is not None and not f.cancel():
-            with contextlib.suppress(BaseException):
-                f.result()
 
 
 def shared_queries(

@@ -1,18 +1,14 @@
 /* The INT8 scan with exact top-k, and the top-k selections of the dense and lexical paths:
- * plain C over caller-owned arrays, no Python API (bound in kernels/_scan.pyx). A key is
- * float32(dot(q, c_r)) * s_r: an exact int32 dot, then one IEEE float32 multiply (built with
- * -ffp-contract=off), so keys equal the torch and numpy twins bit for bit. Order everywhere:
- * key descending, then slot ascending; padding (-inf, -1). An int result is 0, or -1 when out
- * of memory. */
+ * plain C over caller-owned arrays (bound in kernels/_scan.pyx). A key, float32(dot(q, c_r))
+ * times s_r, is an exact int32 dot, then one IEEE float32 multiply (-ffp-contract=off), so
+ * keys equal the torch and numpy twins bit for bit. Order: key descending, then slot ascending;
+ * padding (-inf, -1). An int result is 0, or -1 when out of memory. */
 #include "select.h"
 
 /* The tile loop's state for n queries: 2k candidates each (select.h's Cand), their count
  * (in [0, 2k)) and an exact threshold (-inf, then the k-th best key). */
-typedef struct {
-    void *buf; /* (n, 2k) Cand */
-    int64_t *size;
-    double *thr;
-    ptrdiff_t n, k;
+typedef struct { /* buf: (n, 2k) Cand */
+    void *buf; int64_t *size; double *thr; ptrdiff_t n, k;
 } TopkState;
 
 /* The queries are widened to int16 once, so each step widens 16 row codes and multiply-adds
@@ -55,10 +51,12 @@ static inline void scan_offer(float key, ptrdiff_t j, ptrdiff_t k, int64_t r, fl
 
 /* Top-k (keys, slots (m, k)) of m queries q (m, dim) over n_rows rows `stride` bytes apart,
  * rows with allowed[r] == 0 left out (allowed may be NULL); all (m, n_rows), unless NULL, gets
- * every row's key (-inf where not allowed). */
+ * every row's key (-inf where not allowed). One query (m == 1) with `next` scans only the
+ * blocks of CLAIM_ROWS rows it claims from that counter (shared with other threads). */
+#define CLAIM_ROWS 4096
 int int8_topk(const int8_t *codes, const float *scales, ptrdiff_t n_rows, ptrdiff_t dim,
               ptrdiff_t stride, const int8_t *q, ptrdiff_t m, const uint8_t *allowed, ptrdiff_t k,
-              float *keys, int64_t *slots, float *all) {
+              int64_t *next, float *keys, int64_t *slots, float *all) {
     double *hk = malloc(sizeof(double) * m * k);
     int64_t *hs = malloc(sizeof(int64_t) * m * k);
     ptrdiff_t *size = calloc(m, sizeof(ptrdiff_t));
@@ -69,17 +67,22 @@ int int8_topk(const int8_t *codes, const float *scales, ptrdiff_t n_rows, ptrdif
     if (!hk || !hs || !size || !dotv || !thr || !q16) goto done;
     for (ptrdiff_t i = 0; i < m * dim; i++) q16[i] = q[i];
     for (ptrdiff_t j = 0; j < m; j++) thr[j] = -INFINITY;
-    ptrdiff_t r = 0;
-    for (; m == 1 && r + ROWS_BLOCK <= n_rows; r += ROWS_BLOCK) {
-        dots_rows(codes + r * stride, stride, q16, dim, dotv);
-        for (ptrdiff_t i = 0; i < ROWS_BLOCK; i++) {
-            int ok = !allowed || allowed[r + i];
-            float key = ok ? (float)dotv[i] * scales[r + i] : -INFINITY;
-            if (all) all[r + i] = key;
-            if (ok) scan_offer(key, 0, k, r + i, thr, hk, hs, size);
+    for (ptrdiff_t b = 0; m == 1; b++) { /* one query: blocks of rows, in order or claimed */
+        ptrdiff_t lo = (next ? claim_row(next) : b) * CLAIM_ROWS;
+        if (lo >= n_rows) break;
+        for (ptrdiff_t r = lo, t; r < n_rows && r < lo + CLAIM_ROWS; r += t) {
+            t = n_rows - r < ROWS_BLOCK ? n_rows - r : ROWS_BLOCK;
+            if (t == ROWS_BLOCK) dots_rows(codes + r * stride, stride, q16, dim, dotv);
+            for (ptrdiff_t i = 0; i < t; i++) {
+                int ok = !allowed || allowed[r + i];
+                if (ok && t < ROWS_BLOCK) dots16(codes + (r + i) * stride, q16, 1, dim, dotv + i);
+                float key = ok ? (float)dotv[i] * scales[r + i] : -INFINITY;
+                if (all) all[r + i] = key;
+                if (ok) scan_offer(key, 0, k, r + i, thr, hk, hs, size);
+            }
         }
     }
-    for (; r < n_rows; r++) {
+    for (ptrdiff_t r = 0; m > 1 && r < n_rows; r++) {
         int ok = !allowed || allowed[r];
         if (ok) dots16(codes + r * stride, q16, m, dim, dotv);
         for (ptrdiff_t j = 0; j < m; j++) {

@@ -107,12 +107,10 @@ static inline void cand_partition(Cand *c, ptrdiff_t lo, ptrdiff_t hi, ptrdiff_t
         while (cand_better(&pivot, &c[b])) b--;
         if (a <= b) {
             Cand t = c[a]; c[a] = c[b]; c[b] = t;
-            a++;
-            b--;
+            a++, b--;
         }
     }
-    *pa = a;
-    *pb = b;
+    *pa = a, *pb = b;
 }
 
 /* Rearrange c[0..n) so that c[0..k) are the k best (in no order). */

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from spector_gpu.kernels import sharing
 from spector_gpu.kernels.native import native
-from spector_gpu.kernels.sharing import Ahead, helpers, helpers_for, share, share_rows
+from spector_gpu.kernels.sharing import helpers, helpers_for, share, share_rows
 
 TWO_CORES = sharing.usable_helpers() >= 1
 needs_two = pytest.mark.skipif(not TWO_CORES, reason="the process may run on one core only")
@@ -357,104 +357,3 @@ def test_dense_tiles_in_shared_query_chunks_equal_one_pass(
     for g, w in zip(got, want, strict=True):
         assert torch.equal(g, w)
     assert calls == ([(70, 35)] if TWO_CORES else [])  # two chunks of >= 16 queries
-
-
-def test_ahead_without_helpers_runs_on_the_caller_when_asked() -> None:
-    ran: list[str] = []
-    ahead = Ahead(lambda: ran.append(threading.current_thread().name) or 7)
-    assert ran == []  # nothing offered, nothing run yet
-    assert ahead.result() == 7 and ahead.result() == 7  # computed once
-    assert ran == [threading.current_thread().name]
-    ahead.settle()  # after the result: nothing to do
-
-
-@needs_two
-def test_ahead_runs_on_a_helper_while_the_caller_goes_on() -> None:
-    started, release = threading.Event(), threading.Event()
-
-    def fn() -> str:
-        started.set()
-        assert release.wait(10)  # held until the caller has done its own work
-        return threading.current_thread().name
-
-    with helpers_for(1):
-        ahead = Ahead(fn)
-    assert started.wait(10)  # a helper took it while the caller went on
-    release.set()
-    assert ahead.result().startswith("spector-helper")
-
-
-@needs_two
-def test_ahead_never_waits_for_a_helper_that_has_not_started() -> None:
-    release = threading.Event()
-    pool = sharing._executor()
-    busy = [pool.submit(release.wait, 30) for _ in range(sharing.usable_helpers())]  # all held
-    try:
-        with helpers_for(1):
-            ahead = Ahead(lambda: threading.current_thread().name)
-        assert ahead.result() == threading.current_thread().name  # withdrawn, run here
-        assert not any(b.done() for b in busy)
-        with helpers_for(1):
-            left = Ahead(lambda: pytest.fail("a settled offer never runs"))
-        left.settle()
-    finally:
-        release.set()
-        for b in busy:
-            b.result()
-
-
-@needs_two
-def test_ahead_errors_reach_the_caller_and_settle_waits_for_a_running_helper() -> None:
-    def fails() -> None:
-        raise RuntimeError("went ahead and failed")
-
-    with helpers_for(1):
-        ahead = Ahead(fails)
-    with pytest.raises(RuntimeError, match="went ahead and failed"):
-        ahead.result()
-    started, ended = threading.Event(), threading.Event()
-
-    def slow() -> None:
-        started.set()
-        threading.Event().wait(0.05)
-        ended.set()
-        raise ValueError("dropped by settle")
-
-    with helpers_for(1):
-        running = Ahead(slow)
-    assert started.wait(10)
-    running.settle()  # returns only once the helper's call has ended; its error dropped
-    assert ended.is_set()
-
-
-@pytest.mark.skipif(native is None, reason="native kernels not built")
-def test_single_recalls_whose_scans_go_ahead_equal_the_caller_alone(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    from spector_gpu import RecallOptions, SpectorMemory
-    from spector_gpu.pathways.recall.relays import dense as dense_relay
-
-    rng = np.random.default_rng(8)
-    words = [f"w{i}" for i in range(300)]
-    texts = [" ".join(rng.choice(words, 12)) for _ in range(3000)]
-    queries = [" ".join(rng.choice(words, 4)) for _ in range(12)]
-    opts = RecallOptions(k=10, mode="observe")
-    with SpectorMemory.open(tmp_path, embedder="hashing") as mem:
-        mem.remember_batch([{"text": t} for t in texts])
-    monkeypatch.setattr(dense_relay, "AHEAD_ROWS", 1)  # this small store's scans go ahead too
-    offered: list[int] = []
-    real = dense_relay.Ahead
-
-    def counted(fn: Callable[[], object]) -> object:
-        offered.append(1)
-        return real(fn)
-
-    monkeypatch.setattr(dense_relay, "Ahead", counted)
-    got: dict[int, list[list[tuple[str, float]]]] = {}
-    for threads in (0, 1):
-        config = {"recall": {"helper_threads": threads}}
-        with SpectorMemory.open(tmp_path, embedder="hashing", config=config) as mem:
-            got[threads] = [[(r.id, r.score) for r in mem.recall(q, opts)] for q in queries]
-            got[threads].append([(r.id, r.score) for r in mem.recall_batch(queries[:3], opts)[0]])
-    assert got[1] == got[0] and all(got[0])
-    assert len(offered) == (len(queries) + 1 if TWO_CORES else 0)

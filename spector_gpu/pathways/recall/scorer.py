@@ -18,8 +18,9 @@ import torch
 
 from ...config import RecallConfig
 from ...cortex.cortex import Cortex
+from ...device import single_threaded
+from ...kernels.ahead import Pending
 from ...kernels.selection import topk_exact, topk_mask
-from ...kernels.sharing import Ahead
 from ...types import Explanation
 from .columns import PoolColumns, RecallColumns
 from .explain import explanations
@@ -35,7 +36,7 @@ from .relays.association import (
     neighbours,
     spread_host,
 )
-from .relays.dense import Proposals, dense_ahead, dense_score, dense_top, slice_queries
+from .relays.dense import Proposals, dense_score, dense_top, slice_queries
 from .relays.lexical import lexical_block, lexical_members, lexical_select, lexical_top, selects
 from .relays.salience import SalienceCache, pool_strength, salience_score, salience_top
 from .relevance import absolute_relevance
@@ -94,18 +95,21 @@ class Scorer:
         limit = max(2 * plan.depth + plan.top, _DENSE_LAYOUT_MIN)
         return self.layout == "dense" or cortex.n <= limit
 
-    def dense_proposals(self, plan: RecallPlan) -> torch.Tensor | None:
+    def dense_proposals(self, plan: RecallPlan, *, ahead: bool = False) -> Proposals:
         """The dense relay's top list of every query (one GEMM or GPU search for the batch),
         or None when the relay is off, nothing is allowed, or the dense layout scores it per
-        chunk."""
+        chunk. With ``ahead``, a small CPU batch's native scans start on a thread of their own
+        and come back pending (:func:`.relays.dense.dense_top`)."""
         if "dense" in plan.relays and plan.n_allowed and not self.dense_layout(plan):
-            return dense_top(self.cortex.dense, plan)
+            top = dense_top(self.cortex.dense, plan, ahead=ahead)
+            return top if ahead else top.result()
         return None
 
     def dense_ahead(self, plan: RecallPlan, single: bool) -> Proposals:
-        """:meth:`dense_proposals`, offered to a helper thread where it may go ahead
-        (:func:`.relays.dense.dense_ahead`; ``single``: under :func:`single_threaded`)."""
-        return dense_ahead(self.dense_proposals, plan, self.cortex.n, single)
+        """:meth:`dense_proposals` with ``ahead`` (what is computed now runs under
+        :func:`single_threaded` when ``single``)."""
+        with single_threaded(single):
+            return self.dense_proposals(plan, ahead=True)
 
     def run(self, plan: RecallPlan, den: Proposals, *, exact_rounds: bool) -> Scored:
         """Score every query of ``plan`` given its :meth:`dense_proposals` (or their work
@@ -114,7 +118,7 @@ class Scorer:
         try:
             return self._run(plan, den, exact_rounds=exact_rounds)
         finally:
-            if isinstance(den, Ahead):
+            if isinstance(den, Pending):
                 den.settle()
 
     def _run(self, plan: RecallPlan, den: Proposals, *, exact_rounds: bool) -> Scored:
@@ -177,7 +181,7 @@ class Scorer:
         """The chunk's pool, and in the dense layout the dense relay's scores of every memory
         (``lex_top``: the lexical proposals when selected without a block; ``den`` taken
         here when it went ahead, the lexical relay having run beside it)."""
-        den = den.result() if isinstance(den, Ahead) else den
+        den = den.result() if isinstance(den, Pending) else den
         n, trim, m = self.cortex.n, plan.trim, hi - lo
         parts, scores = [sal.expand(m, -1)], None
         if self.dense_layout(plan):

@@ -7,55 +7,24 @@ GPU); the relay asks only for the top ``depth`` slots and for the exact score of
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TypeAlias
 
 import torch
 
-from ....device import single_threaded
+from ....kernels.ahead import Pending
 from ....kernels.dense import DenseIndex
 from ....kernels.quant import DenseQueries
-from ....kernels.sharing import Ahead, helpers
+from ....kernels.sharing import helpers
 from . import RecallPlan
 
-__all__ = ["AHEAD_QUERIES", "AHEAD_ROWS", "Proposals", "dense_ahead", "dense_score", "dense_top",
-           "slice_queries"]  # fmt: skip
+__all__ = ["AHEAD_ROWS", "Proposals", "dense_score", "dense_top", "slice_queries"]
 
-AHEAD_QUERIES = 8
-"""Batches below this size scan each query natively (``kernels/dense_cpu.py``'s rule) ..."""
 AHEAD_ROWS = 20_000
-"""... and from this many rows their scans go ahead on a helper thread (:func:`dense_ahead`)."""
+"""Rows from which a small CPU batch's native scans start on a thread of their own
+(:func:`dense_top` with ``ahead``)."""
 
-Proposals: TypeAlias = torch.Tensor | Ahead[torch.Tensor | None] | None
-"""The dense relay's proposals (``Scorer.dense_proposals``), or their work going ahead."""
-
-
-def dense_ahead(
-    proposals: Callable[[RecallPlan], torch.Tensor | None],
-    plan: RecallPlan,
-    n_rows: int,
-    single: bool,
-) -> Proposals:
-    """``proposals(plan)`` (under :func:`single_threaded` when ``single``), offered to a
-    helper thread (:class:`~spector_gpu.kernels.sharing.Ahead`) where a small CPU batch scans
-    each query natively over ``n_rows`` rows — the scans then run beside the salience and
-    lexical relays, which do not need them, and the scorer takes them before its pool — else
-    computed now."""
-
-    def now() -> torch.Tensor | None:
-        with single_threaded(single):
-            return proposals(plan)
-
-    ahead = plan.native and "dense" in plan.relays and helpers() > 0
-    if not (ahead and len(plan.tokens) < AHEAD_QUERIES and n_rows >= AHEAD_ROWS):
-        return now()
-    inference = torch.is_inference_mode_enabled()  # (thread-local in torch)
-
-    def offered() -> torch.Tensor | None:
-        with torch.inference_mode(inference):
-            return now()
-
-    return Ahead(offered)
+Proposals: TypeAlias = torch.Tensor | Pending[torch.Tensor] | None
+"""The dense relay's proposals (``Scorer.dense_proposals``), or their scans going ahead."""
 
 
 def slice_queries(dq: DenseQueries, lo: int, hi: int) -> DenseQueries:
@@ -66,13 +35,18 @@ def slice_queries(dq: DenseQueries, lo: int, hi: int) -> DenseQueries:
     return DenseQueries(dq.x[lo:hi], dq.xq[lo:hi], dq.qs[lo:hi], dq.qs_t[lo:hi])
 
 
-def dense_top(index: DenseIndex, plan: RecallPlan) -> torch.Tensor:
-    """int64 (n, min(depth, n_allowed)) best slots of every query, -1 padding."""
+def dense_top(index: DenseIndex, plan: RecallPlan, *, ahead: bool = False) -> Pending[torch.Tensor]:
+    """int64 (n, min(depth, n_allowed)) best slots of every query, -1 padding, taken later.
+
+    With ``ahead``, a small CPU batch's native scans (:meth:`DenseIndex.topk_ahead`) start now
+    on a thread of their own when the store has helper threads and :data:`AHEAD_ROWS` rows:
+    they run beside the salience and lexical relays, which do not need them, and the scorer
+    takes them before its pool. Otherwise the slots are computed now."""
     assert plan.dense is not None
     k = min(plan.depth, max(plan.n_allowed, 1))
-    gate = plan.gate
-    slots: torch.Tensor = index.topk(plan.dense, k, allowed=gate)[1]
-    return slots
+    thread = ahead and plan.native and helpers() > 0 and len(index) >= AHEAD_ROWS
+    top = index.topk_ahead(plan.dense, k, allowed=plan.gate, thread=thread)
+    return top.then(lambda scored: scored[1])
 
 
 def dense_score(
