@@ -1,8 +1,9 @@
 """The dense relay: INT8 similarity of the query vectors (``DenseIndex``, spector_gpu.kernels).
 
-The index chooses its kernel from the batch and the device (native fused scan for one or two
-queries on the CPU, GEMM tiles with native selection for batches, Triton or block-max on a
-GPU); the relay asks only for the top ``depth`` slots and for the exact score of pool members.
+The index chooses its kernel from the batch and the device (the native scan for fewer than 8
+queries on the CPU, which may go ahead on a thread of its own, GEMM tiles with native selection
+for larger batches, Triton or block-max on a GPU); the relay asks only for the top ``depth``
+slots and for the exact score of pool members.
 """
 
 from __future__ import annotations
