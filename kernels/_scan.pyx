@@ -296,7 +296,8 @@ cdef class ScanAhead:
     pool) while the caller goes on. :meth:`wait` takes it: the caller joins in, each query's
     blocks of 4,096 rows going to whichever of the two claims them first (each keeps its own
     top-k; the two are merged, exact by the total order), and it runs them all if the thread
-    has not started yet (a busy machine). ``thread=False`` (or a thread that cannot be created)
+    has not started yet (a busy machine: the thread, withdrawn, then only has to exit).
+    ``thread=False`` (or a thread that cannot be created)
     leaves every block to :meth:`wait`. The arrays are held until the job has ended; dropping
     it without :meth:`wait` settles it (:meth:`settle`)."""
 

@@ -4,15 +4,17 @@ started on a thread of their own (:func:`scan_ahead`).
 A small CPU batch's dense scans (fewer than 8 queries: one pass over the rows each) need no
 Python while they run. ``native.ScanAhead`` (``kernels/_scan.pyx``) starts them on a POSIX
 thread created for the call, which runs ``int8_topk`` without the GIL while the caller goes on
-with the salience and lexical relays. The caller takes them before its pool. If the thread has
-not claimed the scans yet (a busy machine), the caller runs them itself, so it never waits for a
-thread that has not started.
+with the salience and lexical relays. The caller takes them before its pool and joins in: each
+query's blocks of rows go to whichever of the two claims them first, and the two top-k lists
+are merged exactly. If the thread has not started by then (a busy machine), the caller
+withdraws it and scans alone; it then only waits for that thread to exit, never for its work.
 
 A pool thread running Python could not overlap the scan: each of its steps (the call, the
 arrays, the future) needed the GIL while the caller held it for its own Python, and the
-hand-offs cost what the overlap saved. Measured through ``recall`` over 100k rows on a 2-core
-AVX2 host: the same p50 with the offer as without it. With the native thread, creating and
-joining it costs ~15 µs (docs/architecture.md, "work that goes ahead").
+hand-offs cost what the overlap saved. Measured through ``recall`` over 100k rows on this
+project's 2-core host: the same p50 with the offer as without it. Creating the native thread
+costs ~30 µs, and it runs ~60 µs after the call (docs/architecture.md, "Work that goes
+ahead").
 """
 
 from __future__ import annotations
