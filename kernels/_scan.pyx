@@ -101,6 +101,19 @@ cdef object _queries(object q, Py_ssize_t dim, str fn):
     return arr.reshape(-1, dim)
 
 
+cdef void _check_outputs(float[:, ::1] out_keys, int64_t[:, ::1] out_slots, float[:, ::1] out_all,
+                        Py_ssize_t m, Py_ssize_t n_rows, str fn) except *:
+    """Shapes of a scan's outputs for m queries: keys and slots (m, k), k >= 1; every row's
+    key (m, n_rows) when given."""
+    cdef Py_ssize_t k = out_keys.shape[1]
+    if out_keys.shape[0] != m or k < 1:
+        raise ValueError(f"{fn}: out_keys must be (m, k) float32, k >= 1")
+    if out_slots.shape[0] != m or out_slots.shape[1] != k:
+        raise ValueError(f"{fn}: out_slots must be (m, k) int64 like out_keys")
+    if out_all is not None and (out_all.shape[0] != m or out_all.shape[1] != n_rows):
+        raise ValueError(f"{fn}: out_all must be (m, n_rows) float32")
+
+
 cdef void _check_codes(const int8_t[:, ::1] codes, const float[::1] scales, Py_ssize_t n_rows,
                        Py_ssize_t dim, Py_ssize_t stride, str fn) except *:
     if n_rows < 0 or dim < 1 or stride < dim:
@@ -132,12 +145,7 @@ def int8_topk(
     cdef const int8_t[:, ::1] qv = _queries(q, dim, "int8_topk")
     cdef const uint8_t[::1] av = byte_flags(allowed, "allowed", n=n_rows)
     cdef Py_ssize_t m = qv.shape[0], k = out_keys.shape[1]
-    if out_keys.shape[0] != m or k < 1:
-        raise ValueError("int8_topk: out_keys must be (m, k) float32, k >= 1")
-    if out_slots.shape[0] != m or out_slots.shape[1] != k:
-        raise ValueError("int8_topk: out_slots must be (m, k) int64 like out_keys")
-    if out_all is not None and (out_all.shape[0] != m or out_all.shape[1] != n_rows):
-        raise ValueError("int8_topk: out_all must be (m, n_rows) float32")
+    _check_outputs(out_keys, out_slots, out_all, m, n_rows, "int8_topk")
     cdef const uint8_t *ap = &av[0] if av is not None and n_rows else NULL
     cdef float *allp = &out_all[0, 0] if out_all is not None and n_rows else NULL
     cdef int rc
@@ -314,12 +322,7 @@ cdef class ScanAhead:
         cdef const int8_t[:, ::1] qv = _queries(q, dim, "ScanAhead")
         cdef const uint8_t[::1] av = byte_flags(allowed, "allowed", n=n_rows)
         cdef Py_ssize_t m = qv.shape[0], k = out_keys.shape[1]
-        if out_keys.shape[0] != m or k < 1:
-            raise ValueError("ScanAhead: out_keys must be (m, k) float32, k >= 1")
-        if out_slots.shape[0] != m or out_slots.shape[1] != k:
-            raise ValueError("ScanAhead: out_slots must be (m, k) int64 like out_keys")
-        if out_all is not None and (out_all.shape[0] != m or out_all.shape[1] != n_rows):
-            raise ValueError("ScanAhead: out_all must be (m, n_rows) float32")
+        _check_outputs(out_keys, out_slots, out_all, m, n_rows, "ScanAhead")
         # the thread's side and the counters live here; the caller's side in the outputs
         side = (np.zeros(m, np.int64), np.empty((m, k), np.float32), np.empty((m, k), np.int64))
         cdef int64_t[::1] nv = side[0]
