@@ -43,7 +43,8 @@ cdef extern from "csrc/bm25.c" nogil:
         int okapi
 
     void bm25_term_weights(const Bm25 *z, int64_t j)
-    void bm25_accumulate(const Bm25 *z, Py_ssize_t i, float *acc, uint64_t *mark)
+    Py_ssize_t bm25_accumulate(const Bm25 *z, Py_ssize_t i, float *acc, uint64_t *mark,
+                               int32_t *list)
     int bm25_query(const Bm25 *z, Py_ssize_t i, float *acc, uint64_t *mark, int32_t *list,
                    void *buf,
                    Py_ssize_t depth, float *keys, int64_t *slots, const int64_t *cand,
@@ -212,12 +213,14 @@ def bm25_dense(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, mai
     if z.m and n:
         with nogil:
             for i in range(z.m):
-                bm25_accumulate(&z.z, i, &o[i * n], NULL)
+                bm25_accumulate(&z.z, i, &o[i * n], NULL, NULL)
 
 
 cdef class _Scratch:
-    """One thread's selection row: acc float32 (N,) and the bitset mark uint64 (N / 64 + 1,),
-    zero between queries, and a list of N int32 (the marked documents)."""
+    """One thread's selection row: acc float32 (N,) (its values between queries do not
+    matter: csrc/bm25.c starts each document from 0 where the query first reaches it, or
+    clears a whole row first), the bitset mark uint64 (N / 64 + 1,), zero between queries,
+    and a list of N int32 (the documents a query reached)."""
 
     cdef public object acc, mark, list
 

@@ -45,10 +45,14 @@ void bm25_term_weights(const Bm25 *z, int64_t j) {
 }
 
 /* Add query i's sums into acc (float32 (N,)) in the order of scipy's csr product Q @ W
- * (terms ascending, postings in order); with mark (N / 64 + 1 words), set each document's bit. */
-void bm25_accumulate(const Bm25 *z, ptrdiff_t i, float *acc, uint64_t *mark) {
+ * (terms ascending, postings in order); with mark (N / 64 + 1 words), set each document's bit,
+ * and where it was clear start from 0 (whatever acc held) and list the document in list, in
+ * the order reached (list holds one more than the documents reached). Returns the count. */
+ptrdiff_t bm25_accumulate(const Bm25 *z, ptrdiff_t i, float *acc, uint64_t *mark,
+                          int32_t *list) {
     const uint8_t *allowed = z->allowed;
     uint64_t n = (uint64_t)z->n_docs;
+    ptrdiff_t t = 0;
     for (int64_t e = z->qptr[i]; e < z->qptr[i + 1]; e++) {
         int64_t j = z->qcol[e];
         float cnt = z->qcnt[e];
@@ -59,67 +63,47 @@ void bm25_accumulate(const Bm25 *z, ptrdiff_t i, float *acc, uint64_t *mark) {
             for (; p < end; p++, w++) {
                 int32_t d = docs[p];
                 if ((uint64_t)(uint32_t)d >= n || (allowed && !allowed[d])) continue;
-                if (mark) mark[d >> 6] |= (uint64_t)1 << (d & 63);
-                float add = cnt * *w;
-                acc[d] = acc[d] + add;
+                float add = cnt * *w, was = acc[d];
+                if (mark) {
+                    uint64_t word = mark[d >> 6], bit = (uint64_t)1 << (d & 63);
+                    list[t] = d, t += !(word & bit), mark[d >> 6] = word | bit;
+                    was = word & bit ? was : 0.0f;
+                }
+                acc[d] = was + add;
             }
         }
     }
+    return t;
 }
 
-/* Query i summed into acc (zero on entry), then its depth best positive scores (value
- * descending, slot ascending; -inf / -1 padding) into keys/slots and the scores of width
- * slots cand into cout (0 out of range); scratch: list (N int32), buf (2 * depth 16-byte
- * candidates). A query of fewer postings than N / 2 marks what it writes in mark (zero on
- * entry) and selects from that, else it scans the whole row. Returns 1 for the whole row,
- * else 0; unless keep, acc and mark are left zero (keep: the caller clears the whole row, or
- * the marked documents). */
+/* Query i summed into acc, then its depth best positive scores (value descending, slot
+ * ascending; -inf / -1 padding) into keys/slots and the scores of width slots cand into cout
+ * (0 where none); scratch: list (N int32), buf (2 * depth 16-byte candidates). A query of
+ * fewer postings than N / 2 marks (in mark, zero on entry) and selects from the t documents
+ * it reached, else from the whole row (t = N, cleared first unless keep); from a sampled bound
+ * when depth values pass it, else 0. Returns 1 for the whole row, else 0. Unless keep, mark is
+ * left zero (acc as it is); keep: acc is zero on entry and the caller clears what was written. */
 VECTOR_CLONES int bm25_query(const Bm25 *z, ptrdiff_t i, float *acc, uint64_t *mark,
                              int32_t *list, void *buf, ptrdiff_t depth, float *keys, int64_t *slots,
                              const int64_t *cand, float *cout, ptrdiff_t width, int keep) {
-    ptrdiff_t n = z->n_docs;
+    ptrdiff_t n = z->n_docs, size = 0;
     int64_t postings = 0;
     for (int64_t e = z->qptr[i]; e < z->qptr[i + 1]; e++) {
         int64_t j = z->qcol[e];
         postings += (z->mhi[j] - z->mlo[j]) + (z->tptr[j + 1] - z->tptr[j]);
     }
-    int whole = postings * 2 > (int64_t)n;
-    bm25_accumulate(z, i, acc, whole ? NULL : mark);
-    for (ptrdiff_t c = 0; c < width; c++)
-        cout[c] = cand[c] >= 0 && cand[c] < (int64_t)n ? acc[cand[c]] : 0.0f;
+    int whole = postings * 2 > (int64_t)n; /* (else the list has room for one more) */
+    if (whole && !keep) memset(acc, 0, sizeof(float) * (size_t)n);
+    ptrdiff_t t = bm25_accumulate(z, i, acc, whole ? NULL : mark, list);
+    for (ptrdiff_t c = 0, d; c < width; c++) /* (a document not reached: not marked) */
+        cout[c] = (d = cand[c]) >= 0 && d < n && (whole || mark[d >> 6] >> (d & 63) & 1) ? acc[d]
+                                                                                        : 0.0f;
+    const int32_t *at = whole ? NULL : list;
+    t = whole ? n : t;
+    double from = depth > 0 ? sampled_bound(acc, at, t, depth) : 0.0;
+    size = depth > 0 ? take_listed_f32(acc, at, t, from, depth, buf) : 0;
+    if (size < depth && from > 0.0) size = take_listed_f32(acc, at, t, 0.0, depth, buf);
     Cand *cb = buf;
-    ptrdiff_t size = 0;
-    double thr = 0.0;
-    if (depth > 0 && whole) { /* from a sampled bound when depth values pass it, else 0 */
-        double from = sampled_bound(acc, n, depth);
-        size = take_above_f32(acc, n, from, depth, cb);
-        if (size < depth && from > 0.0) size = take_above_f32(acc, n, 0.0, depth, cb);
-    } else if (!whole) {
-        /* the marked documents listed in slot order (their bits cleared unless keep), with a
-         * histogram of their scores' leading bits (positive float32 bits order as the values)
-         * that puts the threshold just below the bucket holding the depth-th best; then the
-         * list offered (and cleared unless keep) */
-        uint32_t hist[4096] = {0}, low;
-        ptrdiff_t t = 0;
-        for (ptrdiff_t w = 0; w <= n >> 6; w++) {
-            for (uint64_t bits = mark[w]; bits; bits &= bits - 1) {
-                float v = acc[list[t++] = (int32_t)((w << 6) + __builtin_ctzll(bits))];
-                if (depth > 0 && v > 0.0f) hist[(memcpy(&low, &v, 4), low >> 19)]++;
-            }
-            if (!keep) mark[w] = 0;
-        }
-        ptrdiff_t above = 0, floor = 4096;
-        while (floor > 0 && above < depth) above += hist[--floor];
-        float f;
-        low = ((uint32_t)floor << 19) - 1;
-        memcpy(&f, &low, 4);
-        thr = floor > 0 ? (double)f : 0.0;
-        for (ptrdiff_t r = 0; r < t; r++) { /* slots ascending: an equal value never enters */
-            float v = acc[list[r]];
-            if (depth > 0 && v > thr) cand_push(cb, &size, depth, &thr, v, list[r]);
-            if (!keep) acc[list[r]] = 0.0f;
-        }
-    }
     if (size > depth) cand_select(cb, size, depth);
     size = size < depth ? size : depth;
     cand_sort(cb, size);
@@ -127,6 +111,6 @@ VECTOR_CLONES int bm25_query(const Bm25 *z, ptrdiff_t i, float *acc, uint64_t *m
         keys[r] = r < size ? (float)cb[r].v : -INFINITY;
         slots[r] = r < size ? cb[r].i : -1;
     }
-    if (!keep && whole) memset(acc, 0, sizeof(float) * (size_t)n);
+    for (ptrdiff_t r = 0; r < t && at && !keep; r++) mark[list[r] >> 6] = 0;
     return whole;
 }

@@ -213,22 +213,38 @@ static inline ptrdiff_t take_above_f32(const float *x, ptrdiff_t n, double from,
     return size;
 }
 
-/* A first bound for the k best positive values of a long float32 row (0: none): from 256
- * strided blocks of 16 values, the floor of the highest histogram bucket (positive float32
- * bits >> 19 order as the values) at which the sample holds 2 k / n of its values and 8 more
- * (some 3 k values of the row pass it). Exact only with the caller's check that k did. */
-static inline double sampled_bound(const float *x, ptrdiff_t n, ptrdiff_t k) {
-    if (n < 64 * k || n < 8192) return 0.0;
+/* A first bound for the k best positive values of t float32 values x[at[r]] (at NULL: x[r])
+ * (0: none, as for fewer than 4,096 or 8 k): from every s-th of them (some 2,048), the floor
+ * of the highest histogram bucket (positive float32 bits >> 19 order as the values) at which
+ * the sample holds 5 k / 4 t of its values and 8 more. Exact only with the caller's check
+ * that k values passed it. */
+static inline double sampled_bound(const float *x, const int32_t *at, ptrdiff_t t,
+                                   ptrdiff_t k) {
+    if (t < 4096 || t < 8 * k) return 0.0;
     uint32_t hist[4096] = {0}, bits;
-    ptrdiff_t step = (n - 16) / 255, want = 2 * k * 4096 / n + 8, above = 0, floor = 4096;
-    for (ptrdiff_t i = 0; i < 256 * step; i += step)
-        for (ptrdiff_t j = i; j < i + 16; j++)
-            if (x[j] > 0.0f) hist[(memcpy(&bits, x + j, 4), bits >> 19)]++;
-    while (floor > 0 && above < want) above += hist[--floor];
+    ptrdiff_t s = t / 2048, taken = 0, above = 0, floor = 4096;
+    for (ptrdiff_t r = 0; r < t; r += s, taken++)
+        if (x[at ? at[r] : r] > 0.0f) hist[(memcpy(&bits, x + (at ? at[r] : r), 4), bits >> 19)]++;
+    while (floor > 0 && above < 5 * k * taken / (4 * t) + 8) above += hist[--floor];
     float f;
     bits = ((uint32_t)floor << 19) - 1; /* the largest value below the bucket */
     memcpy(&f, &bits, 4);
     return floor > 0 ? (double)f : 0.0;
+}
+
+/* The t values x[at[r]] > from into buf (2k) as entries at[r], in any order of slots (a later
+ * value equal to the running threshold enters once it rose above from); at NULL:
+ * take_above_f32 of x[0, t). Returns the count in buf. */
+static inline ptrdiff_t take_listed_f32(const float *x, const int32_t *at, ptrdiff_t t,
+                                        double from, ptrdiff_t k, Cand *buf) {
+    if (!at) return take_above_f32(x, t, from, k, buf);
+    ptrdiff_t size = 0;
+    double thr = from;
+    for (ptrdiff_t r = 0; r < t; r++) {
+        double v = x[at[r]];
+        if (v > thr || (v == thr && thr > from)) cand_push(buf, &size, k, &thr, v, at[r]);
+    }
+    return size;
 }
 
 /* The k best x[i] > bound of a float32 row, best first; with buf (2k) buffered, else by a

@@ -89,17 +89,16 @@ def test_a_large_batch_is_the_blocks_bit_for_bit(method: str) -> None:
 @pytest.mark.parametrize("high", [0, 40, 200, 3000])
 def test_long_rows_select_exactly_whatever_a_sample_of_them_shows(high: int, listed: bool) -> None:
     # 20,000 documents that the query reaches: the whole row of a 20,000-document index, or
-    # (listed) every other document of 40,000, which the kernel lists and selects from. A
-    # whole row's selection starts from a bound read off a strided sample of its values
-    # (csrc/select.h sampled_bound) and must start again from 0 when fewer than `depth` pass
-    # it. Here the first `high` sampled positions score higher than the rest (all tied): with
+    # (listed) every other document of 40,000, which the kernel lists and selects from. The
+    # selection starts from a bound read off a sample of them (csrc/select.h sampled_bound:
+    # every s-th reached document) and must start again from 0 when fewer than `depth` pass
+    # it. Here the first `high` sampled documents score higher than the rest (all tied): with
     # 200 the sample's bound lets too few through (the case that starts again), with 3,000
-    # enough, with 40 too few for a bound above the tie, with 0 it is one tie. The result is
-    # the score block's every time, and ties keep the lower slots.
+    # enough (every sampled one), with 40 too few for a bound above the tie, with 0 it is one
+    # tie. The result is the score block's every time, and ties keep the lower slots.
     reached, depth = 20_000, 300
     stride = 2 if listed else 1  # slot of the p-th reached document: stride * p
-    step = (reached - 16) // 255  # the sample: 256 blocks of 16 values, `step` apart
-    sampled = [stride * (b * step + j) for b in range(256) for j in range(16)][:high]
+    sampled = [stride * p for p in range(0, reached, reached // 2048)][:high]
     docs = [["a", "b", "c"] if d % stride == 0 else ["x", "y"] for d in range(stride * reached)]
     for d in sampled:
         docs[d] = ["a", "a", "a"]
