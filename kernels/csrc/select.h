@@ -232,18 +232,18 @@ static inline double sampled_bound(const float *x, const int32_t *at, ptrdiff_t 
     return floor > 0 ? (double)f : 0.0;
 }
 
-/* The t values x[at[r]] > from into buf (2k) as entries at[r], in any order of slots (a later
- * value equal to the running threshold enters once it rose above from); at NULL:
- * take_above_f32 of x[0, t). Returns the count in buf. */
+/* The t values x[at[r]] > from (float32 or 0) into buf (2k) as entries at[r], slots in any
+ * order: from the least float32 above from, once the threshold rose from it (an equal value
+ * may be better); at NULL: take_above_f32 of x[0, t). Returns the count in buf. */
 static inline ptrdiff_t take_listed_f32(const float *x, const int32_t *at, ptrdiff_t t,
                                         double from, ptrdiff_t k, Cand *buf) {
     if (!at) return take_above_f32(x, t, from, k, buf);
     ptrdiff_t size = 0;
     double thr = from;
-    for (ptrdiff_t r = 0; r < t; r++) {
-        double v = x[at[r]];
-        if (v > thr || (v == thr && thr > from)) cand_push(buf, &size, k, &thr, v, at[r]);
-    }
+    float lo = nextafterf((float)from, INFINITY);
+    for (ptrdiff_t r = 0; r < t; r++)
+        if (x[at[r]] >= lo)
+            cand_push(buf, &size, k, &thr, x[at[r]], at[r]), lo = thr > from ? (float)thr : lo;
     return size;
 }
 
