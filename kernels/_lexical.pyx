@@ -14,7 +14,7 @@ import threading
 import numpy as np
 
 from .flags import byte_flags
-from .sharing import share_rows
+from .sharing import RowsAhead, share_rows
 
 from libc.stdint cimport int16_t, int32_t, int64_t, int8_t, uint8_t, uint64_t
 
@@ -254,13 +254,15 @@ cdef _row_sizes(fn, Py_ssize_t n, Py_ssize_t acc, Py_ssize_t mark):
 def bm25_select(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, main_tf,
                 tail_indptr, tail_doc, tail_tf, doc_len, allowed, double k1, double b,
                 double avgdl, okapi, Py_ssize_t depth, out_keys, out_slots, candidates,
-                out_candidates, weight_cache=None, cached=None) -> None:
+                out_candidates, weight_cache=None, cached=None, ahead=False):
     """Each query's ``depth`` best positive scores (value descending, slot ascending) into
     ``out_keys`` float32 / ``out_slots`` int64 (m, depth) (``-inf`` / ``-1`` padding), and
     the scores of ``candidates`` int64 (m, W) slots (or None) into ``out_candidates``
     float32 (m, W): the values of ``bm25_dense`` without the (m, N) block, each query summed
     into the calling thread's scratch row (see ``csrc/bm25.c``). ``weight_cache`` float32
-    (one per main posting) and ``cached`` (one flag per term) come together or not at all."""
+    (one per main posting) and ``cached`` (one flag per term) come together or not at all.
+    Returns None once written, or with ``ahead`` at once a ``sharing.RowsAhead`` whose
+    helpers have started the queries (its ``wait`` writes the rest)."""
     fn = "bm25_select"
     if depth < 0:
         raise ValueError(f"{fn}: depth must be >= 0")
@@ -282,7 +284,7 @@ def bm25_select(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, ma
         width = cp.shape[0] // m if m else 0
         co = _flat(fn, "out_candidates", out_candidates, np.float32, m * width, True)
     if m == 0:
-        return
+        return RowsAhead(0, 1, None) if ahead else None
     cdef _Selection job = _Selection()
     job.z, job.depth, job.width = z, depth, width
     job.kp = &ko[0] if depth else NULL
@@ -290,7 +292,13 @@ def bm25_select(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, ma
     job.cq = &cp[0] if width else NULL
     job.cw = &co[0] if width else NULL
     job.keep = (ko, so, cp, co)
-    share_rows(m, max(1, 200_000 // max(n, 1)), job.claim)  # rows of ~0.1 ms or more
+    rows = max(1, 200_000 // max(n, 1))  # rows of ~0.1 ms or more
+    if ahead:  # the job outlives the call: it holds the arrays passed in
+        job.keep += (q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, main_tf,
+                     tail_indptr, tail_doc, tail_tf, doc_len)
+    if ahead:
+        return RowsAhead(m, rows, job.claim)
+    share_rows(m, rows, job.claim)
 
 
 cdef class _Selection:

@@ -10,7 +10,8 @@ and the rows go in chunks claimed the same way. Either way the caller starts at 
 helper that starts late (a busy machine, another batch using it) only takes less work; the
 caller waits only for work a helper has claimed: one row of a kernel, one chunk of
 :func:`share`. Results do not depend on who ran which row: every row is computed alone, into
-its own slots.
+its own slots. :class:`RowsAhead` starts a kernel's helpers now and takes the caller's part
+later (a batch's next chunk selected beside the Python of the chunk before it).
 
 The number of helpers is a per-thread setting (a context variable): the recall pathway sets
 it from ``[recall] helper_threads`` around its scoring (:func:`helpers_for`); code that calls
@@ -34,6 +35,7 @@ import torch
 __all__ = [
     "MAX_CHUNKS",
     "SHARED_QUERIES",
+    "RowsAhead",
     "helpers",
     "helpers_for",
     "share",
@@ -159,25 +161,50 @@ def share_rows(rows: int, min_rows: int, run: Callable[[np.ndarray], object]) ->
     calls that started have ended; the caller's own error first moves the counter past the
     rows so that the helpers claim nothing more.
     """
-    next_row = np.zeros(1, dtype=np.int64)
-    count = min(helpers(), max(0, rows // max(1, min_rows) - 1))
-    if count == 0:
-        if rows:
-            run(next_row)
-        return
-    futures: list[Future[object]] = [_executor().submit(run, next_row) for _ in range(count)]
-    try:
-        run(next_row)
-    except BaseException:
-        next_row[0] = rows  # (an aligned store: the helpers' next claims see it)
-        for f in futures:  # the calls running elsewhere read the caller's arrays: let them end
+    RowsAhead(rows, min_rows, run).wait()
+
+
+class RowsAhead:
+    """:func:`share_rows` with the helpers started now and the caller's part taken later: the
+    helpers claim rows while the caller goes on (a batch's next chunk of a native stage beside
+    the Python of the chunk before it); :meth:`wait` runs the caller's claims and waits for
+    the rows the helpers hold, :meth:`settle` moves the counter past the rows and waits for
+    them (nothing then reads or writes the job's arrays). Either once; each a no-op after."""
+
+    def __init__(self, rows: int, min_rows: int, run: Callable[[np.ndarray], object]) -> None:
+        self.rows, self.run = rows, run
+        self.next_row = np.zeros(1, dtype=np.int64)
+        count = min(helpers(), max(0, rows // max(1, min_rows) - 1))
+        self.futures: list[Future[object]] = [
+            _executor().submit(run, self.next_row) for _ in range(count)
+        ]
+        self.ended = False
+
+    def wait(self) -> None:
+        """The caller's claims, then the helpers' rows: every row done (module docstring)."""
+        if self.ended:
+            return
+        try:
+            if self.rows:
+                self.run(self.next_row)
+        except BaseException:
+            self.settle()  # the calls running elsewhere read the caller's arrays: let them end
+            raise
+        self.ended = True
+        for f in self.futures:  # one not started yet never will; one that started may hold a row
+            if not f.cancel():
+                f.result()
+
+    def settle(self) -> None:
+        """Claim nothing more and let the helpers' rows end (their errors dropped)."""
+        if self.ended:
+            return
+        self.ended = True
+        self.next_row[0] = self.rows  # (an aligned store: the helpers' next claims see it)
+        for f in self.futures:
             if not f.cancel():
                 with contextlib.suppress(BaseException):
                     f.result()
-        raise
-    for f in futures:  # one not started yet never will; one that started may hold a row
-        if not f.cancel():
-            f.result()
 
 
 def shared_queries(

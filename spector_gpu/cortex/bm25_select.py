@@ -20,6 +20,7 @@ import numpy as np
 
 from spector_gpu.errors import ValidationError
 
+from ..kernels.ahead import Pending
 from ..kernels.native import native
 from .bm25_scoring import KernelInputs, check_allowed, check_slots, native_args
 
@@ -31,6 +32,7 @@ __all__ = [
     "index_row",
     "index_select",
     "score_row",
+    "select_ahead",
     "select_reference",
     "select_scores",
 ]
@@ -198,6 +200,20 @@ def select_scores(
     scores of ``candidates`` int64 (n, W) (0 where a slot matches nothing or is ``-1``), or
     None without candidates — the values of :func:`dense_scores`, bit for bit (native; the
     caller checked it is built)."""
+    got: tuple[np.ndarray, np.ndarray, np.ndarray | None]
+    got = _select(inputs, allowed, depth, candidates, ahead=False).result()
+    return got
+
+
+def _select(
+    inputs: KernelInputs,
+    allowed: np.ndarray | None,
+    depth: int,
+    candidates: np.ndarray | None,
+    *,
+    ahead: bool,
+) -> Pending[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+    """:func:`select_scores`, done, or with ``ahead`` started on the helper threads."""
     n = inputs.q.shape[0]
     keys = np.empty((n, depth), dtype=np.float32)
     slots = np.empty((n, depth), dtype=np.int64)
@@ -205,7 +221,7 @@ def select_scores(
     if candidates is not None:
         candidates = np.ascontiguousarray(candidates, dtype=np.int64)
         cand_out = np.empty(candidates.shape, dtype=np.float32)
-    native.bm25_select(
+    started = native.bm25_select(
         *native_args(inputs, allowed),
         depth,
         keys,
@@ -213,9 +229,33 @@ def select_scores(
         candidates,
         cand_out,
         *inputs.cache_args(),
+        ahead=ahead,
     )
-    inputs.cached()
-    return keys, slots, cand_out
+    inputs.cached()  # (the call computed the weights before any query ran)
+    if started is None:
+        return Pending.done((keys, slots, cand_out))
+
+    def finish() -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        started.wait()
+        return keys, slots, cand_out
+
+    return Pending(finish, started.settle)
+
+
+def select_ahead(
+    index: BM25Scores,
+    query_tokens: Sequence[Sequence[str]],
+    depth: int,
+    allowed: np.ndarray | None,
+) -> Pending[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+    """``BM25Index.select_ahead``: the arguments checked; natively the queries start on the
+    helper threads now (``kernels.sharing.RowsAhead``), else the numpy twin runs at once."""
+    depth = check_select(query_tokens, depth, None, None, len(index))
+    allowed = check_allowed(allowed, len(index))
+    if native is None:
+        block = index.score_dense(query_tokens, allowed=allowed)
+        return Pending.done(select_reference(block, depth, None))
+    return _select(index.kernel_inputs(query_tokens), allowed, depth, None, ahead=True)
 
 
 def index_select(

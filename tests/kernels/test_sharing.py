@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from spector_gpu.kernels import sharing
 from spector_gpu.kernels.native import native
-from spector_gpu.kernels.sharing import helpers, helpers_for, share, share_rows
+from spector_gpu.kernels.sharing import RowsAhead, helpers, helpers_for, share, share_rows
 
 TWO_CORES = sharing.usable_helpers() >= 1
 needs_two = pytest.mark.skipif(not TWO_CORES, reason="the process may run on one core only")
@@ -252,6 +252,68 @@ def test_share_rows_errors_come_back_and_a_callers_error_stops_the_claims() -> N
     with helpers_for(1), pytest.raises(ValueError, match="caller's kernel failed"):
         share_rows(10**6, 1, caller_fails)
     assert claimed == [0]  # the helper claimed nothing after the caller's error
+
+
+@needs_two
+def test_rows_ahead_start_before_the_wait_and_the_wait_finishes_every_row() -> None:
+    seen: list[tuple[int, str]] = []
+    helper_ran = threading.Event()
+    caller_may_go = threading.Event()
+
+    def row(i: int) -> None:
+        name = threading.current_thread().name
+        seen.append((i, name))
+        if name.startswith("spector-helper"):
+            helper_ran.set()
+            assert caller_may_go.wait(10)  # the helper's rows wait for the caller's wait
+
+    with helpers_for(1):
+        ahead = RowsAhead(40, 1, _claiming(40, row))
+    assert helper_ran.wait(10)  # a row done before anyone waited
+    caller_may_go.set()
+    ahead.wait()
+    ahead.wait()  # once only
+    assert sorted(i for i, _ in seen) == list(range(40))
+    assert {n for _, n in seen} >= {threading.current_thread().name}
+
+
+@needs_two
+def test_rows_ahead_settle_claims_nothing_more_and_waits_for_the_row_held() -> None:
+    claimed: list[int] = []
+    going = threading.Event()
+    ended = threading.Event()
+
+    def claim(i: int) -> None:
+        claimed.append(i)
+        going.set()
+        deadline = time.monotonic() + 10  # the first row lasts until settle moved the counter
+        while i == 0 and ahead.next_row[0] < 10**6 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        ended.set()
+
+    with helpers_for(1):
+        ahead = RowsAhead(10**6, 1, _claiming(10**6, claim))
+    assert going.wait(10)
+    ahead.settle()
+    assert ended.is_set() and claimed == [0]  # the row held ended before settle returned
+    ahead.wait()  # settled: nothing more runs
+    assert claimed == [0]
+
+
+def test_rows_ahead_without_helpers_run_on_the_wait_and_a_callers_error_settles() -> None:
+    calls: list[str] = []
+    ahead = RowsAhead(5, 1, _claiming(5, lambda i: calls.append(threading.current_thread().name)))
+    assert calls == [] and ahead.futures == []  # no helpers outside helpers_for
+    ahead.wait()
+    assert calls == [threading.current_thread().name] * 5
+
+    def fails(_next: np.ndarray) -> None:
+        raise ValueError("the kernel failed")
+
+    failing = RowsAhead(5, 1, fails)
+    with pytest.raises(ValueError, match="the kernel failed"):
+        failing.wait()
+    assert failing.next_row[0] == 5  # moved past the rows: nothing more is claimed
 
 
 @pytest.mark.skipif(native is None, reason="native kernels not built")

@@ -1,7 +1,8 @@
-"""The lexical relay without a score block (``Scorer.lexical_select``: a store larger than the
-dense pool layout, on the CPU with the native kernels) against the per-query reference twin:
-same ids and float32 scores for lexical-only and all-relay recall, for a batch large enough
-to share its queries with a helper thread and for single queries."""
+"""The lexical relay without a score block (``relays.lexical.SelectAhead``: a store larger
+than the dense pool layout, on the CPU with the native kernels) against the per-query
+reference twin: same ids and float32 scores for lexical-only and all-relay recall, for a batch
+large enough to share its queries with a helper thread, for one whose chunks' selections go
+ahead of the chunk before them, and for single queries."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ import pytest
 from recall_reference import reference_recall, weights_of
 from rig import Rig
 from spector_gpu.kernels.native import native
+from spector_gpu.kernels.sharing import usable_helpers
 
 from spector_gpu import RecallOptions
 from spector_gpu.pathways.recall import RecallPathway, scorer
-from spector_gpu.pathways.recall.relays.lexical import lexical_select
+from spector_gpu.pathways.recall.relays import lexical
+from spector_gpu.pathways.recall.relays.lexical import lexical_select_ahead
 
 pytestmark = pytest.mark.skipif(native is None, reason="the native kernels are not built")
 
@@ -53,9 +56,9 @@ def _check(
 
     def spy(bm25: Any, tokens: list[list[str]], plan: Any) -> Any:
         calls.append(len(tokens))
-        return lexical_select(bm25, tokens, plan)
+        return lexical_select_ahead(bm25, tokens, plan)
 
-    mp.setattr(scorer, "lexical_select", spy)
+    mp.setattr(lexical, "lexical_select_ahead", spy)
     pathway = RecallPathway(rig.cortex, None)
     pathway.clock = lambda: now
     batch = pathway.recall_batch(queries, opts)
@@ -102,9 +105,9 @@ def test_chunks_hold_a_bounded_pool_and_every_query_is_answered(
         ) -> Any:
             calls.append(len(tokens))
             plans[key] = plan
-            return lexical_select(bm25, tokens, plan)
+            return lexical_select_ahead(bm25, tokens, plan)
 
-        monkeypatch.setattr(scorer, "lexical_select", spy)
+        monkeypatch.setattr(lexical, "lexical_select_ahead", spy)
         pathway.recall_batch(["w1 w2"] * 300, RecallOptions(k=10, relays=relays, mode="observe"))
         assert sum(calls) == 300
     lexical_only = select_chunk(plans[("lexical",)], 2)
@@ -113,3 +116,44 @@ def test_chunks_hold_a_bounded_pool_and_every_query_is_answered(
     rng = random.Random(11)
     queries = [" ".join(rng.choices(WORDS, k=rng.randint(1, 4))) for _ in range(every + 9)]
     _check(rig, now, queries, RecallOptions(k=10, mode="observe"), monkeypatch)
+
+
+@pytest.mark.skipif(not usable_helpers(), reason="the process may run on one core only")
+def test_chunks_selected_ahead_equal_the_reference_and_a_failed_batch_settles(
+    store: tuple[Rig, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lexical batch of 2 * AHEAD_QUERIES queries or more with a helper thread is cut into
+    AHEAD_CHUNKS chunks, each chunk's selection started as the chunk before it takes its own:
+    the answers are the reference's query by query; a batch that fails in its first chunk
+    leaves the chunk started after it settled, and the store answers again."""
+    rig, now = store
+    rng = random.Random(12)
+    queries = [" ".join(rng.choices(WORDS, k=rng.randint(1, 5))) for _ in range(150)]
+    opts = RecallOptions(k=10, relays=("lexical",), mode="observe")
+    chunks: list[int] = []
+    real = lexical.SelectAhead.take
+
+    def take(self: Any, lo: int, hi: int) -> Any:
+        chunks.append(hi - lo)
+        return real(self, lo, hi)
+
+    monkeypatch.setattr(lexical.SelectAhead, "take", take)
+    _check(rig, now, queries, opts, monkeypatch)
+    assert lexical.AHEAD_CHUNKS == 2 and chunks == [75, 75]
+    settled: list[int] = []
+    real_settle = lexical.SelectAhead.settle
+
+    def settle(self: Any) -> None:
+        settled.append(len(self.started))
+        real_settle(self)
+
+    def fails(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the chunk failed")
+
+    monkeypatch.setattr(lexical.SelectAhead, "settle", settle)
+    with monkeypatch.context() as mp:
+        mp.setattr(scorer.Scorer, "compute", fails)
+        with pytest.raises(RuntimeError, match="the chunk failed"):
+            RecallPathway(rig.cortex, None).recall_batch(queries, opts)
+    assert settled == [1]  # the second chunk had started: settled
+    _check(rig, now, queries, opts, monkeypatch)

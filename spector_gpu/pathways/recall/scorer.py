@@ -37,7 +37,7 @@ from .relays.association import (
     spread_host,
 )
 from .relays.dense import Proposals, dense_score, dense_top, slice_queries
-from .relays.lexical import lexical_block, lexical_members, lexical_select, lexical_top, selects
+from .relays.lexical import lexical_block, lexical_members, lexical_top, selects
 from .relays.salience import SalienceCache, pool_strength, salience_score, salience_top
 from .relevance import absolute_relevance
 from .tables import CueTable, LinkTables
@@ -127,13 +127,18 @@ class Scorer:
         if "salience" in plan.relays and plan.n_allowed:
             sal = salience_top(self.cortex, self.columns, plan, self.salience)
         budget = _GPU_BLOCK if plan.device.type == "cuda" else _CPU_BLOCK
-        step = max(1, budget // max(self.cortex.n, 1))
-        if selects(plan, exact_rounds, self.dense_layout(plan)):
-            step = lexical_relay.select_chunk(plan, self.cortex.config.association.temporal_window)
-        parts = [
-            self._chunk(plan, lo, min(n, lo + step), sal, den, exact_rounds)
-            for lo in range(0, n, step)
-        ]
+        step, ahead = max(1, budget // max(self.cortex.n, 1)), None
+        if selects(plan, exact_rounds, self.dense_layout(plan)):  # chunks' selections ahead
+            ahead = lexical_relay.SelectAhead(self.cortex, plan)
+            step = ahead.step
+        try:
+            parts = [
+                self._chunk(plan, lo, min(n, lo + step), sal, den, exact_rounds, ahead)
+                for lo in range(0, n, step)
+            ]
+        finally:
+            if ahead is not None:
+                ahead.settle()
         if not parts:
             empty = np.zeros((0, k))
             return Scored(
@@ -225,9 +230,11 @@ class Scorer:
         sal: torch.Tensor,
         den: Proposals,
         exact_rounds: bool,
+        ahead: lexical_relay.SelectAhead | None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[list[Explanation]], np.ndarray]:
         k, m = plan.top, hi - lo
-        out = self.compute(plan, lo, hi, sal, den, exact_rounds)
+        sel = ahead.take(lo, hi) if ahead is not None and plan.n_allowed else None
+        out = self.compute(plan, lo, hi, sal, den, exact_rounds, sel)
         if out is None:
             empty = np.zeros((m, k))
             return (
@@ -251,15 +258,14 @@ class Scorer:
         sal: torch.Tensor,
         den: Proposals,
         exact_rounds: bool,
+        sel: lexical_relay.Selection | None = None,
     ) -> tuple[Fused, torch.Tensor, torch.Tensor, tuple[torch.Tensor, ...]] | None:
         """The device work of queries ``[lo, hi)``: fusion, the top-k positions and the
         results (ordinals, float32 scores, D, S), all still on the device; None when the pool
-        is empty. On a GPU nothing here reads a value back to the host."""
-        block = sel = None
-        lexical = "lexical" in plan.relays and plan.n_allowed
-        if lexical and selects(plan, exact_rounds, self.dense_layout(plan)):
-            sel = lexical_select(self.cortex.bm25, plan.tokens[lo:hi], plan)
-        elif lexical:
+        is empty. On a GPU nothing here reads a value back to the host. ``sel``: the lexical
+        relay's proposals when it selects without a block (:func:`selects`)."""
+        block = None
+        if "lexical" in plan.relays and plan.n_allowed and sel is None:
             block = lexical_block(self.cortex.bm25, plan.tokens[lo:hi], plan, rounds=exact_rounds)
             block = block.to(plan.device)
         pool, dense_all = self._pool(plan, lo, hi, sal, den, block, None if sel is None else sel[1])

@@ -14,24 +14,37 @@ each query's sums go into one native scratch row, its proposals are selected fro
 documents it touched, and the pool's members are scored afterwards (:func:`lexical_members`:
 from the proposals themselves when the pool is nothing else, from the row a single query
 keeps until then, else by a second pass) — the block's values, bit for bit, without clearing
-and scanning N scores per query.
+and scanning N scores per query. A large batch's chunks are selected one ahead
+(:class:`SelectAhead`): each chunk's queries start on the helper threads while the chunk
+before it runs its Python stages.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import torch
 
 from ....cortex.bm25 import BM25Index
-from ....cortex.bm25_select import ScoredRow
+from ....cortex.bm25_select import ScoredRow, select_ahead
+from ....kernels.ahead import Pending
 from ....kernels.selection import rows_topk
+from ....kernels.sharing import helpers
 from ..pool import PAD, Pool
 from . import RecallPlan
 
+if TYPE_CHECKING:
+    from ....cortex.cortex import Cortex
+
 #: Pool members (rows × expected width) a chunk of queries may hold without a lexical block.
 _POOL_BUDGET = 1 << 18
+
+AHEAD_CHUNKS = 2
+"""Chunks a batch whose lexical selection goes ahead is cut into at least (:class:`SelectAhead`)."""
+
+AHEAD_QUERIES = 64
+"""The fewest queries of such a chunk."""
 
 
 class Selection(NamedTuple):
@@ -44,11 +57,15 @@ class Selection(NamedTuple):
 
 
 __all__ = [
+    "AHEAD_CHUNKS",
+    "AHEAD_QUERIES",
+    "SelectAhead",
     "Selection",
     "lexical_block",
     "lexical_block_rounds",
     "lexical_members",
     "lexical_select",
+    "lexical_select_ahead",
     "lexical_top",
     "select_chunk",
     "selects",
@@ -136,6 +153,53 @@ def lexical_select(bm25: BM25Index, tokens: list[list[str]], plan: RecallPlan) -
         return Selection(torch.from_numpy(row.scores), torch.from_numpy(row.slots), row)
     keys, slots, _ = bm25.select(tokens, plan.depth, allowed=plan.gate)
     return Selection(torch.from_numpy(keys), torch.from_numpy(slots), None)
+
+
+def lexical_select_ahead(
+    bm25: BM25Index, tokens: list[list[str]], plan: RecallPlan
+) -> Pending[Selection]:
+    """:func:`lexical_select` of two queries or more started now on the helper threads (taken
+    by its result; one query's is computed at once)."""
+    if len(tokens) < 2:
+        return Pending.done(lexical_select(bm25, tokens, plan))
+    started = select_ahead(bm25, tokens, plan.depth, plan.gate)
+    return started.then(
+        lambda got: Selection(torch.from_numpy(got[0]), torch.from_numpy(got[1]), None)
+    )
+
+
+class SelectAhead:
+    """A batch's :func:`lexical_select` chunk by chunk (``step`` queries each), each chunk's
+    queries started on the helper threads as the chunk before it takes its own (:meth:`take`):
+    chunk c + 1's BM25 selection runs beside chunk c's Python stages (the pool, its columns,
+    fusion, top-k). With a helper thread, a batch of 2 * AHEAD_QUERIES queries or more is cut
+    into AHEAD_CHUNKS chunks or more, each of AHEAD_QUERIES or more (within
+    :func:`select_chunk`). :meth:`settle` lets a chunk started and not taken end."""
+
+    def __init__(self, cortex: Cortex, plan: RecallPlan) -> None:
+        self.bm25, self.plan, n = cortex.bm25, plan, len(plan.tokens)
+        self.step = select_chunk(plan, cortex.config.association.temporal_window)
+        if helpers() and n >= 2 * AHEAD_QUERIES:
+            self.step = min(self.step, max(AHEAD_QUERIES, -(-n // AHEAD_CHUNKS)))
+        self.started: dict[int, Pending[Selection]] = {}
+
+    def take(self, lo: int, hi: int) -> Selection:
+        """Queries ``[lo, hi)``'s selection (started before, else now), once the next
+        chunk's has started."""
+        mine = self.started.pop(lo, None) or self._start(lo, hi)
+        got: Selection = mine.result()
+        if hi < len(self.plan.tokens):
+            self.started[hi] = self._start(hi, min(len(self.plan.tokens), hi + self.step))
+        return got
+
+    def _start(self, lo: int, hi: int) -> Pending[Selection]:
+        return lexical_select_ahead(self.bm25, self.plan.tokens[lo:hi], self.plan)
+
+    def settle(self) -> None:
+        """Withdraw or wait for any chunk started and not taken."""
+        for pending in self.started.values():
+            pending.settle()
+        self.started.clear()
 
 
 def lexical_members(
