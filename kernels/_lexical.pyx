@@ -296,7 +296,6 @@ def bm25_select(q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, ma
     if ahead:  # the job outlives the call: it holds the arrays passed in
         job.keep += (q_indptr, q_terms, q_counts, idf, main_lo, main_hi, main_doc, main_tf,
                      tail_indptr, tail_doc, tail_tf, doc_len)
-    if ahead:
         return RowsAhead(m, rows, job.claim)
     share_rows(m, rows, job.claim)
 

@@ -248,8 +248,10 @@ def select_ahead(
     depth: int,
     allowed: np.ndarray | None,
 ) -> Pending[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
-    """``BM25Index.select_ahead``: the arguments checked; natively the queries start on the
-    helper threads now (``kernels.sharing.RowsAhead``), else the numpy twin runs at once."""
+    """``index.select(query_tokens, depth, allowed=allowed)`` started now: the arguments
+    checked, then natively the queries start on the helper threads (``kernels.sharing.
+    RowsAhead``) and the rest run when the result is taken; without the native kernels the
+    numpy twin runs at once."""
     depth = check_select(query_tokens, depth, None, None, len(index))
     allowed = check_allowed(allowed, len(index))
     if native is None:

@@ -184,8 +184,8 @@ class SelectAhead:
         self.started: dict[int, Pending[Selection]] = {}
 
     def take(self, lo: int, hi: int) -> Selection:
-        """Queries ``[lo, hi)``'s selection (started before, else now), once the next
-        chunk's has started."""
+        """Queries ``[lo, hi)``'s selection (started before, else now); the next chunk's
+        then starts."""
         mine = self.started.pop(lo, None) or self._start(lo, hi)
         got: Selection = mine.result()
         if hi < len(self.plan.tokens):
