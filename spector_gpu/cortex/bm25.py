@@ -288,8 +288,8 @@ class BM25Index:
         slots int64 (n, depth), candidate scores float32 (n, W) or None)`` — positive scores
         best first, ties to the lower slot, ``-inf`` / ``-1`` padding; a candidate scores 0
         where it matches no term, is not ``allowed`` or is padding. Every value equals
-        :meth:`score_dense`'s bit for bit, natively one scratch row per query, cleared where
-        written. ``threads`` is deprecated and ignored (leave it out)."""
+        :meth:`score_dense`'s bit for bit, natively one scratch row per thread, each document
+        started from 0 where reached. ``threads`` is deprecated and ignored (leave it out)."""
         return index_select(self, query_tokens, depth, allowed, candidates, threads)
 
     def score_row(

@@ -4,10 +4,12 @@
 :func:`select_scores` accumulates each query's sums into one scratch row (the native
 ``bm25_select``: the float32 sums of :func:`.bm25_scoring.dense_scores`, in the same order),
 selects its ``depth`` best positive scores from the documents it touched (a query of many
-postings: from the whole row) and reads the scores of given slots, clearing only what it wrote,
-on the calling thread. :class:`ScoredRow` keeps one query's row in the calling thread's
-:class:`RowScratch` of the index until released, so that slots chosen later (a recall's pool)
-are scored without a second pass. :func:`select_reference` is the numpy twin.
+postings: from the whole row) and reads the scores of given slots, on the calling thread (or,
+:func:`select_ahead`, on the helper threads too); a document's sum starts from 0 where the query
+first reaches it, so the row is never cleared after a query. :class:`ScoredRow` keeps one
+query's row in the calling thread's :class:`RowScratch` of the index until released, so that
+slots chosen later (a recall's pool) are scored without a second pass.
+:func:`select_reference` is the numpy twin.
 """
 
 from __future__ import annotations
@@ -253,11 +255,7 @@ def select_ahead(
     RowsAhead``) and the rest run when the result is taken; without the native kernels the
     numpy twin runs at once."""
     depth = check_select(query_tokens, depth, None, None, len(index))
-    allowed = check_allowed(allowed, len(index))
-    if native is None:
-        block = index.score_dense(query_tokens, allowed=allowed)
-        return Pending.done(select_reference(block, depth, None))
-    return _select(index.kernel_inputs(query_tokens), allowed, depth, None, ahead=True)
+    return _index_started(index, query_tokens, depth, allowed, None, ahead=True)
 
 
 def index_select(
@@ -270,11 +268,27 @@ def index_select(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """``BM25Index.select``: the arguments checked, natively or by the numpy twin."""
     depth = check_select(query_tokens, depth, candidates, threads, len(index))
+    got: tuple[np.ndarray, np.ndarray, np.ndarray | None]
+    got = _index_started(index, query_tokens, depth, allowed, candidates, ahead=False).result()
+    return got
+
+
+def _index_started(
+    index: BM25Scores,
+    query_tokens: Sequence[Sequence[str]],
+    depth: int,
+    allowed: np.ndarray | None,
+    candidates: np.ndarray | None,
+    *,
+    ahead: bool,
+) -> Pending[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+    """:func:`index_select` once ``depth`` is checked: ``allowed`` checked, then natively
+    (:func:`_select`) or by the numpy twin, done at once."""
     allowed = check_allowed(allowed, len(index))
     if native is None:
         block = index.score_dense(query_tokens, allowed=allowed)
-        return select_reference(block, depth, candidates)
-    return select_scores(index.kernel_inputs(query_tokens), allowed, depth, candidates)
+        return Pending.done(select_reference(block, depth, candidates))
+    return _select(index.kernel_inputs(query_tokens), allowed, depth, candidates, ahead=ahead)
 
 
 def index_row(
