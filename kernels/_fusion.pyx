@@ -1,12 +1,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
-"""Fusion's native row kernels (``csrc/fusion.c``), bound by Cython.
+"""Fusion's native row kernels (``csrc/fusion.c``), bound by Cython, and the session relay's
+row pass (``session_lift_rows``), written here in Cython's typed loops.
 
 Arrays are numpy (any buffer): Cython checks each one's dtype, dimensions and contiguity and
 raises ``ValueError`` on a mismatch; the shapes are checked here. The GIL is released while
 computing.
 """
 
-from libc.stdint cimport int64_t, uint8_t
+from libc.math cimport INFINITY, isfinite
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.stdlib cimport qsort
 
 import numpy as np
 
@@ -163,3 +166,138 @@ def top_mask_rows(x not None, valid, Py_ssize_t take, mask not None) -> bool:
                               &xd[0, 0] if xd is not None else NULL,
                               &ok[0, 0], n, width, take, &buf[0], &out[0, 0])
     return got == 0
+
+
+cdef struct _Lifted:
+    double score
+    int64_t ordinal, at  # at: the member's position in its row
+
+
+cdef inline bint _before(const _Lifted *a, const _Lifted *b) noexcept nogil:
+    return a.score > b.score or (a.score == b.score and a.ordinal < b.ordinal)
+
+
+cdef int _lifted_cmp(const void *pa, const void *pb) noexcept nogil:
+    cdef const _Lifted *a = <const _Lifted *>pa
+    cdef const _Lifted *b = <const _Lifted *>pb
+    return -1 if _before(a, b) else (1 if _before(b, a) else 0)
+
+
+cdef void _lifted_sort(_Lifted *x, Py_ssize_t c) noexcept nogil:
+    """Score descending, then ordinal ascending (distinct in a row: a total order); by
+    insertion up to 128 members (the input is in fused order, close to this one), else qsort."""
+    cdef Py_ssize_t m, k
+    cdef _Lifted v
+    if c > 128:
+        qsort(x, c, sizeof(_Lifted), _lifted_cmp)
+        return
+    for m in range(1, c):
+        v = x[m]
+        k = m
+        while k > 0 and _before(&v, &x[k - 1]):
+            x[k] = x[k - 1]
+            k -= 1
+        x[k] = v
+
+
+cdef inline void _spread(const double *x, Py_ssize_t c, double *out) noexcept nogil:
+    """x[0..c) min-max normalised into out (0 everywhere without two different values)."""
+    cdef double lo = INFINITY, hi = -INFINITY, width
+    cdef Py_ssize_t m
+    for m in range(c):
+        lo = x[m] if x[m] < lo else lo
+        hi = x[m] if x[m] > hi else hi
+    width = hi - lo
+    for m in range(c):
+        out[m] = (x[m] - lo) / width if width > 0 else 0.0
+
+
+def session_lift_rows(const float[:, ::1] fused not None, const int32_t[::1] counts not None,
+                      const int64_t[:, ::1] ordinals not None, const double[:, ::1] dense not None,
+                      const int64_t[:, ::1] session not None, turn not None, double weight,
+                      int64_t[:, ::1] out_order not None, float[:, ::1] out_fused not None,
+                      double[:, ::1] out_lift not None) -> bool:
+    """The session relay (pathways/recall/session_lift.py) over n rows of width W, each listing
+    its first ``counts[i]`` members (ordinals >= 0, -1 past the count): each member's lift is
+    the best ``dense`` score of the listed turns (``turn`` bool (n, W)) of its ``session`` in
+    the row, or its own ``dense`` score when it is no turn (0 past the count, into
+    ``out_lift``); the members are then ordered by minmax(fused) + weight * minmax(lift), ties
+    to the lower ordinal: ``out_order`` the positions into the row (the identity past the
+    count), ``out_fused`` float32 those scores in that order (the input past the count).
+    The numpy twin's arithmetic in its order, so the same bits. False, with the outputs
+    unspecified, where the twin must decide: a listed fused or dense score that is not finite,
+    a row whose ordinals are not its count's, or a weight that is not finite."""
+    fn = "session_lift_rows"
+    cdef Py_ssize_t n = fused.shape[0], w = fused.shape[1], i, m, c, h, cap = 16
+    for name, a in (("ordinals", ordinals), ("dense", dense), ("session", session),
+                    ("out_order", out_order), ("out_fused", out_fused), ("out_lift", out_lift)):
+        if a.shape[0] != n or a.shape[1] != w:
+            raise ValueError(f"{fn}: {name} must be (n, W) like fused")
+    if counts.shape[0] != n:
+        raise ValueError(f"{fn}: counts must be (n,) like fused's rows")
+    cdef const uint8_t[:, ::1] is_turn = byte_flags(turn, f"{fn}: turn", shape=(n, w),
+                                                    bool_only=True)
+    if not isfinite(weight):
+        return False
+    for i in range(n):
+        if counts[i] < 0 or counts[i] > w:
+            raise ValueError(f"{fn}: counts[{i}] = {counts[i]} is outside [0, {w}]")
+    if n == 0 or w == 0:
+        return True
+    while cap < 2 * w:
+        cap *= 2
+    cdef int shift = 64
+    h = cap
+    while h > 1:
+        h //= 2
+        shift -= 1
+    # each row's sessions: an open-addressing table of cap slots, a slot live in row i when
+    # its stamp is i + 1 (nothing is cleared between rows)
+    cdef int64_t[::1] key = np.empty(cap, dtype=np.int64)
+    cdef int64_t[::1] stamp = np.zeros(cap, dtype=np.int64)
+    cdef double[::1] best = np.empty(cap, dtype=np.float64)
+    cdef int64_t[::1] slot = np.empty(w, dtype=np.int64)
+    cdef double[::1] x = np.empty(w, dtype=np.float64)
+    cdef double[::1] sf = np.empty(w, dtype=np.float64)
+    cdef double[::1] sl = np.empty(w, dtype=np.float64)
+    cdef _Lifted[::1] rank = np.empty(w, dtype=[("s", np.float64), ("o", np.int64),
+                                                 ("a", np.int64)])
+    cdef int64_t s
+    cdef double d
+    cdef bint ok = True
+    with nogil:
+        for i in range(n):
+            c = counts[i]
+            for m in range(w):
+                if (ordinals[i, m] >= 0) != (m < c) or (m < c and not (
+                        isfinite(fused[i, m]) and isfinite(dense[i, m]))):
+                    ok = False
+            if not ok:
+                break
+            for m in range(c):  # each turn's session slot, holding the session's best
+                slot[m] = -1
+                if not is_turn[i, m]:
+                    continue
+                s, d = session[i, m], dense[i, m]
+                h = <Py_ssize_t>((<uint64_t>s * <uint64_t>0x9E3779B97F4A7C15) >> shift)
+                while stamp[h] == i + 1 and key[h] != s:
+                    h = (h + 1) & (cap - 1)
+                if stamp[h] != i + 1:
+                    stamp[h], key[h], best[h] = i + 1, s, d
+                elif d > best[h]:
+                    best[h] = d
+                slot[m] = h
+            for m in range(w):
+                out_lift[i, m] = 0.0 if m >= c else (
+                    best[slot[m]] if slot[m] >= 0 else dense[i, m])
+                x[m] = <double>fused[i, m]
+            _spread(&x[0], c, &sf[0])
+            _spread(&out_lift[i, 0], c, &sl[0])
+            for m in range(c):
+                rank[m].score = sf[m] + weight * sl[m]
+                rank[m].ordinal, rank[m].at = ordinals[i, m], m
+            _lifted_sort(&rank[0], c)
+            for m in range(w):
+                out_order[i, m] = rank[m].at if m < c else m
+                out_fused[i, m] = <float>rank[m].score if m < c else fused[i, m]
+    return ok

@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from spector_gpu.kernels.native import native
 
 from spector_gpu import RecallOptions, SpectorMemory
-from spector_gpu.pathways.recall.session_lift import session_scores
+from spector_gpu.pathways.recall.scorer import Scored
+from spector_gpu.pathways.recall.session_lift import _native_rows, lift_rows, session_scores
 
 OFF = {"session": 0.0}
 
@@ -55,6 +57,66 @@ def test_session_scores_equal_a_member_by_member_maximum(case: tuple) -> None:  
                     dense[i, m] for m in range(c) if turn[i, m] and session[i, m] == session[i, j]
                 ]
                 assert got[i, j] == max(mates)
+
+
+def _scored(fused: np.ndarray, ordinals: np.ndarray) -> Scored:
+    n, w = ordinals.shape
+    counts = (ordinals >= 0).sum(axis=1).astype(np.int32)
+    zero = np.zeros((n, w))
+    return Scored(ordinals, fused.astype(np.float32), counts, zero, zero, None)
+
+
+def _rows_case(rng: np.random.Generator, n: int, w: int) -> tuple:  # type: ignore[type-arg]
+    counts = rng.integers(0, w + 1, n)
+    ordinals = np.full((n, w), -1, dtype=np.int64)
+    for i, c in enumerate(counts):
+        ordinals[i, :c] = rng.choice(2 * w + 5, c, replace=False)
+    # coarse values: ties in fused, dense and the mixed scores (broken by the lower ordinal)
+    fused = np.round(rng.random((n, w)) * 4) / 4
+    fused[ordinals < 0] = -np.inf
+    dense = np.round(rng.random((n, w)) * 8) / 8 - 0.25
+    session = rng.choice([-(2**63), -3, 0, 5, 7, 2**63 - 1], (n, w))
+    turn = rng.random((n, w)) < 0.7
+    return _scored(fused, ordinals), dense, session, turn
+
+
+@pytest.mark.skipif(native is None, reason="native kernels not built")
+@pytest.mark.parametrize("seed", range(40))
+def test_the_native_row_pass_equals_the_numpy_steps_bit_for_bit(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    w = int(rng.choice([1, 3, 8, 100, 200]))  # past 128 members the rows sort by qsort
+    scored, dense, session, turn = _rows_case(rng, int(rng.integers(1, 6)), w)
+    weight = float(rng.choice([0.5, 1.0, 3.0]))
+    got, want = (
+        _native_rows(scored, dense, session, turn, weight),
+        lift_rows(scored, dense, session, turn, weight),
+    )
+    assert got is not None
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.skipif(native is None, reason="native kernels not built")
+def test_the_native_row_pass_declines_what_the_numpy_steps_must_decide() -> None:
+    rng = np.random.default_rng(7)
+    scored, dense, session, turn = _rows_case(rng, 3, 8)
+    scored.ordinals[:, :2] = [[4, 9], [1, 2], [3, 6]]
+    scored.counts[:] = np.maximum(scored.counts, 2)
+    nan = dense.copy()
+    nan[0, 0] = np.nan  # a listed member's dense score
+    assert _native_rows(scored, nan, session, turn, 1.0) is None
+    inf = scored.fused.copy()
+    inf[1, 1] = np.inf  # a listed member's fused score
+    assert _native_rows(_scored(inf, scored.ordinals), dense, session, turn, 1.0) is None
+    assert _native_rows(scored, dense, session, turn, float("nan")) is None
+    holes = scored.ordinals.copy()
+    holes[2, 0] = -1  # a hole before the row's last member: no count describes it
+    assert _native_rows(_scored(scored.fused, holes), dense, session, turn, 1.0) is None
+    with pytest.raises(ValueError, match="session must be"):
+        _native_rows(scored, dense, session[:, :4], turn, 1.0)
+    with pytest.raises(ValueError, match="turn must be bool"):
+        _native_rows(scored, dense, session, turn.astype(np.int8), 1.0)
 
 
 @pytest.fixture

@@ -29,11 +29,12 @@ import numpy as np
 import torch
 
 from ...cortex.cortex import Cortex
+from ...kernels.native import native
 from ...types import RelayExplanation
 from .relays import RecallPlan
 from .scorer import Scored
 
-__all__ = ["lift_sessions", "session_scores"]
+__all__ = ["lift_rows", "lift_sessions", "session_scores"]
 
 
 def session_scores(
@@ -70,7 +71,8 @@ def _spread(x: np.ndarray, listed: np.ndarray) -> np.ndarray:
 
 def lift_sessions(scored: Scored, plan: RecallPlan, cortex: Cortex) -> Scored:
     """``scored`` re-ordered by the session relay (module docstring); unchanged when it is
-    off (weight 0, or no dense relay)."""
+    off (weight 0, or no dense relay). On the CPU code path one native pass per row
+    (``session_lift_rows``: the same bits as the numpy steps, :func:`lift_rows`)."""
     weight = plan.weights.get("session", 0.0)
     if weight <= 0 or plan.dense is None or not scored.counts.any():
         return scored
@@ -81,7 +83,20 @@ def lift_sessions(scored: Scored, plan: RecallPlan, cortex: Cortex) -> Scored:
     dense = cortex.dense.score(plan.dense, slots).cpu().numpy().astype(np.float64)
     dense = np.where(np.isfinite(dense), dense, 0.0)
     session, sequence = cortex.cues.session[at], cortex.cues.sequence[at]
-    lift = session_scores(dense, session, (sequence >= 0) & (session != 0), scored.counts)
+    turn = (sequence >= 0) & (session != 0)
+    got = _native_rows(scored, dense, session, turn, weight) if plan.native else None
+    order, fused, lift = got if got is not None else lift_rows(scored, dense, session, turn, weight)
+    return _reordered(scored, order, fused, lift, weight)
+
+
+def lift_rows(
+    scored: Scored, dense: np.ndarray, session: np.ndarray, turn: np.ndarray, weight: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The order (positions into each row), the lifted scores float32 in that order and the
+    lift float64 in the input order, by numpy steps (the twin of ``session_lift_rows``)."""
+    ordinals = scored.ordinals
+    listed = ordinals >= 0
+    lift = session_scores(dense, session, turn, scored.counts)
     score = _spread(scored.fused.astype(np.float64), listed) + weight * _spread(lift, listed)
     score = np.where(listed, score, -np.inf)  # padding stays last
     # per row: score descending, ties to the lower ordinal (stable sorts along the rows:
@@ -90,7 +105,32 @@ def lift_sessions(scored: Scored, plan: RecallPlan, cortex: Cortex) -> Scored:
     by = np.argsort(-np.take_along_axis(score, pre, 1), axis=1, kind="stable")
     order = np.take_along_axis(pre, by, 1)
     fused = np.where(listed, np.take_along_axis(score, order, 1), scored.fused).astype(np.float32)
-    return _reordered(scored, order, fused, lift, weight)
+    return order, fused, lift
+
+
+def _native_rows(
+    scored: Scored, dense: np.ndarray, session: np.ndarray, turn: np.ndarray, weight: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`lift_rows` by the native pass, or None where it declines or is not built."""
+    if native is None:
+        return None
+    shape = scored.ordinals.shape
+    order = np.empty(shape, dtype=np.int64)
+    fused = np.empty(shape, dtype=np.float32)
+    lift = np.empty(shape, dtype=np.float64)
+    done = native.session_lift_rows(
+        np.ascontiguousarray(scored.fused, dtype=np.float32),
+        np.ascontiguousarray(scored.counts, dtype=np.int32),
+        np.ascontiguousarray(scored.ordinals, dtype=np.int64),
+        np.ascontiguousarray(dense),
+        np.ascontiguousarray(session, dtype=np.int64),
+        np.ascontiguousarray(turn),
+        float(weight),
+        order,
+        fused,
+        lift,
+    )
+    return (order, fused, lift) if done else None
 
 
 def _reordered(
