@@ -364,7 +364,7 @@ class Scorer:
             pool.valid,
             strength,
             assoc,
-            lambda: self.cues.match(pool.index(), toks) if self.cues.names_any(toks) else None,
+            lambda: self.cues.match_pool(pool, toks) if self.cues.names_any(toks) else None,
             cfg.recall,
         )
 

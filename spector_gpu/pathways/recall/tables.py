@@ -31,6 +31,7 @@ import torch
 
 from ...cortex.cortex import Cortex
 from ...kernels.selection import take_rows
+from .pool import Pool
 from .state import StoreVersion
 
 __all__ = ["ChainTable", "CueTable", "HostLinks", "LinkTables", "PaddedRows"]
@@ -284,6 +285,9 @@ class CueTable:
         self._at: StoreVersion | None = None
         self._vocab: dict[str, int] = {}
         self._ids = PaddedRows(np.int64, -1, device if mirror else None)
+        # each cue's holders (ordinals by cue id, and each id's start), built at first use
+        # after a sync: (version, ordinals, starts)
+        self._held: tuple[StoreVersion | None, np.ndarray, np.ndarray] | None = None
 
     def sync(self, cortex: Cortex, now: StoreVersion) -> None:
         if self._at == now:
@@ -318,6 +322,46 @@ class CueTable:
         return self._ids.width > 0 and not self._vocab.keys().isdisjoint(
             itertools.chain.from_iterable(tokens)
         )
+
+    def match_pool(self, pool: Pool, tokens: list[list[str]]) -> torch.Tensor | None:
+        """:meth:`match` of ``pool``'s members (any value at padding). A dense pool's (column
+        j is memory j) is set from the holders of each cue the queries name: one row per cue,
+        OR-ed into the rows of the queries naming it, not a gather of every member's cues."""
+        if not pool.dense:
+            return self.match(pool.index(), tokens)
+        if self._ids.width == 0:
+            return None
+        get = self._vocab.get
+        named = [(i, c) for i, q in enumerate(tokens) for c in map(get, q) if c is not None]
+        if not named:
+            return None
+        held = self._held
+        if held is None or held[0] != self._at:
+            held = self._held = (self._at, *self._holders())
+        ordinals, starts = held[1], held[2]
+        askers: dict[int, list[int]] = {}  # cue id -> the queries naming it
+        for i, c in named:
+            askers.setdefault(c, []).append(i)
+        width = pool.width
+        asked = np.zeros((len(tokens), width), dtype=bool)
+        for c, rows in askers.items():
+            holders = ordinals[starts[c] : starts[c + 1]]
+            row = np.zeros(width, dtype=bool)
+            row[holders[holders < width]] = True  # (a later sync's memories: not members)
+            asked[rows] |= row
+        mask = torch.from_numpy(asked)
+        return mask.to(self.device) if self.mirror else mask
+
+    def _holders(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every memory holding each cue: ordinals int64 by cue id (ascending within one),
+        and int64 (V + 1,) where each id's run starts."""
+        ids = self._ids.data[: self._ids.rows, : self._ids.width]
+        cue = ids.ravel()
+        held = np.repeat(np.arange(ids.shape[0], dtype=np.int64), ids.shape[1])[cue >= 0]
+        cue = cue[cue >= 0]
+        by = np.argsort(cue, kind="stable")
+        starts = np.searchsorted(cue[by], np.arange(len(self._vocab) + 1))
+        return held[by], starts
 
     def match(self, members: torch.Tensor, tokens: list[list[str]]) -> torch.Tensor | None:
         """bool (n_q, W): a cue token of memory ``members[i, j]`` occurs among query i's tokens;

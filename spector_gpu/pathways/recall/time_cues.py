@@ -236,7 +236,16 @@ def time_lift(
     for members the query ``matched`` (a relay scored them above 0: a memory the salience
     relay proposed for its strength alone is not lifted). The scale is the row's best fused
     score over ``valid`` members, or 1 (one relay's full weight) when none is above 0 — twins
-    that the pool's min-max normalisation leaves at 0 are still ordered by the cue."""
+    that the pool's min-max normalisation leaves at 0 are still ordered by the cue. Only the
+    rows with cues are computed (the rest are 0: most queries name no time)."""
+    rows = [i for i, row in enumerate(cues) if row]
+    if len(rows) < len(cues):
+        out = torch.zeros(fused.shape, dtype=torch.float64, device=fused.device)
+        if rows:
+            at = torch.tensor(rows, dtype=torch.int64, device=fused.device)
+            some = [cues[i] for i in rows]
+            out[at] = time_lift(fused[at], valid[at], matched[at], formed_ms[at], some, weight)
+        return out
     finite = valid & torch.isfinite(fused)
     best = torch.where(finite, fused, torch.zeros_like(fused)).amax(dim=1, keepdim=True)
     scale = torch.where(best > 0, best, torch.ones_like(best))
