@@ -26,12 +26,6 @@ cdef extern from "csrc/fusion.c" nogil:
         double w_sal, const uint8_t *valid, const double *importance, const double *d,
         const double *s_term, double beta, double tau, const uint8_t *match, Py_ssize_t k,
         double *rel, float *factor, double *fused, Py_ssize_t n, Py_ssize_t width)
-    ctypedef struct Cand:
-        double v
-        int64_t i
-    int c_top_mask_rows "top_mask_rows"(
-        const float *xf, const double *xd, const uint8_t *valid, Py_ssize_t n,
-        Py_ssize_t width, Py_ssize_t take, Cand *buf, uint8_t *mask)
 
 
 def relevance_rows(
@@ -142,12 +136,43 @@ def fuse_rows(
     return done == 1
 
 
+cdef double _kth(double *a, double *b, double *c, Py_ssize_t n, Py_ssize_t k) noexcept nogil:
+    """The k-th largest (1 <= k <= n) of a[0..n) (no NaN), by quickselect over the values
+    alone: each round takes a median-of-three pivot and copies the values above it and those
+    below it to two other buffers in one branch-free pass (which side a value falls is
+    random), then goes on in the part holding the k-th (b and c: scratch of n; any of the
+    three is overwritten)."""
+    cdef Py_ssize_t want = k - 1, i, up, down
+    cdef double p, q, r, pivot, x
+    while n > 1:
+        p, q, r = a[0], a[n // 2], a[n - 1]
+        pivot = max(min(p, q), min(max(p, q), r))  # one of the values: each round shrinks
+        up = down = 0
+        for i in range(n):
+            x = a[i]
+            b[up] = x
+            c[down] = x
+            up += x > pivot
+            down += x < pivot
+        if want < up:
+            n = up
+            a, b = b, a
+        elif want < n - down:
+            return pivot  # among the values equal to it
+        else:
+            want -= n - down
+            n = down
+            a, c = c, a
+    return a[0]
+
+
 def top_mask_rows(x not None, valid, Py_ssize_t take, mask not None) -> bool:
     """Flag in ``mask`` (bool (n, W)) the ``take`` best live entries of each row of ``x``
     (float32 or float64 (n, W); live: ``valid`` (bool (n, W)) and above -inf; value
     descending, column ascending), every live entry of a row holding at most ``take``
-    (see ``csrc/fusion.c``). False where it declines (a valid NaN: the caller keeps torch's
-    order)."""
+    (kernels/selection.topk_mask): the entries above the row's take-th value, then those
+    equal to it from the lowest column. False where it declines (a valid NaN: the caller
+    keeps torch's order)."""
     cdef Py_ssize_t n = x.shape[0] if x.ndim == 2 else -1, width = x.shape[x.ndim - 1]
     if n < 0 or take < 1:
         raise ValueError("top_mask_rows: x must be (n, W) and take >= 1")
@@ -159,14 +184,37 @@ def top_mask_rows(x not None, valid, Py_ssize_t take, mask not None) -> bool:
         raise ValueError("top_mask_rows: valid is required")
     if not (n and width):
         return True
-    cdef Cand[::1] buf = np.empty(width, dtype=[("v", np.float64), ("i", np.int64)])
-    cdef int got
-    with nogil:
-        got = c_top_mask_rows(&xf[0, 0] if xf is not None else NULL,
-                              &xd[0, 0] if xd is not None else NULL,
-                              &ok[0, 0], n, width, take, &buf[0], &out[0, 0])
-    return got == 0
-
+    cdef double[::1] row = np.empty(width, dtype=np.float64)
+    cdef double[::1] buf = np.empty(3 * width, dtype=np.float64)  # _kth's three buffers
+    cdef Py_ssize_t r, c, live, need
+    cdef double v, kth
+    cdef bint f32 = xf is not None, nan = False, flag
+    with nogil:  # (branch-free passes: a live entry's side of the take-th value is random)
+        for r in range(n):
+            live = 0
+            for c in range(width):
+                v = <double>xf[r, c] if f32 else xd[r, c]
+                row[c] = v
+                nan |= (ok[r, c] != 0) & (v != v)
+                flag = (ok[r, c] != 0) & (v > -INFINITY)
+                out[r, c] = flag
+                buf[live] = v
+                live += flag
+            if nan:
+                break
+            if live <= take:
+                continue
+            kth = _kth(&buf[0], &buf[width], &buf[2 * width], live, take)
+            need = take
+            for c in range(width):  # the entries above it kept, those equal to it marked 2
+                flag = (out[r, c] != 0) & (row[c] > kth)
+                need -= flag
+                out[r, c] = flag | (((out[r, c] != 0) & (row[c] == kth)) << 1)
+            for c in range(width):  # then the equal ones, from the lowest column
+                if out[r, c] == 2:
+                    out[r, c] = need > 0
+                    need -= need > 0
+    return not nan
 
 cdef struct _Lifted:
     double score
@@ -301,3 +349,101 @@ def session_lift_rows(const float[:, ::1] fused not None, const int32_t[::1] cou
                 out_order[i, m] = rank[m].at if m < c else m
                 out_fused[i, m] = <float>rank[m].score if m < c else fused[i, m]
     return ok
+
+
+cdef void _sort_desc(double *v, int64_t *s, double *tv, int64_t *ts, Py_ssize_t m) noexcept nogil:
+    """v[0..m) into descending order, stably (equal values keep their order), the slots s
+    alongside: a bottom-up merge sort, each merge step branch-free; tv, ts: scratch of m."""
+    cdef Py_ssize_t w = 1, i, j, l, r, le, re, o
+    cdef double *a = v
+    cdef double *b = tv
+    cdef int64_t *sa = s
+    cdef int64_t *sb = ts
+    cdef bint left
+    while w < m:
+        i = 0
+        while i < m:
+            l, le = i, min(i + w, m)
+            r, re, o = le, min(i + 2 * w, m), i
+            while l < le and r < re:
+                left = a[l] >= a[r]
+                j = r + left * (l - r)  # (an index, not a branch: which side wins is random)
+                b[o], sb[o] = a[j], sa[j]
+                l += left
+                r += not left
+                o += 1
+            while l < le:
+                b[o], sb[o] = a[l], sa[l]
+                l += 1
+                o += 1
+            while r < re:
+                b[o], sb[o] = a[r], sa[r]
+                r += 1
+                o += 1
+            i += 2 * w
+        a, b = b, a
+        sa, sb = sb, sa
+        w *= 2
+    if a != v:
+        for i in range(m):
+            v[i], s[i] = a[i], sa[i]
+
+
+def rows_top_sorted(x not None, Py_ssize_t k, double[:, ::1] out_keys not None,
+                    int64_t[:, ::1] out_slots not None) -> bool:
+    """The exact top-k of each row of ``x`` (float32 or float64 (n, W)) above -inf: values
+    descending, equal values by lower column (kernels/selection.topk_exact), into
+    ``out_keys`` float64 and ``out_slots`` int64 (n, k), ``(-inf, -1)`` past a row's live
+    entries. The row's k-th value by a quickselect over the values, the entries above it
+    and then those equal to it from the lowest column, ordered by a stable merge sort.
+    False where it declines (a NaN: the caller keeps torch's order)."""
+    cdef Py_ssize_t n = x.shape[0] if x.ndim == 2 else -1, width = x.shape[x.ndim - 1]
+    if n < 0 or k < 1:
+        raise ValueError("rows_top_sorted: x must be (n, W) and k >= 1")
+    if out_keys.shape[0] != n or out_keys.shape[1] != k or out_slots.shape[0] != n or (
+            out_slots.shape[1] != k):
+        raise ValueError("rows_top_sorted: out_keys and out_slots must be (n, k)")
+    cdef const float[:, ::1] xf = x if x.dtype == np.float32 else None
+    cdef const double[:, ::1] xd = None if x.dtype == np.float32 else x
+    if not (n and width):
+        out_keys[:, :] = -INFINITY
+        out_slots[:, :] = -1
+        return True
+    cdef double[::1] row = np.empty(width, dtype=np.float64)
+    cdef double[::1] buf = np.empty(3 * width, dtype=np.float64)  # _kth's three buffers
+    cdef double[::1] tv = np.empty(width, dtype=np.float64)
+    cdef int64_t[::1] ts = np.empty(width, dtype=np.int64)
+    cdef int64_t[::1] cols = np.empty(width, dtype=np.int64)
+    cdef Py_ssize_t r, c, live, take, m, need
+    cdef double v, kth
+    cdef bint f32 = xf is not None, nan = False
+    with nogil:
+        for r in range(n):
+            live = 0
+            for c in range(width):
+                v = <double>xf[r, c] if f32 else xd[r, c]
+                row[c] = v
+                nan |= v != v
+                buf[live] = v
+                live += v > -INFINITY
+            if nan:
+                break
+            take = min(k, live)
+            kth = _kth(&buf[0], &buf[width], &buf[2 * width], live, take) if live > k else (
+                -INFINITY)
+            m = 0
+            for c in range(width):  # the entries above it, in column order
+                buf[m] = row[c]
+                cols[m] = c
+                m += row[c] > kth
+            need = take - m
+            for c in range(width):  # then those equal to it, from the lowest column
+                if need > 0 and row[c] == kth:
+                    buf[m], cols[m] = kth, c
+                    m += 1
+                    need -= 1
+            _sort_desc(&buf[0], &cols[0], &tv[0], &ts[0], m)
+            for c in range(k):
+                out_keys[r, c] = buf[c] if c < m else -INFINITY
+                out_slots[r, c] = cols[c] if c < m else -1
+    return not nan

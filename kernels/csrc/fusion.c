@@ -101,26 +101,3 @@ int fuse_rows(const double *base, const double *assoc, double w_assoc, const flo
     free(kept);
     return ok;
 }
-
-/* The take best live entries of each row of x (n, W) flagged 1 in mask, the rest 0 (value
- * descending, column ascending; live: valid and > -inf); a row of at most take live entries
- * keeps them all (kernels/selection.topk_mask). x is float32 (xf) or float64 (xd); buf holds
- * W candidates. Returns -1 at a valid NaN, whose place in torch's order the caller keeps. */
-int top_mask_rows(const float *xf, const double *xd, const uint8_t *valid, ptrdiff_t n,
-                  ptrdiff_t width, ptrdiff_t take, Cand *buf, uint8_t *mask) {
-    for (ptrdiff_t r = 0; r < n; r++) {
-        uint8_t *m = mask + r * width;
-        const uint8_t *ok = valid + r * width;
-        ptrdiff_t live = 0;
-        for (ptrdiff_t c = 0; c < width; c++) {
-            double v = xf ? (double)xf[r * width + c] : xd[r * width + c];
-            if (ok[c] && isnan(v)) return -1;
-            m[c] = ok[c] && v > -INFINITY;
-            if (m[c]) buf[live++] = (Cand){v, c};
-        }
-        if (live <= take) continue;
-        cand_select(buf, live, take);
-        for (ptrdiff_t c = take; c < live; c++) m[buf[c].i] = 0;
-    }
-    return 0;
-}

@@ -631,3 +631,23 @@ def test_top_mask_native_declines_nan_and_keeps_inf_and_broadcast_valid(dtype: t
         native.top_mask_rows(x.numpy(), flags.astype(np.int8), 3, out)
     with pytest.raises(ValueError, match="take >= 1"):
         native.top_mask_rows(x.numpy(), flags, 0, out)
+
+
+def test_rows_top_sorted_pads_declines_nan_and_checks_its_outputs() -> None:
+    from spector_gpu.kernels.native import native
+
+    if native is None:
+        pytest.skip("native kernels not built")
+    x = np.array([[2.0, -np.inf, 7.0, 2.0, np.inf], [-np.inf] * 5])
+    keys, slots = np.empty((2, 4)), np.empty((2, 4), dtype=np.int64)
+    assert native.rows_top_sorted(x, 4, keys, slots)
+    np.testing.assert_array_equal(keys, [[np.inf, 7.0, 2.0, 2.0], [-np.inf] * 4])
+    np.testing.assert_array_equal(slots, [[4, 2, 0, 3], [-1] * 4])  # ties: the lower column
+    assert native.rows_top_sorted(x.astype(np.float32), 4, keys, slots)
+    np.testing.assert_array_equal(slots, [[4, 2, 0, 3], [-1] * 4])
+    x[1, 3] = np.nan
+    assert not native.rows_top_sorted(x, 4, keys, slots)  # declined: torch's order
+    with pytest.raises(ValueError, match="must be \\(n, k\\)"):
+        native.rows_top_sorted(x, 3, keys, slots)
+    with pytest.raises(ValueError, match="k >= 1"):
+        native.rows_top_sorted(x, 0, keys[:, :0], slots[:, :0])
