@@ -1,6 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
-"""Fusion's native row kernels (``csrc/fusion.c``), bound by Cython, and the session relay's
-row pass (``session_lift_rows``), written here in Cython's typed loops.
+"""Fusion's native row kernels (``csrc/fusion.c``), bound by Cython, and the row passes written
+here in Cython's typed loops: the session relay's (``session_lift_rows``), the pool masks'
+(``top_mask_rows``) and the final top-k's (``rows_top_sorted``), the last two selecting each
+row's k-th value by a quickselect over the values alone (``_kth``).
 
 Arrays are numpy (any buffer): Cython checks each one's dtype, dimensions and contiguity and
 raises ``ValueError`` on a mismatch; the shapes are checked here. The GIL is released while
