@@ -11,7 +11,6 @@ computing.
 
 from libc.math cimport INFINITY, isfinite
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
-from libc.stdlib cimport qsort
 
 import numpy as np
 
@@ -28,6 +27,10 @@ cdef extern from "csrc/fusion.c" nogil:
         double w_sal, const uint8_t *valid, const double *importance, const double *d,
         const double *s_term, double beta, double tau, const uint8_t *match, Py_ssize_t k,
         double *rel, float *factor, double *fused, Py_ssize_t n, Py_ssize_t width)
+    ctypedef struct Rank:
+        double score
+        int64_t ordinal, at
+    void rank_sort(Rank *rank, Py_ssize_t c)
 
 
 def relevance_rows(
@@ -218,38 +221,6 @@ def top_mask_rows(x not None, valid, Py_ssize_t take, mask not None) -> bool:
                     need -= need > 0
     return not nan
 
-cdef struct _Lifted:
-    double score
-    int64_t ordinal, at  # at: the member's position in its row
-
-
-cdef inline bint _before(const _Lifted *a, const _Lifted *b) noexcept nogil:
-    return a.score > b.score or (a.score == b.score and a.ordinal < b.ordinal)
-
-
-cdef int _lifted_cmp(const void *pa, const void *pb) noexcept nogil:
-    cdef const _Lifted *a = <const _Lifted *>pa
-    cdef const _Lifted *b = <const _Lifted *>pb
-    return -1 if _before(a, b) else (1 if _before(b, a) else 0)
-
-
-cdef void _lifted_sort(_Lifted *x, Py_ssize_t c) noexcept nogil:
-    """Score descending, then ordinal ascending (distinct in a row: a total order); by
-    insertion up to 128 members (the input is in fused order, close to this one), else qsort."""
-    cdef Py_ssize_t m, k
-    cdef _Lifted v
-    if c > 128:
-        qsort(x, c, sizeof(_Lifted), _lifted_cmp)
-        return
-    for m in range(1, c):
-        v = x[m]
-        k = m
-        while k > 0 and _before(&v, &x[k - 1]):
-            x[k] = x[k - 1]
-            k -= 1
-        x[k] = v
-
-
 cdef inline void _spread(const double *x, Py_ssize_t c, double *out) noexcept nogil:
     """x[0..c) min-max normalised into out (0 everywhere without two different values)."""
     cdef double lo = INFINITY, hi = -INFINITY, width
@@ -310,8 +281,7 @@ def session_lift_rows(const float[:, ::1] fused not None, const int32_t[::1] cou
     cdef double[::1] x = np.empty(w, dtype=np.float64)
     cdef double[::1] sf = np.empty(w, dtype=np.float64)
     cdef double[::1] sl = np.empty(w, dtype=np.float64)
-    cdef _Lifted[::1] rank = np.empty(w, dtype=[("s", np.float64), ("o", np.int64),
-                                                 ("a", np.int64)])
+    cdef Rank[::1] rank = np.empty(w, dtype=[("s", np.float64), ("o", np.int64), ("a", np.int64)])
     cdef int64_t s
     cdef double d
     cdef bint ok = True
@@ -346,7 +316,7 @@ def session_lift_rows(const float[:, ::1] fused not None, const int32_t[::1] cou
             for m in range(c):
                 rank[m].score = sf[m] + weight * sl[m]
                 rank[m].ordinal, rank[m].at = ordinals[i, m], m
-            _lifted_sort(&rank[0], c)
+            rank_sort(&rank[0], c)  # (csrc/select.h: the token relay's order too)
             for m in range(w):
                 out_order[i, m] = rank[m].at if m < c else m
                 out_fused[i, m] = <float>rank[m].score if m < c else fused[i, m]

@@ -32,26 +32,6 @@ typedef struct {
     void *rank;
 } TokScratch;
 
-typedef struct { double score; int64_t ordinal, at; } Rank; /* at: the position in its row */
-
-static int rank_cmp(const void *pa, const void *pb) {
-    const Rank *a = pa, *b = pb;
-    if (a->score != b->score) return a->score > b->score ? -1 : 1;
-    return (a->ordinal > b->ordinal) - (a->ordinal < b->ordinal);
-}
-
-/* rank[0..c) by score descending, then ordinal ascending (distinct in a row: a total order):
- * by insertion up to 128 members (the default token depth is 100, and the fused order is
- * close to the mixed one: a third of qsort's time), by qsort past it */
-static void rank_sort(Rank *rank, ptrdiff_t c) {
-    if (c > 128) { qsort(rank, (size_t)c, sizeof(Rank), rank_cmp); return; }
-    for (ptrdiff_t m = 1, k; m < c; m++) {
-        Rank x = rank[m];
-        for (k = m; k > 0 && rank_cmp(&x, &rank[k - 1]) < 0; k--) rank[k] = rank[k - 1];
-        rank[k] = x;
-    }
-}
-
 /* Each distinct token's cosines with the query tokens, row d of sims (stride wide, -inf past
  * t): the exact integer dots of its int8 row with the t4 int16 query rows, four per pass so
  * the row is widened once for four (the compiler makes each a multiply-add of int16 pairs),
