@@ -447,6 +447,7 @@ def compare(a: argparse.Namespace) -> None:
         f"compare with {a.baseline}: {os.cpu_count()} CPUs ({flags}), torch threads "
         f"{torch.get_num_threads()}, load average {os.getloadavg()[0]:.2f} at start"
     )
+    print(_vector_scaling())
     tree = baseline_tree(a.baseline, a.baseline_dir)
     if a.baseline_dot:
         print(f"the baseline's dot and selection paths pinned to {a.baseline_dot}")
@@ -488,6 +489,45 @@ def _cpu_flags() -> str:
     )
     keep = [f for f in flags if f.startswith(("avx", "sse4", "fma", "amx"))]
     return " ".join(sorted(keep)) or "no AVX"
+
+
+def _vector_scaling(rounds: int = 60) -> str:
+    """float32 GEMM throughput of one thread and of two threads at once (torch, one intra-op
+    thread each), for the record: on a VM whose two vCPUs are one core's SMT siblings (the
+    AVX2-only EPYC of issue 36's kind) the pair shares one vector unit and two threads do no
+    more than one, which bounds every GEMM-bound figure (dense-only, FAISS itself) there."""
+    import threading
+
+    import torch
+
+    a, b = torch.randn(2048, 384), torch.randn(384, 128)
+    flop = 2 * 2048 * 384 * 128 * rounds
+
+    def work() -> None:
+        out = torch.empty(2048, 128)
+        for _ in range(rounds):
+            torch.mm(a, b, out=out)
+
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        work()  # warm
+        t0 = time.perf_counter()
+        work()
+        one = flop / (time.perf_counter() - t0) / 1e9
+        pair = [threading.Thread(target=work) for _ in range(2)]
+        t0 = time.perf_counter()
+        for t in pair:
+            t.start()
+        for t in pair:
+            t.join()
+        two = 2 * flop / (time.perf_counter() - t0) / 1e9
+    finally:
+        torch.set_num_threads(saved)
+    return (
+        f"float32 GEMM (2048 x 384 by 384 x 128): one thread {one:.0f} GFLOP/s, two threads "
+        f"at once {two:.0f} GFLOP/s together ({two / one:.2f}x one)"
+    )
 
 
 def _print_compare(name: str, base: dict[str, Any], ours: dict[str, Any]) -> None:
