@@ -493,12 +493,14 @@ def _cpu_flags() -> str:
 
 def _vector_scaling(rounds: int = 60) -> str:
     """float32 GEMM throughput of one thread and of two threads at once (torch, one intra-op
-    thread each), for the record: on a VM whose two vCPUs are one core's SMT siblings (the
-    AVX2-only EPYC of issue 36's kind) the pair shares one vector unit and two threads do no
-    more than one, which bounds every GEMM-bound figure (dense-only, FAISS itself) there."""
+    thread each), for the record: on a VM whose two vCPUs share one vector unit (the AVX2-only
+    EPYC of issue 36's kind) two threads together reach about one thread's best, which bounds
+    every GEMM-bound figure (dense-only, FAISS itself) there."""
     import threading
 
     import torch
+
+    from spector_gpu.device import single_threaded
 
     a, b = torch.randn(2048, 384), torch.randn(384, 128)
     flop = 2 * 2048 * 384 * 128 * rounds
@@ -508,9 +510,7 @@ def _vector_scaling(rounds: int = 60) -> str:
         for _ in range(rounds):
             torch.mm(a, b, out=out)
 
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with single_threaded():
         work()  # warm
         t0 = time.perf_counter()
         work()
@@ -522,8 +522,6 @@ def _vector_scaling(rounds: int = 60) -> str:
         for t in pair:
             t.join()
         two = 2 * flop / (time.perf_counter() - t0) / 1e9
-    finally:
-        torch.set_num_threads(saved)
     return (
         f"float32 GEMM (2048 x 384 by 384 x 128): one thread {one:.0f} GFLOP/s, two threads "
         f"at once {two:.0f} GFLOP/s together ({two / one:.2f}x one)"
